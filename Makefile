@@ -1,0 +1,39 @@
+# kepl: the two commands a new user needs are `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+KEPL   := $(VENV)/bin/kepl
+
+.PHONY: demo test install lint bench scenarios broker-start broker-stop clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	$(KEPL) demo
+
+test: install
+	$(PY) -m pytest -q -p no:cacheprovider
+
+scenarios: install
+	$(KEPL) scenario run ../shared/conformance/cases
+
+lint: install
+	$(VENV)/bin/ruff check app operators tests
+
+bench: install
+	$(PY) tests/bench/bench_embedded.py
+
+broker-start: install
+	$(KEPL) kafka start
+
+broker-stop: install
+	$(KEPL) kafka stop
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,308 @@
+"""The ``kepl`` command line: one entry point, a subcommand per job."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+
+
+def _bootstrap(args: argparse.Namespace) -> str:
+    return args.bootstrap or os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or DEFAULT_BOOTSTRAP
+
+
+def _add_bootstrap(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bootstrap", help="Kafka bootstrap servers (default: "
+                   "$KAFKA_BOOTSTRAP_SERVERS, else 127.0.0.1:9092)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kepl",
+        description="kepl runs Esper-style EPL statements over event streams: embedded "
+                    "in-process with an explicit clock, or on Kafka with per-partition "
+                    "workers and RocksDB state.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("run", help="run a statement file in-process over events from a file",
+                       description="Deploy the statements of FILE in an embedded runtime and "
+                                   "feed it the steps of EVENTS (JSON lines: {\"time\": ms} or "
+                                   "{\"send\": Type, \"event\": {...}}; '-' reads stdin). "
+                                   "Output rows are printed as JSON lines.")
+    p.add_argument("file", help="statement file (.yaml) or EPL module (.epl)")
+    p.add_argument("--events", default="-", help="JSON-lines steps (default: stdin)")
+
+    p = sub.add_parser("check", help="validate statement files and EPL modules",
+                       description="Parse and validate every statement of each FILE. Exit 0 "
+                                   "when all are valid, 1 with every error listed otherwise.")
+    p.add_argument("files", nargs="+", metavar="FILE")
+
+    p = sub.add_parser("explain", help="print the plan of each statement",
+                       description="Print, per statement, the operator chain, its state, the "
+                                   "context partitioning and the Kafka topics it uses.")
+    p.add_argument("file")
+
+    p = sub.add_parser("scenario", help="run conformance scenarios",
+                       description="Conformance scenarios (see FORMAT.md).")
+    ssub = p.add_subparsers(dest="scenario_command", metavar="ACTION")
+    sr = ssub.add_parser("run", help="run scenario files or folders",
+                         description="Run each scenario; print PASS/FAIL per scenario and a "
+                                     "closing 'N passed, N failed' line; exit 1 if any failed.")
+    sr.add_argument("paths", nargs="+", metavar="PATH")
+    sr.add_argument("--kafka", action="store_true",
+                    help="run against a real broker instead of in-process")
+    sr.add_argument("-v", "--verbose", action="store_true", help="print failure details")
+    _add_bootstrap(sr)
+
+    p = sub.add_parser("kafka", help="start, stop or inspect the local Kafka broker",
+                       description="Manage the project's own Apache Kafka broker (KRaft, no "
+                                   "Docker). Run 'kepl kafka start --help' for options.",
+                       add_help=False)
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+
+    p = sub.add_parser("worker", help="run a Kafka worker for a statement file",
+                       description="Consume the input topics of FILE, run its statements per "
+                                   "partition with RocksDB state and changelogs, and write "
+                                   "output rows to the output topics. Stop with Ctrl-C.")
+    p.add_argument("file")
+    p.add_argument("--data-dir", default=None, help="RocksDB state directory")
+    _add_bootstrap(p)
+
+    p = sub.add_parser("deploy", help="create the Kafka topics a statement file needs",
+                       description="Create input, internal and output topics of FILE.")
+    p.add_argument("file")
+    _add_bootstrap(p)
+
+    p = sub.add_parser("send", help="produce events to an event type's topic",
+                       description="Produce each JSON EVENT (or JSON lines from stdin) to the "
+                                   "topic of TYPE.")
+    p.add_argument("file")
+    p.add_argument("type")
+    p.add_argument("events", nargs="*", metavar="EVENT")
+    _add_bootstrap(p)
+
+    p = sub.add_parser("clock", help="publish a watermark (runtime time) to the workers",
+                       description="Publish watermark T (ms) to every input partition of FILE; "
+                                   "with --wall, publish the wall clock every --interval ms.")
+    p.add_argument("file")
+    p.add_argument("time", nargs="?", type=int)
+    p.add_argument("--wall", action="store_true")
+    p.add_argument("--interval", type=int, default=1000)
+    _add_bootstrap(p)
+
+    p = sub.add_parser("tail", help="print output rows as they arrive",
+                       description="Follow the output topics of FILE (or of one STATEMENT) "
+                                   "and print each row once (repeats after a crash dropped).")
+    p.add_argument("file")
+    p.add_argument("statement", nargs="?")
+    p.add_argument("--from-beginning", action="store_true")
+    _add_bootstrap(p)
+
+    p = sub.add_parser("demo", help="the main job: broker, worker, sample events, output",
+                       description="Start the local broker, deploy examples/bank.yaml, start a "
+                                   "worker, produce sample events and print output rows as "
+                                   "they arrive. Stop with Ctrl-C.")
+    p.add_argument("--file", default=None, help="statement file (default examples/bank.yaml)")
+    p.add_argument("--port", type=int, default=9092)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if argv and argv[0] == "kafka":
+        from app.kafka.cli import main as kafka_main
+
+        return int(kafka_main(argv[1:]) or 0)
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        return _dispatch(args, parser)
+    except KeyboardInterrupt:
+        return 130
+
+
+def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from app.statements import ConfigError
+
+    try:
+        if args.command == "run":
+            return cmd_run(args)
+        if args.command == "check":
+            return cmd_check(args)
+        if args.command == "explain":
+            return cmd_explain(args)
+        if args.command == "scenario":
+            if args.scenario_command != "run":
+                parser.parse_args(["scenario", "--help"])
+            return cmd_scenario(args)
+        if args.command in ("worker", "deploy", "send", "clock", "tail", "demo"):
+            from app.cli import kafka_commands
+
+            return int(getattr(kafka_commands, f"cmd_{args.command}")(args, _bootstrap(args)
+                       if hasattr(args, "bootstrap") else DEFAULT_BOOTSTRAP))
+    except ConfigError as e:
+        print(f"kepl: {e}", file=sys.stderr)
+        return 2
+    parser.print_help()
+    return 2
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from app.conformance.runner import ScenarioError
+    from app.epl.errors import EplError
+    from app.runtime.catalog import Catalog, EventTypeError, NotSupported, coerce_event
+    from app.runtime.engine import Engine
+    from app.statements import load_statement_file
+
+    sf = load_statement_file(args.file)
+    catalog = Catalog.from_schemas(sf.schemas)
+    engine = Engine()
+    try:
+        for s in sf.statements:
+            engine.deploy(catalog.plan(s.epl, s.name))
+    except (EplError, NotSupported) as e:
+        print(e.render() if isinstance(e, EplError) else f"not supported yet: {e}",
+              file=sys.stderr)
+        return 1
+
+    def show(stmt: str, new: list, old: list, pid: Any) -> None:
+        for stream, rows in (("insert", new), ("remove", old)):
+            for r in rows:
+                print(json.dumps({"statement": stmt, "stream": stream, "partition": pid,
+                                  "time": engine.now_ms, "row": r}, default=str), flush=True)
+
+    engine.listeners.append(show)
+    src = sys.stdin if args.events == "-" else open(args.events)  # noqa: SIM115
+    for n, line in enumerate(src, 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            step = json.loads(line)
+            if "time" in step:
+                engine.advance_time(int(step["time"]))
+            elif "send" in step:
+                engine.send(step["send"], coerce_event(catalog, step["send"],
+                                                        step.get("event") or {}))
+            else:
+                raise ScenarioError("a step needs 'time' or 'send'")
+        except (ValueError, EventTypeError, ScenarioError) as e:
+            print(f"kepl: {args.events}:{n}: {e}", file=sys.stderr)
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from app.epl.errors import EplError
+    from app.runtime.catalog import Catalog, NotSupported
+    from app.statements import ConfigError, load_statement_file
+
+    failures = 0
+    for f in args.files:
+        try:
+            sf = load_statement_file(f)
+        except (ConfigError, EplError) as e:
+            print(e.render() if isinstance(e, EplError) else str(e))
+            failures += 1
+            continue
+        catalog = Catalog.from_schemas(sf.schemas)
+        for s in sf.statements:
+            try:
+                catalog.plan(s.epl, s.name)
+            except EplError as e:
+                failures += 1
+                print(f"{f}: statement '{s.name}':\n{e.render()}")
+            except NotSupported as e:
+                print(f"{f}: statement '{s.name}': valid, but not supported yet: {e}")
+    if failures:
+        print(f"{failures} error(s)")
+        return 1
+    print(f"{len(args.files)} file(s) valid")
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from app.epl.errors import EplError
+    from app.runtime.catalog import Catalog, NotSupported
+    from app.statements import load_statement_file
+
+    sf = load_statement_file(args.file)
+    catalog = Catalog.from_schemas(sf.schemas)
+    for s in sf.statements:
+        try:
+            plan = catalog.plan(s.epl, s.name)
+        except EplError as e:
+            print(f"statement {s.name}: invalid\n{e.render()}")
+            return 1
+        except NotSupported as e:
+            print(f"statement {s.name}: not supported yet: {e}")
+            continue
+        for line in plan.explain():
+            print(line)
+        for line in _topics_of(sf, plan, catalog):
+            print(f"  topic {line}")
+    return 0
+
+
+def _topics_of(sf: Any, plan: Any, catalog: Any) -> list[str]:
+    """Kafka topics a statement reads and writes, with partition counts."""
+    if plan.kind != "query":
+        return []
+    out = []
+    for t in sorted(plan.pipeline.types()):
+        out.append(f"in  {sf.topic_of(t)} ({sf.partitions} partitions)")
+    if plan.context is not None:
+        spec = catalog.contexts[plan.context]
+        n = getattr(spec, "granularity", None) or sf.partitions
+        out.append(f"via kepl.{sf.app}.repartition.{plan.context} ({n} partitions)")
+    elif not _stateless(plan):
+        out.append(f"via kepl.{sf.app}.repartition.global (1 partition)")
+    stmt = next(s for s in sf.statements if s.name == plan.name)
+    out.append(f"out {sf.output_topic(stmt)}")
+    return out
+
+
+def _stateless(plan: Any) -> bool:
+    p = plan.pipeline
+    return (p.stream is not None and p.stream.view is None and p.pattern is None
+            and p.resultset.kind == "simple" and not p.output.limited)
+
+
+def cmd_scenario(args: argparse.Namespace) -> int:
+    from app.conformance.runner import run_file, run_scenario_embedded, scenario_files
+
+    if args.kafka:
+        from app.runtime.kafka.runner import run_scenario_kafka
+
+        bootstrap = _bootstrap(args)
+
+        def runner(doc: dict) -> str | None:
+            return run_scenario_kafka(doc, bootstrap)
+    else:
+        runner = run_scenario_embedded
+    files = scenario_files(args.paths)
+    passed = failed = 0
+    for f in files:
+        if f.name == "INDEX.md":
+            continue
+        out = run_file(Path(f), runner)
+        if out.passed:
+            passed += 1
+            print(f"PASS {out.name}", flush=True)
+        else:
+            failed += 1
+            print(f"FAIL {out.name}: {out.detail}", flush=True)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

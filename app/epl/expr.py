@@ -1,0 +1,455 @@
+"""Compile expression ASTs into Python closures ``fn(row, ctx)``.
+
+User text is never evaluated as Python: every node becomes a small closure.  A ``Scope``
+says what a row is (an event, a pattern match, a pattern filter's (event, tags) pair, an
+``#expr`` window environment) and collects the aggregate calls of a select clause, which
+compile to reads of ``ctx.aggs`` filled by the result set.  Nulls follow SQL/Esper
+three-valued logic: arithmetic and comparison with null give null.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.epl import ast
+from app.epl.errors import EplValidationError
+from operators.aggregates import AGGREGATE_NAMES, make_aggregator
+from operators.base import Expr, PartitionCtx
+from operators.resultset import AggregateDef
+
+OUTPUT_BUILTINS = frozenset({
+    "count_insert", "count_remove", "count_insert_total", "count_remove_total",
+    "last_output_timestamp", "current_timestamp"})
+
+
+class NotSupportedExpr(Exception):
+    """An expression construct the engine does not evaluate yet."""
+
+
+@dataclass
+class Scope:
+    """How names resolve while compiling one expression."""
+
+    kind: str = "event"  # event | tags | pfilter | env | output
+    aliases: frozenset[str] = frozenset()
+    tags: frozenset[str] = frozenset()
+    variables: frozenset[str] = frozenset()
+    aggregates: list[AggregateDef] | None = None
+    agg_texts: dict[str, int] = field(default_factory=dict)
+    allow_aggregates: bool = False
+    agg_value_scope: Scope | None = None
+
+
+def text_of(node: Any) -> str:
+    """EPL text of a node (column names are expression text without whitespace)."""
+    from app.epl.printer import to_epl
+
+    return to_epl(node)
+
+
+def _nested(value: Any, path: tuple[str, ...]) -> Any:
+    for p in path:
+        if value is None:
+            return None
+        if isinstance(value, dict):
+            value = value.get(p)
+        else:
+            value = getattr(value, p, None)
+    return value
+
+
+def _compile_name(node: Any, scope: Scope) -> Expr:
+    parts: tuple[str, ...] = tuple(node.parts)
+    head = parts[0]
+    rest = parts[1:]
+    if head == "context" and rest:
+        key, more = rest[0], rest[1:]
+        if more:
+            return lambda r, c: _nested(c.props.get(key), more)
+        return lambda r, c: c.props.get(key)
+    if scope.kind == "output" and len(parts) == 1 and head in OUTPUT_BUILTINS:
+        return lambda r, c: c.output.get(head)
+    if len(parts) == 1 and head in scope.variables:
+        return lambda r, c: c.variables.get(head)
+    if scope.kind == "tags":
+        if head in scope.tags:
+            if not rest:
+                return lambda r, c: r.get(head)
+            return lambda r, c: _nested(r.get(head), rest)
+        if len(scope.tags) == 0:
+            return lambda r, c: _nested(r, parts)
+    if scope.kind == "pfilter":
+        if head in scope.tags and rest:
+            return lambda r, c: _nested(r[1].get(head), rest)
+        if head in scope.aliases and rest:
+            return lambda r, c: _nested(r[0], rest)
+        if len(parts) == 1:
+            return lambda r, c: r[0].get(head)
+        return lambda r, c: _nested(r[0], parts)
+    if scope.kind == "event" and head in scope.aliases and rest:
+        parts = rest
+        head = parts[0]
+        rest = parts[1:]
+    if head in scope.variables and not rest:
+        return lambda r, c: c.variables.get(head)
+    if not rest:
+        return lambda r, c: r.get(head)
+    return lambda r, c: _nested(r, parts)
+
+
+def _null_safe(fn: Callable[[Any, Any], Any]) -> Callable[[Expr, Expr], Expr]:
+    def make(a: Expr, b: Expr) -> Expr:
+        def run(r: Any, c: PartitionCtx) -> Any:
+            x = a(r, c)
+            if x is None:
+                return None
+            y = b(r, c)
+            if y is None:
+                return None
+            return fn(x, y)
+        return run
+    return make
+
+
+def _div(x: Any, y: Any) -> Any:
+    if y == 0:
+        return None
+    return x / y
+
+
+def _mod(x: Any, y: Any) -> Any:
+    if y == 0:
+        return None
+    return math.fmod(x, y) if isinstance(x, float) or isinstance(y, float) else x % y
+
+
+def _eq(x: Any, y: Any) -> bool:
+    return bool(x == y)
+
+
+_BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": _div, "%": _mod,
+    "||": lambda x, y: f"{x}{y}", "=": _eq, "!=": lambda x, y: x != y,
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+}
+
+
+def _and(a: Expr, b: Expr) -> Expr:
+    def run(r: Any, c: PartitionCtx) -> Any:
+        x = a(r, c)
+        if x is False:
+            return False
+        y = b(r, c)
+        if y is False:
+            return False
+        if x is None or y is None:
+            return None
+        return bool(x) and bool(y)
+    return run
+
+
+def _or(a: Expr, b: Expr) -> Expr:
+    def run(r: Any, c: PartitionCtx) -> Any:
+        x = a(r, c)
+        if x is True or (x is not None and x):
+            return True
+        y = b(r, c)
+        if y is True or (y is not None and y):
+            return True
+        if x is None or y is None:
+            return None
+        return False
+    return run
+
+
+def _like_regex(pattern: str, escape: str | None) -> re.Pattern[str]:
+    out = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if escape and ch == escape and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        out.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
+        i += 1
+    return re.compile("".join(out), re.S)
+
+
+def _num(v: Any) -> Any:
+    return v
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "abs": abs, "round": lambda x, n=0: round(x, int(n)), "floor": math.floor,
+    "ceil": math.ceil, "sqrt": math.sqrt, "exp": math.exp, "ln": math.log,
+    "log": math.log10, "pow": math.pow, "sign": lambda x: (x > 0) - (x < 0),
+    "max": lambda *a: max(a), "min": lambda *a: min(a),
+    "lower": lambda s: s.lower(), "upper": lambda s: s.upper(),
+    "length": lambda s: len(s), "trim": lambda s: s.strip(),
+    "substring": lambda s, a, b=None: s[int(a):] if b is None else s[int(a):int(b)],
+    "concat": lambda *a: "".join(str(x) for x in a), "tostring": str,
+    "startswith": lambda s, p: s.startswith(p), "endswith": lambda s, p: s.endswith(p),
+    "contains": lambda s, p: p in s,
+}
+
+_CASTS: dict[str, Callable[[Any], Any]] = {
+    "int": int, "integer": int, "long": int, "short": int, "byte": int,
+    "double": float, "float": float, "bigdecimal": float, "string": str,
+    "boolean": lambda v: v if isinstance(v, bool) else str(v).lower() == "true",
+}
+
+
+def time_period_ms(node: Any) -> int:
+    """Milliseconds of a constant TimePeriod (or a number of seconds)."""
+    if isinstance(node, ast.TimePeriod):
+        return int(round(node.ms()))
+    if isinstance(node, ast.Literal) and isinstance(node.value, int | float):
+        return int(round(node.value * 1000))
+    pos = getattr(node, "pos", None)
+    raise EplValidationError("expected a time period", pos.line if pos else None,
+                             pos.column if pos else None)
+
+
+def constant_value(node: Any) -> Any:
+    """The value of a literal (or negated literal), else raise."""
+    if isinstance(node, ast.Literal):
+        return node.value
+    if isinstance(node, ast.Unary) and node.op == "-" and isinstance(node.operand, ast.Literal):
+        return -node.operand.value
+    if isinstance(node, ast.TimePeriod):
+        return time_period_ms(node)
+    raise ValueError("not a constant")
+
+
+def compile_expr(node: Any, scope: Scope) -> Expr:
+    """Compile an expression AST into a closure ``fn(row, ctx)``."""
+    kind = type(node).__name__
+    if kind == "Literal":
+        v = node.value
+        return lambda r, c: v
+    if kind == "Name":
+        return _compile_name(node, scope)
+    if kind == "Binary":
+        a = compile_expr(node.left, scope)
+        b = compile_expr(node.right, scope)
+        if node.op == "and":
+            return _and(a, b)
+        if node.op == "or":
+            return _or(a, b)
+        fn = _BINARY.get(node.op)
+        if fn is None:
+            raise NotSupportedExpr(f"operator {node.op}")
+        return _null_safe(fn)(a, b)
+    if kind == "Unary":
+        a = compile_expr(node.operand, scope)
+        if node.op == "-":
+            return lambda r, c: None if (x := a(r, c)) is None else -x
+        if node.op == "not":
+            return lambda r, c: None if (x := a(r, c)) is None else not x
+        if node.op == "+":
+            return a
+        raise NotSupportedExpr(f"unary {node.op}")
+    if kind == "Between":
+        e, lo, hi = (compile_expr(x, scope) for x in (node.expr, node.low, node.high))
+        neg = node.negated
+
+        def between(r: Any, c: PartitionCtx) -> Any:
+            v, a, b = e(r, c), lo(r, c), hi(r, c)
+            if v is None or a is None or b is None:
+                return None
+            if a > b:
+                a, b = b, a
+            return (a <= v <= b) != neg
+        return between
+    if kind == "InList":
+        e = compile_expr(node.expr, scope)
+        items = [compile_expr(x, scope) for x in node.items]
+        neg = node.negated
+
+        def in_list(r: Any, c: PartitionCtx) -> Any:
+            v = e(r, c)
+            if v is None:
+                return None
+            return any(v == i(r, c) for i in items) != neg
+        return in_list
+    if kind == "Like":
+        e = compile_expr(node.expr, scope)
+        pat = constant_value(node.pattern)
+        esc = constant_value(node.escape) if node.escape is not None else None
+        rx = _like_regex(str(pat), esc)
+        neg = node.negated
+        return lambda r, c: None if (v := e(r, c)) is None else (
+            rx.fullmatch(str(v)) is not None) != neg
+    if kind == "Regexp":
+        e = compile_expr(node.expr, scope)
+        rx = re.compile(str(constant_value(node.pattern)), re.S)
+        neg = node.negated
+        return lambda r, c: None if (v := e(r, c)) is None else (
+            rx.fullmatch(str(v)) is not None) != neg
+    if kind == "IsNull":
+        e = compile_expr(node.expr, scope)
+        if node.negated:
+            return lambda r, c: e(r, c) is not None
+        return lambda r, c: e(r, c) is None
+    if kind == "Case":
+        whens = [(compile_expr(w, scope), compile_expr(t, scope)) for w, t in node.whens]
+        other = compile_expr(node.else_, scope) if node.else_ is not None else None
+        if node.operand is not None:
+            op = compile_expr(node.operand, scope)
+
+            def case_value(r: Any, c: PartitionCtx) -> Any:
+                v = op(r, c)
+                for w, t in whens:
+                    if v == w(r, c):
+                        return t(r, c)
+                return other(r, c) if other is not None else None
+            return case_value
+
+        def case_when(r: Any, c: PartitionCtx) -> Any:
+            for w, t in whens:
+                if w(r, c):
+                    return t(r, c)
+            return other(r, c) if other is not None else None
+        return case_when
+    if kind == "Cast":
+        e = compile_expr(node.expr, scope)
+        conv = _CASTS.get(str(node.type_name).lower())
+        if conv is None:
+            raise NotSupportedExpr(f"cast to {node.type_name}")
+        return lambda r, c: None if (v := e(r, c)) is None else conv(v)
+    if kind == "TimePeriod":
+        ms = time_period_ms(node)
+        return lambda r, c: ms
+    if kind == "Call":
+        return _compile_call(node, scope)
+    if kind == "Star":
+        return lambda r, c: r
+    raise NotSupportedExpr(kind)
+
+
+def _compile_call(node: Any, scope: Scope) -> Expr:
+    name = node.name.lower()
+    if name in AGGREGATE_NAMES and (scope.allow_aggregates or scope.aggregates is not None):
+        if scope.aggregates is None:
+            raise EplValidationError(
+                f"aggregation function '{node.name}' is not allowed here",
+                node.pos.line or None, node.pos.column or None)
+        text = text_of(node)
+        idx = scope.agg_texts.get(text)
+        if idx is None:
+            vscope = scope.agg_value_scope or scope
+            args = list(node.args)
+            extra: tuple = ()
+            if name == "nth" and len(args) == 2:
+                extra = (constant_value(args[1]),)
+                args = args[:1]
+            value = None
+            if args and not node.star and not isinstance(args[0], ast.Star):
+                value = compile_expr(args[0], Scope(
+                    vscope.kind, vscope.aliases, vscope.tags, vscope.variables))
+            star = node.star or (bool(args) and isinstance(args[0], ast.Star)) or (
+                name == "count" and not args)
+            agg = make_aggregator(name, star=star, distinct=node.distinct, extra=extra)
+            idx = len(scope.aggregates)
+            scope.aggregates.append(AggregateDef(text, agg, value))
+            scope.agg_texts[text] = idx
+        i = idx
+        return lambda r, c: c.aggs[i] if c.aggs is not None else None
+    if name in ("prev", "prevtail"):
+        args = list(node.args)
+        if len(args) == 1:
+            n_fn: Expr = lambda r, c: 1  # noqa: E731
+            target = args[0]
+        else:
+            n_fn, target = compile_expr(args[0], scope), args[1]
+        inner = compile_expr(target, Scope("event", scope.aliases, variables=scope.variables))
+        tail = name == "prevtail"
+
+        def prev(r: Any, c: PartitionCtx) -> Any:
+            w = c.window
+            if w is None:
+                return None
+            row = w.prevtail(n_fn(r, c)) if tail else w.prev(n_fn(r, c))
+            return None if row is None else inner(row, c)
+        return prev
+    if name == "prevcount":
+        return lambda r, c: c.window.count() if c.window is not None else None
+    if name == "prevwindow":
+        inner = compile_expr(node.args[0], Scope("event", scope.aliases,
+                                                 variables=scope.variables)) \
+            if node.args and not isinstance(node.args[0], ast.Star) else None
+
+        def prevwindow(r: Any, c: PartitionCtx) -> Any:
+            w = c.window
+            if w is None:
+                return None
+            rows = list(w.contents())[::-1]
+            return rows if inner is None else [inner(x, c) for x in rows]
+        return prevwindow
+    if name == "coalesce":
+        args = [compile_expr(a, scope) for a in node.args]
+
+        def coalesce(r: Any, c: PartitionCtx) -> Any:
+            for a in args:
+                v = a(r, c)
+                if v is not None:
+                    return v
+            return None
+        return coalesce
+    if name in ("current_timestamp",):
+        return lambda r, c: c.now_ms
+    fn = FUNCTIONS.get(name)
+    if fn is None:
+        raise NotSupportedExpr(f"function {node.name}()")
+    args = [compile_expr(a, scope) for a in node.args]
+
+    def call(r: Any, c: PartitionCtx) -> Any:
+        vals = [a(r, c) for a in args]
+        if any(v is None for v in vals):
+            return None
+        return fn(*vals)
+    return call
+
+
+def has_aggregate(node: Any) -> bool:
+    """Whether an expression contains an aggregate call (outside of prev/prior)."""
+    if isinstance(node, ast.Call):
+        if node.name.lower() in AGGREGATE_NAMES:
+            return True
+    for child in _children(node):
+        if has_aggregate(child):
+            return True
+    return False
+
+
+def _children(node: Any) -> list[Any]:
+    out: list[Any] = []
+    if not hasattr(node, "__dataclass_fields__"):
+        return out
+    for f in node.__dataclass_fields__:
+        if f == "pos":
+            continue
+        v = getattr(node, f)
+        if hasattr(v, "__dataclass_fields__"):
+            out.append(v)
+        elif isinstance(v, tuple):
+            for x in v:
+                if hasattr(x, "__dataclass_fields__"):
+                    out.append(x)
+                elif isinstance(x, tuple):
+                    out += [y for y in x if hasattr(y, "__dataclass_fields__")]
+    return out
+
+
+def names_in(node: Any) -> list[Any]:
+    """Every Name node in an expression."""
+    out = [node] if isinstance(node, ast.Name) else []
+    for child in _children(node):
+        out += names_in(child)
+    return out

@@ -1,0 +1,1 @@
+"""Kafka plumbing: a local broker without Docker and its CLI."""

@@ -1,0 +1,163 @@
+"""``kepl kafka ...``: start, stop and inspect the local Kafka broker.
+
+``main`` takes the arguments after the word ``kafka`` so the top-level ``kepl``
+command can mount it as a sub-command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from app.kafka import local_broker
+
+PROG = "kepl kafka"
+
+
+class _UsageError(Exception):
+    """Bad command-line input; reported as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """ArgumentParser that reports errors as one line instead of usage + exit."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _UsageError(f"{self.prog}: {message} (see --help)")
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 1 <= value <= 65534:
+        raise argparse.ArgumentTypeError(
+            f"port must be within 1..65534 (the controller uses port+1), got {value}"
+        )
+    return value
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``kepl kafka`` argument parser."""
+    parser = _Parser(
+        prog=PROG,
+        description=(
+            "Run a real single-node Apache Kafka broker (KRaft, broker+controller in one JVM) "
+            "without Docker. Jars come from Maven Central once and are cached in "
+            "${KEPL_HOME:-~/.cache/kepl}/kafka/<version>/libs."
+        ),
+    )
+    sub = parser.add_subparsers(dest="command", metavar="{start,stop,status}", parser_class=_Parser)
+    sub.required = True
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--port",
+            type=_port,
+            default=9092,
+            help="PLAINTEXT client port; the controller listens on PORT+1 (default: %(default)s)",
+        )
+        p.add_argument(
+            "--data-dir",
+            type=Path,
+            default=None,
+            metavar="DIR",
+            help="config, data, logs and pid file of this broker "
+            "(default: ${KEPL_HOME:-~/.cache/kepl}/broker-PORT)",
+        )
+
+    p_start = sub.add_parser(
+        "start",
+        help="start the broker in the background and wait until it answers",
+        description="Start the broker as a detached background process (formatting its storage on "
+        "first use) and return once it answers clients. Does nothing if it already runs.",
+    )
+    common(p_start)
+    p_start.add_argument(
+        "--wait",
+        type=_positive,
+        default=60.0,
+        metavar="SECONDS",
+        help="give up if the broker does not answer within this time (default: %(default)s)",
+    )
+    p_start.add_argument(
+        "--no-appcds", action="store_true", help="do not use or record the AppCDS class archive"
+    )
+
+    p_stop = sub.add_parser(
+        "stop",
+        help="stop the broker (SIGTERM, then SIGKILL after a timeout)",
+        description="Stop the broker gracefully with SIGTERM; "
+        "SIGKILL it if it has not exited in time.",
+    )
+    common(p_stop)
+    p_stop.add_argument(
+        "--timeout",
+        type=_positive,
+        default=30.0,
+        metavar="SECONDS",
+        help="wait this long after SIGTERM before SIGKILL (default: %(default)s)",
+    )
+
+    p_status = sub.add_parser(
+        "status",
+        help="say whether the broker runs, with its pid and bootstrap address",
+        description="Print running/stopped, pid, bootstrap address and data dir. "
+        "Exit code 0 if running, 3 if not.",
+    )
+    common(p_status)
+    return parser
+
+
+def _describe(info: local_broker.BrokerInfo) -> str:
+    state = f"running (pid {info.pid})" if info.running else "stopped"
+    return f"{state}  bootstrap={info.bootstrap}  data-dir={info.data_dir}  log={info.log_file}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``kepl kafka`` with ``argv`` (the words after ``kafka``); return the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    except _UsageError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else 0
+
+    try:
+        if args.command == "start":
+            info = local_broker.start(
+                args.port, args.data_dir, args.wait, appcds=not args.no_appcds
+            )
+            print(_describe(info))
+            return 0
+        if args.command == "stop":
+            info = local_broker.stop(args.port, args.data_dir, args.timeout)
+            print(_describe(info))
+            return 0
+        info = local_broker.status(args.port, args.data_dir)
+        print(_describe(info))
+        return 0 if info.running else 3
+    except (local_broker.BrokerError, OSError) as exc:
+        print(f"{PROG} {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG} {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""What a runtime knows about its statements: event types, contexts, variables, streams.
+
+The catalog turns EPL text into deployable plans (through the planner) while keeping
+track of what earlier statements declared, so a later statement can be validated
+against them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.runtime.plan import StatementPlan
+
+JSON_TYPES = {"string": str, "int": int, "long": int, "short": int, "byte": int,
+              "double": float, "float": float, "boolean": bool}
+
+
+class NotSupported(Exception):
+    """A construct the engine does not run yet (reported, never a traceback)."""
+
+
+class EventTypeError(Exception):
+    """An event that does not fit its declared type (dead-letter material)."""
+
+
+@dataclass
+class Catalog:
+    """Event types, contexts and variables declared so far."""
+
+    schemas: dict[str, dict[str, str]] = field(default_factory=dict)
+    contexts: dict[str, Any] = field(default_factory=dict)
+    variables: dict[str, str] = field(default_factory=dict)
+    streams: dict[str, dict[str, str]] = field(default_factory=dict)
+    named_windows: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_schemas(cls, schemas: dict[str, dict[str, str]]) -> Catalog:
+        return cls(schemas={k: dict(v) for k, v in schemas.items()})
+
+    def type_props(self, name: str) -> dict[str, str] | None:
+        """Properties of an event type or an insert-into stream, or None if unknown."""
+        return self.schemas.get(name) or self.streams.get(name)
+
+    def plan(self, epl: str, name: str) -> StatementPlan:
+        """Parse, validate and plan one statement, registering what it declares."""
+        from app.epl.planner import Planner
+
+        return Planner(self).plan_text(epl, name)
+
+
+def coerce_event(catalog: Catalog, type_name: str, event: dict) -> dict:
+    """Check an event against its type and convert numbers (``500`` for a double → 500.0).
+
+    Missing properties are null; a value of the wrong type raises EventTypeError.
+    """
+    props = catalog.type_props(type_name)
+    if props is None:
+        raise EventTypeError(f"unknown event type '{type_name}'")
+    if not isinstance(event, dict):
+        raise EventTypeError(f"an event of {type_name} must be an object")
+    out: dict[str, Any] = {}
+    for p, t in props.items():
+        v = event.get(p)
+        if v is not None:
+            v = _coerce_value(type_name, p, t, v)
+        out[p] = v
+    for p, v in event.items():
+        if p not in props:
+            raise EventTypeError(f"{type_name} has no property '{p}'")
+    return out
+
+
+def _coerce_value(type_name: str, prop: str, t: str, v: Any) -> Any:
+    want = JSON_TYPES.get(t)
+    if want is None:
+        return v
+    if want is float:
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise EventTypeError(f"{type_name}.{prop} must be a {t}, got {v!r}")
+        return float(v)
+    if want is int:
+        if isinstance(v, bool) or not (isinstance(v, int) or (
+                isinstance(v, float) and v.is_integer())):
+            raise EventTypeError(f"{type_name}.{prop} must be a {t}, got {v!r}")
+        return int(v)
+    if want is bool:
+        if not isinstance(v, bool):
+            raise EventTypeError(f"{type_name}.{prop} must be a boolean, got {v!r}")
+        return v
+    if not isinstance(v, str):
+        raise EventTypeError(f"{type_name}.{prop} must be a string, got {v!r}")
+    return v

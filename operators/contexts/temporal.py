@@ -1,0 +1,252 @@
+"""Temporal contexts: non-overlapping ``start/end`` and overlapping ``initiated/terminated``.
+
+000 §4.2.5/§4.2.6: a non-overlapping context has at most one partition; its start
+condition is observed only while no partition exists and its end condition only while
+one does.  An overlapping context starts a partition each time the initiating condition
+fires, each with its own terminating condition, correlated through ``as`` tags.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from operators.base import PartitionCtx, Row, StateNamespace
+from operators.contexts.conditions import CondCrontabSpec, CondInstance, CondNowSpec, Fired
+from operators.contexts.managers import Change, Manager, Pid
+
+
+def _tags(fired: Fired) -> dict[str, Any]:
+    return {k: v for k, v in fired.items() if not k.startswith("\x00")}
+
+
+def _crontab_inside(start: CondCrontabSpec, end: Any, now_ms: int) -> bool:
+    """Whether ``now_ms`` falls between a start and the following end firing (notes:
+    a crontab context deployed inside its window starts at once)."""
+    if not isinstance(end, CondCrontabSpec):
+        return False
+    horizon = now_ms - 8 * 86_400_000
+    last_start = last_end = None
+    t = horizon
+    while True:
+        t = start.cron.next_after(t)
+        if t > now_ms:
+            break
+        last_start = t
+    t = horizon
+    while True:
+        t = end.cron.next_after(t)
+        if t > now_ms:
+            break
+        last_end = t
+    return last_start is not None and (last_end is None or last_end < last_start) \
+        and last_start != now_ms
+
+
+@dataclass(frozen=True)
+class NonOverlappingSpec:
+    """``start <cond> end <cond>``."""
+
+    name: str
+    start: Any
+    end: Any
+
+    def build(self, state: StateNamespace, ctx: PartitionCtx) -> NonOverlappingManager:
+        return NonOverlappingManager(self, state, ctx)
+
+    def describe(self) -> str:
+        return f"non-overlapping start {self.start.describe()} end {self.end.describe()}"
+
+    def types(self) -> frozenset[str]:
+        return self.start.types() | self.end.types()
+
+
+class NonOverlappingManager(Manager):
+    """At most one partition; start armed while none runs, end armed while one does."""
+
+    def __init__(self, spec: NonOverlappingSpec, state: StateNamespace,
+                 ctx: PartitionCtx) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.state = state
+        self.ctx = ctx
+        self.active: int | None = None
+        self.next_id = 0
+        self.cond: CondInstance | None = None
+        self.pprops: dict[str, Any] = {}
+
+    def _arm_start(self, now_ms: int) -> list[Change]:
+        self.cond = self.spec.start.arm(self.state.child("start"), self.ctx, now_ms, {})
+        fired = self.cond.fires_now()
+        if fired is not None:
+            return self._start(fired, now_ms)
+        return []
+
+    def _start(self, fired: Fired, now_ms: int, exclude: bool = False) -> list[Change]:
+        pid = self.next_id
+        self.next_id += 1
+        self.active = pid
+        tags = _tags(fired)
+        self.pprops = {"name": self.name, "id": pid, "startTime": now_ms, **tags}
+        self.state.child("start").clear()
+        self.cond = self.spec.end.arm(self.state.child("end"), self.ctx, now_ms, tags)
+        return [Change("start", pid, exclude)]
+
+    def _end(self, now_ms: int) -> list[Change]:
+        pid = self.active
+        self.active = None
+        self.pprops["endTime"] = now_ms
+        self.state.child("end").clear()
+        return [Change("end", pid), *self._arm_start(now_ms)]
+
+    def deploy(self, now_ms: int) -> list[Change]:
+        start = self.spec.start
+        if isinstance(start, CondCrontabSpec) and _crontab_inside(start, self.spec.end, now_ms):
+            return self._start({}, now_ms)
+        return self._arm_start(now_ms)
+
+    def on_event(self, type_name: str, event: Row, now_ms: int) -> list[Change]:
+        if self.cond is None:
+            return []
+        fired = self.cond.on_event(type_name, event, now_ms)
+        if fired is None:
+            return []
+        if self.active is None:
+            return self._start(fired, now_ms, exclude=not self.cond.inclusive)
+        return self._end(now_ms)
+
+    def on_time(self, now_ms: int) -> list[Change]:
+        if self.cond is None:
+            return []
+        fired = self.cond.on_time(now_ms)
+        if fired is None:
+            return []
+        if self.active is None:
+            return self._start(fired, now_ms)
+        return self._end(now_ms)
+
+    def next_timer(self) -> int | None:
+        return self.cond.next_timer() if self.cond is not None else None
+
+    def route(self, type_name: str, event: Row, now_ms: int) -> list[Pid]:
+        return [self.active] if self.active is not None else []
+
+    def props(self, pid: Pid) -> dict[str, Any]:
+        return self.pprops
+
+    def live(self) -> list[Pid]:
+        return [self.active] if self.active is not None else []
+
+
+@dataclass(frozen=True)
+class OverlappingSpec:
+    """``initiated by <cond> terminated by <cond>``."""
+
+    name: str
+    initiated: Any
+    terminated: Any
+    distinct: tuple = ()
+
+    def build(self, state: StateNamespace, ctx: PartitionCtx) -> OverlappingManager:
+        return OverlappingManager(self, state, ctx)
+
+    def describe(self) -> str:
+        return (f"overlapping initiated {self.initiated.describe()} "
+                f"terminated {self.terminated.describe()}")
+
+    def types(self) -> frozenset[str]:
+        return self.initiated.types() | self.terminated.types()
+
+
+class OverlappingManager(Manager):
+    """A partition per initiation, each ended by its own terminating condition."""
+
+    def __init__(self, spec: OverlappingSpec, state: StateNamespace,
+                 ctx: PartitionCtx) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.state = state
+        self.ctx = ctx
+        self.next_id = 0
+        self.init: CondInstance | None = None
+        self.parts: dict[int, tuple[CondInstance, dict[str, Any]]] = {}
+        self.distinct_seen: dict[str, int] = {}
+
+    def deploy(self, now_ms: int) -> list[Change]:
+        self.init = self.spec.initiated.arm(self.state.child("init"), self.ctx, now_ms, {})
+        fired = self.init.fires_now()
+        return self._start(fired, now_ms) if fired is not None else []
+
+    def _start(self, fired: Fired, now_ms: int, exclude: bool = False) -> list[Change]:
+        tags = _tags(fired)
+        if self.spec.distinct:
+            key = repr([d((fired.get("\x00event"), tags), self.ctx) for d in self.spec.distinct])
+            if key in self.distinct_seen:
+                return []
+        else:
+            key = None
+        pid = self.next_id
+        self.next_id += 1
+        cond = self.spec.terminated.arm(self.state.child(("t", pid)), self.ctx, now_ms, tags)
+        props = {"name": self.name, "id": pid, "startTime": now_ms, **tags}
+        if key is not None:
+            self.distinct_seen[key] = pid
+            props["\x00distinct"] = key
+        self.parts[pid] = (cond, props)
+        return [Change("start", pid, exclude)]
+
+    def _end(self, pid: int, now_ms: int) -> Change:
+        cond, props = self.parts.pop(pid)
+        props["endTime"] = now_ms
+        self.state.child(("t", pid)).clear()
+        key = props.get("\x00distinct")
+        if key is not None:
+            self.distinct_seen.pop(key, None)
+        return Change("end", pid)
+
+    def on_event(self, type_name: str, event: Row, now_ms: int) -> list[Change]:
+        changes: list[Change] = []
+        for pid, (cond, props) in list(self.parts.items()):
+            fired = cond.on_event(type_name, event, now_ms)
+            if fired is not None:
+                props.update(_tags(fired))
+                changes.append(self._end(pid, now_ms))
+        if self.init is not None:
+            fired = self.init.on_event(type_name, event, now_ms)
+            if fired is not None:
+                changes += self._start(fired, now_ms, exclude=not self.init.inclusive)
+        return changes
+
+    def on_time(self, now_ms: int) -> list[Change]:
+        changes: list[Change] = []
+        for pid, (cond, _) in list(self.parts.items()):
+            t = cond.next_timer()
+            if t is not None and t <= now_ms and cond.on_time(now_ms) is not None:
+                changes.append(self._end(pid, now_ms))
+        if self.init is not None:
+            t = self.init.next_timer()
+            if t is not None and t <= now_ms:
+                fired = self.init.on_time(now_ms)
+                if fired is not None:
+                    changes += self._start(fired, now_ms)
+        return changes
+
+    def next_timer(self) -> int | None:
+        due = [c.next_timer() for c, _ in self.parts.values()]
+        if self.init is not None:
+            due.append(self.init.next_timer())
+        due2 = [d for d in due if d is not None]
+        return min(due2) if due2 else None
+
+    def route(self, type_name: str, event: Row, now_ms: int) -> list[Pid]:
+        return list(self.parts)
+
+    def props(self, pid: Pid) -> dict[str, Any]:
+        part = self.parts.get(pid)
+        return part[1] if part is not None else {"name": self.name, "id": pid}
+
+    def live(self) -> list[Pid]:
+        return list(self.parts)
+
+
+__all__ = ["NonOverlappingSpec", "OverlappingSpec", "CondNowSpec"]

@@ -1,0 +1,252 @@
+"""Pattern specs: the frozen description of an EPL ``pattern [...]`` the planner emits.
+
+The planner translates the EPL AST (``app.epl.ast`` P* nodes) into these classes; this
+package never imports the parser.  ``PatternSpec`` implements the ``MatcherSpec``
+protocol of ``operators.pipeline`` and builds a ``PatternMatcher`` per context partition.
+
+Calling convention of pattern expressions (they see the partial match, not one row):
+
+* a filter predicate is called as ``predicate((event, tags), ctx)``: ``event`` is the
+  candidate event, ``tags`` maps tag name -> event matched so far (``b=B(id = a.id)``
+  reads ``tags['a']``);
+* an every-distinct key is called as ``key((None, tags), ctx)``.
+
+A match row is ``{tag: event}`` over the tagged filters of the match (untagged filters
+contribute nothing; a pure timer pattern yields ``{}``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from operators.base import PartitionCtx, Row, StateNamespace
+from operators.patterns.crontab import CronSpec
+
+if TYPE_CHECKING:
+    from operators.patterns.matcher import PatternMatcher
+
+PatternExpr = Callable[[tuple[Row | None, dict[str, Row]], PartitionCtx], Any]
+"""A pattern expression: called with ``(event or None, tags)`` and the partition context."""
+
+
+@dataclass(frozen=True)
+class Filter:
+    """``tag=Type(filter)``: one event of ``type_name`` passing ``predicate``."""
+
+    tag: str | None
+    type_name: str
+    predicate: PatternExpr | None = None
+    text: str = field(default="", compare=False)
+    """The filter criteria as written (for describe only)."""
+
+
+@dataclass(frozen=True)
+class Every:
+    """``every child``: restart the child each time it turns true (or false)."""
+
+    child: PatternNode
+
+
+@dataclass(frozen=True)
+class EveryDistinct:
+    """``every-distinct(keys[, period]) child``: like every, dropping repeated key values."""
+
+    keys: tuple[PatternExpr, ...]
+    period_ms: int | None
+    child: PatternNode
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "keys", tuple(self.keys))
+        if not self.keys:
+            raise ValueError("every-distinct needs at least one distinct-value expression")
+
+
+@dataclass(frozen=True)
+class FollowedBy:
+    """``c0 -> c1 -> ...``: each match of a stage starts the next stage."""
+
+    children: tuple[PatternNode, ...]
+
+    def __post_init__(self) -> None:
+        _children(self, "->")
+
+
+@dataclass(frozen=True)
+class And:
+    """``c0 and c1 ...``: true when every child has turned true (in any order)."""
+
+    children: tuple[PatternNode, ...]
+
+    def __post_init__(self) -> None:
+        _children(self, "and")
+
+
+@dataclass(frozen=True)
+class Or:
+    """``c0 or c1 ...``: true when any child turns true."""
+
+    children: tuple[PatternNode, ...]
+
+    def __post_init__(self) -> None:
+        _children(self, "or")
+
+
+@dataclass(frozen=True)
+class Not:
+    """``not child``: true from the start, permanently false once the child turns true."""
+
+    child: PatternNode
+
+
+@dataclass(frozen=True)
+class TimerInterval:
+    """``timer:interval(period)``: true ``ms`` after the sub-expression started."""
+
+    ms: int
+
+
+@dataclass(frozen=True)
+class TimerAt:
+    """``timer:at(crontab)``: true at the next crontab instant after it started."""
+
+    cron: CronSpec
+
+
+@dataclass(frozen=True)
+class Within:
+    """``child where timer:within(period)``: the child must turn true within ``ms``."""
+
+    child: PatternNode
+    ms: int
+
+
+PatternNode = (
+    Filter | Every | EveryDistinct | FollowedBy | And | Or | Not | TimerInterval | TimerAt | Within)
+"""Any pattern sub-expression."""
+
+
+def _children(node: Any, op: str) -> None:
+    """Freeze a composite's children into a tuple and check it has some."""
+    kids = tuple(node.children)
+    if not kids:
+        raise ValueError(f"'{op}' needs at least one sub-expression")
+    object.__setattr__(node, "children", kids)
+
+
+def child_nodes(node: PatternNode) -> tuple[PatternNode, ...]:
+    """The direct sub-expressions of a pattern node, in order."""
+    if isinstance(node, FollowedBy | And | Or):
+        return node.children
+    if isinstance(node, Every | EveryDistinct | Not | Within):
+        return (node.child,)
+    return ()
+
+
+def render(node: PatternNode) -> str:
+    """EPL-like text of a pattern node (for ``describe`` when no source text is kept)."""
+    if isinstance(node, Filter):
+        head = f"{node.tag}={node.type_name}" if node.tag else node.type_name
+        if node.predicate is not None:
+            head += f"({node.text or '...'})"
+        return head
+    if isinstance(node, Every):
+        return f"every {_paren(node.child)}"
+    if isinstance(node, EveryDistinct):
+        period = f", {node.period_ms} ms" if node.period_ms is not None else ""
+        return f"every-distinct({len(node.keys)} keys{period}) {_paren(node.child)}"
+    if isinstance(node, FollowedBy | And | Or):
+        op = {FollowedBy: " -> ", And: " and ", Or: " or "}[type(node)]
+        return op.join(_paren(c) for c in node.children)
+    if isinstance(node, Not):
+        return f"not {_paren(node.child)}"
+    if isinstance(node, TimerInterval):
+        return f"timer:interval({node.ms} ms)"
+    if isinstance(node, TimerAt):
+        return f"timer:at({node.cron.text or '...'})"
+    if isinstance(node, Within):
+        return f"{_paren(node.child)} where timer:within({node.ms} ms)"
+    raise TypeError(f"not a pattern node: {node!r}")
+
+
+def _paren(node: PatternNode) -> str:
+    """Render a sub-expression, parenthesised when it is a binary operator."""
+    text = render(node)
+    return f"({text})" if isinstance(node, FollowedBy | And | Or | Within) else text
+
+
+@dataclass(frozen=True)
+class PatternPlan:
+    """The spec tree flattened in pre-order: what the matcher addresses by index."""
+
+    nodes: tuple[PatternNode, ...]
+    children: tuple[tuple[int, ...], ...]
+    signature: str
+    """A fingerprint of the tree's shape, stored with the state to refuse foreign state."""
+
+
+def plan(root: PatternNode) -> PatternPlan:
+    """Flatten a pattern tree into pre-order arrays (node index -> child indexes)."""
+    nodes: list[PatternNode] = []
+    children: list[tuple[int, ...]] = []
+    sig: list[str] = []
+
+    def visit(node: PatternNode) -> int:
+        idx = len(nodes)
+        nodes.append(node)
+        children.append(())
+        sig.append(type(node).__name__ + (
+            f":{node.tag}:{node.type_name}" if isinstance(node, Filter) else ""))
+        children[idx] = tuple(visit(c) for c in child_nodes(node))
+        return idx
+
+    visit(root)
+    return PatternPlan(tuple(nodes), tuple(children), "|".join(sig))
+
+
+@dataclass(frozen=True)
+class PatternSpec:
+    """A whole ``pattern [...]``: the MatcherSpec of a pattern statement or context condition.
+
+    ``inclusive`` records ``@inclusive`` (000 §4.2.7.2) for the context manager; ``tz`` is
+    the time zone crontab observers evaluate in (kepl's default is UTC, notes: Contexts).
+    """
+
+    root: PatternNode
+    text: str = ""
+    inclusive: bool = False
+    tz: str = "UTC"
+
+    @cached_property
+    def plan(self) -> PatternPlan:
+        """The flattened tree (computed once per spec)."""
+        return plan(self.root)
+
+    def types(self) -> frozenset[str]:
+        """Every event type a filter of this pattern listens to."""
+        return frozenset(n.type_name for n in self.plan.nodes if isinstance(n, Filter))
+
+    def tags(self) -> tuple[str, ...]:
+        """The tag names in order of appearance (the columns of a match row)."""
+        out: list[str] = []
+        for n in self.plan.nodes:
+            if isinstance(n, Filter) and n.tag and n.tag not in out:
+                out.append(n.tag)
+        return tuple(out)
+
+    def build(self, state: StateNamespace, ctx: PartitionCtx, *, start_ms: int | None = None,
+              tags: dict[str, Row] | None = None) -> PatternMatcher:
+        """A matcher over ``state``: resumes the stored instances, else starts the pattern.
+
+        A fresh pattern starts at ``start_ms`` (default ``ctx.now_ms``).  ``tags`` are
+        events visible to filters from the outside (e.g. a start condition's tagged events
+        for a correlated end condition, 000 §4.2.7.2); they are stored with the state.
+        """
+        from operators.patterns.matcher import PatternMatcher
+
+        return PatternMatcher(self, state, ctx, start_ms=start_ms, tags=tags)
+
+    def describe(self) -> str:
+        return f"pattern [{self.text or render(self.root)}]"

@@ -1,0 +1,196 @@
+"""One statement in one context partition: stream → window → where → result set → output.
+
+This is the single path an event takes (design principle 1); each stage is an operator
+built from its spec.  The pipeline knows nothing of Kafka or of how time is supplied.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from operators.base import Emit, Expr, PartitionCtx, Row, Rows, StateNamespace, View, ViewSpec
+from operators.output import OutputLimiter, OutputSpec
+from operators.resultset import AGG_ALL, ResultSet, ResultSetSpec
+
+
+class Matcher(Protocol):
+    """A running pattern: events and clock moves in, matches (rows of tagged events) out."""
+
+    def on_event(self, type_name: str, event: Row, now_ms: int) -> Rows: ...
+    def on_time(self, now_ms: int) -> Rows: ...
+    def next_timer(self) -> int | None: ...
+
+
+class MatcherSpec(Protocol):
+    def build(self, state: StateNamespace, ctx: PartitionCtx) -> Matcher: ...
+    def describe(self) -> str: ...
+    def types(self) -> frozenset[str]: ...
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """An event-type stream with its filter and data window chain."""
+
+    type_name: str
+    filter: Expr | None = None
+    view: ViewSpec | None = None
+    alias: str | None = None
+    filter_text: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    """Everything a statement needs per context partition."""
+
+    resultset: ResultSetSpec
+    output: OutputSpec
+    stream: StreamSpec | None = None
+    pattern: MatcherSpec | None = None
+    where: Expr | None = None
+    stream_kind: str = "istream"  # istream | irstream | rstream
+
+    def types(self) -> frozenset[str]:
+        """Event types this pipeline consumes."""
+        if self.stream is not None:
+            return frozenset({self.stream.type_name})
+        return self.pattern.types() if self.pattern is not None else frozenset()
+
+    def build(self, state: StateNamespace, ctx: PartitionCtx) -> Pipeline:
+        return Pipeline(self, state, ctx)
+
+    def describe(self) -> list[str]:
+        """The operator chain, one stage a line (for ``kepl explain``)."""
+        out: list[str] = []
+        if self.stream is not None:
+            s = self.stream
+            out.append(f"stream {s.type_name}" + (f"({s.filter_text})" if s.filter else ""))
+            if s.view is not None:
+                out.append(s.view.describe())
+        if self.pattern is not None:
+            out.append(self.pattern.describe())
+        if self.where is not None:
+            out.append("where")
+        out.append(self.resultset.describe())
+        out.append(self.output.describe())
+        out.append(f"select {self.stream_kind}")
+        return out
+
+
+class Pipeline:
+    """A statement's operators for one context partition."""
+
+    def __init__(self, spec: PipelineSpec, state: StateNamespace, ctx: PartitionCtx) -> None:
+        self.spec = spec
+        self.ctx = ctx
+        self.state = state
+        s = spec.stream
+        self.type_name = s.type_name if s is not None else None
+        self.filter = s.filter if s is not None else None
+        self.view: View | None = (
+            s.view.build(state.child("view"), ctx) if s is not None and s.view is not None
+            else None)
+        ctx.window = self.view
+        self.matcher: Matcher | None = (
+            spec.pattern.build(state.child("pattern"), ctx) if spec.pattern is not None else None)
+        self.rs: ResultSet = spec.resultset.build(state.child("rs"), ctx)
+        self.out: OutputLimiter = spec.output.build(
+            state.child("out"), ctx, self._snapshot, spec.resultset.kind == AGG_ALL)
+        self.kind = spec.stream_kind
+        self.where = spec.where
+
+    def _snapshot(self) -> Rows:
+        return self.rs.snapshot(self.view.contents() if self.view is not None else ())
+
+    def _finish(self, new: Rows, old: Rows, now_ms: int) -> Emit:
+        if self.where is not None:
+            ctx = self.ctx
+            w = self.where
+            new = [r for r in new if w(r, ctx)]
+            old = [r for r in old if w(r, ctx)]
+            if not new and not old:
+                return [], []
+        rn, ro = self.rs.process(new, old)
+        return self._deliver(*self.out.on_result(rn, ro, now_ms))
+
+    def _deliver(self, new: Rows, old: Rows) -> Emit:
+        if self.spec.resultset.order_by or self.spec.resultset.limit is not None:
+            new = self.rs.order(new)
+            old = self.rs.order(old)
+        kind = self.kind
+        if kind == "istream":
+            return new, []
+        if kind == "rstream":
+            return old, []
+        return new, old
+
+    def on_event(self, type_name: str, event: Row, now_ms: int) -> Emit:
+        """One event of a type this statement consumes."""
+        self.ctx.now_ms = now_ms
+        if self.matcher is not None:
+            matches = self.matcher.on_event(type_name, event, now_ms)
+            if not matches:
+                return [], []
+            return self._finish(matches, [], now_ms)
+        f = self.filter
+        if f is not None and not f(event, self.ctx):
+            return [], []
+        if self.view is None:
+            return self._finish([event], [], now_ms)
+        new, old = self.view.on_events([event], [], now_ms)
+        if not new and not old:
+            return [], []
+        return self._finish(new, old, now_ms)
+
+    def next_timer(self) -> int | None:
+        due: int | None = None
+        for part in (self.view, self.matcher, self.out):
+            if part is not None:
+                t = part.next_timer()
+                if t is not None and (due is None or t < due):
+                    due = t
+        return due
+
+    def on_time(self, now_ms: int) -> Emit:
+        """Fire whatever is due at ``now_ms``: window expiry before output (notes: Clock)."""
+        self.ctx.now_ms = now_ms
+        out_new: Rows = []
+        out_old: Rows = []
+        view = self.view
+        if view is not None:
+            t = view.next_timer()
+            if t is not None and t <= now_ms:
+                new, old = view.on_time(now_ms)
+                if new or old or self._posts_empty():
+                    n, o = self._finish(new, old, now_ms)
+                    out_new += n
+                    out_old += o
+        if self.matcher is not None:
+            t = self.matcher.next_timer()
+            if t is not None and t <= now_ms:
+                matches = self.matcher.on_time(now_ms)
+                if matches:
+                    n, o = self._finish(matches, [], now_ms)
+                    out_new += n
+                    out_old += o
+        t = self.out.next_timer()
+        if t is not None and t <= now_ms:
+            n, o = self._deliver(*self.out.on_time(now_ms))
+            out_new += n
+            out_old += o
+        return out_new, out_old
+
+    def _posts_empty(self) -> bool:
+        """Batch windows with FORCE_UPDATE post empty batches; views say so themselves."""
+        return bool(getattr(self.view, "posts_empty", False))
+
+    def terminate(self, now_ms: int) -> Emit:
+        """The context partition ends: flush ``when terminated`` output, then drop state."""
+        self.ctx.now_ms = now_ms
+        out = self._deliver(*self.out.on_terminate(now_ms))
+        self.state.clear()
+        return out
+
+    def iterate(self) -> Any:
+        """Current result rows (Esper's iterator / ``kepl query``)."""
+        return self._snapshot()

@@ -1,0 +1,263 @@
+"""State stores: where operator instances keep their state.
+
+A store hands out hierarchical namespaces (statement / partition / operator).  Keys are
+tuples of ints and strings (or a single int/str); values are JSON-shaped data.  Two
+stores implement the same protocol: in memory (embedded mode, tests) and RocksDB through
+rocksdict (Kafka mode), where every write can also be forwarded to a changelog.
+Operators write O(1) keys per event and read their state back only when rebuilt.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+Key = Any
+ChangelogSink = Callable[[bytes, bytes | None], None]
+
+_INT_OFFSET = 1 << 63
+
+
+def encode_key_part(part: Any) -> bytes:
+    """Order-preserving bytes for one key component (ints sort numerically)."""
+    if part is None:
+        return b"\x01"
+    if isinstance(part, bool):
+        part = int(part)
+    if isinstance(part, int):
+        return b"\x02" + (part + _INT_OFFSET).to_bytes(8, "big")
+    if isinstance(part, float):
+        bits = struct.unpack(">Q", struct.pack(">d", part))[0]
+        bits = bits ^ 0xFFFFFFFFFFFFFFFF if part < 0 else bits | (1 << 63)
+        return b"\x04" + bits.to_bytes(8, "big")
+    if isinstance(part, str):
+        return b"\x03" + part.encode().replace(b"\x00", b"\x00\xff") + b"\x00\x00"
+    raise TypeError(f"unsupported key component {part!r}")
+
+
+def encode_key(key: Key) -> bytes:
+    """Bytes for a key (a tuple of components or a single component)."""
+    if isinstance(key, tuple):
+        return b"".join(encode_key_part(p) for p in key)
+    return encode_key_part(key)
+
+
+def decode_key(data: bytes) -> Key:
+    """Inverse of encode_key; single components come back unwrapped."""
+    parts: list[Any] = []
+    i = 0
+    while i < len(data):
+        tag = data[i]
+        i += 1
+        if tag == 1:
+            parts.append(None)
+        elif tag == 2:
+            parts.append(int.from_bytes(data[i : i + 8], "big") - _INT_OFFSET)
+            i += 8
+        elif tag == 4:
+            bits = int.from_bytes(data[i : i + 8], "big")
+            bits = bits & ~(1 << 63) if bits & (1 << 63) else bits ^ 0xFFFFFFFFFFFFFFFF
+            parts.append(struct.unpack(">d", struct.pack(">Q", bits))[0])
+            i += 8
+        elif tag == 3:
+            out = bytearray()
+            while True:
+                b = data[i]
+                if b == 0:
+                    if data[i + 1] == 0:
+                        i += 2
+                        break
+                    out.append(0)
+                    i += 2
+                    continue
+                out.append(b)
+                i += 1
+            parts.append(out.decode())
+        else:
+            raise ValueError(f"bad key tag {tag}")
+    return parts[0] if len(parts) == 1 else tuple(parts)
+
+
+def encode_value(value: Any) -> bytes:
+    """The one value codec: compact JSON."""
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def decode_value(data: bytes) -> Any:
+    return json.loads(data)
+
+
+class MemoryNamespace:
+    """A namespace held in a Python dict; values are stored as given (no copy)."""
+
+    __slots__ = ("data", "children", "name")
+
+    def __init__(self, name: tuple = ()) -> None:
+        self.name = name
+        self.data: dict[Key, Any] = {}
+        self.children: dict[Any, MemoryNamespace] = {}
+
+    def get(self, key: Key, default: Any = None) -> Any:
+        return self.data.get(key, default)
+
+    def put(self, key: Key, value: Any) -> None:
+        self.data[key] = value
+
+    def delete(self, key: Key) -> None:
+        self.data.pop(key, None)
+
+    def items(self) -> Iterator[tuple[Key, Any]]:
+        """Entries in key order (as a RocksDB scan would give them)."""
+        return iter(sorted(self.data.items(), key=lambda kv: encode_key(kv[0])))
+
+    def child(self, name: Any) -> MemoryNamespace:
+        ns = self.children.get(name)
+        if ns is None:
+            ns = self.children[name] = MemoryNamespace((*self.name, name))
+        return ns
+
+    def clear(self) -> None:
+        """Drop this namespace's entries and every child's."""
+        self.data.clear()
+        for ns in self.children.values():
+            ns.clear()
+        self.children.clear()
+
+    def key_count(self) -> int:
+        return len(self.data) + sum(ns.key_count() for ns in self.children.values())
+
+    def dump(self) -> dict[bytes, bytes]:
+        """Every entry below this namespace as encoded bytes (a checkpoint)."""
+        out: dict[bytes, bytes] = {}
+        prefix = encode_key(self.name) if self.name else b""
+        for k, v in self.data.items():
+            out[prefix + b"\x00K" + encode_key(k)] = encode_value(v)
+        for ns in self.children.values():
+            out.update(ns.dump())
+        return out
+
+
+class MemoryStore:
+    """In-memory store for embedded mode; ``checkpoint``/``restore`` go through the codec."""
+
+    def __init__(self) -> None:
+        self.root = MemoryNamespace()
+
+    def namespace(self, *path: Any) -> MemoryNamespace:
+        ns = self.root
+        for p in path:
+            ns = ns.child(p)
+        return ns
+
+    def key_count(self) -> int:
+        return self.root.key_count()
+
+    def checkpoint(self) -> bytes:
+        """Serialize every namespace (proves the state is plain data)."""
+        return encode_value(self._tree(self.root))
+
+    def _tree(self, ns: MemoryNamespace) -> dict:
+        return {
+            "d": [[encode_key(k).hex(), v] for k, v in ns.data.items()],
+            "c": [[encode_key(n).hex(), self._tree(c)] for n, c in ns.children.items()],
+        }
+
+    @classmethod
+    def restore(cls, blob: bytes) -> MemoryStore:
+        store = cls()
+
+        def fill(ns: MemoryNamespace, tree: dict) -> None:
+            for k, v in tree["d"]:
+                ns.data[decode_key(bytes.fromhex(k))] = v
+            for n, sub in tree["c"]:
+                fill(ns.child(decode_key(bytes.fromhex(n))), sub)
+
+        fill(store.root, decode_value(blob))
+        return store
+
+
+class RocksNamespace:
+    """A key prefix inside a RocksDB database; writes go through the codec."""
+
+    __slots__ = ("db", "prefix", "sink")
+
+    def __init__(self, db: Any, prefix: bytes, sink: ChangelogSink | None) -> None:
+        self.db = db
+        self.prefix = prefix
+        self.sink = sink
+
+    def get(self, key: Key, default: Any = None) -> Any:
+        raw = self.db.get(self.prefix + b"\x00K" + encode_key(key))
+        return default if raw is None else decode_value(raw)
+
+    def put(self, key: Key, value: Any) -> None:
+        k = self.prefix + b"\x00K" + encode_key(key)
+        v = encode_value(value)
+        self.db[k] = v
+        if self.sink is not None:
+            self.sink(k, v)
+
+    def delete(self, key: Key) -> None:
+        k = self.prefix + b"\x00K" + encode_key(key)
+        self.db.delete(k)
+        if self.sink is not None:
+            self.sink(k, None)
+
+    def _scan(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        it = self.db.iter()
+        it.seek(prefix)
+        while it.valid():
+            k = it.key()
+            if not k.startswith(prefix):
+                break
+            yield k, it.value()
+            it.next()
+
+    def items(self) -> Iterator[tuple[Key, Any]]:
+        own = self.prefix + b"\x00K"
+        for k, v in list(self._scan(own)):
+            yield decode_key(k[len(own) :]), decode_value(v)
+
+    def child(self, name: Any) -> RocksNamespace:
+        return RocksNamespace(self.db, self.prefix + encode_key_part(name), self.sink)
+
+    def clear(self) -> None:
+        for k, _ in list(self._scan(self.prefix)):
+            self.db.delete(k)
+            if self.sink is not None:
+                self.sink(k, None)
+
+    def key_count(self) -> int:
+        return sum(1 for _ in self._scan(self.prefix))
+
+
+class RocksStore:
+    """RocksDB-backed store (rocksdict); ``sink`` receives every write for a changelog."""
+
+    def __init__(self, path: Path | str, sink: ChangelogSink | None = None) -> None:
+        from rocksdict import Options, Rdict
+
+        opts = Options(raw_mode=True)
+        opts.create_if_missing(True)
+        self.path = Path(path)
+        self.db = Rdict(str(path), options=opts)
+        self.sink = sink
+
+    def namespace(self, *path: Any) -> RocksNamespace:
+        return RocksNamespace(self.db, encode_key(tuple(path)) if path else b"", self.sink)
+
+    def apply(self, key: bytes, value: bytes | None) -> None:
+        """Replay one changelog record (recovery)."""
+        if value is None:
+            self.db.delete(key)
+        else:
+            self.db[key] = value
+
+    def key_count(self) -> int:
+        return sum(1 for _ in self.db.keys())
+
+    def close(self) -> None:
+        self.db.close()

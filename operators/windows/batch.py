@@ -1,0 +1,33 @@
+"""Base of the tumbling (batch) windows: a current and a last batch (001 §14.2)."""
+
+from __future__ import annotations
+
+from operators.base import Row, StateNamespace
+from operators.windows.common import BatchLog, RowRefs, WindowView
+
+
+class BatchWindow(WindowView):
+    """Holds the batch being collected and the last released batch."""
+
+    is_batch = True
+
+    def __init__(self, state: StateNamespace, refs: RowRefs, stamped: bool = False) -> None:
+        self.state = state
+        self.batches = BatchLog(state.child("rows"), refs, state, "boundary", stamped)
+
+    def contents(self) -> list[Row]:
+        """The batch being collected (what Esper's iterator returns for a batch window)."""
+        return self.batches.current()
+
+    def count(self, row: Row | None = None) -> int:
+        """Rows of the last released batch (the rows prev/prevcount see)."""
+        return self.batches.n_last
+
+    def prev(self, i: int, row: Row | None = None) -> Row | None:
+        """The i-th most recent row of the last released batch (the posted insert stream)."""
+        n = self.batches.n_last
+        return self.batches.log.rows[n - 1 - i] if 0 <= i < n else None
+
+    def prevtail(self, i: int, row: Row | None = None) -> Row | None:
+        """The i-th oldest row of the last released batch."""
+        return self.batches.log.rows[i] if 0 <= i < self.batches.n_last else None

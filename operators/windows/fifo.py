@@ -1,0 +1,31 @@
+"""Base of the windows that hold rows in arrival order (length, time, keepall, first*)."""
+
+from __future__ import annotations
+
+from operators.base import Row, StateNamespace
+from operators.windows.common import RowLog, RowRefs, WindowView
+
+
+class FifoWindow(WindowView):
+    """A view whose contents are one RowLog in arrival order."""
+
+    def __init__(self, state: StateNamespace, refs: RowRefs, stamped: bool = False) -> None:
+        self.log = RowLog(state.child("rows"), refs, stamped)
+
+    def contents(self) -> list[Row]:
+        """Rows oldest first."""
+        return list(self.log.rows)
+
+    def count(self, row: Row | None = None) -> int:
+        """Number of rows held."""
+        return len(self.log.rows)
+
+    def prev(self, i: int, row: Row | None = None) -> Row | None:
+        """The i-th most recent row (0 = newest)."""
+        rows = self.log.rows
+        return rows[-1 - i] if 0 <= i < len(rows) else None
+
+    def prevtail(self, i: int, row: Row | None = None) -> Row | None:
+        """The i-th oldest row (0 = oldest)."""
+        rows = self.log.rows
+        return rows[i] if 0 <= i < len(rows) else None

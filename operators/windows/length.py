@@ -1,0 +1,49 @@
+"""Length window (001 §14.3.1) and last-event window (001 §14.3.16, a length window of 1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from operators.base import Emit, PartitionCtx, Rows, StateNamespace
+from operators.windows.common import (
+    DEFAULT_ENV,
+    BuildEnv,
+    Deferred,
+    RowRefs,
+    WindowSpec,
+    remove_from_log,
+    resolve,
+)
+from operators.windows.fifo import FifoWindow
+
+
+class LengthWindow(FifoWindow):
+    """Keeps the last ``size`` rows; the oldest leave on the remove stream as new ones enter."""
+
+    def __init__(self, size: int, state: StateNamespace, refs: RowRefs) -> None:
+        super().__init__(state, refs)
+        self.size = size
+
+    def on_events(self, new: Rows, old: Rows, now_ms: int) -> Emit:
+        """Append, then expire the oldest beyond ``size`` (002 §2.3: W1 leaves on W6)."""
+        log = self.log
+        expired: Rows = remove_from_log(log, old) if old else []
+        for row in new:
+            log.append(row)
+        excess = len(log.rows) - self.size
+        if excess > 0:
+            expired.extend(log.pop_many(excess))
+        return new, expired
+
+
+@dataclass(frozen=True)
+class LengthSpec(WindowSpec):
+    """``length(size)``; ``lastevent`` is the same with size 1."""
+
+    size: int | Deferred
+    name: str = "length"
+    params_text: tuple[str, ...] = ()
+
+    def build(self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None) -> LengthWindow:
+        """A length window over ``state``."""
+        return LengthWindow(resolve(self.size, ctx), state, (env or DEFAULT_ENV).refs)

@@ -1,0 +1,61 @@
+"""Sliding time window (001 §14.3.3): rows expire ``period`` after their arrival."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from operators.base import Emit, PartitionCtx, Rows, StateNamespace
+from operators.windows.common import (
+    DEFAULT_ENV,
+    BuildEnv,
+    Deferred,
+    RowRefs,
+    WindowSpec,
+    remove_from_log,
+    resolve,
+)
+from operators.windows.fifo import FifoWindow
+
+
+class TimeWindow(FifoWindow):
+    """Rows stamped with their arrival time; an expiry timer at the oldest stamp + period."""
+
+    def __init__(self, period: int, state: StateNamespace, refs: RowRefs) -> None:
+        super().__init__(state, refs, stamped=True)
+        self.period = period
+
+    def on_events(self, new: Rows, old: Rows, now_ms: int) -> Emit:
+        """Arriving rows are posted at once (002 §2.4: W1 enters at t+4s)."""
+        removed = remove_from_log(self.log, old) if old else []
+        append = self.log.append
+        for row in new:
+            append(row, now_ms)
+        return new, removed
+
+    def on_time(self, now_ms: int) -> Emit:
+        """Expire every row whose arrival + period <= now, together (esper-semantics: Clock)."""
+        log = self.log
+        stamps = log.stamps
+        limit = now_ms - self.period
+        expired = []
+        while stamps and stamps[0] <= limit:
+            expired.append(log.popleft())
+        return [], expired
+
+    def next_timer(self) -> int | None:
+        """Oldest arrival + period (002 §2.4: W1 arriving at t+4s leaves at t+8s)."""
+        stamps = self.log.stamps
+        return stamps[0] + self.period if stamps else None
+
+
+@dataclass(frozen=True)
+class TimeSpec(WindowSpec):
+    """``time(period)``."""
+
+    period: int | Deferred
+    name: str = "time"
+    params_text: tuple[str, ...] = ()
+
+    def build(self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None) -> TimeWindow:
+        """A time window over ``state``."""
+        return TimeWindow(resolve(self.period, ctx), state, (env or DEFAULT_ENV).refs)

@@ -1,0 +1,81 @@
+"""Unique window (001 §14.3.14): the most recent event per unique key."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from operators.base import Emit, Expr, PartitionCtx, Row, Rows, StateNamespace
+from operators.windows.common import DEFAULT_ENV, BuildEnv, RowRefs, WindowSpec, WindowView, freeze, key_of
+
+
+class KeyedRows(WindowView):
+    """Rows indexed by a unique key, in arrival order; one state key per held row."""
+
+    def __init__(self, keys: tuple[Expr, ...], state: StateNamespace, refs: RowRefs, ctx: PartitionCtx) -> None:
+        self.keys = keys
+        self.ctx = ctx
+        self.refs = refs
+        self.ns = state.child("rows")
+        self.by_key: dict[object, tuple[int, Row]] = {}
+        last = -1
+        for seq, (key, data) in self.ns.items():
+            self.by_key[freeze(key)] = (seq, refs.load(data))
+            last = seq
+        self.next_seq = last + 1
+
+    def _put(self, key: object, fkey: object, row: Row) -> None:
+        seq = self.next_seq
+        self.next_seq = seq + 1
+        self.ns.put(seq, [key, self.refs.dump(row)])
+        self.by_key[fkey] = (seq, row)
+
+    def _remove_old(self, old: Rows, out: Rows) -> None:
+        """Upstream removals: drop the held row of that key if it is the removed one."""
+        for row in old:
+            fkey = freeze(key_of(self.keys, row, self.ctx))
+            held = self.by_key.get(fkey)
+            if held is not None and (held[1] is row or held[1] == row):
+                del self.by_key[fkey]
+                self.ns.delete(held[0])
+                out.append(held[1])
+
+    def contents(self) -> list[Row]:
+        """Held rows in arrival order (001 leaves the order open; arrival order chosen)."""
+        return [row for _, row in self.by_key.values()]
+
+    def count(self, row: Row | None = None) -> int:
+        """Number of distinct keys held."""
+        return len(self.by_key)
+
+
+class UniqueWindow(KeyedRows):
+    """A new event replaces the held event of its key, which goes on the remove stream."""
+
+    def on_events(self, new: Rows, old: Rows, now_ms: int) -> Emit:
+        """Replace per key; the replaced row is posted in the same update (conformance window_unique)."""
+        out_old: Rows = []
+        by_key = self.by_key
+        for row in new:
+            key = key_of(self.keys, row, self.ctx)
+            fkey = freeze(key)
+            held = by_key.pop(fkey, None)
+            if held is not None:
+                self.ns.delete(held[0])
+                out_old.append(held[1])
+            self._put(key, fkey, row)
+        if old:
+            self._remove_old(old, out_old)
+        return new, out_old
+
+
+@dataclass(frozen=True)
+class UniqueSpec(WindowSpec):
+    """``unique(expression [, expression ...])``."""
+
+    keys: tuple[Expr, ...]
+    name: str = "unique"
+    params_text: tuple[str, ...] = ()
+
+    def build(self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None) -> UniqueWindow:
+        """A unique window over ``state``."""
+        return UniqueWindow(self.keys, state, (env or DEFAULT_ENV).refs, ctx)

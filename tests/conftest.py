@@ -1,0 +1,16 @@
+"""Project-wide pytest configuration: shared plugins and markers."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ["tests.kafka_broker"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the project's markers (so ``--strict-markers`` accepts them)."""
+    config.addinivalue_line(
+        "markers",
+        "kafka: needs a real Kafka broker (use the kafka_bootstrap fixture; "
+        "never skipped: the fixture fails if no broker can be started)",
+    )

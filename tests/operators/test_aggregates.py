@@ -1,0 +1,92 @@
+"""Aggregators: exact values, and enter/leave symmetry under random sequences."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from operators.aggregates import make_aggregator
+
+NAMES = ["count", "sum", "avg", "min", "max", "median", "stddev", "avedev", "first", "last",
+         "window", "leaving", "countever"]
+
+values = st.lists(st.one_of(st.none(), st.integers(-1000, 1000)), max_size=30)
+
+
+def run(name: str, enter: list, leave: list = (), **kw: object) -> object:
+    agg = make_aggregator(name, **kw)
+    s = agg.initial()
+    for v in enter:
+        s = agg.enter(s, v)
+    for v in leave:
+        s = agg.leave(s, v)
+    return agg.result(s)
+
+
+def test_exact_values() -> None:
+    assert run("count", [1, None, 3], star=True) == 3
+    assert run("count", [1, None, 3]) == 2
+    assert run("sum", [500.0, 100.0, 150.0]) == 750.0
+    assert run("sum", []) is None
+    assert run("sum", [None]) is None
+    assert run("avg", [1, 2, 3, 4]) == 2.5
+    assert run("min", [5, 3, 9], [3]) == 5
+    assert run("max", [5, 3, 9], [9]) == 5
+    assert run("median", [5, 1, 9, 7]) == 6.0
+    assert run("stddev", [2, 4, 4, 4, 5, 5, 7, 9]) == pytest.approx(2.138089935299395)
+    assert run("stddev", [3]) is None
+    assert run("avedev", [1, 2, 3, 4]) == 1.0
+    assert run("first", [4, 5, 6], [4]) == 5
+    assert run("last", [4, 5, 6]) == 6
+    assert run("window", [4, 5, 6], [4]) == [5, 6]
+    assert run("nth", [4, 5, 6], extra=(1,)) == 5
+    assert run("leaving", [1]) is False
+    assert run("leaving", [1], [1]) is True
+    assert run("countever", [1, 2], [1], star=True) == 2
+    assert run("count", [1, 1, 2, None], distinct=True) == 2
+    assert run("sum", [1, 1, 2], [1], distinct=True) == 3
+    assert run("sum", [1, 1, 2], [1, 1], distinct=True) == 2
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n not in ("leaving", "countever")])
+@settings(max_examples=60, deadline=None)
+@given(base=values, extra=values)
+def test_enter_then_leave_returns_to_previous_state(name: str, base: list, extra: list) -> None:
+    """Aggregating a sequence then removing it again gives back the earlier result."""
+    agg = make_aggregator(name)
+    s = agg.initial()
+    for v in base:
+        s = agg.enter(s, v)
+    before = json.dumps(agg.result(s))
+    for v in extra:
+        s = agg.enter(s, v)
+    for v in extra:
+        s = agg.leave(s, v)
+    after = agg.result(s)
+    if isinstance(after, float):
+        assert after == pytest.approx(json.loads(before), abs=1e-6)
+    elif name in ("first", "last", "window"):
+        # order-based aggregates: leaving removes the first equal value, so compare contents
+        assert sorted(map(str, s)) == sorted(map(str, base))
+    else:
+        assert json.dumps(after) == before
+
+
+@settings(max_examples=80, deadline=None)
+@given(seq=st.lists(st.integers(-50, 50), min_size=1, max_size=40),
+       window=st.integers(1, 8))
+def test_min_max_stay_right_under_sliding_removal(seq: list, window: int) -> None:
+    """min/max over a sliding length window equal a recomputation from scratch."""
+    mn, mx = make_aggregator("min"), make_aggregator("max")
+    smin, smax = mn.initial(), mx.initial()
+    for i, v in enumerate(seq):
+        smin, smax = mn.enter(smin, v), mx.enter(smax, v)
+        if i >= window:
+            gone = seq[i - window]
+            smin, smax = mn.leave(smin, gone), mx.leave(smax, gone)
+        live = seq[max(0, i - window + 1): i + 1]
+        assert mn.result(smin) == min(live)
+        assert mx.result(smax) == max(live)
