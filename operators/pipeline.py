@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from operators.base import Emit, Expr, PartitionCtx, Row, Rows, StateNamespace, View, ViewSpec
 from operators.output import OutputLimiter, OutputSpec
 from operators.resultset import AGG_ALL, ResultSet, ResultSetSpec
+from operators.windows.common import ForcedEmit
 
 
 class Matcher(Protocol):
@@ -137,10 +138,11 @@ class Pipeline:
             return [], []
         if self.view is None:
             return self._finish([event], [], now_ms)
-        new, old = self.view.on_events([event], [], now_ms)
-        if not new and not old:
+        emitted = self.view.on_events([event], [], now_ms)
+        new, old = emitted
+        if not new and not old and not isinstance(emitted, ForcedEmit):
             return [], []
-        return self._finish(new, old, now_ms)
+        return self._finish(list(new), list(old), now_ms)
 
     def next_timer(self) -> int | None:
         due: int | None = None
@@ -160,9 +162,10 @@ class Pipeline:
         if view is not None:
             t = view.next_timer()
             if t is not None and t <= now_ms:
-                new, old = view.on_time(now_ms)
-                if new or old or self._posts_empty():
-                    n, o = self._finish(new, old, now_ms)
+                emitted = view.on_time(now_ms)
+                new, old = emitted
+                if new or old or isinstance(emitted, ForcedEmit):
+                    n, o = self._finish(list(new), list(old), now_ms)
                     out_new += n
                     out_old += o
         if self.matcher is not None:
@@ -179,10 +182,6 @@ class Pipeline:
             out_new += n
             out_old += o
         return out_new, out_old
-
-    def _posts_empty(self) -> bool:
-        """Batch windows with FORCE_UPDATE post empty batches; views say so themselves."""
-        return bool(getattr(self.view, "posts_empty", False))
 
     def terminate(self, now_ms: int) -> Emit:
         """The context partition ends: flush ``when terminated`` output, then drop state."""

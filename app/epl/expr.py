@@ -43,6 +43,8 @@ class Scope:
     agg_texts: dict[str, int] = field(default_factory=dict)
     allow_aggregates: bool = False
     agg_value_scope: Scope | None = None
+    agg_in_row: bool = False
+    """Aggregates read their result from the row under ``$aggN`` (``#expr`` windows)."""
 
 
 def text_of(node: Any) -> str:
@@ -360,6 +362,9 @@ def _compile_call(node: Any, scope: Scope) -> Expr:
             scope.aggregates.append(AggregateDef(text, agg, value))
             scope.agg_texts[text] = idx
         i = idx
+        if scope.agg_in_row:
+            key = f"$agg{i}"
+            return lambda r, c: r.get(key)
         return lambda r, c: c.aggs[i] if c.aggs is not None else None
     if name in ("prev", "prevtail"):
         args = list(node.args)

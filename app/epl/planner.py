@@ -30,6 +30,7 @@ from operators.contexts import conditions as cond
 from operators.contexts.managers import CategorySpec, HashItem, HashSpec, KeyedItem, KeyedSpec
 from operators.contexts.nested import NestedSpec
 from operators.contexts.temporal import NonOverlappingSpec, OverlappingSpec
+from operators.base import PartitionCtx
 from operators.output import Assignment, OutputSpec
 from operators.pipeline import PipelineSpec, StreamSpec
 from operators.resultset import (
@@ -112,9 +113,9 @@ class Planner:
                     hint=_did_you_mean(src.type_name, self._type_names()))
             aliases = frozenset({src.alias} if src.alias else set())
             scope = Scope("event", aliases, variables=variables)
-            self._check_names(node, props, scope, src.type_name)
             filt = compile_expr(src.filter, scope) if src.filter is not None else None
             view = self.view_chain(src.views, scope, src.retain) if src.views else None
+            self._check_names(node, {**props, **_derived_props(view)}, scope, src.type_name)
             stream = StreamSpec(src.type_name, filt, view, src.alias,
                                 text_of(src.filter) if src.filter is not None else "")
         elif type(src).__name__ == "PatternStream":
@@ -335,6 +336,8 @@ class Planner:
         return props
 
     def condition(self, c: Any, tags: frozenset[str], is_start: bool) -> Any:
+        if c is None:
+            return cond.CondNeverSpec()
         kind = type(c).__name__
         variables = frozenset(self.catalog.variables)
         if kind == "CondFilter":
@@ -372,6 +375,30 @@ def verr(message: str, node: Any = None, hint: str | None = None) -> EplValidati
     line = pos.line if pos is not None and pos.line else None
     col = pos.column if pos is not None and pos.line else None
     return EplValidationError(message, line, col, None, hint)
+
+
+def _derived_props(view: Any) -> dict[str, str]:
+    """Properties a derived-value window adds to the stream (001 §14.4: size, uni, ...)."""
+    from operators.derived.base import DerivedSpec
+    from operators.state import MemoryNamespace
+
+    out: dict[str, str] = {}
+    stack = [view]
+    while stack:
+        v = stack.pop()
+        if v is None:
+            continue
+        if isinstance(v, DerivedSpec):
+            inst = v.build(MemoryNamespace(), PartitionCtx())
+            out.update({k: "any" for k in inst.stats()})
+            out.update({name: "any" for name, _ in v.extras})
+        for f in ("stages", "sub", "windows"):
+            sub = getattr(v, f, None)
+            if isinstance(sub, tuple):
+                stack.extend(sub)
+            elif sub is not None:
+                stack.append(sub)
+    return out
 
 
 def _tags_of(c: Any) -> frozenset[str]:

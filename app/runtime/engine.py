@@ -178,7 +178,7 @@ class Engine:
             changes = c.manager.on_event(type_name, event, now)
             if changes:
                 self._apply(c, changes)
-                self._arm(("c", c.name), c.manager.next_timer, (1, c.index))
+            self._arm(("c", c.name), c.manager.next_timer)
         for st in self.by_type.get(type_name, ()):
             ctx_name = st.plan.context
             if ctx_name is None:

@@ -89,7 +89,7 @@ class CondPatternSpec:
 
     def arm(self, state: StateNamespace, ctx: PartitionCtx, now_ms: int,
             tags: dict[str, Any]) -> CondInstance:
-        return _PatternInstance(self, state, ctx, now_ms)
+        return _PatternInstance(self, state, ctx, now_ms, tags)
 
     def describe(self) -> str:
         return f"pattern [{self.text}]" + (" @inclusive" if self.inclusive else "")
@@ -100,12 +100,9 @@ class CondPatternSpec:
 
 class _PatternInstance(CondInstance):
     def __init__(self, spec: CondPatternSpec, state: StateNamespace, ctx: PartitionCtx,
-                 now_ms: int) -> None:
+                 now_ms: int, tags: dict[str, Any]) -> None:
         self.inclusive = spec.inclusive
-        self.matcher = spec.pattern.build(state, ctx)
-        start = getattr(self.matcher, "start", None)
-        if start is not None:
-            start(now_ms)
+        self.matcher = spec.pattern.build(state, ctx, start_ms=now_ms, tags=dict(tags))
 
     def on_event(self, type_name: str, event: Row, now_ms: int) -> Fired | None:
         matches = self.matcher.on_event(type_name, event, now_ms)
@@ -166,6 +163,21 @@ class _AtInstance(CondInstance):
 
     def next_timer(self) -> int | None:
         return self.due
+
+
+@dataclass(frozen=True)
+class CondNeverSpec:
+    """No end condition given: the partition lives until the runtime stops."""
+
+    def arm(self, state: StateNamespace, ctx: PartitionCtx, now_ms: int,
+            tags: dict[str, Any]) -> CondInstance:
+        return CondInstance()
+
+    def describe(self) -> str:
+        return "never"
+
+    def types(self) -> frozenset[str]:
+        return frozenset()
 
 
 @dataclass(frozen=True)

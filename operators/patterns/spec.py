@@ -187,7 +187,7 @@ class PatternPlan:
     """A fingerprint of the tree's shape, stored with the state to refuse foreign state."""
 
 
-def plan(root: PatternNode) -> PatternPlan:
+def flatten(root: PatternNode) -> PatternPlan:
     """Flatten a pattern tree into pre-order arrays (node index -> child indexes)."""
     nodes: list[PatternNode] = []
     children: list[tuple[int, ...]] = []
@@ -222,7 +222,7 @@ class PatternSpec:
     @cached_property
     def plan(self) -> PatternPlan:
         """The flattened tree (computed once per spec)."""
-        return plan(self.root)
+        return flatten(self.root)
 
     def types(self) -> frozenset[str]:
         """Every event type a filter of this pattern listens to."""
@@ -249,4 +249,5 @@ class PatternSpec:
         return PatternMatcher(self, state, ctx, start_ms=start_ms, tags=tags)
 
     def describe(self) -> str:
+        """One line for ``kepl explain``: the pattern as written (or rendered)."""
         return f"pattern [{self.text or render(self.root)}]"

@@ -324,13 +324,19 @@ class BatchLog:
     __slots__ = ("log", "boundary", "n_last", "meta_ns", "meta_key")
 
     def __init__(
-        self, ns: StateNamespace, refs: RowRefs, meta_ns: StateNamespace, meta_key: str,
+        self,
+        ns: StateNamespace,
+        refs: RowRefs,
+        meta_ns: StateNamespace,
+        meta_key: str,
         stamped: bool = False,
     ) -> None:
         self.log = RowLog(ns, refs, stamped)
         self.meta_ns = meta_ns
         self.meta_key = meta_key
         self.boundary: int = meta_ns.get(meta_key, 0)
+        # an emptied log restarts numbering from the boundary, not from 0
+        self.log.next_seq = max(self.log.next_seq, self.boundary)
         self.n_last = sum(1 for s in self.log.seqs if s < self.boundary)
 
     def current(self) -> list[Row]:

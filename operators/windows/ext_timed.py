@@ -60,6 +60,10 @@ class ExtTimedSpec(WindowSpec):
     name: str = "ext_timed"
     params_text: tuple[str, ...] = ()
 
-    def build(self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None) -> ExtTimedWindow:
+    def build(
+        self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None
+    ) -> ExtTimedWindow:
         """An externally-timed window over ``state``."""
-        return ExtTimedWindow(self.ts, resolve(self.period, ctx), state, (env or DEFAULT_ENV).refs, ctx)
+        return ExtTimedWindow(
+            self.ts, resolve(self.period, ctx), state, (env or DEFAULT_ENV).refs, ctx
+        )

@@ -37,7 +37,7 @@ class ExtTimedBatchWindow(BatchWindow):
         self.end: int | None = state.get("end")
 
     def on_events(self, new: Rows, old: Rows, now_ms: int) -> Emit:
-        """Only arrivals move this window; runtime time never does (conformance window_ext_timed_batch)."""
+        """Only arrivals move this window, never runtime time (window_ext_timed_batch)."""
         batches = self.batches
         removed = remove_from_batches(batches, old) if old else []
         released: Rows = []
@@ -80,8 +80,15 @@ class ExtTimedBatchSpec(WindowSpec):
     params_text: tuple[str, ...] = ()
     is_batch: bool = True
 
-    def build(self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None) -> ExtTimedBatchWindow:
+    def build(
+        self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None
+    ) -> ExtTimedBatchWindow:
         """An externally-timed batch window over ``state``."""
         return ExtTimedBatchWindow(
-            self.ts, resolve(self.period, ctx), self.reference, state, (env or DEFAULT_ENV).refs, ctx
+            self.ts,
+            resolve(self.period, ctx),
+            self.reference,
+            state,
+            (env or DEFAULT_ENV).refs,
+            ctx,
         )

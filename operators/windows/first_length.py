@@ -44,6 +44,8 @@ class FirstLengthSpec(WindowSpec):
     params_text: tuple[str, ...] = ()
     is_asymmetric: bool = True
 
-    def build(self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None) -> FirstLengthWindow:
+    def build(
+        self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None
+    ) -> FirstLengthWindow:
         """A first-length window over ``state``."""
         return FirstLengthWindow(resolve(self.size, ctx), state, (env or DEFAULT_ENV).refs)

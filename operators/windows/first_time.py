@@ -25,7 +25,7 @@ class FirstTimeWindow(FifoWindow):
         super().__init__(state, refs)
         start = state.get("start")
         if start is None:
-            # The interval starts when the window is created (conformance window_firstlength_firsttime).
+            # The interval starts at window creation (conformance window_firstlength_firsttime).
             start = start_ms
             state.put("start", start)
         self.end = start + period
@@ -49,7 +49,9 @@ class FirstTimeSpec(WindowSpec):
     params_text: tuple[str, ...] = ()
     is_asymmetric: bool = True
 
-    def build(self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None) -> FirstTimeWindow:
+    def build(
+        self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None
+    ) -> FirstTimeWindow:
         """A first-time window over ``state``, started now (or at ``env.start_ms``)."""
         env = env or DEFAULT_ENV
         return FirstTimeWindow(resolve(self.period, ctx), start_time(env, ctx), state, env.refs)

@@ -36,6 +36,8 @@ class FirstUniqueSpec(WindowSpec):
     params_text: tuple[str, ...] = ()
     is_asymmetric: bool = True
 
-    def build(self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None) -> FirstUniqueWindow:
+    def build(
+        self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None
+    ) -> FirstUniqueWindow:
         """A first-unique window over ``state``."""
         return FirstUniqueWindow(self.keys, state, (env or DEFAULT_ENV).refs, ctx)

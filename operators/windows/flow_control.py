@@ -30,9 +30,13 @@ class FlowControl:
         words = [w.strip().upper() for w in text.split(",") if w.strip()]
         for w in words:
             if w not in KEYWORDS:
-                raise ValueError(f"unknown flow control keyword '{w}' (expected FORCE_UPDATE or START_EAGER)")
+                raise ValueError(
+                    f"unknown flow control keyword '{w}' (expected FORCE_UPDATE or START_EAGER)"
+                )
         return cls("FORCE_UPDATE" in words, "START_EAGER" in words)
 
     def describe(self) -> str:
         """The keywords as written."""
-        return ", ".join(k for k, on in zip(KEYWORDS, (self.force_update, self.start_eager)) if on)
+        return ", ".join(
+            k for k, on in zip(KEYWORDS, (self.force_update, self.start_eager), strict=True) if on
+        )

@@ -30,6 +30,8 @@ class KeepAllSpec(WindowSpec):
     name: str = "keepall"
     params_text: tuple[str, ...] = ()
 
-    def build(self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None) -> KeepAllWindow:
+    def build(
+        self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None
+    ) -> KeepAllWindow:
         """A keep-all window over ``state``."""
         return KeepAllWindow(state, (env or DEFAULT_ENV).refs)

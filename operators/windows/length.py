@@ -44,6 +44,8 @@ class LengthSpec(WindowSpec):
     name: str = "length"
     params_text: tuple[str, ...] = ()
 
-    def build(self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None) -> LengthWindow:
+    def build(
+        self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None
+    ) -> LengthWindow:
         """A length window over ``state``."""
         return LengthWindow(resolve(self.size, ctx), state, (env or DEFAULT_ENV).refs)

@@ -45,6 +45,8 @@ class LengthBatchSpec(WindowSpec):
     params_text: tuple[str, ...] = ()
     is_batch: bool = True
 
-    def build(self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None) -> LengthBatchWindow:
+    def build(
+        self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None
+    ) -> LengthBatchWindow:
         """A length batch window over ``state``."""
         return LengthBatchWindow(resolve(self.size, ctx), state, (env or DEFAULT_ENV).refs)

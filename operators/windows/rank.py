@@ -114,8 +114,16 @@ class RankSpec(WindowSpec):
     name: str = "rank"
     params_text: tuple[str, ...] = ()
 
-    def build(self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None) -> RankWindow:
+    def build(
+        self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None
+    ) -> RankWindow:
         """A ranked window over ``state``."""
         return RankWindow(
-            self.unique, resolve(self.size, ctx), self.exprs, self.descending, state, (env or DEFAULT_ENV).refs, ctx
+            self.unique,
+            resolve(self.size, ctx),
+            self.exprs,
+            self.descending,
+            state,
+            (env or DEFAULT_ENV).refs,
+            ctx,
         )

@@ -106,10 +106,15 @@ class SortSpec(WindowSpec):
     name: str = "sort"
     params_text: tuple[str, ...] = ()
 
-    def build(self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None) -> SortWindow:
+    def build(
+        self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None
+    ) -> SortWindow:
         """A sorted window over ``state``."""
         return SortWindow(
-            resolve(self.size, ctx), self.exprs, self.descending, state, (env or DEFAULT_ENV).refs, ctx
+            resolve(self.size, ctx),
+            self.exprs,
+            self.descending,
+            state,
+            (env or DEFAULT_ENV).refs,
+            ctx,
         )
-
-

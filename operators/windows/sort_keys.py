@@ -49,4 +49,4 @@ def sort_values(exprs: tuple[Expr, ...], row: Row, ctx: PartitionCtx) -> list[An
 
 def sort_prefix(values: list[Any], descending: tuple[bool, ...]) -> tuple:
     """The comparable key of the criteria values (without the arrival tie-break)."""
-    return tuple(sort_item(v, d) for v, d in zip(values, descending))
+    return tuple(sort_item(v, d) for v, d in zip(values, descending, strict=True))

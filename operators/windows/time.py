@@ -56,6 +56,8 @@ class TimeSpec(WindowSpec):
     name: str = "time"
     params_text: tuple[str, ...] = ()
 
-    def build(self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None) -> TimeWindow:
+    def build(
+        self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None
+    ) -> TimeWindow:
         """A time window over ``state``."""
         return TimeWindow(resolve(self.period, ctx), state, (env or DEFAULT_ENV).refs)

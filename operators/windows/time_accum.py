@@ -52,6 +52,8 @@ class TimeAccumSpec(WindowSpec):
     name: str = "time_accum"
     params_text: tuple[str, ...] = ()
 
-    def build(self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None) -> TimeAccumWindow:
+    def build(
+        self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None
+    ) -> TimeAccumWindow:
         """A time-accumulating window over ``state``."""
         return TimeAccumWindow(resolve(self.period, ctx), state, (env or DEFAULT_ENV).refs)

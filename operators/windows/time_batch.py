@@ -97,9 +97,16 @@ class TimeBatchSpec(WindowSpec):
     params_text: tuple[str, ...] = ()
     is_batch: bool = True
 
-    def build(self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None) -> TimeBatchWindow:
+    def build(
+        self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None
+    ) -> TimeBatchWindow:
         """A time batch window over ``state``."""
         env = env or DEFAULT_ENV
         return TimeBatchWindow(
-            resolve(self.period, ctx), self.reference, self.flow, start_time(env, ctx), state, env.refs
+            resolve(self.period, ctx),
+            self.reference,
+            self.flow,
+            start_time(env, ctx),
+            state,
+            env.refs,
         )

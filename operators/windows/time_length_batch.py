@@ -24,7 +24,13 @@ class TimeLengthBatchWindow(BatchWindow):
     """Releases when ``size`` rows collected or ``period`` passed, whichever comes first."""
 
     def __init__(
-        self, period: int, size: int, flow: FlowControl, start_ms: int, state: StateNamespace, refs: RowRefs
+        self,
+        period: int,
+        size: int,
+        flow: FlowControl,
+        start_ms: int,
+        state: StateNamespace,
+        refs: RowRefs,
     ) -> None:
         super().__init__(state, refs)
         self.period = period
@@ -87,9 +93,16 @@ class TimeLengthBatchSpec(WindowSpec):
     params_text: tuple[str, ...] = ()
     is_batch: bool = True
 
-    def build(self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None) -> TimeLengthBatchWindow:
+    def build(
+        self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None
+    ) -> TimeLengthBatchWindow:
         """A time-length batch window over ``state``."""
         env = env or DEFAULT_ENV
         return TimeLengthBatchWindow(
-            resolve(self.period, ctx), resolve(self.size, ctx), self.flow, start_time(env, ctx), state, env.refs
+            resolve(self.period, ctx),
+            resolve(self.size, ctx),
+            self.flow,
+            start_time(env, ctx),
+            state,
+            env.refs,
         )

@@ -102,6 +102,10 @@ class TimeOrderSpec(WindowSpec):
     name: str = "time_order"
     params_text: tuple[str, ...] = ()
 
-    def build(self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None) -> TimeOrderWindow:
+    def build(
+        self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None
+    ) -> TimeOrderWindow:
         """A time-order window over ``state``."""
-        return TimeOrderWindow(self.ts, resolve(self.period, ctx), state, (env or DEFAULT_ENV).refs, ctx)
+        return TimeOrderWindow(
+            self.ts, resolve(self.period, ctx), state, (env or DEFAULT_ENV).refs, ctx
+        )

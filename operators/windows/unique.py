@@ -5,13 +5,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from operators.base import Emit, Expr, PartitionCtx, Row, Rows, StateNamespace
-from operators.windows.common import DEFAULT_ENV, BuildEnv, RowRefs, WindowSpec, WindowView, freeze, key_of
+from operators.windows.common import (
+    DEFAULT_ENV,
+    BuildEnv,
+    RowRefs,
+    WindowSpec,
+    WindowView,
+    freeze,
+    key_of,
+)
 
 
 class KeyedRows(WindowView):
     """Rows indexed by a unique key, in arrival order; one state key per held row."""
 
-    def __init__(self, keys: tuple[Expr, ...], state: StateNamespace, refs: RowRefs, ctx: PartitionCtx) -> None:
+    def __init__(
+        self, keys: tuple[Expr, ...], state: StateNamespace, refs: RowRefs, ctx: PartitionCtx
+    ) -> None:
         self.keys = keys
         self.ctx = ctx
         self.refs = refs
@@ -52,7 +62,7 @@ class UniqueWindow(KeyedRows):
     """A new event replaces the held event of its key, which goes on the remove stream."""
 
     def on_events(self, new: Rows, old: Rows, now_ms: int) -> Emit:
-        """Replace per key; the replaced row is posted in the same update (conformance window_unique)."""
+        """Replace per key; the replaced row is posted in the same update (window_unique)."""
         out_old: Rows = []
         by_key = self.by_key
         for row in new:
@@ -76,6 +86,8 @@ class UniqueSpec(WindowSpec):
     name: str = "unique"
     params_text: tuple[str, ...] = ()
 
-    def build(self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None) -> UniqueWindow:
+    def build(
+        self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None
+    ) -> UniqueWindow:
         """A unique window over ``state``."""
         return UniqueWindow(self.keys, state, (env or DEFAULT_ENV).refs, ctx)

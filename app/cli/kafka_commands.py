@@ -1,0 +1,149 @@
+"""Kafka-mode subcommands of ``kepl``: deploy, worker, send, clock, tail, demo."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from app.statements import ConfigError, StatementFile, load_statement_file
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def _config(sf: StatementFile) -> Any:
+    from app.runtime.kafka.config import AppConfig
+
+    return AppConfig.from_dict(sf.raw)
+
+
+def cmd_deploy(args: argparse.Namespace, bootstrap: str) -> int:
+    from app.runtime.kafka.worker import create_topics
+
+    sf = load_statement_file(args.file)
+    for line in create_topics(_config(sf), bootstrap):
+        print(line)
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace, bootstrap: str) -> int:
+    from app.runtime.kafka.worker import run_worker
+
+    sf = load_statement_file(args.file)
+    data_dir = Path(args.data_dir) if args.data_dir else Path(".kepl") / sf.app
+    run_worker(_config(sf), bootstrap, data_dir)
+    return 0
+
+
+def cmd_send(args: argparse.Namespace, bootstrap: str) -> int:
+    from confluent_kafka import Producer
+
+    sf = load_statement_file(args.file)
+    if args.type not in sf.schemas:
+        raise ConfigError(f"{args.file}: unknown event type '{args.type}'")
+    producer = Producer({"bootstrap.servers": bootstrap})
+    lines = args.events or [ln for ln in sys.stdin if ln.strip()]
+    topic = sf.topic_of(args.type)
+    for raw in lines:
+        producer.produce(topic, raw.strip().encode())
+    producer.flush(30)
+    print(f"sent {len(lines)} event(s) to {topic}")
+    return 0
+
+
+def cmd_clock(args: argparse.Namespace, bootstrap: str) -> int:
+    from app.runtime.kafka.worker import publish_watermark
+
+    sf = load_statement_file(args.file)
+    cfg = _config(sf)
+    if args.wall:
+        while True:
+            publish_watermark(bootstrap, cfg, int(time.time() * 1000))
+            time.sleep(args.interval / 1000)
+    if args.time is None:
+        raise ConfigError("kepl clock: give a time in ms or --wall")
+    publish_watermark(bootstrap, cfg, args.time)
+    print(f"watermark {args.time} published")
+    return 0
+
+
+def cmd_tail(args: argparse.Namespace, bootstrap: str) -> int:
+    from app.runtime.kafka.reader import follow_rows
+
+    sf = load_statement_file(args.file)
+    stmts = [s for s in sf.statements if args.statement in (None, s.name)]
+    if not stmts:
+        raise ConfigError(f"{args.file}: no statement named '{args.statement}'")
+    topics = {sf.output_topic(s): s.name for s in stmts}
+    for rec in follow_rows(bootstrap, list(topics), from_beginning=args.from_beginning):
+        print(json.dumps(rec, default=str), flush=True)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace, bootstrap: str) -> int:
+    """Broker, topics, worker, sample events and the clock; output printed until Ctrl-C."""
+    from app.kafka.local_broker import start, stop
+    from app.runtime.kafka.reader import follow_rows
+    from app.runtime.kafka.worker import create_topics, publish_watermark
+
+    file = Path(args.file) if args.file else ROOT / "examples" / "bank.yaml"
+    sf = load_statement_file(file)
+    cfg = _config(sf)
+    print(f"kepl demo: starting the local Kafka broker on 127.0.0.1:{args.port} ...",
+          flush=True)
+    info = start(port=args.port)
+    bootstrap = info.bootstrap
+    print(f"kepl demo: broker up ({bootstrap}); creating topics", flush=True)
+    for line in create_topics(cfg, bootstrap):
+        print(f"  {line}", flush=True)
+    data_dir = Path(".kepl") / f"demo-{int(time.time())}"
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "app.cli.main", "worker", str(file), "--bootstrap", bootstrap,
+         "--data-dir", str(data_dir)], cwd=ROOT)
+    stop_flag = threading.Event()
+
+    def produce() -> None:
+        from confluent_kafka import Producer
+
+        producer = Producer({"bootstrap.servers": bootstrap})
+        rnd = random.Random(7)
+        topic = sf.topic_of("Withdrawal")
+        t = 1000
+        n = 0
+        while not stop_flag.is_set():
+            n += 1
+            event = {"account": f"A{rnd.randint(1, 9)}", "amount": float(rnd.choice(
+                [50, 100, 150, 200, 250, 300, 500]))}
+            producer.produce(topic, json.dumps(event).encode(), timestamp=t)
+            producer.flush(10)
+            publish_watermark(bootstrap, cfg, t)
+            t += 1000
+            stop_flag.wait(1.0)
+
+    threading.Thread(target=produce, daemon=True).start()
+    print("kepl demo: worker started; producing one Withdrawal a second. Output rows "
+          "(Ctrl-C stops):", flush=True)
+    topics = [sf.output_topic(s) for s in sf.statements]
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        for rec in follow_rows(bootstrap, topics, from_beginning=True):
+            print(json.dumps(rec, default=str), flush=True)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop_flag.set()
+        worker.terminate()
+        try:
+            worker.wait(20)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+        print("kepl demo: stopping the broker", flush=True)
+        stop(port=args.port)
+    return 0

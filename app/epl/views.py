@@ -1,0 +1,71 @@
+"""Planning of data windows: AST views → operators.windows specs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.epl import ast
+from app.epl.expr import Scope, compile_expr, constant_value, text_of
+from operators.resultset import AggregateDef
+from operators.windows.registry import WindowParam, make_view_chain, make_view_spec
+
+_EXPIRY = {"expr", "expr_batch"}
+
+
+def _param(node: Any, scope: Scope, window: str, index: int) -> WindowParam:
+    text = text_of(node)
+    if isinstance(node, ast.TimePeriod):
+        ms = node.ms()
+        if ms is not None:
+            return WindowParam(text, ms, True, True)
+        return WindowParam(text, None, False, True, compile_expr(node, scope))
+    if isinstance(node, ast.SortSpec):
+        return WindowParam(text, None, False, False, compile_expr(node.expr, scope),
+                           node.descending)
+    if isinstance(node, ast.Star):
+        return WindowParam("*", "*")
+    if window in _EXPIRY and index == 0:
+        aggs: list[AggregateDef] = []
+        escope = Scope("env", frozenset(), variables=scope.variables, aggregates=aggs,
+                       allow_aggregates=True, agg_in_row=True,
+                       agg_value_scope=Scope("event", scope.aliases,
+                                             variables=scope.variables))
+        fn = compile_expr(node, escope)
+        return WindowParam(text, None, False, False, fn, False,
+                           tuple((f"$agg{i}", a.aggregator, a.value)
+                                 for i, a in enumerate(aggs)))
+    try:
+        return WindowParam(text, constant_value(node))
+    except ValueError:
+        return WindowParam(text, None, False, False, compile_expr(node, scope))
+
+
+def view_spec(view: Any, scope: Scope) -> Any:
+    """One window's spec (ValueError → positioned validation error)."""
+    from app.epl.planner import verr
+
+    params = [_param(p, scope, view.name, i) for i, p in enumerate(view.params)]
+    try:
+        return make_view_spec(view.name, params, view.namespace)
+    except ValueError as e:
+        raise verr(str(e), view) from None
+
+
+def plan_views(planner: Any, views: Any, scope: Scope, retain: str | None) -> Any:
+    """The composed window chain of one stream."""
+    from app.epl.planner import verr
+
+    specs = [view_spec(v, scope) for v in views]
+    try:
+        return make_view_chain(specs, union=(retain or "").lower().endswith("union"))
+    except ValueError as e:
+        raise verr(str(e), views[0]) from None
+
+
+def apama_view(node: Any) -> Any:
+    """003: ``within D every P [retain N]`` / ``retain N every M`` as a batched window."""
+    scope = Scope("event")
+    params: list[Any] = []
+    for i, p in enumerate((node.within, node.every, node.retain)):
+        params.append(None if p is None else _param(p, scope, "apama_batched", i))
+    return make_view_spec("apama_batched", params)

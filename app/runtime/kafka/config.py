@@ -1,0 +1,144 @@
+"""What a Kafka-mode worker runs: the app, its event types, statements and topic names.
+
+``AppConfig.from_dict`` takes the plain-dict shape a statement file loads into
+(``{app, schemas, topics, statements: [{name, epl, output_topic?}]}``) and derives every
+topic name in one place, so the worker, the clock, the scenario runner and the readers
+agree on them:
+
+- inputs: as ``topics`` maps each event type (default: the type name);
+- ``kepl.<app>.repartition.<group>``: one per engine group (``main`` = every statement
+  without a hash context, on one partition; a hash context gets its own group);
+- ``kepl.<app>.changelog.<group>``: the engine state of that group (same partitions);
+- ``kepl.<app>.watermarks``, ``kepl.<app>.progress``, ``kepl.<app>.dlq``;
+- outputs ``kepl.<app>.out.<statement>`` unless the statement names ``output_topic``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+MAIN_GROUP = "main"
+
+
+class ConfigError(ValueError):
+    """The worker configuration is malformed."""
+
+
+@dataclass(frozen=True)
+class StatementConfig:
+    """One statement as the file gives it."""
+
+    name: str
+    epl: str
+    output_topic: str | None = None
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    """A Kafka-mode application: event types, their topics, statements and topic names."""
+
+    app: str
+    schemas: dict[str, dict[str, str]]
+    statements: tuple[StatementConfig, ...]
+    topics: dict[str, str] = field(default_factory=dict)
+    source_partitions: int = 1
+    """Partitions given to a source topic the worker has to create (existing ones are kept)."""
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> AppConfig:
+        """Validate the dict shape (item names, types) and fill in defaults."""
+        if not isinstance(doc, dict):
+            raise ConfigError("the configuration must be a mapping")
+        app = doc.get("app")
+        if not isinstance(app, str) or not _NAME.match(app):
+            raise ConfigError(f"'app' must be a topic-safe name ([A-Za-z0-9._-]+), got {app!r}")
+        schemas = doc.get("schemas") or {}
+        if not isinstance(schemas, dict) or not all(
+                isinstance(p, dict) for p in schemas.values()):
+            raise ConfigError("'schemas' must map event types to {property: type}")
+        topics = doc.get("topics") or {}
+        if not isinstance(topics, dict):
+            raise ConfigError("'topics' must map event types to topic names")
+        for t in topics:
+            if t not in schemas:
+                raise ConfigError(f"'topics' names unknown event type '{t}'")
+        stmts: list[StatementConfig] = []
+        seen: set[str] = set()
+        for i, s in enumerate(doc.get("statements") or []):
+            if not isinstance(s, dict) or not isinstance(s.get("epl"), str):
+                raise ConfigError(f"statement {i} must be a mapping with 'epl'")
+            name = str(s.get("name") or f"s{i}")
+            if name in seen:
+                raise ConfigError(f"duplicate statement name '{name}'")
+            seen.add(name)
+            out = s.get("output_topic")
+            stmts.append(StatementConfig(name, s["epl"], str(out) if out else None))
+        full_topics = {t: str(topics.get(t, t)) for t in schemas}
+        for t in full_topics.values():
+            if not _NAME.match(t):
+                raise ConfigError(f"topic name '{t}' is not valid")
+        parts = int(doc.get("source_partitions", 1))
+        return cls(app, {k: dict(v) for k, v in schemas.items()}, tuple(stmts), full_topics,
+                   parts)
+
+    @classmethod
+    def from_file(cls, path: Path | str) -> AppConfig:
+        """Load a YAML (or JSON) file of the ``from_dict`` shape."""
+        import yaml
+
+        return cls.from_dict(yaml.safe_load(Path(path).read_text()))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The dict shape again (for writing a worker's config file)."""
+        return {
+            "app": self.app,
+            "schemas": self.schemas,
+            "topics": dict(self.topics),
+            "source_partitions": self.source_partitions,
+            "statements": [
+                {"name": s.name, "epl": s.epl,
+                 **({"output_topic": s.output_topic} if s.output_topic else {})}
+                for s in self.statements],
+        }
+
+    # -- topic names ----------------------------------------------------------
+    def topic_of(self, type_name: str) -> str:
+        """The source topic of an event type."""
+        return self.topics.get(type_name, type_name)
+
+    @property
+    def source_topics(self) -> list[str]:
+        """Distinct source topics, sorted (two types may share one)."""
+        return sorted(set(self.topics.values()))
+
+    def types_of_topic(self, topic: str) -> list[str]:
+        """Event types carried by a source topic."""
+        return sorted(t for t, tp in self.topics.items() if tp == topic)
+
+    def repartition_topic(self, group: str) -> str:
+        return f"kepl.{self.app}.repartition.{group}"
+
+    def changelog_topic(self, group: str) -> str:
+        return f"kepl.{self.app}.changelog.{group}"
+
+    @property
+    def watermark_topic(self) -> str:
+        return f"kepl.{self.app}.watermarks"
+
+    @property
+    def progress_topic(self) -> str:
+        return f"kepl.{self.app}.progress"
+
+    @property
+    def dlq_topic(self) -> str:
+        return f"kepl.{self.app}.dlq"
+
+    def output_topic(self, statement: str) -> str:
+        for s in self.statements:
+            if s.name == statement and s.output_topic:
+                return s.output_topic
+        return f"kepl.{self.app}.out.{statement}"

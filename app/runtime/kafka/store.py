@@ -1,0 +1,272 @@
+"""Batch-atomic RocksDB state for one engine partition, and the changelog record codec.
+
+An engine partition's state lives in a rocksdict database through ``operators.state``'s
+``RocksStore`` protocol.  Writes made while a batch of input records is processed go to
+an in-memory overlay first (reads see them); ``commit`` then writes the whole overlay and
+the changelog position marker in one RocksDB ``WriteBatch``.  So the local database
+always holds the state *as of a changelog record*, never half a batch, and a worker that
+is killed mid-batch can trust it after a restart: it only replays the changelog records
+after the marker.  ``rollback`` forgets the overlay (an engine error, or a crash test).
+
+The overlay is also what goes into the batch's changelog record: the last value of every
+key written during the batch (a key written 500 times costs one entry).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rocksdict import Options, Rdict, WriteBatch
+
+from operators.state import RocksStore
+
+MARKER_KEY = b"\xffkepl.changelog.offset"
+"""Local-only key: offset of the last changelog record reflected in this database."""
+
+_DELETED = 0xFFFFFFFF
+_U32 = struct.Struct(">I")
+_MAGIC = b"KCL1"
+
+
+class _ListIter:
+    """The slice of rocksdict's iterator API that ``RocksNamespace`` uses, over a list."""
+
+    __slots__ = ("_items", "_i")
+
+    def __init__(self, items: list[tuple[bytes, bytes]]) -> None:
+        self._items = items
+        self._i = len(items)
+
+    def seek(self, key: bytes) -> None:
+        lo, hi = 0, len(self._items)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._items[mid][0] < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        self._i = lo
+
+    def valid(self) -> bool:
+        return self._i < len(self._items)
+
+    def key(self) -> bytes:
+        return self._items[self._i][0]
+
+    def value(self) -> bytes:
+        return self._items[self._i][1]
+
+    def next(self) -> None:
+        self._i += 1
+
+
+class _MergedIter:
+    """A prefix scan over the database with the uncommitted overlay laid on top."""
+
+    __slots__ = ("_base", "_pending", "_it")
+
+    def __init__(self, base: Rdict, pending: dict[bytes, bytes | None]) -> None:
+        self._base = base
+        self._pending = pending
+        self._it = _ListIter([])
+
+    def seek(self, key: bytes) -> None:
+        # Scans only happen when an operator instance is (re)built or cleared, so merging
+        # eagerly for the sought prefix region is cheap enough and keeps this simple.
+        merged: dict[bytes, bytes | None] = {}
+        it = self._base.iter()
+        it.seek(key)
+        stop = _prefix_end(key)
+        while it.valid():
+            k = it.key()
+            if stop is not None and k >= stop:
+                break
+            merged[k] = it.value()
+            it.next()
+        for k, v in self._pending.items():
+            if k >= key and (stop is None or k < stop):
+                merged[k] = v
+        self._it = _ListIter(sorted((k, v) for k, v in merged.items() if v is not None))
+        self._it.seek(key)
+
+    def valid(self) -> bool:
+        return self._it.valid()
+
+    def key(self) -> bytes:
+        return self._it.key()
+
+    def value(self) -> bytes:
+        return self._it.value()
+
+    def next(self) -> None:
+        self._it.next()
+
+
+def _prefix_end(prefix: bytes) -> bytes | None:
+    """The smallest key greater than every key starting with ``prefix``."""
+    p = bytearray(prefix)
+    while p and p[-1] == 0xFF:
+        p.pop()
+    if not p:
+        return None
+    p[-1] += 1
+    return bytes(p)
+
+
+class OverlayDB:
+    """Rdict look-alike: reads fall through the overlay to RocksDB, writes stay pending."""
+
+    def __init__(self, base: Rdict) -> None:
+        self.base = base
+        self.pending: dict[bytes, bytes | None] = {}
+
+    def get(self, key: bytes) -> bytes | None:
+        if key in self.pending:
+            return self.pending[key]
+        return self.base.get(key)
+
+    def __getitem__(self, key: bytes) -> bytes:
+        v = self.get(key)
+        if v is None:
+            raise KeyError(key)
+        return v
+
+    def __setitem__(self, key: bytes, value: bytes) -> None:
+        self.pending[key] = value
+
+    def delete(self, key: bytes) -> None:
+        self.pending[key] = None
+
+    def iter(self) -> _MergedIter:
+        return _MergedIter(self.base, self.pending)
+
+    def keys(self) -> Iterator[bytes]:
+        it = self.iter()
+        it.seek(b"")
+        while it.valid():
+            yield it.key()
+            it.next()
+
+    def close(self) -> None:
+        self.base.close()
+
+
+class PartitionStore(RocksStore):
+    """``RocksStore`` whose writes are applied per batch (``commit``) or dropped (``rollback``)."""
+
+    def __init__(self, path: Path | str) -> None:
+        opts = Options(raw_mode=True)
+        opts.create_if_missing(True)
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.base = Rdict(str(path), options=opts)
+        self.db = OverlayDB(self.base)
+        self.sink = None
+
+    @property
+    def pending(self) -> dict[bytes, bytes | None]:
+        """Uncommitted writes of the current batch (key -> value, None = deleted)."""
+        return self.db.pending
+
+    def marker(self) -> int:
+        """Offset of the last changelog record this database reflects (-1: none)."""
+        raw = self.base.get(MARKER_KEY)
+        return -1 if raw is None else int(raw)
+
+    def commit(self, marker: int) -> None:
+        """Write the overlay and the new changelog marker atomically."""
+        self._write(self.pending.items(), marker)
+        self.pending.clear()
+
+    def rollback(self) -> None:
+        """Forget every write since the last commit."""
+        self.pending.clear()
+
+    def apply_record(self, writes: list[tuple[bytes, bytes | None]], marker: int) -> None:
+        """Replay one changelog record (recovery), atomically with its marker."""
+        self._write(writes, marker)
+
+    def _write(self, writes: Any, marker: int) -> None:
+        wb = WriteBatch(raw_mode=True)
+        for k, v in writes:
+            if v is None:
+                wb.delete(k)
+            else:
+                wb.put(k, v)
+        wb.put(MARKER_KEY, str(marker).encode())
+        self.base.write(wb)
+
+    def wipe(self) -> None:
+        """Drop every key (the changelog does not continue this database)."""
+        self.pending.clear()
+        keys = list(self.base.keys())
+        wb = WriteBatch(raw_mode=True)
+        for k in keys:
+            wb.delete(k)
+        self.base.write(wb)
+
+    def close(self) -> None:
+        self.base.close()
+
+
+# -- changelog records ---------------------------------------------------------------
+
+
+@dataclass
+class ChangelogRecord:
+    """One batch of one engine partition: metadata, state writes and the batch's output.
+
+    ``prev`` is the offset of the changelog record this batch continued from (a chain:
+    a record whose ``prev`` is not the last applied offset was written by a stale
+    writer and is ignored on replay).  ``outputs`` are the output records of the batch,
+    re-published after a restart in case the crash came between the two flushes.
+    """
+
+    prev: int
+    meta: dict[str, Any] = field(default_factory=dict)
+    writes: list[tuple[bytes, bytes | None]] = field(default_factory=list)
+    outputs: list[list[Any]] = field(default_factory=list)
+
+    def encode(self) -> bytes:
+        head = json.dumps({"prev": self.prev, "meta": self.meta, "outputs": self.outputs},
+                          separators=(",", ":")).encode()
+        parts = [_MAGIC, _U32.pack(len(head)), head, _U32.pack(len(self.writes))]
+        pack = _U32.pack
+        for k, v in self.writes:
+            parts.append(pack(len(k)))
+            parts.append(k)
+            if v is None:
+                parts.append(pack(_DELETED))
+            else:
+                parts.append(pack(len(v)))
+                parts.append(v)
+        return b"".join(parts)
+
+    @classmethod
+    def decode(cls, data: bytes) -> ChangelogRecord:
+        if data[:4] != _MAGIC:
+            raise ValueError("not a kepl changelog record")
+        unpack = _U32.unpack_from
+        (n,) = unpack(data, 4)
+        head = json.loads(data[8:8 + n])
+        i = 8 + n
+        (count,) = unpack(data, i)
+        i += 4
+        writes: list[tuple[bytes, bytes | None]] = []
+        for _ in range(count):
+            (kl,) = unpack(data, i)
+            k = data[i + 4:i + 4 + kl]
+            i += 4 + kl
+            (vl,) = unpack(data, i)
+            i += 4
+            if vl == _DELETED:
+                writes.append((k, None))
+            else:
+                writes.append((k, data[i:i + vl]))
+                i += vl
+        return cls(head["prev"], head["meta"], writes, head["outputs"])

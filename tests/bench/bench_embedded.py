@@ -1,0 +1,91 @@
+"""Embedded throughput of representative statements (prints events/s and ratios).
+
+Run: .venv/bin/python tests/bench/bench_embedded.py [--events N]
+Targets (issue 4): >= 300k ev/s for the filter and length(1000) count/sum statements,
+>= 150k ev/s for the grouped ones, and length(100000) within 20% of length(10).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+import tracemalloc
+
+from app.runtime.catalog import Catalog
+from app.runtime.engine import Engine
+
+SCHEMA = {"T": {"symbol": "string", "amount": "double", "price": "double"}}
+
+
+def events(n: int, symbols: int) -> list[dict]:
+    rnd = random.Random(1)
+    return [{"symbol": f"S{rnd.randrange(symbols)}", "amount": float(rnd.randrange(400)),
+             "price": rnd.random() * 100} for _ in range(n)]
+
+
+def bench(epl: str, n: int, symbols: int = 100, advance_every: int = 0) -> float:
+    """Events per second for one statement (listener attached, rows discarded)."""
+    catalog = Catalog.from_schemas(SCHEMA)
+    engine = Engine()
+    engine.deploy(catalog.plan(epl, "s"))
+    sink: list[int] = [0]
+
+    def listen(stmt: str, new: list, old: list, pid: object) -> None:
+        sink[0] += len(new)
+
+    engine.listeners.append(listen)
+    evs = events(n, symbols)
+    send = engine.send
+    t0 = time.perf_counter()
+    now = 0
+    for i, e in enumerate(evs):
+        if advance_every and i % advance_every == 0:
+            now += 1
+            engine.advance_time(now)
+        send("T", e)
+    dt = time.perf_counter() - t0
+    return n / dt
+
+
+def memory_per_event(epl: str, n: int) -> float:
+    """Bytes retained per event held in the window."""
+    catalog = Catalog.from_schemas(SCHEMA)
+    engine = Engine()
+    engine.deploy(catalog.plan(epl, "s"))
+    evs = events(n, 100)
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    for e in evs:
+        engine.send("T", e)
+    used = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    return used / n
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--events", type=int, default=200_000)
+    n = ap.parse_args().events
+    rows = [
+        ("filter", "select * from T(amount >= 200)", {}),
+        ("length(1000) count/sum", "select count(*), sum(amount) from T#length(1000)", {}),
+        ("time(60s) avg by symbol, 10k symbols",
+         "select symbol, avg(price) from T#time(60 sec) group by symbol",
+         {"symbols": 10_000, "advance_every": 100}),
+        ("groupwin(symbol)#length(10), 10k symbols",
+         "select symbol, sum(price) from T#groupwin(symbol)#length(10)", {"symbols": 10_000}),
+    ]
+    for label, epl, kw in rows:
+        print(f"{label:45s} {bench(epl, n, **kw):>12,.0f} ev/s")
+    small = bench("select count(*), sum(amount) from T#length(10)", n)
+    large = bench("select count(*), sum(amount) from T#length(100000)", n)
+    print(f"{'length(10)':45s} {small:>12,.0f} ev/s")
+    print(f"{'length(100000)':45s} {large:>12,.0f} ev/s")
+    print(f"per-event cost ratio length(100000)/length(10): {small / large:.3f}")
+    mem = memory_per_event("select count(*) from T#keepall", 50_000)
+    print(f"memory per retained event (keepall, 3 props): {mem:,.0f} bytes")
+
+
+if __name__ == "__main__":
+    main()
