@@ -94,7 +94,8 @@ class Pipeline:
         ctx.window = self.view
         self.matcher: Matcher | None = (
             spec.pattern.build(state.child("pattern"), ctx) if spec.pattern is not None else None)
-        self.rs: ResultSet = spec.resultset.build(state.child("rs"), ctx)
+        self.rs: ResultSet = spec.resultset.build(
+            state.child("rs"), ctx, want_old=spec.stream_kind != "istream")
         self.out: OutputLimiter = spec.output.build(
             state.child("out"), ctx, self._snapshot, spec.resultset.kind == AGG_ALL)
         self.kind = spec.stream_kind

@@ -55,11 +55,13 @@ class ResultSetSpec:
     offset: int = 0
     group_texts: tuple[str, ...] = field(default=(), compare=False)
 
-    def build(self, state: StateNamespace, ctx: PartitionCtx) -> ResultSet:
-        return ResultSet(self, state, ctx)
+    def build(self, state: StateNamespace, ctx: PartitionCtx,
+              want_old: bool = True) -> ResultSet:
+        return ResultSet(self, state, ctx, want_old)
 
     def describe(self) -> str:
-        parts = [f"resultset[{self.kind}]", "cols=" + ",".join(c.name for c in self.columns)]
+        parts = [f"resultset[{self.kind}]", "cols=" + ",".join(
+            ["*"] * self.wildcard + [c.name for c in self.columns])]
         if self.aggregates:
             parts.append("aggs=" + ",".join(a.text for a in self.aggregates))
         if self.group_texts:
@@ -76,8 +78,11 @@ def _gkey(values: tuple) -> str:
 class ResultSet:
     """Aggregation state and projection of one context partition."""
 
-    def __init__(self, spec: ResultSetSpec, state: StateNamespace, ctx: PartitionCtx) -> None:
+    def __init__(self, spec: ResultSetSpec, state: StateNamespace, ctx: PartitionCtx,
+                 want_old: bool = True) -> None:
         self.spec = spec
+        self.want_old = want_old
+        """False when the statement delivers only the insert stream: old rows are not built."""
         self.state = state
         self.ctx = ctx
         self.aggs = spec.aggregates
@@ -150,11 +155,12 @@ class ResultSet:
     def process(self, new: Rows, old: Rows) -> Emit:
         """Apply one update and return (new rows, old rows)."""
         kind = self.spec.kind
+        want_old = self.want_old
         if kind == SIMPLE:
-            return self._rows(new, None), self._rows(old, None)
+            return self._rows(new, None), (self._rows(old, None) if want_old else [])
         if kind in (AGG_ALL, AGG_ROWS):
             rec = self._record("", None)
-            before = self._row_for(rec) if kind == AGG_ALL else []
+            before = self._row_for(rec) if kind == AGG_ALL and want_old else []
             for r in new:
                 self._apply(rec, r, True)
             for r in old:
@@ -163,7 +169,7 @@ class ResultSet:
             if kind == AGG_ALL:
                 return self._row_for(rec), before
             aggs = self._results(rec)
-            return self._rows(new, aggs), self._rows(old, aggs)
+            return self._rows(new, aggs), (self._rows(old, aggs) if want_old else [])
         touched: dict[str, list] = {}
         keys_new = []
         keys_old = []
@@ -172,13 +178,13 @@ class ResultSet:
             keys_new.append(k)
             if k not in touched:
                 touched[k] = self._row_for(self.groups[k]) if (
-                    kind == GROUPED and k in self.groups) else []
+                    want_old and kind == GROUPED and k in self.groups) else []
         for r in old:
             k = self._group_of(r)
             keys_old.append(k)
             if k not in touched:
                 touched[k] = self._row_for(self.groups[k]) if (
-                    kind == GROUPED and k in self.groups) else []
+                    want_old and kind == GROUPED and k in self.groups) else []
         for r, k in zip(new, keys_new):
             rec = self._record(k, r)
             rec[1] = r
@@ -199,7 +205,7 @@ class ResultSet:
         for r, k in zip(new, keys_new):
             out_new.extend(self._rows((r,), self._results(self.groups[k])))
         out_old = []
-        for r, k in zip(old, keys_old):
+        for r, k in zip(old if want_old else (), keys_old):
             out_old.extend(self._rows((r,), self._results(self.groups[k])))
         return out_new, out_old
 

@@ -230,50 +230,12 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from app.epl.errors import EplError
-    from app.runtime.catalog import Catalog, NotSupported
+    from app.cli.explain import explain_file
     from app.statements import load_statement_file
 
-    sf = load_statement_file(args.file)
-    catalog = Catalog.from_schemas(sf.schemas)
-    for s in sf.statements:
-        try:
-            plan = catalog.plan(s.epl, s.name)
-        except EplError as e:
-            print(f"statement {s.name}: invalid\n{e.render()}")
-            return 1
-        except NotSupported as e:
-            print(f"statement {s.name}: not supported yet: {e}")
-            continue
-        for line in plan.explain():
-            print(line)
-        for line in _topics_of(sf, plan, catalog):
-            print(f"  topic {line}")
-    return 0
-
-
-def _topics_of(sf: Any, plan: Any, catalog: Any) -> list[str]:
-    """Kafka topics a statement reads and writes, with partition counts."""
-    if plan.kind != "query":
-        return []
-    out = []
-    for t in sorted(plan.pipeline.types()):
-        out.append(f"in  {sf.topic_of(t)} ({sf.partitions} partitions)")
-    if plan.context is not None:
-        spec = catalog.contexts[plan.context]
-        n = getattr(spec, "granularity", None) or sf.partitions
-        out.append(f"via kepl.{sf.app}.repartition.{plan.context} ({n} partitions)")
-    elif not _stateless(plan):
-        out.append(f"via kepl.{sf.app}.repartition.global (1 partition)")
-    stmt = next(s for s in sf.statements if s.name == plan.name)
-    out.append(f"out {sf.output_topic(stmt)}")
-    return out
-
-
-def _stateless(plan: Any) -> bool:
-    p = plan.pipeline
-    return (p.stream is not None and p.stream.view is None and p.pattern is None
-            and p.resultset.kind == "simple" and not p.output.limited)
+    lines, ok = explain_file(load_statement_file(args.file))
+    print("\n".join(lines))
+    return 0 if ok else 1
 
 
 def cmd_scenario(args: argparse.Namespace) -> int:

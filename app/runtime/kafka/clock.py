@@ -1,0 +1,72 @@
+"""The ``kepl clock`` side: watermarks written in-band into the source partitions.
+
+A watermark is a barrier (ARCHITECTURE.md, Time and the watermark barrier): the clock
+appends a control record (header ``kepl.control: watermark``, value ``{"t": ms, "id":
+...}``) to *every* partition of every source topic, so each partition says where in its
+own record order the time moved.  The router forwards it into the repartition topics and
+the engine advances to the minimum over its upstream partitions.  A copy goes to
+``kepl.<app>.watermarks`` as the clock's own log.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from app.runtime.kafka.config import AppConfig
+from app.runtime.kafka.router import H_CONTROL
+
+
+class Clock:
+    """Publishes watermarks of one app; keeps its producer and partition list."""
+
+    def __init__(self, bootstrap: str, config: AppConfig) -> None:
+        from confluent_kafka import Producer
+
+        self.config = config
+        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
+                                  "linger.ms": 0, "log_level": 0})
+        self.partitions = self._partitions()
+
+    def _partitions(self) -> list[tuple[str, int]]:
+        md = self.producer.list_topics(timeout=30)
+        out: list[tuple[str, int]] = []
+        for t in self.config.source_topics:
+            if t not in md.topics or not md.topics[t].partitions:
+                raise RuntimeError(f"source topic {t} does not exist")
+            out += [(t, p) for p in sorted(md.topics[t].partitions)]
+        return out
+
+    def publish(self, t_ms: int, wid: str | None = None) -> str:
+        """Write watermark ``t_ms`` into every source partition; returns its id."""
+        wid = wid or f"{t_ms}-{uuid.uuid4().hex[:12]}"
+        value = json.dumps({"t": int(t_ms), "id": wid}, separators=(",", ":")).encode()
+        headers = [(H_CONTROL, b"watermark")]
+        errors: list[Any] = []
+
+        def check(err: Any, _msg: Any) -> None:
+            if err is not None:
+                errors.append(err)
+
+        for topic, p in self.partitions:
+            self.producer.produce(topic, value, partition=p, headers=headers,
+                                  timestamp=max(int(t_ms), 0), on_delivery=check)
+        self.producer.produce(self.config.watermark_topic, value, headers=headers,
+                              on_delivery=check)
+        self.producer.flush(30)
+        if errors:
+            raise RuntimeError(f"watermark {wid} not written: {errors[0]}")
+        return wid
+
+    def close(self) -> None:
+        self.producer.flush(30)
+
+
+def publish_watermark(bootstrap: str, app_config: AppConfig, t_ms: int) -> str:
+    """Publish one watermark at ``t_ms`` for ``app_config``'s source topics; its id."""
+    clock = Clock(bootstrap, app_config)
+    try:
+        return clock.publish(t_ms)
+    finally:
+        clock.close()

@@ -1,0 +1,142 @@
+"""Reading output topics with the repeats a crash can leave removed.
+
+A worker that dies may publish some output rows twice; a replay re-emits them with the
+same ``kepl.id`` (``statement/context-partition/sequence``), in the same order.  Within
+one (statement, context partition) the sequence only grows, so a reader keeps the
+highest sequence seen per key and drops any row at or below it: exact dedupe in O(number
+of context partitions) memory.  Reads are ``read_committed``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from app.runtime.kafka.router import (
+    H_ID,
+    H_PARTITION,
+    H_STATEMENT,
+    H_STREAM,
+    H_TIME,
+    headers_dict,
+)
+
+
+@dataclass(frozen=True)
+class OutputRow:
+    """One output row with its headers and where it was read."""
+
+    statement: str
+    stream: str  # insert | remove
+    context_partition: str
+    time_ms: int
+    id: str
+    row: dict[str, Any]
+    topic: str
+    partition: int
+    offset: int
+
+    @property
+    def seq(self) -> int:
+        return int(self.id.rsplit("/", 1)[1])
+
+
+class Deduper:
+    """Remembers the highest sequence per (statement, context partition)."""
+
+    def __init__(self) -> None:
+        self.high: dict[str, int] = {}
+
+    def fresh(self, row_id: str) -> bool:
+        """True the first time an id (or a later one of its partition) is seen."""
+        key, _, seq_text = row_id.rpartition("/")
+        seq = int(seq_text)
+        if seq <= self.high.get(key, 0):
+            return False
+        self.high[key] = seq
+        return True
+
+
+def decode_row(msg: Any) -> OutputRow:
+    """A confluent-kafka message of an output topic as an ``OutputRow``."""
+    h = headers_dict(msg.headers())
+    return OutputRow(
+        statement=h.get(H_STATEMENT, b"").decode(),
+        stream=h.get(H_STREAM, b"insert").decode(),
+        context_partition=h.get(H_PARTITION, b"").decode(),
+        time_ms=int(h.get(H_TIME, b"0")),
+        id=h.get(H_ID, b"").decode(),
+        row=json.loads(msg.value()),
+        topic=msg.topic(),
+        partition=msg.partition(),
+        offset=msg.offset(),
+    )
+
+
+class RowReader:
+    """An incremental, deduplicating reader of output topics (``kepl tail``, tests)."""
+
+    def __init__(self, bootstrap: str, topics: list[str], from_beginning: bool = True) -> None:
+        from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, TopicPartition
+
+        self.consumer = Consumer({
+            "bootstrap.servers": bootstrap, "group.id": "kepl-reader",
+            "enable.auto.commit": False, "isolation.level": "read_committed",
+            "enable.partition.eof": False, "log_level": 3})
+        md = self.consumer.list_topics(timeout=30)
+        start = OFFSET_BEGINNING if from_beginning else OFFSET_END
+        self.tps = [TopicPartition(t, p, start) for t in topics
+                    for p in sorted(md.topics[t].partitions)]
+        self.consumer.assign(self.tps)
+        self.dedupe = Deduper()
+        self.duplicates = 0
+
+    def _ends(self) -> dict[tuple[str, int], int]:
+        from confluent_kafka import TopicPartition
+
+        out = {}
+        for tp in self.tps:
+            _, high = self.consumer.get_watermark_offsets(
+                TopicPartition(tp.topic, tp.partition), timeout=30)
+            out[(tp.topic, tp.partition)] = high
+        return out
+
+    def read_available(self, timeout_s: float = 30.0) -> list[OutputRow]:
+        """Every new unique row up to the current end of each partition."""
+        import time
+
+        ends = self._ends()
+        pos = {}
+        for tp in self.consumer.position(self.tps):
+            pos[(tp.topic, tp.partition)] = tp.offset
+        out: list[OutputRow] = []
+        deadline = time.monotonic() + timeout_s
+        while any(ends[k] > max(pos.get(k, 0), 0) for k in ends):
+            if time.monotonic() > deadline:
+                raise TimeoutError("output topics did not deliver up to their end offsets")
+            for m in self.consumer.consume(1000, 0.2):
+                if m.error() is not None:
+                    continue
+                pos[(m.topic(), m.partition())] = m.offset() + 1
+                row = decode_row(m)
+                if self.dedupe.fresh(row.id):
+                    out.append(row)
+                else:
+                    self.duplicates += 1
+        return out
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def read_rows(bootstrap: str, topic: str | list[str], timeout_s: float = 30.0
+              ) -> Iterator[OutputRow]:
+    """Unique rows of one or more output topics, from the beginning to the current end,
+    in order within each partition."""
+    reader = RowReader(bootstrap, [topic] if isinstance(topic, str) else list(topic))
+    try:
+        yield from reader.read_available(timeout_s)
+    finally:
+        reader.close()

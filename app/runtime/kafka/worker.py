@@ -1,0 +1,431 @@
+"""The Kafka-mode worker: a faust app that runs the embedded Engine per Kafka partition.
+
+Topology (ARCHITECTURE.md, Partitioning / Time and the watermark barrier)::
+
+    source topics ──router agent──► kepl.<app>.repartition.<group> ──engine agent──► outputs
+         ▲  (JSON, coerce_event;         (events + in-band barriers,      (one Engine per
+     clock  bad records → DLQ)            tagged with their upstream)      partition)
+
+Crash safety: determinism plus idempotence, not Kafka transactions.  faust's
+``exactly_once`` is not trustworthy (faust-streaming #323, #440, #517, #177) and its
+tables cannot hold our O(1)-per-event layout atomically, so the worker keeps its own state:
+
+1. each engine partition's state is a RocksDB database (``PartitionStore``) whose writes
+   are held in an overlay during a batch of input records (``take_events``);
+2. after the batch, ONE changelog record per touched partition holds the batch's state
+   writes (last value per key), the applied source offsets, and the batch's output rows;
+   the output rows and the changelog record are produced together and flushed;
+3. only after the broker acknowledged them does the local database commit the overlay
+   together with the changelog offset (one ``WriteBatch``) — and only after the batch
+   returns does faust ack (then commit) the input offsets.
+
+A kill -9 at any point therefore leaves: input offsets at or behind the state (records
+at or below the applied offsets are skipped on re-reading), a local database at a
+changelog record boundary (it replays only the records after its marker; without a
+local database the whole changelog partition), and output rows possibly written twice —
+always with the same ``kepl.id`` (statement/context-partition/sequence), since the replay
+is deterministic; ``reader.read_rows`` drops the repeats.  After a restore the outputs of
+the last changelog record are published again, covering a crash between the two.  A
+transactional producer was not needed: a batch is atomic because it is one record.
+
+Start: ``run_worker(config, bootstrap, data_dir)`` or
+``python -m app.runtime.kafka.worker --config app.yaml --bootstrap host:port --data-dir DIR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+import time
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from app.runtime.kafka.config import AppConfig
+from app.runtime.kafka.partition import EnginePartition, InRecord
+from app.runtime.kafka.router import (
+    H_ERROR,
+    H_ID,
+    H_KIND,
+    H_OFFSET,
+    H_PARTITION,
+    H_SEQ,
+    H_SOURCE,
+    H_STATEMENT,
+    H_STREAM,
+    H_TIME,
+    H_TS,
+    H_TYPE,
+    H_UPSTREAM,
+    OutRecord,
+    Router,
+    SourceRecord,
+    headers_dict,
+)
+from app.runtime.kafka.store import ChangelogRecord
+from app.runtime.kafka.topology import Group, Topology, ensure_topics, source_partitions
+
+log = logging.getLogger("kepl.worker")
+
+ROUTER_BATCH = 2000
+ENGINE_BATCH = 2000
+BATCH_WITHIN_S = 0.005
+CRASH_EXIT_CODE = 70
+
+
+# -- Kafka I/O (confluent-kafka: fast produce, simple changelog reads) ---------------
+
+
+class Producer:
+    """A confluent-kafka producer with delivery tracking; ``flush`` raises on any failure."""
+
+    def __init__(self, bootstrap: str) -> None:
+        from confluent_kafka import Producer as _P
+
+        self._p = _P({
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,  # ordered, no duplicates from internal retries
+            "acks": "all",
+            "linger.ms": 1,
+            "queue.buffering.max.messages": 1_000_000,
+            "queue.buffering.max.kbytes": 1_048_576,
+            "message.max.bytes": 64 * 1024 * 1024,
+            "log_level": 3,
+        })
+        self.errors: list[str] = []
+
+    def _check(self, err: Any, _msg: Any) -> None:
+        if err is not None:
+            self.errors.append(str(err))
+
+    def produce(self, topic: str, value: bytes, partition: int | None = None,
+                headers: list[tuple[str, bytes]] | None = None, key: bytes | None = None,
+                on_delivery: Any = None) -> None:
+        kwargs: dict[str, Any] = {"on_delivery": on_delivery or self._check}
+        if partition is not None:
+            kwargs["partition"] = partition
+        while True:
+            try:
+                self._p.produce(topic, value, key, headers=headers, **kwargs)
+                return
+            except BufferError:
+                self._p.poll(0.05)
+
+    def send(self, out: OutRecord) -> None:
+        self.produce(out.topic, out.value, out.partition, out.headers, out.key)
+
+    def poll(self) -> None:
+        self._p.poll(0)
+
+    def flush(self) -> None:
+        """Wait until everything produced is acknowledged (or failed: raise)."""
+        while self._p.flush(10) > 0:
+            log.warning("producer flush still waiting for the broker")
+        if self.errors:
+            errs, self.errors = self.errors, []
+            raise RuntimeError(f"produce failed: {errs[0]} (+{len(errs) - 1} more)")
+
+    async def flush_async(self) -> None:
+        await asyncio.to_thread(self.flush)
+
+
+class KafkaChangelog:
+    """``ChangelogLog`` over the broker: end offsets and full reads of a partition."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+
+    def _consumer(self) -> Any:
+        from confluent_kafka import Consumer
+
+        return Consumer({"bootstrap.servers": self.bootstrap, "group.id": "kepl-restore",
+                         "enable.auto.commit": False, "enable.partition.eof": True,
+                         "isolation.level": "read_committed", "log_level": 3,
+                         "fetch.max.bytes": 64 * 1024 * 1024})
+
+    def end(self, topic: str, partition: int) -> int:
+        from confluent_kafka import TopicPartition
+
+        c = self._consumer()
+        try:
+            _, high = c.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
+            return int(high)
+        finally:
+            c.close()
+
+    def read(self, topic: str, partition: int, start: int) -> Iterator[tuple[int, bytes]]:
+        from confluent_kafka import KafkaError, TopicPartition
+
+        c = self._consumer()
+        try:
+            tp = TopicPartition(topic, partition)
+            _, high = c.get_watermark_offsets(tp, timeout=30)
+            if start >= high:
+                return
+            c.assign([TopicPartition(topic, partition, start)])
+            while True:
+                for m in c.consume(1000, 1.0):
+                    if m.error() is not None:
+                        if m.error().code() == KafkaError._PARTITION_EOF:
+                            return
+                        raise RuntimeError(f"reading {topic}[{partition}]: {m.error()}")
+                    yield m.offset(), m.value()
+                    if m.offset() >= high - 1:
+                        return
+        finally:
+            c.close()
+
+
+# -- the engine side of one group ----------------------------------------------------
+
+
+def decode_in(message: Any) -> InRecord:
+    """A repartition-topic message as an ``InRecord``."""
+    h = headers_dict(message.headers)
+    kind = h.get(H_KIND, b"event").decode()
+    seq = h.get(H_SEQ)
+    return InRecord(
+        kind=kind,
+        upstream=h[H_UPSTREAM].decode(),
+        offset=int(h[H_OFFSET]),
+        type_name=h.get(H_TYPE, b"").decode(),
+        ts=int(h.get(H_TS, b"0")),
+        seq=int(seq) if seq is not None else None,
+        payload=json.loads(message.value),
+        raw=message.value,
+    )
+
+
+class GroupRunner:
+    """Engine partitions of one group in this worker, and the batch commit protocol."""
+
+    def __init__(self, topology: Topology, group: Group, bootstrap: str, data_dir: Path,
+                 upstreams: list[str], producer: Producer) -> None:
+        cfg = topology.config
+        self.group = group
+        self.topic = cfg.repartition_topic(group.name)
+        self.changelog_topic = cfg.changelog_topic(group.name)
+        self.progress_topic = cfg.progress_topic
+        self.dlq_topic = cfg.dlq_topic
+        self.outputs = {s: cfg.output_topic(s) for s in group.statements}
+        self.data_dir = data_dir / group.name
+        self.upstreams = upstreams
+        self.producer = producer
+        self.changelog = KafkaChangelog(bootstrap)
+        self.parts: dict[int, EnginePartition] = {}
+        self.lock = asyncio.Lock()
+
+    async def open(self, p: int) -> EnginePartition:
+        """Restore partition ``p`` (local database + changelog tail) and re-publish the
+        outputs of its last changelog record."""
+        t0 = time.monotonic()
+        part = EnginePartition(self.group, p, self.data_dir / str(p), self.upstreams,
+                               self.changelog_topic)
+        last = await asyncio.to_thread(part.restore, self.changelog)
+        if last is not None and last.outputs:
+            self._send_outputs(p, last)
+            await self.producer.flush_async()
+        self.parts[p] = part
+        log.info("restored %s[%d] in %.3f s (changelog at %d)", self.topic, p,
+                 time.monotonic() - t0, part.cl_offset)
+        return part
+
+    def _send_outputs(self, p: int, rec: ChangelogRecord) -> None:
+        for stmt, stream, cp, t, seq, row in rec.outputs:
+            headers = [(H_STATEMENT, stmt.encode()), (H_STREAM, stream.encode()),
+                       (H_PARTITION, cp.encode()), (H_TIME, str(t).encode()),
+                       (H_ID, f"{stmt}/{cp}/{seq}".encode())]
+            value = json.dumps(row, default=str, separators=(",", ":")).encode()
+            self.producer.produce(self.outputs[stmt], value, p, headers, cp.encode())
+
+    async def process(self, by_partition: dict[int, list[InRecord]]) -> None:
+        """Apply one batch and make it durable (see module docstring, steps 1-3)."""
+        async with self.lock:
+            sealed: list[tuple[EnginePartition, ChangelogRecord]] = []
+            for p in sorted(by_partition):
+                part = self.parts.get(p) or await self.open(p)
+                part.run(by_partition[p])
+                rec = part.seal()
+                if rec is not None:
+                    sealed.append((part, rec))
+            if not sealed:
+                return
+            offsets: dict[int, int] = {}
+            for part, rec in sealed:
+                self._send_outputs(part.partition, rec)
+                for d in part.dead:
+                    self.producer.produce(self.dlq_topic, d.record.raw, 0, [
+                        (H_ERROR, d.reason.encode()),
+                        (H_SOURCE, d.record.upstream.replace(":", "/").encode()
+                         + f"/{d.record.offset}".encode())])
+
+                def done(err: Any, msg: Any, p: int = part.partition) -> None:
+                    if err is None:
+                        offsets[p] = msg.offset()
+                    else:
+                        self.producer.errors.append(str(err))
+
+                self.producer.produce(self.changelog_topic, rec.encode(), part.partition,
+                                      on_delivery=done)
+            await self.producer.flush_async()
+            for part, _ in sealed:
+                if part.committed(offsets[part.partition]) and part.progress is not None:
+                    t, wid = part.progress
+                    value = json.dumps({"group": self.group.name, "partition": part.partition,
+                                        "t": t, "id": wid}).encode()
+                    self.producer.produce(self.progress_topic, value, 0,
+                                          key=f"{self.group.name}/{part.partition}".encode())
+            self.producer.poll()
+
+    async def drop(self, partitions: set[int]) -> None:
+        """Partitions were revoked: forget their engines (another worker restores them)."""
+        async with self.lock:
+            for p in partitions:
+                part = self.parts.pop(p, None)
+                if part is not None:
+                    part.discard()
+                    part.close()
+
+    def close(self) -> None:
+        for part in self.parts.values():
+            part.discard()
+            part.close()
+        self.parts.clear()
+
+
+# -- the faust app ---------------------------------------------------------------------
+
+
+def _crash(what: str) -> None:
+    """Crash-only: an agent that fails leaves the process (its state is on disk/Kafka)."""
+    log.critical("%s failed; the worker exits and recovers on restart\n%s", what,
+                 traceback.format_exc())
+    sys.stderr.flush()
+    os._exit(CRASH_EXIT_CODE)
+
+
+def build_app(config: AppConfig, bootstrap: str, data_dir: Path,
+              topology: Topology | None = None) -> Any:
+    """Create the topics and the faust app with its router and engine agents."""
+    import faust
+
+    topology = topology or Topology.plan(config)
+    ensure_topics(bootstrap, topology.topic_specs())
+    upstreams = [f"{t}:{p}" for t, p in source_partitions(bootstrap, config.source_topics)]
+    data_dir = Path(data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    app = faust.App(
+        f"kepl.{config.app}",
+        broker=f"kafka://{bootstrap}",
+        store="memory://",  # engine state is ours (PartitionStore), not faust tables
+        datadir=str(data_dir / "faust"),
+        autodiscover=False,
+        web_enabled=False,
+        topic_replication_factor=1,
+        topic_partitions=1,
+        topic_allow_declare=False,
+        table_standby_replicas=0,
+        consumer_auto_offset_reset="earliest",
+        broker_commit_interval=0.5,
+        broker_session_timeout=10.0,
+        broker_heartbeat_interval=1.0,
+        broker_rebalance_timeout=10.0,
+        stream_recovery_delay=0.0,
+        stream_wait_empty=False,
+        producer_acks=-1,
+        processing_guarantee="at_least_once",
+        value_serializer="raw",
+        key_serializer="raw",
+    )
+    producer = Producer(bootstrap)
+    router = Router(topology)
+
+    def topic(*names: str) -> Any:
+        return app.topic(*names, value_type=bytes, key_type=bytes, value_serializer="raw",
+                         key_serializer="raw", internal=False, allow_empty=True)
+
+    @app.agent(topic(*config.source_topics), name="kepl.router")
+    async def route(stream: Any) -> None:
+        try:
+            async for events in stream.take_events(ROUTER_BATCH, within=BATCH_WITHIN_S):
+                for ev in events:
+                    m = ev.message
+                    rec = SourceRecord(m.topic, m.partition, m.offset,
+                                       int(round((m.timestamp or 0) * 1000)),
+                                       headers_dict(m.headers), m.value)
+                    for out in router.route(rec):
+                        producer.send(out)
+                await producer.flush_async()  # forwarded before faust may commit the input
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - crash-only (see _crash)
+            _crash("router agent")
+
+    runners: list[GroupRunner] = []
+    for g in topology.active_groups():
+        runner = GroupRunner(topology, g, bootstrap, data_dir, upstreams, Producer(bootstrap))
+        runners.append(runner)
+
+        async def engine_agent(stream: Any, runner: GroupRunner = runner) -> None:
+            try:
+                async for events in stream.take_events(ENGINE_BATCH, within=BATCH_WITHIN_S):
+                    assigned = {tp.partition for tp in app.consumer.assignment()
+                                if tp.topic == runner.topic}
+                    by_partition: dict[int, list[InRecord]] = {}
+                    for ev in events:
+                        m = ev.message
+                        if m.partition in assigned:
+                            by_partition.setdefault(m.partition, []).append(decode_in(m))
+                    await runner.process(by_partition)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - crash-only (see _crash)
+                _crash(f"engine agent {runner.group.name}")
+            finally:
+                runner.close()
+
+        app.agent(topic(runner.topic), name=f"kepl.engine.{g.name}")(engine_agent)
+
+    @app.on_partitions_revoked.connect
+    async def on_revoked(*args: Any, revoked: Any = None, **kwargs: Any) -> None:
+        tps = revoked if revoked is not None else (args[-1] if args else set())
+        for r in runners:
+            await r.drop({tp.partition for tp in tps if tp.topic == r.topic})
+
+    app.kepl_runners = runners  # for tests and introspection
+    return app
+
+
+def run_worker(config: AppConfig, bootstrap: str, data_dir: Path,
+               loglevel: str = "warning") -> None:
+    """Run a worker until it is stopped (SIGTERM/SIGINT); blocks."""
+    import faust
+
+    app = build_app(config, bootstrap, Path(data_dir))
+    worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)
+    worker.execute_from_commandline()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m app.runtime.kafka.worker",
+                                 description="Run a kepl Kafka-mode worker.")
+    ap.add_argument("--config", required=True, help="app YAML: {app, schemas, topics, statements}")
+    ap.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS",
+                                                          "127.0.0.1:9092"))
+    ap.add_argument("--data-dir", required=True, help="directory for the RocksDB state")
+    ap.add_argument("--loglevel", default="warning")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=args.loglevel.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    run_worker(AppConfig.from_file(args.config), args.bootstrap, Path(args.data_dir),
+               args.loglevel)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
