@@ -15,12 +15,11 @@ Conventions (documented once here, relied on by parser, printer and tests):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 
 @dataclass(frozen=True, slots=True)
 class Pos:
-    """Source span of a node: 1-based line/column of its first and last character."""
+    """Source span: 1-based line/column of the first character; end_column is one past the last."""
 
     line: int = 0
     column: int = 0
@@ -830,25 +829,29 @@ class Module(Node):
     statements: tuple[Node, ...]
 
 
-Statement = Union[
-    SelectStatement,
-    CreateSchema,
-    CreateWindow,
-    CreateTable,
-    CreateVariable,
-    CreateIndex,
-    OnStatement,
-    CreateContext,
-    ApamaQuery,
-]
+Statement = (
+    SelectStatement
+    | CreateSchema
+    | CreateWindow
+    | CreateTable
+    | CreateVariable
+    | CreateIndex
+    | OnStatement
+    | CreateContext
+    | ApamaQuery
+)
+"""Any statement node."""
 Expr = Node
 """Any expression node (Literal, Name, Binary, Call, TimePeriod, ...)."""
 
-STATEMENT_TYPES: tuple[type, ...] = Statement.__args__  # type: ignore[attr-defined]
+STATEMENT_TYPES: tuple[type, ...] = (
+    SelectStatement, CreateSchema, CreateWindow, CreateTable, CreateVariable, CreateIndex,
+    OnStatement, CreateContext, ApamaQuery,
+)
 
 __all__ = sorted(
     name
     for name, value in dict(globals()).items()
     if not name.startswith("_") and (isinstance(value, type) or name in ("NOPOS", "UNIT_MS"))
-    and name not in ("dataclass", "Union")
+    and name not in ("dataclass",)
 )

@@ -32,10 +32,10 @@ class EplError(Exception):
         """The line of the source text the error points at, without its newline."""
         if self.source is None or self.line is None:
             return None
-        lines = self.source.splitlines()
+        lines = self.source.split("\n")  # the parser counts lines by '\n' only
         if 1 <= self.line <= len(lines):
-            return lines[self.line - 1]
-        return "" if self.line == len(lines) + 1 else None
+            return lines[self.line - 1].rstrip("\r")
+        return None
 
     @property
     def caret_line(self) -> str | None:

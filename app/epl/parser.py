@@ -34,9 +34,15 @@ __all__ = [
     "parse_expression",
     "parse_pattern",
     "reserved_words",
+    "source_text",
 ]
 
 _GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
+_UNITS_SPELLINGS = (
+    "year", "years", "month", "months", "week", "weeks", "day", "days", "hour", "hours",
+    "minute", "minutes", "min", "second", "seconds", "sec", "millisecond", "milliseconds",
+    "msec", "microsecond", "microseconds", "usec",
+)
 _STARTS = ["single_start", "module_start", "expr_start", "pattern_start"]
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -86,6 +92,16 @@ def parse_pattern(text: str) -> A.Node:
     if not isinstance(text, str):
         raise EplSyntaxError("pattern text must be a string", 1, 1, "", None)
     return _run(text, "pattern_start")
+
+
+def source_text(text: str, pos: A.Pos) -> str:
+    """The slice of text that a node's pos covers (e.g. an expression as written)."""
+    if pos.line <= 0:
+        return ""
+    lines = text.split("\n")  # lark counts lines by '\n' only
+    start = sum(len(line) + 1 for line in lines[: pos.line - 1]) + pos.column - 1
+    end = sum(len(line) + 1 for line in lines[: pos.end_line - 1]) + pos.end_column - 1
+    return text[start:end]
 
 
 @functools.cache
@@ -173,9 +189,17 @@ def _describe_terminal(name: str) -> str:
     return name.lower()
 
 
+_UNIT_WORDS = frozenset(f"'{u}'" for u in _UNITS_SPELLINGS)
+
+
 def _expected_words(expected: Iterable[str]) -> list[str]:
-    """Sorted, de-duplicated descriptions of the expected terminals (words first)."""
+    """Sorted, de-duplicated descriptions of the expected terminals (words first).
+
+    The many time-unit spellings are summarised as 'a time unit'.
+    """
     words = {_describe_terminal(n) for n in expected}
+    if words & _UNIT_WORDS:
+        words = (words - _UNIT_WORDS) | {"a time unit"}
     return sorted(words, key=lambda w: (not w.startswith("'") or not w[1:2].isalpha(), w))
 
 
@@ -198,7 +222,7 @@ def _hint_for(expected: Iterable[str], word: str | None) -> str | None:
     """'did you mean' for a misspelt keyword, else the expected tokens in plain words."""
     expected = list(expected)
     if word and _IDENT_RE.match(word):
-        guess = closest(word, _keyword_candidates(expected))
+        guess = closest(word, _keyword_candidates(expected), cutoff=0.7)
         if guess and guess.lower() != word.lower():
             return f"did you mean '{guess}'?"
     words = _expected_words(expected)
@@ -1072,7 +1096,8 @@ class _Builder(Transformer_NonRecursive):
         at = _first(items, _At)
         if at is not None and at.word.lower() != "inclusive":
             guess = closest(at.word, ["inclusive"])
-            hint = f"did you mean '@{guess}'?" if guess else "only '@inclusive' may follow a pattern"
+            hint = (f"did you mean '@{guess}'?" if guess
+                    else "only '@inclusive' may follow a pattern")
             raise self._error(f"unknown '@{at.word}' after a pattern", at.pos, hint)
         alias = _first(items[1:], str)
         return A.CondPattern(items[0], at is not None, alias, pos=pos)
@@ -1212,7 +1237,7 @@ class _Builder(Transformer_NonRecursive):
         return A.PNot(_present(c)[0], pos=pos)
 
     def r_p_every_distinct(self, c: list[Any], pos: A.Pos) -> A.PEveryDistinct:
-        """every-distinct(exprs[, period]) p; a trailing time period is the expiry (000 §4.2.7.2)."""
+        """every-distinct(exprs[, period]) p; a last time period is the expiry (000 §4.2.7.2)."""
         items = _present(c)
         exprs, child = list(items[:-1]), items[-1]
         period = None

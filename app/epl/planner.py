@@ -26,11 +26,11 @@ from app.epl.parser import parse_statement
 from app.runtime.catalog import Catalog, NotSupported
 from app.runtime.plan import StatementPlan
 from operators.aggregates import Sum
+from operators.base import PartitionCtx
 from operators.contexts import conditions as cond
 from operators.contexts.managers import CategorySpec, HashItem, HashSpec, KeyedItem, KeyedSpec
 from operators.contexts.nested import NestedSpec
 from operators.contexts.temporal import NonOverlappingSpec, OverlappingSpec
-from operators.base import PartitionCtx
 from operators.output import Assignment, OutputSpec
 from operators.pipeline import PipelineSpec, StreamSpec
 from operators.resultset import (
@@ -125,6 +125,8 @@ class Planner:
             scope = Scope("tags", tags=frozenset(pattern.tag_names()), variables=variables)
         else:
             raise NotSupported(_construct_name(type(src).__name__))
+        if node.context is not None:
+            self._check_segmented(node.context, stream, pattern, src)
         rs = self.result_set(node, scope)
         where = compile_expr(node.where, scope) if node.where is not None else None
         output = self.output(node.output, scope)
@@ -139,6 +141,24 @@ class Planner:
         return StatementPlan(name, "query", epl, pipeline, node.context,
                              insert_into=insert_into, insert_stream=insert_stream,
                              columns=tuple(c.name for c in rs.columns))
+
+    def _check_segmented(self, context: str, stream: Any, pattern: Any, src: Any) -> None:
+        """000 §4.2.2/§4.2.3: a statement of a keyed or hash context must filter at least
+        one event type listed in the context declaration."""
+        spec = self.catalog.contexts[context]
+        inner = spec
+        while isinstance(inner, NestedSpec):
+            inner = inner.inner
+        if not isinstance(inner, KeyedSpec | HashSpec):
+            return
+        used = {stream.type_name} if stream is not None else set(pattern.types())
+        listed = inner.types()
+        if not used & listed:
+            kind = "keyed" if isinstance(inner, KeyedSpec) else "hash"
+            raise verr(
+                f"statement refers to {kind} segmented context '{context}' but filters none "
+                f"of its event types ({', '.join(sorted(listed))})", src,
+                hint="select from an event type listed in the context declaration")
 
     def _type_names(self) -> list[str]:
         return [*self.catalog.schemas, *self.catalog.streams]
@@ -273,7 +293,12 @@ class Planner:
         if kind == "KeyedContext":
             items = []
             seen: set[str] = set()
+            key_types: list[str] | None = None
             for it in spec.items:
+                if it.type_name in self.catalog.named_windows:
+                    raise verr(f"'{it.type_name}' is a named window; partition by needs an "
+                               "event type", it,
+                               hint="partition the statements that insert into the window")
                 props = self._require_type(it.type_name, it)
                 if it.type_name in seen:
                     raise verr(f"event type '{it.type_name}' is listed twice in partition by", it,
@@ -286,6 +311,20 @@ class Planner:
                     if pname not in props:
                         raise verr(f"unknown property '{pname}' of {it.type_name}", it,
                             hint=_did_you_mean(pname, props))
+                types = [props.get(text_of(p), "any") for p in it.props]
+                if key_types is None:
+                    key_types = types
+                elif len(types) != len(key_types):
+                    raise verr(f"'{it.type_name}' lists {len(types)} key properties, "
+                               f"the first stream {len(key_types)}", it)
+                else:
+                    for p, t, first in zip(it.props, types, key_types):
+                        if _norm_type(t) != _norm_type(first):
+                            raise verr(
+                                f"type mismatch between key properties: '{text_of(p)}' of "
+                                f"{it.type_name} is {t}, the first stream's key is {first}", p,
+                                hint="key properties at the same position must have the "
+                                     "same type (000 §4.2.2)")
                 keys = tuple(compile_expr(p, scope) for p in it.props)
                 filt = compile_expr(it.filter, scope) if it.filter is not None else None
                 items.append(KeyedItem(it.type_name, keys, filt,
@@ -375,6 +414,11 @@ def verr(message: str, node: Any = None, hint: str | None = None) -> EplValidati
     line = pos.line if pos is not None and pos.line else None
     col = pos.column if pos is not None and pos.line else None
     return EplValidationError(message, line, col, None, hint)
+
+
+def _norm_type(t: str) -> str:
+    return {"int": "long", "integer": "long", "short": "long", "byte": "long",
+            "float": "double"}.get(t.lower(), t.lower())
 
 
 def _derived_props(view: Any) -> dict[str, str]:

@@ -196,7 +196,8 @@ class _Printer:
         if isinstance(node, A.Like):
             neg = "not " if node.negated else ""
             esc = f" escape {self.expr(node.escape, _CONCAT)}" if node.escape is not None else ""
-            return f"{self.expr(node.expr, _CONCAT)} {neg}like {self.expr(node.pattern, _CONCAT)}{esc}"
+            pattern = self.expr(node.pattern, _CONCAT)
+            return f"{self.expr(node.expr, _CONCAT)} {neg}like {pattern}{esc}"
         if isinstance(node, A.Regexp):
             neg = "not " if node.negated else ""
             return f"{self.expr(node.expr, _CONCAT)} {neg}regexp {self.expr(node.pattern, _CONCAT)}"
@@ -276,7 +277,7 @@ class _Printer:
         return f"{lo}:{hi}" if tight else f"{lo} : {hi}".strip()
 
     def time_period(self, node: A.TimePeriod) -> str:
-        """'2 minute 5 second' (units in their normalised singular spelling)."""
+        """'2 minute 5 second': the normalised singular unit names stored in the AST."""
         parts = []
         for amount, unit in node.parts:
             if isinstance(amount, A.Literal) and amount.type in ("int", "long", "double"):
@@ -570,14 +571,16 @@ class _Printer:
 
     def p_CreateWindow(self, node: A.CreateWindow) -> str:
         """create window Name#views as ..."""
-        out = (self.prefix(node.annotations, node.context) + f"create window {self.ident(node.name)}"
+        out = (self.prefix(node.annotations, node.context)
+               + f"create window {self.ident(node.name)}"
                + "".join(self.p_View(v) for v in node.views))
+        type_name = self.ident(node.type_name or "")
         if node.columns:
             out += f" as {self.fields(node.columns)}"
         elif node.select_items:
-            out += f" as select {self.join(node.select_items)} from {self.ident(node.type_name or '')}"
+            out += f" as select {self.join(node.select_items)} from {type_name}"
         else:
-            out += f" as {self.ident(node.type_name or '')}"
+            out += f" as {type_name}"
         if node.insert:
             out += " insert"
             if node.insert_where is not None:
@@ -600,8 +603,9 @@ class _Printer:
         """create [constant] variable type name [= init]."""
         const = "constant " if node.constant else ""
         init = f" = {self.expr(node.init)}" if node.init is not None else ""
+        type_name = self.dotted(node.type_name)
         return (self.prefix(node.annotations, node.context)
-                + f"create {const}variable {self.dotted(node.type_name)} {self.ident(node.name)}{init}")
+                + f"create {const}variable {type_name} {self.ident(node.name)}{init}")
 
     def p_IndexColumn(self, node: A.IndexColumn) -> str:
         """col [kind]."""
@@ -632,11 +636,13 @@ class _Printer:
             trigger = self.ident(trig.type_name) + self.filter(trig.filter) + self.alias(trig.alias)
         else:
             trigger = f"pattern [{self.pat(trig.pattern)}]" + self.alias(trig.alias)
-        return self.prefix(node.annotations, node.context) + f"on {trigger} {self.node(node.action)}"
+        action = self.node(node.action)
+        return self.prefix(node.annotations, node.context) + f"on {trigger} {action}"
 
     def p_OnDelete(self, node: A.OnDelete) -> str:
         """delete from W [as w] [where ..]."""
-        return f"delete from {self.ident(node.window)}{self.alias(node.alias)}{self.where(node.where)}"
+        window = self.ident(node.window)
+        return f"delete from {window}{self.alias(node.alias)}{self.where(node.where)}"
 
     def p_OnSelect(self, node: A.OnSelect) -> str:
         """[insert into ..] select [and delete] [distinct] items from W ..."""

@@ -6,6 +6,7 @@ from typing import Any
 
 from app.epl import ast
 from app.epl.expr import Scope, compile_expr, constant_value, text_of
+from operators.aggregates import AGGREGATE_NAMES
 from operators.resultset import AggregateDef
 from operators.windows.registry import WindowParam, make_view_chain, make_view_spec
 
@@ -14,6 +15,7 @@ _EXPIRY = {"expr", "expr_batch"}
 
 def _param(node: Any, scope: Scope, window: str, index: int) -> WindowParam:
     text = text_of(node)
+    _check_param(node, window, index)
     if isinstance(node, ast.TimePeriod):
         ms = node.ms()
         if ms is not None:
@@ -38,6 +40,31 @@ def _param(node: Any, scope: Scope, window: str, index: int) -> WindowParam:
         return WindowParam(text, constant_value(node))
     except ValueError:
         return WindowParam(text, None, False, False, compile_expr(node, scope))
+
+
+def _check_param(node: Any, window: str, index: int) -> None:
+    """001 §14.1: no prev/prior and (outside expr windows) no aggregates as parameters."""
+    from app.epl.planner import verr
+
+    for call in _calls(node):
+        name = call.name.lower()
+        if name in ("prev", "prevtail", "prevwindow", "prevcount", "prior"):
+            raise verr(f"{name} is not allowed as a data window parameter", call)
+        if name in AGGREGATE_NAMES and not (window in _EXPIRY and index == 0):
+            raise verr(f"aggregation function '{call.name}' is not allowed as a parameter of "
+                       f"'{window}'", call, hint="only expr and expr_batch take aggregations")
+
+
+def _calls(node: Any) -> list[Any]:
+    out = [node] if isinstance(node, ast.Call) else []
+    for f in getattr(node, "__dataclass_fields__", ()):
+        if f == "pos":
+            continue
+        v = getattr(node, f)
+        for c in (v if isinstance(v, tuple) else (v,)):
+            if hasattr(c, "__dataclass_fields__"):
+                out += _calls(c)
+    return out
 
 
 def view_spec(view: Any, scope: Scope) -> Any:

@@ -65,7 +65,7 @@ def coerce_event(catalog: Catalog, type_name: str, event: dict) -> dict:
         if v is not None:
             v = _coerce_value(type_name, p, t, v)
         out[p] = v
-    for p, v in event.items():
+    for p in event:
         if p not in props:
             raise EventTypeError(f"{type_name} has no property '{p}'")
     return out

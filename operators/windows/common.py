@@ -8,7 +8,7 @@ namespace restores the window exactly (checkpoint/restore).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
@@ -36,14 +36,6 @@ def forced_empty() -> Emit:
 def must_post(emit: Emit) -> bool:
     """Whether the result set must run for this emission (rows or a forced update)."""
     return bool(emit[0] or emit[1]) or isinstance(emit, ForcedEmit)
-
-
-EMPTY: Emit = ((), ())  # type: ignore[assignment]
-
-
-def nothing() -> Emit:
-    """A fresh empty emission."""
-    return [], []
 
 
 # --------------------------------------------------------------------------- row refs
@@ -409,6 +401,3 @@ def remove_from_log(log: RowLog, old: Rows) -> Rows:
 def next_grid(now: int, reference: int, period: int) -> int:
     """The first point of ``reference + k*period`` strictly after ``now`` (001 §14.3.5)."""
     return reference + ((now - reference) // period + 1) * period
-
-
-SortFn = Callable[[Row], Any]

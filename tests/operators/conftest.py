@@ -24,5 +24,3 @@ def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable
     yield make
     for h in made:
         h.close()
-
-

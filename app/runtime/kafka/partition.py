@@ -36,7 +36,6 @@ from app.runtime.kafka.store import ChangelogRecord, PartitionStore
 from app.runtime.kafka.topology import Group
 
 
-
 class ChangelogLog(Protocol):
     """Read access to changelog partitions (the worker gives a Kafka-backed one)."""
 

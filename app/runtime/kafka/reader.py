@@ -81,10 +81,13 @@ class RowReader:
     def __init__(self, bootstrap: str, topics: list[str], from_beginning: bool = True) -> None:
         from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, TopicPartition
 
-        self.consumer = Consumer({
-            "bootstrap.servers": bootstrap, "group.id": "kepl-reader",
-            "enable.auto.commit": False, "isolation.level": "read_committed",
-            "enable.partition.eof": False, "log_level": 3})
+        conf = {"bootstrap.servers": bootstrap, "group.id": "kepl-reader",
+                "enable.auto.commit": False, "isolation.level": "read_committed",
+                "enable.partition.eof": False, "log_level": 3}
+        self.consumer = Consumer(conf)
+        # End offsets come from a client that never fetches: on the fetching client an
+        # offsets request queues behind the fetch long-poll (up to fetch.wait.max.ms).
+        self._meta = Consumer(conf)
         md = self.consumer.list_topics(timeout=30)
         start = OFFSET_BEGINNING if from_beginning else OFFSET_END
         self.tps = [TopicPartition(t, p, start) for t in topics
@@ -98,7 +101,7 @@ class RowReader:
 
         out = {}
         for tp in self.tps:
-            _, high = self.consumer.get_watermark_offsets(
+            _, high = self._meta.get_watermark_offsets(
                 TopicPartition(tp.topic, tp.partition), timeout=30)
             out[(tp.topic, tp.partition)] = high
         return out
@@ -129,6 +132,7 @@ class RowReader:
 
     def close(self) -> None:
         self.consumer.close()
+        self._meta.close()
 
 
 def read_rows(bootstrap: str, topic: str | list[str], timeout_s: float = 30.0

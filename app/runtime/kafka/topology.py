@@ -60,6 +60,7 @@ class Topology:
     config: AppConfig
     catalog: Catalog
     groups: dict[str, Group]
+    plans: list[StatementPlan] = field(default_factory=list)
 
     @classmethod
     def plan(cls, config: AppConfig) -> Topology:
@@ -95,7 +96,7 @@ class Topology:
         for g in groups.values():
             g.types &= set(config.schemas)  # insert-into streams never come from Kafka
         _check_insert_into(plans, groups)
-        return cls(config, catalog, groups)
+        return cls(config, catalog, groups, plans)
 
     def active_groups(self) -> list[Group]:
         """Groups that run at least one query (the others need no agent)."""
@@ -161,7 +162,7 @@ def ensure_topics(bootstrap: str, specs: dict[str, tuple[int, dict[str, str]]],
     missing = [NewTopic(t, num_partitions=n, replication_factor=1, config=cfg)
                for t, (n, cfg) in specs.items() if t not in md.topics]
     if missing:
-        for topic, fut in admin.create_topics(missing, request_timeout=timeout_s).items():
+        for fut in admin.create_topics(missing, request_timeout=timeout_s).values():
             try:
                 fut.result()
             except KafkaException as e:

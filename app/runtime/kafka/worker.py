@@ -328,7 +328,7 @@ def build_app(config: AppConfig, bootstrap: str, data_dir: Path,
         web_enabled=False,
         topic_replication_factor=1,
         topic_partitions=1,
-        topic_allow_declare=False,
+        topic_allow_declare=True,  # faust declares its own assignor topic
         table_standby_replicas=0,
         consumer_auto_offset_reset="earliest",
         broker_commit_interval=0.5,
@@ -408,6 +408,7 @@ def run_worker(config: AppConfig, bootstrap: str, data_dir: Path,
 
     app = build_app(config, bootstrap, Path(data_dir))
     worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)
+    worker.spinner = None  # no terminal spinner in logs
     worker.execute_from_commandline()
 
 

@@ -39,8 +39,22 @@ def test_within_every_sum_runs_only_on_content_change(harness) -> None:
     h = within_every(harness)
     total = 0.0
     sums = []
-    steps = [(500, v(10.0)), (1000, None), (1500, v(20.0)), (2000, None), (3000, None), (4000, v(30.0))]
-    steps += [(4500, v(40.0)), (5000, None), (6000, None), (7000, v(50.0)), (8000, None), (9000, None)]
+    steps = [
+        (500, v(10.0)),
+        (1000, None),
+        (1500, v(20.0)),
+        (2000, None),
+        (3000, None),
+        (4000, v(30.0)),
+    ]
+    steps += [
+        (4500, v(40.0)),
+        (5000, None),
+        (6000, None),
+        (7000, v(50.0)),
+        (8000, None),
+        (9000, None),
+    ]
     for t, row in steps:
         for _, new, old in h.advance(t):
             assert apama_query_must_run((new, old))

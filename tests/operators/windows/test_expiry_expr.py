@@ -28,7 +28,13 @@ def test_expr_sum_price_below_1000(harness) -> None:
     aggs = (("sum_price", SumAgg(), prop("price")),)
     param = expiry("sum(price) < 1000", lambda env, ctx: env["sum_price"] < 1000, aggs)
     h = harness(W("expr", param))
-    e1, e2, e3, e4, e5 = ev(1, price=400), ev(2, price=500), ev(3, price=300), ev(4, price=700), ev(5, price=100)
+    e1, e2, e3, e4, e5 = (
+        ev(1, price=400),
+        ev(2, price=500),
+        ev(3, price=300),
+        ev(4, price=700),
+        ev(5, price=100),
+    )
     assert h.send(e1) == ([e1], [])
     assert h.send(e2) == ([e2], [])
     assert h.send(e3) == ([e3], [e1])
@@ -39,7 +45,13 @@ def test_expr_sum_price_below_1000(harness) -> None:
 def test_expr_flag_change_flushes_old_flag(harness) -> None:
     fn = lambda env, ctx: env["newest_event"]["flag"] == env["oldest_event"]["flag"]  # noqa: E731
     h = harness(W("expr", expiry("newest_event.flag = oldest_event.flag", fn)))
-    e1, e2, e3, e4, e5 = ev(1, flag=True), ev(2, flag=True), ev(3, flag=False), ev(4, flag=False), ev(5, flag=True)
+    e1, e2, e3, e4, e5 = (
+        ev(1, flag=True),
+        ev(2, flag=True),
+        ev(3, flag=False),
+        ev(4, flag=False),
+        ev(5, flag=True),
+    )
     assert h.send(e1) == ([e1], [])
     assert h.send(e2) == ([e2], [])
     assert h.send(e3) == ([e3], [e1, e2])

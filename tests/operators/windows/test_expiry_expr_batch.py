@@ -26,7 +26,9 @@ def ids(emit) -> tuple:
 
 
 def test_expr_batch_current_count(harness) -> None:
-    h = harness(W("expr_batch", expiry("current_count >= 2", lambda env, ctx: env["current_count"] >= 2)))
+    h = harness(
+        W("expr_batch", expiry("current_count >= 2", lambda env, ctx: env["current_count"] >= 2))
+    )
     assert [ids(e) for e in run(h)] == [
         ([], []),
         (["e1", "e2"], []),
@@ -38,7 +40,9 @@ def test_expr_batch_current_count(harness) -> None:
 
 
 def test_expr_batch_postme(harness) -> None:
-    h = harness(W("expr_batch", expiry("myvalue = 'postme'", lambda env, ctx: env["myvalue"] == "postme")))
+    h = harness(
+        W("expr_batch", expiry("myvalue = 'postme'", lambda env, ctx: env["myvalue"] == "postme"))
+    )
     assert [ids(e) for e in run(h)] == [
         ([], []),
         ([], []),
@@ -65,7 +69,9 @@ def test_expr_batch_postme_exclude_trigger(harness) -> None:
 
 def test_expr_batch_sum_and_flag_change(harness) -> None:
     aggs = (("s", SumAgg(), prop("price")),)
-    h = harness(W("expr_batch", expiry("sum(price) > 1000", lambda env, ctx: (env["s"] or 0) > 1000, aggs)))
+    h = harness(
+        W("expr_batch", expiry("sum(price) > 1000", lambda env, ctx: (env["s"] or 0) > 1000, aggs))
+    )
     a, b, c, d = ({"id": x, "price": p} for x, p in zip("abcd", [600, 600, 300, 800], strict=True))
     assert h.send(a) == ([], [])
     assert h.send(b) == ([a, b], [])

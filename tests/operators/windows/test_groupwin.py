@@ -58,7 +58,9 @@ def test_groupwin_merge_then_derived(harness) -> None:
         W("weighted_avg", X("price"), X("volume")),
     )
     h = harness(spec)
-    rows = [{"symbol": s, "price": p, "volume": 1.0} for s, p in [("A", 10.0), ("B", 20.0), ("A", 30.0)]]
+    rows = [
+        {"symbol": s, "price": p, "volume": 1.0} for s, p in [("A", 10.0), ("B", 20.0), ("A", 30.0)]
+    ]
     outs = [h.send(r)[0][0]["average"] for r in rows]
     assert outs == [10.0, 15.0, 25.0]
 
@@ -71,3 +73,11 @@ def test_groupwin_grouped_intersection(harness) -> None:
     h.at(1000, a2)
     assert h.at(2000, a3) == ([a3], [a1])
     assert h.advance(12000) == [(11000, [], [a2]), (12000, [], [a3])]
+
+
+def test_groupwin_time_batch_per_group(harness) -> None:
+    h = harness(chain(W("groupwin", X("symbol")), W("time_batch", T(1000))))
+    a, b = t("A", 1), t("B", 2)
+    h.at(100, a)
+    h.at(600, b)
+    assert h.advance(2600) == [(1100, [a], []), (1600, [b], []), (2100, [], [a]), (2600, [], [b])]

@@ -55,3 +55,21 @@ def test_upstream_removal_leaves_every_window(harness) -> None:
     h.send(a, b)
     assert h.send(old=[dict(a)]) == ([], [a])
     assert h.advance(6000) == [(5000, [], [b])]
+
+
+def test_pending_batch_row_removed_by_other_window_never_posts(harness) -> None:
+    h = harness(chain(W("length_batch", P(4)), W("unique", X("symbol"))))
+    a1, b1, a2, c1, d1 = ev(1, "A"), ev(2, "B"), ev(3, "A"), ev(4, "C"), ev(5, "D")
+    assert h.send(a1) == ([], [])
+    assert h.send(b1) == ([], [])
+    assert h.send(a2) == ([], [])  # a1 was never posted: it leaves silently
+    assert h.send(c1) == ([], [])  # the batch holds 3: a1 no longer counts
+    assert h.send(d1) == ([b1, a2, c1, d1], [])
+
+
+def test_time_batch_in_intersection_keeps_force_update(harness) -> None:
+    h = harness(chain(W("time_batch", T(1000), P("FORCE_UPDATE, START_EAGER")), W("keepall")))
+    assert h.advance(2000) == [(1000, [], []), (2000, [], [])]
+    a = ev(1)
+    h.send(a)
+    assert h.advance(4000) == [(3000, [a], []), (4000, [], [a])]

@@ -7,7 +7,9 @@ from tests.operators.harness import P, W
 
 def test_length_batch_releases_every_three(harness) -> None:
     h = harness(W("length_batch", P(3)), start_ms=0)
-    e = [{"id": f"e{i}", "price": p} for i, p in zip(range(1, 7), [10, 20, 30, 1, 2, 3], strict=True)]
+    e = [
+        {"id": f"e{i}", "price": p} for i, p in zip(range(1, 7), [10, 20, 30, 1, 2, 3], strict=True)
+    ]
     assert h.at(1000, e[0]) == ([], [])
     assert h.send(e[1]) == ([], [])
     assert h.send(e[2]) == ([e[0], e[1], e[2]], [])

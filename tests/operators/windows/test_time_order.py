@@ -7,7 +7,9 @@ from tests.operators.harness import T, W, X
 
 def test_time_order_releases_in_timestamp_order(harness) -> None:
     h = harness(W("time_order", X("ts"), T(10000)))
-    e1, e2, e3, e4 = ({"id": f"e{i}", "ts": ts} for i, ts in [(1, 19000), (2, 17000), (3, 18000), (4, 9000)])
+    e1, e2, e3, e4 = (
+        {"id": f"e{i}", "ts": ts} for i, ts in [(1, 19000), (2, 17000), (3, 18000), (4, 9000)]
+    )
     assert h.at(20000, e1) == ([e1], [])
     assert h.at(20500, e2) == ([e2], [])
     assert h.at(21000, e3) == ([e3], [])

@@ -1,0 +1,262 @@
+"""``kepl scenario run --kafka``: a conformance scenario against a real broker.
+
+Same contract as ``app.conformance.runner.run_scenario_embedded`` (the first difference,
+or None) and the same step driver (``replay``).  Per scenario: fresh topic names (the app
+is named after the scenario plus a random suffix), a worker subprocess
+(``python -m app.runtime.kafka.worker``), sends produced to the type's topic with the
+runtime time as record timestamp and a ``kepl.seq`` header (production order), ``time``
+steps published as watermarks.  Before an ``expect`` the runner publishes a watermark at
+the current time and waits until every engine partition reports it on the progress
+topic; by then the partition's outputs are durable, so reading the output topics to
+their end gives everything produced so far.  Rows are compared per statement in order
+within a context partition and as a multiset across partitions.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from app.conformance.runner import Collected, replay, rows_equal
+from app.runtime.kafka.clock import Clock
+from app.runtime.kafka.config import AppConfig
+from app.runtime.kafka.reader import OutputRow, RowReader
+from app.runtime.kafka.router import H_SEQ
+from app.runtime.kafka.topology import Topology, ensure_topics
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+SETTLE_TIMEOUT_S = 60.0
+
+
+class WorkerProcess:
+    """A worker subprocess with its config file, data dir and log."""
+
+    def __init__(self, config: AppConfig, bootstrap: str, workdir: Path,
+                 loglevel: str = "warning") -> None:
+        self.config_path = workdir / "app.yaml"
+        self.config_path.write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
+        self.data_dir = workdir / "data"
+        self.log_path = workdir / "worker.log"
+        self.bootstrap = bootstrap
+        self.loglevel = loglevel
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "app.runtime.kafka.worker",
+                 "--config", str(self.config_path), "--bootstrap", self.bootstrap,
+                 "--data-dir", str(self.data_dir), "--loglevel", self.loglevel],
+                cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self) -> None:
+        """kill -9 (crash tests)."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def stop(self, timeout_s: float = 15.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+class Progress:
+    """Follows ``kepl.<app>.progress``: the last barrier each engine partition applied."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kepl-progress",
+                                  "enable.auto.commit": False, "log_level": 3})
+        self.consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        self.latest: dict[str, str] = {}
+
+    def wait(self, keys: list[str], wid: str, timeout_s: float,
+             alive: Any = None) -> None:
+        """Block until every key (``group/partition``) reports watermark ``wid``."""
+        deadline = time.monotonic() + timeout_s
+        while any(self.latest.get(k) != wid for k in keys):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"workers did not reach watermark {wid} in {timeout_s} s")
+            if alive is not None and not alive():
+                raise RuntimeError("the worker exited")
+            for m in self.consumer.consume(100, 0.05):
+                if m.error() is None and m.key() is not None:
+                    self.latest[m.key().decode()] = json.loads(m.value())["id"]
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+class KafkaApp:
+    """An app under test: topics, a worker, a producer, a clock, readers (tests reuse it)."""
+
+    def __init__(self, config: AppConfig, bootstrap: str, workdir: Path | None = None) -> None:
+        from confluent_kafka import Producer
+
+        self.config = config
+        self.bootstrap = bootstrap
+        self.topology = Topology.plan(config)
+        ensure_topics(bootstrap, self.topology.topic_specs())
+        self._own_dir = workdir is None
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"kepl-{config.app}-"))
+        self.worker = WorkerProcess(config, bootstrap, self.workdir)
+        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
+                                  "linger.ms": 1, "log_level": 3})
+        self.clock = Clock(bootstrap, config)
+        self.progress = Progress(bootstrap, config.progress_topic)
+        self.keys = [f"{g.name}/{p}" for g in self.topology.active_groups()
+                     for p in range(g.partitions)]
+        self.seq = 0
+        self.now = 0
+
+    def send(self, type_name: str, event: dict[str, Any] | bytes,
+             timestamp_ms: int | None = None) -> None:
+        """Produce one event (or raw bytes) to its type's topic."""
+        self.seq += 1
+        value = event if isinstance(event, bytes) else json.dumps(event).encode()
+        ts = self.now if timestamp_ms is None else timestamp_ms
+        kwargs: dict[str, Any] = {"timestamp": ts} if ts > 0 else {}
+        while True:
+            try:
+                self.producer.produce(self.config.topic_of(type_name), value,
+                                      headers=[(H_SEQ, str(self.seq).encode())], **kwargs)
+                break
+            except BufferError:
+                self.producer.poll(0.05)
+
+    def advance(self, t_ms: int) -> str:
+        """Publish a watermark at ``t_ms`` (after every send so far)."""
+        self.producer.flush(30)
+        self.now = t_ms
+        return self.clock.publish(t_ms)
+
+    def settle(self, timeout_s: float = SETTLE_TIMEOUT_S) -> None:
+        """Wait until the workers processed everything sent so far."""
+        wid = self.advance(self.now)
+        try:
+            self.progress.wait(self.keys, wid, timeout_s, self.worker.alive)
+        except (TimeoutError, RuntimeError) as e:
+            raise RuntimeError(f"{e}; worker log:\n{self.worker.log_tail()}") from None
+
+    def close(self) -> None:
+        self.worker.stop()
+        self.progress.close()
+        self.clock.close()
+        self.producer.flush(10)
+        if self._own_dir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def delete_topics(self) -> None:
+        """Best effort: drop the app's topics (scenario topics are single-use)."""
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        for fut in admin.delete_topics(list(self.topology.topic_specs()),
+                                       operation_timeout=10).values():
+            try:
+                fut.result()
+            except Exception:  # noqa: BLE001 - clean-up only
+                pass
+
+
+def scenario_config(doc: dict[str, Any]) -> AppConfig:
+    """An app config for a scenario, with unique topic names."""
+    base = re.sub(r"[^A-Za-z0-9._-]", "_", str(doc.get("name", "scenario")))[:80]
+    app = f"{base}-{uuid.uuid4().hex[:8]}"
+    schemas = doc.get("schemas") or {}
+    return AppConfig.from_dict({
+        "app": app,
+        "schemas": schemas,
+        "topics": {t: f"kepl.{app}.in.{re.sub(r'[^A-Za-z0-9._-]', '_', t)}" for t in schemas},
+        "statements": [{"name": s.get("name") or f"s{i}", "epl": str(s["epl"])}
+                       for i, s in enumerate(doc["statements"])],
+    })
+
+
+def arrange(expected: list[Any], rows: list[OutputRow]) -> list[dict[str, Any]]:
+    """Actual rows in the expected order where only the interleaving of context
+    partitions differs (order inside each partition is kept)."""
+    lanes: dict[str, list[OutputRow]] = {}
+    for r in rows:
+        lanes.setdefault(r.context_partition, []).append(r)
+    if len(lanes) <= 1:
+        return [r.row for r in rows]
+    heads = {k: 0 for k in lanes}
+    out: list[dict[str, Any]] = []
+    for e in expected:
+        for k, lane in lanes.items():
+            i = heads[k]
+            if i < len(lane) and isinstance(e, dict) and rows_equal(e, lane[i].row):
+                out.append(lane[i].row)
+                heads[k] = i + 1
+                break
+        else:
+            break
+    for k, lane in lanes.items():
+        out.extend(r.row for r in lane[heads[k]:])
+    return out
+
+
+def run_scenario_kafka(doc: dict[str, Any], bootstrap: str) -> str | None:
+    """Run one scenario through a Kafka-mode worker; the first difference, or None."""
+    config = scenario_config(doc)
+    kapp = KafkaApp(config, bootstrap)
+    names = [p.name for p in kapp.topology.plans]
+    collected: dict[str, Collected] = {n: Collected() for n in names}
+    out_topics = sorted({t for t, _ in kapp.topology.output_topics().values()})
+    expects = [s.get("expect") or {} for s in doc["steps"]
+               if isinstance(s, dict) and "expect" in s]
+    settled = 0
+    reader: RowReader | None = None
+    try:
+        kapp.worker.start()
+        reader = RowReader(bootstrap, out_topics) if out_topics else None
+
+        def settle() -> None:
+            nonlocal settled
+            kapp.settle()
+            rows = reader.read_available() if reader is not None else []
+            exp = expects[settled] if settled < len(expects) else {}
+            settled += 1
+            for stmt, c in collected.items():
+                mine = [r for r in rows if r.statement == stmt]
+                want = exp.get(stmt) if isinstance(exp, dict) else None
+                want = want if isinstance(want, dict) else {}
+                c.new[:] = arrange(want.get("new") or [],
+                                   [r for r in mine if r.stream == "insert"])
+                c.old[:] = arrange(want.get("old") or [],
+                                   [r for r in mine if r.stream == "remove"])
+
+        return replay(doc, kapp.advance, kapp.send, collected, kapp.topology.catalog,
+                      lambda: kapp.now, settle)
+    finally:
+        if reader is not None:
+            reader.close()
+        kapp.close()
+        kapp.delete_topics()

@@ -1,0 +1,103 @@
+"""Validation: statements the reference documents call not valid are rejected with the
+documented reason, at the right position, with a hint where one helps."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.epl.errors import EplError, EplValidationError
+from app.runtime.catalog import Catalog
+
+SCHEMAS = {
+    "BankTxn": {"custId": "string", "account": "string", "amount": "double"},
+    "LoginEvent": {"loginId": "string", "loginTime": "long"},
+    "LogoutEvent": {"loginId": "string"},
+    "MyStartEvent": {"id": "string"},
+    "StockTickEvent": {"symbol": "string", "feed": "string", "price": "double", "size": "int"},
+    "Market": {"ticker": "string"},
+}
+
+
+def catalog(*setup: str) -> Catalog:
+    c = Catalog.from_schemas(SCHEMAS)
+    for i, epl in enumerate(setup):
+        c.plan(epl, f"setup{i}")
+    return c
+
+
+def rejects(c: Catalog, epl: str) -> EplValidationError:
+    with pytest.raises(EplValidationError) as info:
+        c.plan(epl, "s")
+    return info.value
+
+
+def test_keyed_context_statement_must_filter_a_listed_type() -> None:
+    c = catalog("create context SegmentedByCustomer partition by custId from BankTxn")
+    e = rejects(c, "context SegmentedByCustomer\nselect * from pattern "
+                   "[every a=LoginEvent -> b=LogoutEvent where timer:within(10 minutes)]")
+    assert e.message == ("statement refers to keyed segmented context 'SegmentedByCustomer' "
+                         "but filters none of its event types (BankTxn)")
+    assert (e.line, e.column) == (2, 15)
+
+
+def test_hash_context_statement_must_filter_a_listed_type() -> None:
+    c = catalog("create context SegmentedByCustomerHash coalesce by "
+                "consistent_hash_crc32(custId) from BankTxn granularity 16 preallocate")
+    e = rejects(c, "context SegmentedByCustomerHash select * from LoginEvent")
+    assert e.message.startswith("statement refers to hash segmented context")
+
+
+def test_same_type_twice_in_partition_by() -> None:
+    e = rejects(catalog(), "create context SegmentedByCustomer partition by custId from "
+                           "BankTxn, account from BankTxn")
+    assert e.message == "event type 'BankTxn' is listed twice in partition by"
+    assert e.column == 70  # the second item naming BankTxn
+
+
+def test_key_property_types_must_match() -> None:
+    e = rejects(catalog(), "create context SegmentedByCustomer partition by custId from "
+                           "BankTxn, loginTime from LoginEvent")
+    assert e.message == ("type mismatch between key properties: 'loginTime' of LoginEvent is "
+                         "long, the first stream's key is string")
+
+
+def test_now_with_filter_initiating_condition() -> None:
+    e = rejects(catalog(), "create context CtxNowFilter initiated @now and MyStartEvent "
+                           "terminated after 1 minute")
+    assert e.message == "@now cannot be combined with a filter initiating condition"
+
+
+@pytest.mark.parametrize(("epl", "message"), [
+    ("select sum(price) from StockTickEvent#groupwin(symbol)#groupwin(feed)#length(10)",
+     "only one groupwin may be declared per stream"),
+    ("select * from Market#length(10)#merge(ticker)",
+     "merge may only follow a groupwin declaration"),
+    ("select * from StockTickEvent#groupwin(symbol)",
+     "groupwin must be followed by at least one window"),
+    ("select * from StockTickEvent#length(prev(1, size))",
+     "prev is not allowed as a data window parameter"),
+    ("select * from StockTickEvent#time(sum(price))",
+     "aggregation function 'sum' is not allowed as a parameter of 'time'"),
+])
+def test_window_rules(epl: str, message: str) -> None:
+    assert rejects(catalog(), epl).message == message
+
+
+def test_unknown_property_hint_and_caret() -> None:
+    e = rejects(catalog(), "select custid from BankTxn")
+    assert e.render() == ("line 1:8: unknown property 'custid' of BankTxn\n"
+                          "  select custid from BankTxn\n"
+                          "         ^\n"
+                          "  hint: did you mean 'custId'?")
+
+
+def test_unknown_type_and_context() -> None:
+    assert rejects(catalog(), "select * from BankTx").hint == "did you mean 'BankTxn'?"
+    e = rejects(catalog(), "context Nope select * from BankTxn")
+    assert e.message == "unknown context 'Nope'"
+
+
+def test_syntax_error_is_an_epl_error_with_position() -> None:
+    with pytest.raises(EplError) as info:
+        catalog().plan("select * form BankTxn", "s")
+    assert info.value.line == 1 and info.value.column is not None
