@@ -145,6 +145,29 @@ class Pipeline:
             return [], []
         return self._finish(list(new), list(old), now_ms)
 
+    def on_rows(self, new: Rows, old: Rows, now_ms: int) -> Emit:
+        """Insert and remove stream of a named window this statement selects from."""
+        self.ctx.now_ms = now_ms
+        f = self.filter
+        if f is not None:
+            ctx = self.ctx
+            new = [r for r in new if f(r, ctx)]
+            old = [r for r in old if f(r, ctx)]
+        if self.view is not None:
+            new, old = self.view.on_events(new, old, now_ms)
+        if not new and not old:
+            return [], []
+        return self._finish(list(new), list(old), now_ms)
+
+    def remove(self, rows: Rows, now_ms: int) -> Emit:
+        """Delete rows from this pipeline's window (on-delete against a named window)."""
+        self.ctx.now_ms = now_ms
+        assert self.view is not None
+        new, old = self.view.on_events([], rows, now_ms)
+        if not new and not old:
+            return [], []
+        return self._finish(list(new), list(old), now_ms)
+
     def next_timer(self) -> int | None:
         due: int | None = None
         for part in (self.view, self.matcher, self.out):

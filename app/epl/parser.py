@@ -33,6 +33,7 @@ __all__ = [
     "parse_module",
     "parse_expression",
     "parse_pattern",
+    "keywords",
     "reserved_words",
     "source_text",
 ]
@@ -47,6 +48,22 @@ _STARTS = ["single_start", "module_start", "expr_start", "pattern_start"]
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+class _WholeWords:
+    """Post-lexer that only makes NAME lexable in every parser state.
+
+    Keywords are string terminals, which match as prefixes ('groupby' would lex
+    as 'group' 'by' where no name is expected). With NAME always accepted the
+    lexer reads the whole word first and turns it into a keyword only when it
+    is exactly one, so 'groupby' is reported as an unexpected word.
+    """
+
+    always_accept = ("NAME",)
+
+    def process(self, stream: Iterable[Token]) -> Iterable[Token]:
+        """Pass tokens through unchanged."""
+        return stream
+
+
 @functools.cache
 def _lark() -> Lark:
     """Build the LALR parser once per process (grammar.lark; see its header)."""
@@ -57,6 +74,7 @@ def _lark() -> Lark:
         propagate_positions=True,
         maybe_placeholders=True,
         start=_STARTS,
+        postlex=_WholeWords(),
     )
 
 
@@ -102,6 +120,16 @@ def source_text(text: str, pos: A.Pos) -> str:
     start = sum(len(line) + 1 for line in lines[: pos.line - 1]) + pos.column - 1
     end = sum(len(line) + 1 for line in lines[: pos.end_line - 1]) + pos.end_column - 1
     return text[start:end]
+
+
+@functools.cache
+def keywords() -> frozenset[str]:
+    """Every keyword spelling of the grammar, lower case."""
+    return frozenset(
+        t.pattern.value.lower()
+        for t in _lark().terminals
+        if isinstance(t.pattern, PatternStr) and _IDENT_RE.match(t.pattern.value)
+    )
 
 
 @functools.cache

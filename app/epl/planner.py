@@ -84,9 +84,13 @@ class Planner:
         if kind == "CreateVariable":
             init = constant_value(node.init) if node.init is not None else None
             self.catalog.variables[node.name] = str(node.type_name)
-            return StatementPlan(name, "variable", epl, initial=init)
+            return StatementPlan(name, "variable", epl, initial=init, variable=node.name)
         if kind == "SelectStatement":
             return self.query(node, name, epl)
+        if kind == "CreateWindow":
+            return self.create_window(node, name, epl)
+        if kind == "OnStatement":
+            return self.on_statement(node, name, epl)
         if kind == "ApamaQuery":
             return self.apama(node, name, epl)
         raise NotSupported(_construct_name(kind))
@@ -104,11 +108,14 @@ class Planner:
         stream: StreamSpec | None = None
         pattern = None
         variables = frozenset(self.catalog.variables)
+        source_window = None
         if type(src).__name__ == "FilterStream":
             props = self.catalog.type_props(src.type_name)
+            if src.type_name in self.catalog.named_windows:
+                source_window = src.type_name
+                if src.views:
+                    raise NotSupported("data windows on a named window consumer")
             if props is None:
-                if src.type_name in self.catalog.named_windows:
-                    raise NotSupported("named windows")
                 raise verr(f"unknown event type '{src.type_name}'", src,
                     hint=_did_you_mean(src.type_name, self._type_names()))
             aliases = frozenset({src.alias} if src.alias else set())
@@ -140,7 +147,89 @@ class Planner:
             self.catalog.streams.setdefault(insert_into, {c.name: "any" for c in rs.columns})
         return StatementPlan(name, "query", epl, pipeline, node.context,
                              insert_into=insert_into, insert_stream=insert_stream,
-                             columns=tuple(c.name for c in rs.columns))
+                             columns=tuple(c.name for c in rs.columns), window=source_window)
+
+    # -- named windows -----------------------------------------------------
+    def create_window(self, node: Any, name: str, epl: str) -> StatementPlan:
+        """002: a named window is a pipeline over events inserted into it."""
+        if node.context is not None and node.context not in self.catalog.contexts:
+            raise verr(f"unknown context '{node.context}'", node,
+                       hint=_did_you_mean(node.context, self.catalog.contexts))
+        if node.type_name is not None:
+            props = self._require_type(node.type_name, node)
+        else:
+            props = {c: str(t) for c, t in node.columns}
+        if node.insert:
+            raise NotSupported("create window ... insert")
+        scope = Scope("event", frozenset(), variables=frozenset(self.catalog.variables))
+        self.catalog.streams[node.name] = dict(props)
+        self.catalog.named_windows[node.name] = node.context or ""
+        view = self.view_chain(node.views, scope, None) if node.views else None
+        rs = ResultSetSpec(SIMPLE, (), wildcard=True)
+        pipeline = PipelineSpec(rs, OutputSpec(), StreamSpec(node.name, None, view), None,
+                                None, "irstream")
+        return StatementPlan(name, "window", epl, pipeline, node.context, window=node.name)
+
+    def on_statement(self, node: Any, name: str, epl: str) -> StatementPlan:
+        """``on Trigger ...`` against a named window or variables."""
+        from operators.named_window import OnActionSpec
+
+        trig = node.trigger
+        if type(trig).__name__ != "FilterStream":
+            raise NotSupported("on-statements triggered by a pattern")
+        self._require_type(trig.type_name, trig)
+        action = node.action
+        akind = type(action).__name__
+        variables = frozenset(self.catalog.variables)
+        tscope = Scope("event", frozenset({trig.alias} if trig.alias else set()),
+                       variables=variables)
+        tfilter = compile_expr(trig.filter, tscope) if trig.filter is not None else None
+        if akind == "OnSet":
+            oscope = Scope("tags", frozenset(), frozenset({trig.alias} if trig.alias else set()),
+                           variables)
+            assigns = tuple(Assignment(_target(a.target), compile_expr(a.expr, oscope))
+                            for a in action.assignments)
+            for a in assigns:
+                if a.variable not in self.catalog.variables:
+                    raise verr(f"unknown variable '{a.variable}'", node,
+                               hint=_did_you_mean(a.variable, self.catalog.variables))
+            spec = OnActionSpec("set", trig.type_name, tfilter, trig.alias, assignments=assigns)
+            return StatementPlan(name, "on", epl, context=node.context, action=spec)
+        window = getattr(action, "window", None)
+        if window not in self.catalog.named_windows:
+            raise verr(f"unknown named window '{window}'", action,
+                       hint=_did_you_mean(str(window), self.catalog.named_windows))
+        wctx = self.catalog.named_windows[window] or None
+        if wctx != node.context:
+            raise verr(f"named window '{window}' is declared with context '{wctx}'; the "
+                       "on-trigger statement must declare the same context"
+                       if wctx else f"named window '{window}' has no context; the "
+                       "on-trigger statement must not declare one", node,
+                       hint=f"write 'context {wctx} on ...' (000 §4.6)" if wctx else None)
+        tags = {a for a in (trig.alias, action.alias, window, trig.type_name) if a}
+        cscope = Scope("tags", frozenset(), frozenset(tags), variables)
+        where = compile_expr(action.where, cscope) if action.where is not None else None
+        if akind == "OnDelete":
+            spec = OnActionSpec("delete", trig.type_name, tfilter, trig.alias, window,
+                                action.alias, where)
+        elif akind == "OnSelect":
+            if action.group_by or action.having or action.insert_into or action.order_by:
+                raise NotSupported("on-select with group by/having/order by/insert into")
+            cols = []
+            wildcard = False
+            for item in action.select_items:
+                if type(item).__name__ == "Wildcard":
+                    wildcard = True
+                    continue
+                if has_aggregate(item.expr):
+                    raise NotSupported("aggregation in on-select")
+                cols.append((column_name(item), compile_expr(item.expr, cscope)))
+            spec = OnActionSpec("select", trig.type_name, tfilter, trig.alias, window,
+                                action.alias, where, tuple(cols), wildcard,
+                                and_delete=action.and_delete)
+        else:
+            raise NotSupported(_construct_name(akind))
+        return StatementPlan(name, "on", epl, context=node.context, action=spec)
 
     def _check_segmented(self, context: str, stream: Any, pattern: Any, src: Any) -> None:
         """000 §4.2.2/§4.2.3: a statement of a keyed or hash context must filter at least

@@ -4,7 +4,8 @@ Identifiers are back-quoted when they would otherwise lex as a keyword. The
 contextual lexer makes that depend on the parser state, so the printer first
 quotes only words that are keywords where expressions and patterns start, then
 re-parses statements, expressions and patterns and, if the result differs,
-prints again quoting every keyword-shaped identifier (always correct).
+prints again quoting every word that is a keyword in some parser state that
+also accepts a name (app.epl.parser.reserved_words: always correct).
 """
 
 from __future__ import annotations
@@ -54,22 +55,15 @@ def to_epl(node: A.Node) -> str:
         same = False
     if same:
         return text
-    return _Printer(_all_keywords()).node(node)
+    return _Printer(_safe_reserved()).node(node)
 
 
 @functools.cache
-def _all_keywords() -> frozenset[str]:
-    """Every keyword of the grammar (lower case): quoting all of them is always safe."""
-    from lark.lexer import PatternStr
+def _safe_reserved() -> frozenset[str]:
+    """Words that may lex as a keyword where a name stands: quoting all is always safe."""
+    from app.epl.parser import reserved_words
 
-    from app.epl.parser import _lark
-
-    words = {
-        t.pattern.value.lower()
-        for t in _lark().terminals
-        if isinstance(t.pattern, PatternStr) and _IDENT_RE.match(t.pattern.value)
-    }
-    return frozenset(words | {"context", "every", "retain"})
+    return reserved_words() | _CORE_RESERVED | {"context"}
 
 
 def _checker_for(node: A.Node) -> Callable[[str], object] | None:
@@ -574,13 +568,13 @@ class _Printer:
         out = (self.prefix(node.annotations, node.context)
                + f"create window {self.ident(node.name)}"
                + "".join(self.p_View(v) for v in node.views))
-        type_name = self.ident(node.type_name or "")
         if node.columns:
             out += f" as {self.fields(node.columns)}"
         elif node.select_items:
-            out += f" as select {self.join(node.select_items)} from {type_name}"
+            items = self.join(node.select_items)
+            out += f" as select {items} from {self.ident(node.type_name or '')}"
         else:
-            out += f" as {type_name}"
+            out += f" as {self.ident(node.type_name or '')}"
         if node.insert:
             out += " insert"
             if node.insert_where is not None:

@@ -60,12 +60,14 @@ class Engine:
         self._queue: deque[tuple[str, Row]] = deque()
         self._busy = False
         self._excluded: set[tuple[str, Any]] = set()
+        self.windows: dict[str, _Stmt] = {}
+        self.consumers: dict[str, list[_Stmt]] = {}
 
     # -- deployment ---------------------------------------------------------
     def deploy(self, plan: StatementPlan) -> None:
         """Add a statement (a context declaration, a schema, or a query)."""
         if plan.kind == "variable":
-            self.variables[plan.name] = plan.initial
+            self.variables[plan.variable or plan.name] = plan.initial
             return
         if plan.kind == "context":
             mgr = plan.context_spec.build(
@@ -75,13 +77,21 @@ class Engine:
             self._apply(c, mgr.deploy(self.now_ms))
             self._arm(("c", c.name), mgr.next_timer, (1, c.index))
             return
-        if plan.kind != "query":
+        if plan.kind not in ("query", "window", "on"):
             return
         st = _Stmt(plan, len(self.order))
         self.statements[plan.name] = st
         self.order.append(st)
-        for t in plan.pipeline.types():
-            self.by_type.setdefault(t, []).append(st)
+        if plan.kind == "on":
+            self.by_type.setdefault(plan.action.trigger_type, []).append(st)
+            return
+        if plan.kind == "window":
+            self.windows[plan.window] = st
+        if plan.kind == "query" and plan.window is not None:
+            self.consumers.setdefault(plan.window, []).append(st)
+        else:
+            for t in plan.pipeline.types():
+                self.by_type.setdefault(t, []).append(st)
         if plan.context is None:
             self._pipeline(st, 0)
         else:
@@ -189,6 +199,9 @@ class Engine:
             for pid in pids:
                 if (ctx_name, pid) in self._excluded:
                     continue
+                if st.plan.kind == "on":
+                    self._on_action(st, pid, event)
+                    continue
                 p = self._pipeline(st, pid)
                 new, old = p.on_event(type_name, event, now)
                 if new or old:
@@ -214,11 +227,40 @@ class Engine:
                 for st in c.statements:
                     self._pipeline(st, ch.pid)
 
+    def _on_action(self, st: _Stmt, pid: Any, event: Row) -> None:
+        """Run an on-statement for its triggering event (002 named windows)."""
+        action = st.plan.action
+        now = self.now_ms
+        ctx = PartitionCtx(variables=self.variables, now_ms=now)
+        if not action.matches(event, ctx):
+            return
+        if action.kind == "set":
+            action.run_set(event, ctx)
+            return
+        wst = self.windows[action.window]
+        wp = self._pipeline(wst, pid)
+        rows = action.selected(event, list(wp.view.contents()) if wp.view else [], ctx)
+        out = action.project(event, rows, ctx)
+        if action.kind == "delete" or action.and_delete:
+            new, old = wp.remove(rows, now)
+            self._emit(wst, pid, new, old)
+            self._arm(("p", wst.plan.name, pid), wp.next_timer)
+        if out:
+            self._emit(st, pid, out, [])
+
     def _emit(self, st: _Stmt, pid: Any, new: Rows, old: Rows) -> None:
         if not new and not old:
             return
         for listener in self.listeners:
             listener(st.plan.name, new, old, pid)
+        if st.plan.kind == "window":
+            now = self.now_ms
+            for cst in self.consumers.get(st.plan.window, ()):
+                cpid = pid if cst.plan.context is not None else 0
+                p = self._pipeline(cst, cpid)
+                n, o = p.on_rows(new, old, now)
+                self._emit(cst, cpid, n, o)
+                self._arm(("p", cst.plan.name, cpid), p.next_timer)
         target = st.plan.insert_into
         if target is not None:
             rows = old if st.plan.insert_stream == "rstream" else new

@@ -23,6 +23,12 @@ class StatementPlan:
     schema: dict[str, str] = field(default_factory=dict)
     initial: Any = None
     columns: tuple[str, ...] = ()
+    window: str | None = None
+    """kind 'window': the named window it holds; kind 'query': the window it reads."""
+    variable: str | None = None
+    """kind 'variable': the variable's name."""
+    action: Any = None
+    """kind 'on': the OnActionSpec."""
 
     def explain(self) -> list[str]:
         """Human-readable plan lines for ``kepl explain``."""
@@ -31,6 +37,10 @@ class StatementPlan:
             lines.append(f"  context {self.context_spec.name}: {self.context_spec.describe()}")
         if self.context is not None:
             lines.append(f"  context partition by: {self.context}")
+        if self.window is not None:
+            lines.append(f"  named window: {self.window}")
+        if self.action is not None:
+            lines += [f"  -> {s}" for s in self.action.describe()]
         if self.pipeline is not None:
             lines += [f"  -> {s}" for s in self.pipeline.describe()]
         if self.insert_into is not None:

@@ -15,6 +15,7 @@ within a context partition and as a multiset across partitions.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -51,14 +52,15 @@ class WorkerProcess:
         self.loglevel = loglevel
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> None:
+    def start(self, env: dict[str, str] | None = None) -> None:
+        """Start the subprocess (``env``: extra environment variables)."""
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "app.runtime.kafka.worker",
                  "--config", str(self.config_path), "--bootstrap", self.bootstrap,
                  "--data-dir", str(self.data_dir), "--loglevel", self.loglevel],
                 cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT)
+                stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -116,16 +118,19 @@ class Progress:
 class KafkaApp:
     """An app under test: topics, a worker, a producer, a clock, readers (tests reuse it)."""
 
-    def __init__(self, config: AppConfig, bootstrap: str, workdir: Path | None = None) -> None:
+    def __init__(self, config: AppConfig, bootstrap: str, workdir: Path | None = None,
+                 start: bool = False) -> None:
         from confluent_kafka import Producer
 
         self.config = config
         self.bootstrap = bootstrap
         self.topology = Topology.plan(config)
-        ensure_topics(bootstrap, self.topology.topic_specs())
         self._own_dir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"kepl-{config.app}-"))
         self.worker = WorkerProcess(config, bootstrap, self.workdir)
+        if start:  # the worker's imports overlap with our topic set-up (both create)
+            self.worker.start()
+        ensure_topics(bootstrap, self.topology.topic_specs())
         self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
                                   "linger.ms": 1, "log_level": 3})
         self.clock = Clock(bootstrap, config)
@@ -164,8 +169,12 @@ class KafkaApp:
         except (TimeoutError, RuntimeError) as e:
             raise RuntimeError(f"{e}; worker log:\n{self.worker.log_tail()}") from None
 
-    def close(self) -> None:
-        self.worker.stop()
+    def close(self, graceful: bool = True) -> None:
+        """Stop the worker (``graceful=False``: kill it, for throw-away apps)."""
+        if graceful:
+            self.worker.stop()
+        else:
+            self.worker.kill()
         self.progress.close()
         self.clock.close()
         self.producer.flush(10)
@@ -226,7 +235,7 @@ def arrange(expected: list[Any], rows: list[OutputRow]) -> list[dict[str, Any]]:
 def run_scenario_kafka(doc: dict[str, Any], bootstrap: str) -> str | None:
     """Run one scenario through a Kafka-mode worker; the first difference, or None."""
     config = scenario_config(doc)
-    kapp = KafkaApp(config, bootstrap)
+    kapp = KafkaApp(config, bootstrap, start=True)
     names = [p.name for p in kapp.topology.plans]
     collected: dict[str, Collected] = {n: Collected() for n in names}
     out_topics = sorted({t for t, _ in kapp.topology.output_topics().values()})
@@ -235,7 +244,6 @@ def run_scenario_kafka(doc: dict[str, Any], bootstrap: str) -> str | None:
     settled = 0
     reader: RowReader | None = None
     try:
-        kapp.worker.start()
         reader = RowReader(bootstrap, out_topics) if out_topics else None
 
         def settle() -> None:
@@ -258,5 +266,5 @@ def run_scenario_kafka(doc: dict[str, Any], bootstrap: str) -> str | None:
     finally:
         if reader is not None:
             reader.close()
-        kapp.close()
+        kapp.close(graceful=False)
         kapp.delete_topics()

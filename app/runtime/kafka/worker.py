@@ -39,6 +39,7 @@ import asyncio
 import json
 import logging
 import os
+import signal
 import sys
 import time
 import traceback
@@ -71,6 +72,10 @@ from app.runtime.kafka.store import ChangelogRecord
 from app.runtime.kafka.topology import Group, Topology, ensure_topics, source_partitions
 
 log = logging.getLogger("kepl.worker")
+
+CRASH_HOOK_ENV = "KEPL_TEST_CRASH"
+"""Fault injection for crash tests: ``point:n`` SIGKILLs the worker at ``point``
+(``before_flush`` | ``after_flush``) of the n-th durable engine batch."""
 
 ROUTER_BATCH = 2000
 ENGINE_BATCH = 2000
@@ -219,6 +224,19 @@ class GroupRunner:
         self.changelog = KafkaChangelog(bootstrap)
         self.parts: dict[int, EnginePartition] = {}
         self.lock = asyncio.Lock()
+        hook = os.environ.get(CRASH_HOOK_ENV, "")
+        self._crash_at = (hook.split(":")[0], int(hook.split(":")[1])) if ":" in hook else None
+        self._batches = 0
+
+    def _crash_hook(self, point: str) -> None:
+        if self._crash_at is None or self._crash_at[0] != point:
+            return
+        self._batches += 1
+        if self._batches >= self._crash_at[1]:
+            log.warning("%s=%s: killing the worker at %s", CRASH_HOOK_ENV,
+                        os.environ.get(CRASH_HOOK_ENV), point)
+            sys.stderr.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
 
     async def open(self, p: int) -> EnginePartition:
         """Restore partition ``p`` (local database + changelog tail) and re-publish the
@@ -272,7 +290,9 @@ class GroupRunner:
 
                 self.producer.produce(self.changelog_topic, rec.encode(), part.partition,
                                       on_delivery=done)
+            self._crash_hook("before_flush")
             await self.producer.flush_async()
+            self._crash_hook("after_flush")
             for part, _ in sealed:
                 if part.committed(offsets[part.partition]) and part.progress is not None:
                     t, wid = part.progress
