@@ -22,7 +22,7 @@ from app.epl.expr import (
     text_of,
     time_period_ms,
 )
-from app.epl.parser import parse_statement
+from app.epl.parser import parse_statement, source_text
 from app.runtime.catalog import Catalog, NotSupported
 from app.runtime.plan import StatementPlan
 from operators.aggregates import Sum
@@ -47,11 +47,12 @@ from operators.resultset import (
 _WS = re.compile(r"\s+")
 
 
-def column_name(item: Any) -> str:
-    """Alias, else the expression text without whitespace (FORMAT.md: Rows)."""
+def column_name(item: Any, source: str = "") -> str:
+    """Alias, else the expression text as written without whitespace (FORMAT.md: Rows)."""
     if item.alias:
         return str(item.alias)
-    return _WS.sub("", text_of(item.expr))
+    written = source_text(source, item.expr.pos) if source else ""
+    return _WS.sub("", written or text_of(item.expr))
 
 
 class Planner:
@@ -59,10 +60,12 @@ class Planner:
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
+        self.source = ""
 
     # -- entry -------------------------------------------------------------
     def plan_text(self, epl: str, name: str) -> StatementPlan:
         node = parse_statement(epl)
+        self.source = epl
         try:
             return self.plan(node, name, epl)
         except NotSupportedExpr as e:
@@ -223,7 +226,7 @@ class Planner:
                     continue
                 if has_aggregate(item.expr):
                     raise NotSupported("aggregation in on-select")
-                cols.append((column_name(item), compile_expr(item.expr, cscope)))
+                cols.append((column_name(item, self.source), compile_expr(item.expr, cscope)))
             spec = OnActionSpec("select", trig.type_name, tfilter, trig.alias, window,
                                 action.alias, where, tuple(cols), wildcard,
                                 and_delete=action.and_delete)
@@ -289,7 +292,7 @@ class Planner:
             if type(item).__name__ == "Wildcard":
                 wildcard = True
                 continue
-            columns.append(SelectColumn(column_name(item), compile_expr(item.expr, ascope)))
+            columns.append(SelectColumn(column_name(item, self.source), compile_expr(item.expr, ascope)))
             if not has_aggregate(item.expr):
                 plain_exprs.append(item.expr)
         having = compile_expr(node.having, ascope) if node.having is not None else None

@@ -234,6 +234,25 @@ def test_context_properties_and_keyword_like_names() -> None:
     assert quoted.from_[0].type_name == "from"
 
 
+def test_more_aggregation_functions_and_context_wildcard() -> None:
+    """first/last/leaving/nth/countever/prevtail/prevcount are plain calls; context.* works."""
+    got = parse_statement(
+        "select first(price), last(price), leaving(), nth(price, 1), countever(*), "
+        "prevtail(price), prevcount(price), stddev(p), avedev(p), context.* from T")
+    assert [x.expr if isinstance(x, A.SelectItem) else x for x in got.select_items] == [
+        call("first", n("price")), call("last", n("price")), call("leaving"),
+        call("nth", n("price"), i(1)), A.Call("countever", (), star=True),
+        call("prevtail", n("price")), call("prevcount", n("price")), call("stddev", n("p")),
+        call("avedev", n("p")), A.Wildcard("context")]
+
+
+def test_comma_context_only_starts_a_nested_context_item() -> None:
+    """', context' followed by 'as <keyword>' or '.id' is an ordinary select item."""
+    got = parse_statement("select a, context as start, context.id from T;;")
+    assert [x.expr for x in got.select_items] == [n("a"), n("context"), n("context", "id")]
+    assert got.select_items[1].alias == "start"
+
+
 # ------------------------------------------------------------------------ expressions
 
 
@@ -362,7 +381,8 @@ def test_pattern_precedence() -> None:
         A.PEvery(A.PFilter("a", "A")),
         A.POr((
             A.PFilter("b", "B"),
-            A.PAnd((A.PFilter("c", "C"), A.PNot(A.PGuard(A.PFilter(None, "D"), tp((10, "minute")))))),
+            A.PAnd((A.PFilter("c", "C"),
+                    A.PNot(A.PGuard(A.PFilter(None, "D"), tp((10, "minute")))))),
         )),
     ))
     guarded = parse_pattern(
@@ -428,8 +448,8 @@ def test_crontab_fields() -> None:
 def test_keyed_context() -> None:
     """000 §4.2.2 with several streams, 'and' key lists, filters and aliases."""
     got = parse_statement(
-        "create context SegmentedByCustomer partition by custId and account from BankTxn(amount > 0) "
-        "as t, loginId from LoginEvent")
+        "create context SegmentedByCustomer partition by custId and account "
+        "from BankTxn(amount > 0) as t, loginId from LoginEvent")
     assert got == A.CreateContext((), "SegmentedByCustomer", A.KeyedContext((
         A.KeyedItem((n("custId"), n("account")), "BankTxn", A.Binary(">", n("amount"), i(0)), "t"),
         A.KeyedItem((n("loginId"),), "LoginEvent"),
@@ -439,8 +459,8 @@ def test_keyed_context() -> None:
 def test_hash_context() -> None:
     """000 §4.2.3; 'as' after the name (4.6); computeHash(*) keeps the star."""
     got = parse_statement(
-        "create context HashByUserCtx as coalesce by consistent_hash_crc32(userId) from ScoreCycle, "
-        "hash_code(q) from U(x = 1) granularity 64")
+        "create context HashByUserCtx as coalesce by consistent_hash_crc32(userId) "
+        "from ScoreCycle, hash_code(q) from U(x = 1) granularity 64")
     assert got.spec == A.HashContext((
         A.HashItem("consistent_hash_crc32", (n("userId"),), "ScoreCycle"),
         A.HashItem("hash_code", (n("q"),), "U", A.Binary("=", n("x"), i(1))),
@@ -494,7 +514,8 @@ def test_non_overlapping_contexts() -> None:
 def test_overlapping_contexts() -> None:
     """000 §4.2.6: initiated [by] [distinct(..)] [@now and] cond terminated [by] cond."""
     train = parse_statement(
-        "create context CtxTrainEnter initiated by TrainEnterEvent as te terminated after 5 minutes")
+        "create context CtxTrainEnter initiated by TrainEnterEvent as te "
+        "terminated after 5 minutes")
     assert train.spec == A.OverlappingContext(
         A.CondFilter("TrainEnterEvent", None, "te"), A.CondAfter(tp((5, "minute"))))
     now = parse_statement(
@@ -638,7 +659,8 @@ def test_on_statements() -> None:
 
 def test_apama_queries() -> None:
     """003: within/every/retain windows, rstream projection."""
-    assert parse_statement("from v in values within 1.5 every 1.0 select rstream v") == A.ApamaQuery(
+    within = parse_statement("from v in values within 1.5 every 1.0 select rstream v")
+    assert within == A.ApamaQuery(
         (), "v", "values", A.Literal(1.5, "double"), A.Literal(1.0, "double"), None, True,
         (item(n("v")),))
     assert parse_statement("from v in values retain 3 every 2 select sum(v)") == A.ApamaQuery(
@@ -650,7 +672,8 @@ def test_apama_queries() -> None:
 
 def test_spl_time_interval_is_a_plain_window() -> None:
     """004 is written as #time_interval(ts, 10 sec, 5 sec, 15 sec) (conformance INDEX)."""
-    got = parse_statement("select * from Reading#groupwin(sensor)#time_interval(ts, 10 sec, 5 sec, 15 sec)")
+    got = parse_statement(
+        "select * from Reading#groupwin(sensor)#time_interval(ts, 10 sec, 5 sec, 15 sec)")
     assert got.from_[0].views[1] == A.View(None, "time_interval", (
         n("ts"), tp((10, "second")), tp((5, "second")), tp((15, "second"))))
 
@@ -745,6 +768,29 @@ def test_every_reference_document_is_covered() -> None:
     docs = {e["doc"] for e in REFERENCE["statements"]}
     assert docs == {"000", "001", "002", "003", "004"}
     assert len(REFERENCE["statements"]) >= 160
+
+
+# ------------------------------------------------------------------------------ grammar
+
+
+def test_grammar_is_lalr1_without_conflicts(caplog: pytest.LogCaptureFixture) -> None:
+    """lark resolves shift/reduce conflicts silently; the grammar must have none."""
+    import logging
+
+    from lark import Lark
+    from lark import logger as lark_logger
+
+    grammar = (Path(A.__file__).with_name("grammar.lark")).read_text(encoding="utf-8")
+    level = lark_logger.level
+    lark_logger.setLevel(logging.DEBUG)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="lark"):
+            Lark(grammar, parser="lalr", lexer="contextual", debug=True,
+                 maybe_placeholders=True,
+                 start=["single_start", "module_start", "expr_start", "pattern_start"])
+    finally:
+        lark_logger.setLevel(level)
+    assert not [r.getMessage() for r in caplog.records if "conflict" in r.getMessage().lower()]
 
 
 # --------------------------------------------------------------------------------- speed
