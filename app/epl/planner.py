@@ -292,7 +292,8 @@ class Planner:
             if type(item).__name__ == "Wildcard":
                 wildcard = True
                 continue
-            columns.append(SelectColumn(column_name(item, self.source), compile_expr(item.expr, ascope)))
+            columns.append(SelectColumn(column_name(item, self.source),
+                                        compile_expr(item.expr, ascope)))
             if not has_aggregate(item.expr):
                 plain_exprs.append(item.expr)
         having = compile_expr(node.having, ascope) if node.having is not None else None
