@@ -84,8 +84,9 @@ def load_statement_file(path: str | Path) -> StatementFile:
     except OSError as e:
         raise ConfigError(f"{p}: cannot read: {e.strerror}") from None
     if p.suffix == ".epl":
-        return StatementFile(p.stem, {}, {}, [StatementDef(f"s{i}", epl) for i, epl in
-                                              enumerate(split_module(text))], 1, str(p))
+        name = "".join(ch if ch.isalnum() or ch in "_.-" else "_" for ch in p.stem)
+        return StatementFile(name, {}, {}, [StatementDef(f"s{i}", epl) for i, epl in
+                                            enumerate(split_module(text))], 1, str(p))
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as e:
@@ -97,8 +98,14 @@ def load_statement_file(path: str | Path) -> StatementFile:
 
 
 def split_module(text: str) -> list[str]:
-    """Split an EPL module into statements at ``;`` outside strings and comments."""
-    from app.epl.parser import parse_module
-    from app.epl.printer import to_epl
+    """The statements of an EPL module as written (``;``-separated, comments allowed)."""
+    from app.epl.parser import parse_module, source_text
 
-    return [to_epl(s) for s in parse_module(text)]
+    out = []
+    lines = text.split("\n")
+    for s in parse_module(text):
+        # blank out what precedes the statement so error positions are the file's own
+        start = sum(len(ln) + 1 for ln in lines[: s.pos.line - 1]) + s.pos.column - 1
+        pad = "".join(ch if ch == "\n" else " " for ch in text[:start])
+        out.append(pad + source_text(text, s.pos))
+    return out

@@ -14,3 +14,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "kafka: needs a real Kafka broker (use the kafka_bootstrap fixture; "
         "never skipped: the fixture fails if no broker can be started)",
     )
+    config.addinivalue_line(
+        "markers",
+        "spark: needs a real local PySpark session (the session-scoped spark fixture of "
+        "tests/app/analytics; the Kafka connector jars are fetched once with Maven)",
+    )

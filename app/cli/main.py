@@ -66,6 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
                        add_help=False)
     p.add_argument("rest", nargs=argparse.REMAINDER)
 
+    p = sub.add_parser("spark", help="PySpark jobs over output topics (read, to-parquet, "
+                       "summary)", description="Downstream analysis of output rows with a local "
+                       "PySpark session. Run 'kepl spark --help' for the jobs.", add_help=False)
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+
     p = sub.add_parser("worker", help="run a Kafka worker for a statement file",
                        description="Consume the input topics of FILE, run its statements per "
                                    "partition with RocksDB state and changelogs, and write "
@@ -120,6 +125,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from app.kafka.cli import main as kafka_main
 
         return int(kafka_main(argv[1:]) or 0)
+    if argv and argv[0] == "spark":
+        from app.analytics.cli import main as spark_main
+
+        return int(spark_main(argv[1:]) or 0)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()

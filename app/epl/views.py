@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from app.epl import ast
+from app.epl.errors import closest
 from app.epl.expr import Scope, compile_expr, constant_value, text_of
 from operators.aggregates import AGGREGATE_NAMES
 from operators.resultset import AggregateDef
-from operators.windows.registry import WindowParam, make_view_chain, make_view_spec
+from operators.windows.registry import WINDOWS, WindowParam, make_view_chain, make_view_spec
 
 _EXPIRY = {"expr", "expr_batch"}
 
@@ -75,7 +76,11 @@ def view_spec(view: Any, scope: Scope) -> Any:
     try:
         return make_view_spec(view.name, params, view.namespace)
     except ValueError as e:
-        raise verr(str(e), view) from None
+        hint = None
+        if view.name not in WINDOWS:
+            best = closest(view.name, list(WINDOWS))
+            hint = f"did you mean '{best}'?" if best else None
+        raise verr(str(e), view, hint=hint) from None
 
 
 def plan_views(planner: Any, views: Any, scope: Scope, retain: str | None) -> Any:
