@@ -42,6 +42,8 @@ class PartitionCtx:
     """The statement's window view, for prev/prevtail/prevwindow/prevcount."""
     output: dict[str, Any] = field(default_factory=dict)
     """Built-in output-condition properties (count_insert, last_output_timestamp, ...)."""
+    tables: dict[str, Any] = field(default_factory=dict)
+    """Table instances a statement reads or aggregates into, by name (000 §4.7)."""
 
 
 Expr = Callable[[Row, PartitionCtx], Any]

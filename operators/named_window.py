@@ -1,10 +1,24 @@
-"""On-demand actions against a named window (002 named windows, 000 §4.6).
+"""On-actions against a named window or a table (002 named windows, 000 §4.6/§4.7).
 
-A named window is an ordinary pipeline whose insert and remove streams feed the
-statements that select from it.  On-actions (``on Trigger delete|select ... from W``)
-look at the window's current rows together with the triggering event; a row they see is
-the union of the window row and the trigger, plus each under its alias, so
-``lw.account = ww.account`` and unqualified names both resolve.
+``on Trigger[(filter)] [as t] <action>``: the action sees the target's current rows
+together with the triggering event; a row it sees is the union of the target row and the
+trigger, plus each under its alias (and under the window/table name), so
+``lw.account = ww.account`` and unqualified names both resolve.  Actions:
+
+* ``delete from W [where]`` — matching rows leave (posted as the statement's rows);
+* ``select [and delete] ... from W [where]`` — matching rows are projected (optionally
+  aggregated) and, with ``and delete``, leave;
+* ``update W set c = expr, ... [where]`` — each matching row is replaced by an updated
+  copy; assignments apply in order to the copy, so a later one sees the earlier ones
+  (Esper's update helper); ``initial.c`` reads the row as it was;
+* ``merge W [where] when [not] matched [and cond] then ...`` — Esper's on-merge: with no
+  matching row the first applicable ``when not matched`` clause runs; otherwise, per
+  matching row, the first applicable ``when matched`` clause runs; a clause runs each of
+  its actions whose own ``where`` holds (002, the on-merge walk-through);
+* ``set var = expr, ...`` — variables.
+
+The spec computes what changes (``ActionResult``); the runtime applies it to the window
+(whose consumers then see the remove and insert streams) or to the table.
 """
 
 from __future__ import annotations
@@ -17,10 +31,51 @@ from operators.output import Assignment
 
 
 @dataclass(frozen=True)
-class OnActionSpec:
-    """``on Trigger[(filter)] [as t] delete|select|set ...``."""
+class MergeActionSpec:
+    """One ``then`` action of an on-merge clause."""
 
-    kind: str  # delete | select | set | update
+    kind: str  # update | delete | insert
+    where: Expr | None = None
+    assignments: tuple[Assignment, ...] = ()
+    columns: tuple[tuple[str, Expr], ...] = ()
+    wildcard: bool = False
+    into: str | None = None
+
+
+@dataclass(frozen=True)
+class MergeClauseSpec:
+    """``when [not] matched [and cond] then action ...``; ``always`` for a bare
+    ``insert select`` item, which inserts for every trigger (002: 'on Withdrawal merge
+    WithdrawalWindow insert select *' inserts each event)."""
+
+    matched: bool
+    condition: Expr | None
+    actions: tuple[MergeActionSpec, ...]
+    always: bool = False
+
+
+@dataclass
+class ActionResult:
+    """What one triggering event does: rows the statement posts and changes to the target."""
+
+    new: Rows = field(default_factory=list)
+    old: Rows = field(default_factory=list)
+    inserted: Rows = field(default_factory=list)
+    deleted: Rows = field(default_factory=list)
+    updated: list[tuple[Row, Row]] = field(default_factory=list)
+    routed: list[tuple[str, Row]] = field(default_factory=list)
+
+    @property
+    def changes(self) -> bool:
+        """Whether the target changes."""
+        return bool(self.inserted or self.deleted or self.updated)
+
+
+@dataclass(frozen=True)
+class OnActionSpec:
+    """``on Trigger[(filter)] [as t] delete|select|update|merge|set ...``."""
+
+    kind: str  # delete | select | set | update | merge
     trigger_type: str
     trigger_filter: Expr | None = None
     trigger_alias: str | None = None
@@ -32,20 +87,30 @@ class OnActionSpec:
     assignments: tuple[Assignment, ...] = ()
     and_delete: bool = False
     text: str = field(default="", compare=False)
+    target: str = "window"  # window | table
+    clauses: tuple[MergeClauseSpec, ...] = ()
+    resultset: Any = None
+    """on-select with aggregation: the ResultSetSpec over the matching rows."""
+    distinct: bool = False
+    target_props: tuple[str, ...] = ()
+    """Columns of the target (rows inserted by on-merge get every one of them)."""
 
     def describe(self) -> list[str]:
+        """The action for ``kepl explain``."""
         out = [f"on {self.trigger_type}"]
         if self.window:
-            out.append(f"{self.kind} from named window {self.window}")
+            out.append(f"{self.kind} {self.target} {self.window}")
         else:
             out.append(f"{self.kind} variables " + ", ".join(
                 a.variable for a in self.assignments))
         return out
 
     def types(self) -> frozenset[str]:
+        """Event types that trigger the action."""
         return frozenset({self.trigger_type})
 
     def matches(self, event: Row, ctx: PartitionCtx) -> bool:
+        """Whether the triggering event passes the trigger filter."""
         f = self.trigger_filter
         return f is None or bool(f(event, ctx))
 
@@ -54,28 +119,51 @@ class OnActionSpec:
         out = {**trigger, **row}
         if self.trigger_alias:
             out[self.trigger_alias] = trigger
+        else:
+            out[self.trigger_type] = trigger
         if self.window:
             out[self.window] = row
         if self.window_alias:
             out[self.window_alias] = row
-        if not self.trigger_alias:
-            out[self.trigger_type] = trigger
         return out
 
+    def _trigger_env(self, trigger: Row) -> Row:
+        """The row expressions see when no target row is involved."""
+        env = dict(trigger)
+        if self.trigger_alias:
+            env[self.trigger_alias] = trigger
+        env[self.trigger_type] = trigger
+        return env
+
     def selected(self, trigger: Row, rows: list[Row], ctx: PartitionCtx) -> list[Row]:
-        """Window rows the action applies to (those passing ``where``)."""
+        """Target rows the action applies to (those passing ``where``)."""
         w = self.where
         if w is None:
             return list(rows)
-        return [r for r in rows if w(self.combined(trigger, r), ctx)]
+        return [r for r in rows if _true(w(self.combined(trigger, r), ctx))]
 
     def project(self, trigger: Row, rows: Rows, ctx: PartitionCtx) -> Rows:
         """Output rows of an on-select (or the deleted rows of an on-delete)."""
-        if self.kind == "delete" or (self.wildcard and not self.columns):
+        if self.kind == "delete" or (self.wildcard and not self.columns
+                                     and self.resultset is None):
             return list(rows)
+        envs = [self.combined(trigger, r) for r in rows]
+        if self.resultset is not None:
+            from operators.state import MemoryNamespace
+
+            # a fresh result set per trigger (Esper clears it): an aggregating on-select
+            # posts its row even when nothing matches (count 0)
+            rs = self.resultset.build(MemoryNamespace(), ctx, want_old=False)
+            if envs:
+                rs.process(envs, [])
+            rows_out = rs.snapshot(envs)
+            if self.distinct:
+                from operators.pipeline import distinct_rows
+
+                rows_out = distinct_rows(rows_out)
+            return rs.order(rows_out)
         out = []
-        for r in rows:
-            env = self.combined(trigger, r)
+        for r, env in zip(rows, envs):
             row = dict(r) if self.wildcard else {}
             for name, expr in self.columns:
                 row[name] = expr(env, ctx)
@@ -84,11 +172,113 @@ class OnActionSpec:
 
     def run_set(self, trigger: Row, ctx: PartitionCtx) -> None:
         """``on T set var = expr``: assignments see the triggering event."""
-        env = {**trigger}
-        if self.trigger_alias:
-            env[self.trigger_alias] = trigger
+        env = self._trigger_env(trigger)
         for a in self.assignments:
             ctx.variables[a.variable] = a.expr(env, ctx)
+
+    # -- the actions ---------------------------------------------------------
+    def run(self, trigger: Row, rows: Rows, ctx: PartitionCtx) -> ActionResult:
+        """What the triggering event does to the target's current ``rows``."""
+        kind = self.kind
+        res = ActionResult()
+        if kind == "merge":
+            return self._merge(trigger, rows, ctx)
+        matched = self.selected(trigger, rows, ctx)
+        if kind == "delete":
+            res.deleted = matched
+            res.new = list(matched)
+        elif kind == "select":
+            res.new = self.project(trigger, matched, ctx)
+            if self.and_delete:
+                res.deleted = matched
+        elif kind == "update":
+            for r in matched:
+                res.updated.append((r, self._updated(trigger, r, self.assignments, ctx)))
+            res.new = [n for _, n in res.updated]
+            res.old = [o for o, _ in res.updated]
+        return res
+
+    def _updated(self, trigger: Row, row: Row, assignments: tuple[Assignment, ...],
+                 ctx: PartitionCtx) -> Row:
+        """An updated copy of ``row``: assignments apply in order to the copy."""
+        copy = dict(row)
+        for a in assignments:
+            env = self.combined(trigger, copy)
+            env["initial"] = row
+            copy[a.variable] = a.expr(env, ctx)
+        return copy
+
+    def _merge(self, trigger: Row, rows: Rows, ctx: PartitionCtx) -> ActionResult:
+        """002 on-merge for one trigger: unconditional inserts, then matched/unmatched."""
+        res = ActionResult()
+        env = self._trigger_env(trigger)
+        for clause in self.clauses:
+            if clause.always:
+                self._apply_actions(clause, trigger, None, env, ctx, res)
+        if all(c.always for c in self.clauses):
+            res.new = list(res.inserted)
+            return res
+        matched = self.selected(trigger, rows, ctx)
+        if not matched:
+            env = self._trigger_env(trigger)
+            for clause in self.clauses:
+                if clause.matched or clause.always:
+                    continue
+                if clause.condition is not None and not _true(clause.condition(env, ctx)):
+                    continue
+                self._apply_actions(clause, trigger, None, env, ctx, res)
+                break
+        else:
+            for row in matched:
+                env = self.combined(trigger, row)
+                for clause in self.clauses:
+                    if not clause.matched or clause.always:
+                        continue
+                    if clause.condition is not None and not _true(clause.condition(env, ctx)):
+                        continue
+                    self._apply_actions(clause, trigger, row, env, ctx, res)
+                    break
+        res.new = res.inserted + [n for _, n in res.updated]
+        res.old = res.deleted + [o for o, _ in res.updated]
+        return res
+
+    def _apply_actions(self, clause: MergeClauseSpec, trigger: Row, row: Row | None,
+                       env: Row, ctx: PartitionCtx, res: ActionResult) -> None:
+        """Run a clause's actions whose own where holds, in order."""
+        current = row
+        for act in clause.actions:
+            if act.where is not None and not _true(act.where(env, ctx)):
+                continue
+            if act.kind == "delete" and current is not None:
+                res.deleted.append(current)
+                current = None
+            elif act.kind == "update" and current is not None:
+                new = self._updated(trigger, current, act.assignments, ctx)
+                res.updated.append((current, new))
+                current = new
+            elif act.kind == "insert":
+                out = self._insert_row(act, env, trigger, ctx)
+                if act.into is not None:
+                    res.routed.append((act.into, out))
+                else:
+                    res.inserted.append(out)
+
+    def _insert_row(self, act: MergeActionSpec, env: Row, trigger: Row,
+                    ctx: PartitionCtx) -> Row:
+        """The row a merge insert produces: ``select *`` copies the trigger."""
+        row: Row = {}
+        if act.wildcard:
+            row.update(trigger)
+        for name, expr in act.columns:
+            row[name] = expr(env, ctx)
+        if act.into is None and self.target_props:
+            row = {p: row.get(p) for p in self.target_props}
+        return row
+
+
+def _true(v: Any) -> bool:
+    """Esper's boolean test: null counts as false."""
+    return v is not None and bool(v)
 
 
 def remove_from(pipeline: Any, rows: Rows, now_ms: int) -> Emit:

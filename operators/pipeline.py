@@ -6,12 +6,14 @@ built from its spec.  The pipeline knows nothing of Kafka or of how time is supp
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from operators.base import Emit, Expr, PartitionCtx, Row, Rows, StateNamespace, View, ViewSpec
 from operators.output import OutputLimiter, OutputSpec
-from operators.resultset import AGG_ALL, ResultSet, ResultSetSpec
+from operators.resultset import ResultSet, ResultSetSpec
 from operators.windows.common import ForcedEmit
 
 
@@ -50,6 +52,25 @@ class PipelineSpec:
     pattern: MatcherSpec | None = None
     where: Expr | None = None
     stream_kind: str = "istream"  # istream | irstream | rstream
+    distinct: bool = False
+
+    def reacts_to_variables(self, names: set[str] | None = None) -> bool:
+        """Whether a variable change concerns this statement: an expiry-expression window
+        re-checks (001 §14.3.12), an output ``when`` reading one of ``names`` re-evaluates."""
+        out = self.output
+        if out.limited and out.when is not None and (names is None or out.variables & names):
+            return True
+        stack = [self.stream.view] if self.stream is not None else []
+        while stack:
+            v = stack.pop()
+            if v is None:
+                continue
+            if getattr(v, "name", "") in ("expr", "expr_batch"):
+                return True
+            for f in ("stages", "windows"):
+                stack.extend(getattr(v, f, None) or ())
+            stack.append(getattr(v, "sub", None))
+        return False
 
     def types(self) -> frozenset[str]:
         """Event types this pipeline consumes."""
@@ -88,21 +109,44 @@ class Pipeline:
         s = spec.stream
         self.type_name = s.type_name if s is not None else None
         self.filter = s.filter if s is not None else None
-        self.view: View | None = (
-            s.view.build(state.child("view"), ctx) if s is not None and s.view is not None
-            else None)
+        self.view: View | None = None
+        if s is not None and s.view is not None:
+            self.view = self._build_view(s.view, state, ctx)
         ctx.window = self.view
         self.matcher: Matcher | None = (
             spec.pattern.build(state.child("pattern"), ctx) if spec.pattern is not None else None)
         self.rs: ResultSet = spec.resultset.build(
             state.child("rs"), ctx, want_old=spec.stream_kind != "istream")
         self.out: OutputLimiter = spec.output.build(
-            state.child("out"), ctx, self._snapshot, spec.resultset.kind == AGG_ALL)
+            state.child("out"), ctx, self.rs, self._contents)
+        self.limited = spec.output.limited
         self.kind = spec.stream_kind
         self.where = spec.where
 
+    @staticmethod
+    def _build_view(view: ViewSpec, state: StateNamespace, ctx: PartitionCtx) -> View:
+        """Build the data window; its parameters see the variables as they were when the
+        partition started (001 §14.1: parameters are evaluated at partition start), kept
+        in the state so that a rebuilt partition gets the same window."""
+        variables = ctx.variables
+        if not variables:
+            return view.build(state.child("view"), ctx)
+        snap = state.get("build_vars")
+        if snap is None:
+            snap = {k: variables.get(k) for k in variables}
+            state.put("build_vars", snap)
+        ctx.variables = {**variables, **snap}
+        try:
+            return view.build(state.child("view"), ctx)
+        finally:
+            ctx.variables = variables
+
+    def _contents(self) -> Iterable[Row] | None:
+        """The data window's rows, or None for a stream without a window."""
+        return self.view.contents() if self.view is not None else None
+
     def _snapshot(self) -> Rows:
-        return self.rs.snapshot(self.view.contents() if self.view is not None else ())
+        return self.rs.snapshot(self._contents())
 
     def _finish(self, new: Rows, old: Rows, now_ms: int) -> Emit:
         if self.where is not None:
@@ -112,10 +156,15 @@ class Pipeline:
             old = [r for r in old if w(r, ctx)]
             if not new and not old:
                 return [], []
-        rn, ro = self.rs.process(new, old)
-        return self._deliver(*self.out.on_result(rn, ro, now_ms))
+        if not self.limited:
+            return self._deliver(*self.rs.process(new, old))
+        return self._deliver(*self.out.on_update(new, old, now_ms))
 
     def _deliver(self, new: Rows, old: Rows) -> Emit:
+        """Shape one output batch: distinct, order by, limit (each per batch), stream kind."""
+        if self.spec.distinct:
+            new = distinct_rows(new)
+            old = distinct_rows(old)
         if self.spec.resultset.order_by or self.spec.resultset.limit is not None:
             new = self.rs.order(new)
             old = self.rs.order(old)
@@ -161,12 +210,62 @@ class Pipeline:
 
     def remove(self, rows: Rows, now_ms: int) -> Emit:
         """Delete rows from this pipeline's window (on-delete against a named window)."""
+        return self.change(rows, [], now_ms)
+
+    def change(self, old_rows: Rows, new_rows: Rows, now_ms: int,
+               in_place: bool = False) -> Emit:
+        """Named-window change from an on-action: rows leave, rows enter.
+
+        With ``in_place`` each of ``new_rows`` replaces the row at the same index of
+        ``old_rows`` where the window can keep its position (arrival-ordered windows);
+        consumers see the old row on the remove stream and the new one on the insert
+        stream either way (on-update, on-merge update).
+        """
         self.ctx.now_ms = now_ms
         assert self.view is not None
-        new, old = self.view.on_events([], rows, now_ms)
+        view = self.view
+        if in_place and old_rows and len(old_rows) == len(new_rows):
+            replace = getattr(view, "replace_rows", None)
+            if replace is not None and replace(list(zip(old_rows, new_rows))):
+                return self._finish(list(new_rows), list(old_rows), now_ms)
+        new, old = view.on_events(list(new_rows), list(old_rows), now_ms)
         if not new and not old:
             return [], []
         return self._finish(list(new), list(old), now_ms)
+
+    def prime(self, rows: Rows, now_ms: int) -> None:
+        """Start from a named window's current rows without posting anything (002: a new
+        consumer 'determines the count and sum by iterating')."""
+        self.ctx.now_ms = now_ms
+        if self.state.get("primed"):
+            return  # a rebuilt pipeline: its restored state already counts those rows
+        self.state.put("primed", True)
+        f = self.filter
+        ctx = self.ctx
+        if f is not None:
+            rows = [r for r in rows if f(r, ctx)]
+        if self.where is not None:
+            rows = [r for r in rows if self.where(r, ctx)]
+        if rows:
+            self.rs.process(list(rows), [])
+
+    def on_variables_changed(self, now_ms: int) -> Emit:
+        """A variable changed: expiry-expression windows re-check (001 §14.3.12) and an
+        output ``when`` expression is evaluated again (Esper §5.7.1.1)."""
+        self.ctx.now_ms = now_ms
+        out_new: Rows = []
+        out_old: Rows = []
+        if self.view is not None:
+            new, old = self.view.on_variables_changed(now_ms)
+            if new or old:
+                n, o = self._finish(list(new), list(old), now_ms)
+                out_new += n
+                out_old += o
+        if self.limited:
+            n, o = self._deliver(*self.out.on_variables_changed(now_ms))
+            out_new += n
+            out_old += o
+        return out_new, out_old
 
     def next_timer(self) -> int | None:
         due: int | None = None
@@ -217,3 +316,15 @@ class Pipeline:
     def iterate(self) -> Any:
         """Current result rows (Esper's iterator / ``kepl query``)."""
         return self._snapshot()
+
+
+def distinct_rows(rows: Rows) -> Rows:
+    """Rows with duplicates (same values) dropped, first occurrence kept (select distinct)."""
+    seen: set[str] = set()
+    out: Rows = []
+    for r in rows:
+        k = json.dumps(r, sort_keys=True, default=str)
+        if k not in seen:
+            seen.add(k)
+            out.append(r)
+    return out

@@ -54,9 +54,17 @@ class ResultSetSpec:
     limit: int | None = None
     offset: int = 0
     group_texts: tuple[str, ...] = field(default=(), compare=False)
+    table: str | None = None
+    """``into table``: aggregation state lives in this table's rows (000 §4.7)."""
+    table_columns: tuple[str, ...] = ()
+    """``into table``: the table column each aggregate maintains, by aggregate index."""
 
     def build(self, state: StateNamespace, ctx: PartitionCtx,
               want_old: bool = True) -> ResultSet:
+        if self.table is not None:
+            from operators.table import TableResultSet
+
+            return TableResultSet(self, state, ctx, want_old)
         return ResultSet(self, state, ctx, want_old)
 
     def describe(self) -> str:
@@ -68,7 +76,29 @@ class ResultSetSpec:
             parts.append("group_by=" + ",".join(self.group_texts))
         if self.having is not None:
             parts.append("having")
+        if self.table is not None:
+            parts.append(f"into_table={self.table}")
         return " ".join(parts)
+
+
+@dataclass
+class GroupedUpdate:
+    """One update of a grouped result set: its rows and, per group, what changed.
+
+    ``before``: each touched group's row before the update (fully aggregated grouped,
+    when old rows are wanted); ``after``: its row after; ``keys_new``/``keys_old``: the
+    group of each entering/leaving event; ``rows_new``/``rows_old``: each event's rows
+    (aggregated grouped with event properties).
+    """
+
+    before: dict[str, Rows]
+    keys_new: list[str]
+    keys_old: list[str]
+    after: dict[str, Rows] = field(default_factory=dict)
+    rows_new: list[Rows] = field(default_factory=list)
+    rows_old: list[Rows] = field(default_factory=list)
+    new: Rows = field(default_factory=list)
+    old: Rows = field(default_factory=list)
 
 
 def _gkey(values: tuple) -> str:
@@ -87,15 +117,21 @@ class ResultSet:
         self.ctx = ctx
         self.aggs = spec.aggregates
         self.groups: dict[str, list] = {}
-        for k, v in state.items():
+        loaded = [(k, v) for k, v in state.items()]
+        # a record is [aggregation states, representative row, first-seen sequence]; groups
+        # keep first-seen order across restores (output all/last list them in that order)
+        loaded.sort(key=lambda kv: kv[1][2] if len(kv[1]) > 2 else -1)
+        for k, v in loaded:
             self.groups[k] = v
+        self.next_seq = max((v[2] for v in self.groups.values() if len(v) > 2), default=-1) + 1
         self._project = self._make_projector()
 
     # -- aggregation -------------------------------------------------------
     def _record(self, key: str, row: Row | None) -> list:
         rec = self.groups.get(key)
         if rec is None:
-            rec = [[a.aggregator.initial() for a in self.aggs], row]
+            rec = [[a.aggregator.initial() for a in self.aggs], row, self.next_seq]
+            self.next_seq += 1
             self.groups[key] = rec
         return rec
 
@@ -152,8 +188,12 @@ class ResultSet:
         return [self._project(row)]
 
     # -- entry points ------------------------------------------------------
+    def _begin(self) -> None:
+        """Called at each entry point; a table-backed result set refreshes its view."""
+
     def process(self, new: Rows, old: Rows) -> Emit:
         """Apply one update and return (new rows, old rows)."""
+        self._begin()
         kind = self.spec.kind
         want_old = self.want_old
         if kind == SIMPLE:
@@ -170,21 +210,28 @@ class ResultSet:
                 return self._row_for(rec), before
             aggs = self._results(rec)
             return self._rows(new, aggs), (self._rows(old, aggs) if want_old else [])
-        touched: dict[str, list] = {}
+        g = self.grouped(new, old)
+        return g.new, g.old
+
+    def grouped(self, new: Rows, old: Rows) -> GroupedUpdate:
+        """Apply one update to a grouped result set, keeping what output policies need."""
+        self._begin()
+        kind = self.spec.kind
+        want_old = self.want_old
+        touched: dict[str, Rows] = {}
         keys_new = []
         keys_old = []
+        before_wanted = want_old and kind == GROUPED
         for r in new:
             k = self._group_of(r)
             keys_new.append(k)
             if k not in touched:
-                touched[k] = self._row_for(self.groups[k]) if (
-                    want_old and kind == GROUPED and k in self.groups) else []
+                touched[k] = self._before(k, r) if before_wanted else []
         for r in old:
             k = self._group_of(r)
             keys_old.append(k)
             if k not in touched:
-                touched[k] = self._row_for(self.groups[k]) if (
-                    want_old and kind == GROUPED and k in self.groups) else []
+                touched[k] = self._before(k, r) if before_wanted else []
         for r, k in zip(new, keys_new):
             rec = self._record(k, r)
             rec[1] = r
@@ -194,38 +241,94 @@ class ResultSet:
             self._apply(rec, r, False)
         for k in touched:
             self.state.put(k, self.groups[k])
+        out = GroupedUpdate(touched, keys_new, keys_old)
         if kind == GROUPED:
-            out_new: Rows = []
-            out_old: Rows = []
             for k, before in touched.items():
-                out_new.extend(self._row_for(self.groups[k]))
-                out_old.extend(before)
-            return out_new, out_old
-        out_new = []
+                rows = self._row_for(self.groups[k])
+                out.after[k] = rows
+                out.new.extend(rows)
+                out.old.extend(before)
+            return out
         for r, k in zip(new, keys_new):
-            out_new.extend(self._rows((r,), self._results(self.groups[k])))
-        out_old = []
+            rows = self._rows((r,), self._results(self.groups[k]))
+            out.rows_new.append(rows)
+            out.new.extend(rows)
         for r, k in zip(old if want_old else (), keys_old):
-            out_old.extend(self._rows((r,), self._results(self.groups[k])))
-        return out_new, out_old
+            rows = self._rows((r,), self._results(self.groups[k]))
+            out.rows_old.append(rows)
+            out.old.extend(rows)
+        return out
 
-    def snapshot(self, contents: Iterable[Row]) -> Rows:
-        """Rows describing the current state (``output snapshot``)."""
+    def _before(self, key: str, row: Row) -> Rows:
+        """A group's row before an update; a group not seen yet has empty aggregates
+        (Esper posts e.g. ``sum`` null / ``count`` 0 on the remove stream for it)."""
+        rec = self.groups.get(key)
+        if rec is None:
+            rec = [[a.aggregator.initial() for a in self.aggs], row]
+        return self._row_for(rec)
+
+    # -- reads for output policies (002 §2.10 output rate limiting) ---------
+    def current_rows(self) -> Rows:
+        """The fully aggregated row as it stands now (having applied)."""
+        self._begin()
+        return self._row_for(self._record("", None))
+
+    def group_keys(self) -> list[str]:
+        """Every group seen so far, in first-seen order (groups are never forgotten)."""
+        self._begin()
+        return list(self.groups)
+
+    def group_seq(self, key: str) -> int:
+        """A group's first-seen position (groups are listed in that order)."""
+        rec = self.groups.get(key)
+        return rec[2] if rec is not None and len(rec) > 2 else -1
+
+    def group_rows(self, key: str) -> Rows:
+        """A group's row as it stands now: aggregates of the group, its last event's
+        properties (grouped kinds), having applied."""
+        self._begin()
+        rec = self.groups.get(key)
+        if rec is None:
+            return []
+        if self.spec.kind == GROUPED:
+            return self._row_for(rec)
+        return self._rows((rec[1],), self._results(rec)) if rec[1] is not None else []
+
+    def snapshot(self, contents: Iterable[Row] | None) -> Rows:
+        """Rows describing the current state (``output snapshot``, iteration).
+
+        ``contents`` is the data window's rows, or None for a stream without a window.  A
+        fully aggregated grouped statement lists the groups present in the window (Esper's
+        row-per-group iterator), or every group seen when there is no window.
+        """
+        self._begin()
         kind = self.spec.kind
+        rows = list(contents) if contents is not None else []
         if kind == SIMPLE:
-            return self._rows(contents, None)
+            return self._rows(rows, None)
         if kind == AGG_ALL:
             return self._row_for(self._record("", None))
         if kind == AGG_ROWS:
-            return self._rows(contents, self._results(self._record("", None)))
+            return self._rows(rows, self._results(self._record("", None)))
         if kind == GROUPED:
             out: Rows = []
-            for rec in self.groups.values():
-                out.extend(self._row_for(rec))
+            if contents is None:
+                for rec in self.groups.values():
+                    out.extend(self._row_for(rec))
+                return out
+            seen: dict[str, None] = {}
+            for r in rows:
+                seen.setdefault(self._group_of(r), None)
+            for k in seen:
+                rec = self.groups.get(k)
+                if rec is not None:
+                    out.extend(self._row_for(rec))
             return out
         out = []
-        for r in contents:
-            out.extend(self._rows((r,), self._results(self.groups[self._group_of(r)])))
+        for r in rows:
+            rec = self.groups.get(self._group_of(r))
+            if rec is not None:
+                out.extend(self._rows((r,), self._results(rec)))
         return out
 
     def order(self, rows: Rows) -> Rows:

@@ -38,7 +38,9 @@ def _state_of(plan: Any) -> list[str]:
         out.append(f"window {p.stream.view.describe()} (rows, O(1) writes per event)")
     if p.pattern is not None:
         out.append("pattern instances")
-    if p.resultset.aggregates:
+    if p.resultset.table is not None:
+        out.append(f"aggregates in the rows of table {p.resultset.table} (one key per row)")
+    elif p.resultset.aggregates:
         per = "per group" if p.resultset.group_by else "one record"
         out.append(f"aggregates {', '.join(a.text for a in p.resultset.aggregates)} ({per})")
     if p.output.limited:

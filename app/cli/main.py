@@ -38,6 +38,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="statement file (.yaml) or EPL module (.epl)")
     p.add_argument("--events", default="-", help="JSON-lines steps (default: stdin)")
 
+    p = sub.add_parser("query", help="on-demand query over a named window or table",
+                       description="Deploy the statements of --file in an embedded runtime, "
+                                   "replay the steps of --events (JSON lines as for 'run'), "
+                                   "then run QUERY (a select over a named window or a table) "
+                                   "against the current rows and print the result rows as "
+                                   "JSON lines.")
+    p.add_argument("query", metavar="QUERY", help="e.g. 'select * from MyWindow where x > 1'")
+    p.add_argument("--file", required=True, help="statement file (.yaml) or EPL module (.epl)")
+    p.add_argument("--events", default=None,
+                   help="JSON-lines steps to replay first ('-' reads stdin; default: none)")
+
     p = sub.add_parser("check", help="validate statement files and EPL modules",
                        description="Parse and validate every statement of each FILE. Exit 0 "
                                    "when all are valid, 1 with every error listed otherwise.")
@@ -147,6 +158,8 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             return cmd_run(args)
         if args.command == "check":
             return cmd_check(args)
+        if args.command == "query":
+            return cmd_query(args)
         if args.command == "explain":
             return cmd_explain(args)
         if args.command == "scenario":
@@ -165,14 +178,14 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     return 2
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from app.conformance.runner import ScenarioError
+def _embedded(path: str) -> tuple[Any, Any] | None:
+    """Deploy a statement file in an embedded runtime: (catalog, engine), None on error."""
     from app.epl.errors import EplError
-    from app.runtime.catalog import Catalog, EventTypeError, NotSupported, coerce_event
+    from app.runtime.catalog import Catalog, NotSupported
     from app.runtime.engine import Engine
     from app.statements import load_statement_file
 
-    sf = load_statement_file(args.file)
+    sf = load_statement_file(path)
     catalog = Catalog.from_schemas(sf.schemas)
     engine = Engine()
     try:
@@ -181,16 +194,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (EplError, NotSupported) as e:
         print(e.render() if isinstance(e, EplError) else f"not supported yet: {e}",
               file=sys.stderr)
-        return 1
+        return None
+    return catalog, engine
 
-    def show(stmt: str, new: list, old: list, pid: Any) -> None:
-        for stream, rows in (("insert", new), ("remove", old)):
-            for r in rows:
-                print(json.dumps({"statement": stmt, "stream": stream, "partition": pid,
-                                  "time": engine.now_ms, "row": r}, default=str), flush=True)
 
-    engine.listeners.append(show)
-    src = sys.stdin if args.events == "-" else open(args.events)  # noqa: SIM115
+def _replay(events: str, catalog: Any, engine: Any) -> None:
+    """Apply JSON-lines steps ({"time": ms} or {"send": Type, "event": {...}})."""
+    from app.conformance.runner import ScenarioError
+    from app.runtime.catalog import EventTypeError, coerce_event
+
+    src = sys.stdin if events == "-" else open(events)  # noqa: SIM115
     for n, line in enumerate(src, 1):
         line = line.strip()
         if not line or line.startswith("#"):
@@ -205,7 +218,45 @@ def cmd_run(args: argparse.Namespace) -> int:
             else:
                 raise ScenarioError("a step needs 'time' or 'send'")
         except (ValueError, EventTypeError, ScenarioError) as e:
-            print(f"kepl: {args.events}:{n}: {e}", file=sys.stderr)
+            print(f"kepl: {events}:{n}: {e}", file=sys.stderr)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    deployed = _embedded(args.file)
+    if deployed is None:
+        return 1
+    catalog, engine = deployed
+
+    def show(stmt: str, new: list, old: list, pid: Any) -> None:
+        for stream, rows in (("insert", new), ("remove", old)):
+            for r in rows:
+                print(json.dumps({"statement": stmt, "stream": stream, "partition": pid,
+                                  "time": engine.now_ms, "row": r}, default=str), flush=True)
+
+    engine.listeners.append(show)
+    _replay(args.events, catalog, engine)
+    return 0
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    """Replay steps embedded, then an on-demand query over a named window or a table."""
+    from app.epl.errors import EplError
+    from app.runtime.catalog import NotSupported
+
+    deployed = _embedded(args.file)
+    if deployed is None:
+        return 1
+    catalog, engine = deployed
+    try:
+        plan = catalog.plan_on_demand(args.query)
+    except (EplError, NotSupported) as e:
+        print(e.render() if isinstance(e, EplError) else f"not supported yet: {e}",
+              file=sys.stderr)
+        return 1
+    if args.events is not None:
+        _replay(args.events, catalog, engine)
+    for row in engine.query(plan):
+        print(json.dumps(row, default=str), flush=True)
     return 0
 
 

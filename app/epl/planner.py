@@ -77,6 +77,7 @@ class Planner:
 
     def plan(self, node: Any, name: str, epl: str = "") -> StatementPlan:
         kind = type(node).__name__
+        self._check_context_variables(node)
         if kind == "CreateSchema":
             self.catalog.schemas[node.name] = {f: str(t) for f, t in node.fields}
             return StatementPlan(name, "schema", epl, schema=self.catalog.schemas[node.name])
@@ -85,9 +86,9 @@ class Planner:
             self.catalog.contexts[node.name] = spec
             return StatementPlan(name, "context", epl, context_spec=spec)
         if kind == "CreateVariable":
-            init = constant_value(node.init) if node.init is not None else None
-            self.catalog.variables[node.name] = str(node.type_name)
-            return StatementPlan(name, "variable", epl, initial=init, variable=node.name)
+            return self.create_variable(node, name, epl)
+        if kind == "CreateTable":
+            return self.create_table(node, name, epl)
         if kind == "SelectStatement":
             return self.query(node, name, epl)
         if kind == "CreateWindow":
@@ -98,10 +99,132 @@ class Planner:
             return self.apama(node, name, epl)
         raise NotSupported(_construct_name(kind))
 
+    # -- variables and tables -----------------------------------------------
+    def create_variable(self, node: Any, name: str, epl: str) -> StatementPlan:
+        """``[context C] create [constant] variable type name [= expr]`` (000 §4.8)."""
+        from operators.variables import SCALAR_TYPES, VariableDecl, VariableError
+
+        type_name = str(node.type_name)
+        base = type_name[:-2] if type_name.endswith("[]") else type_name
+        if base.lower() not in SCALAR_TYPES and self.catalog.type_props(base) is None:
+            raise verr(f"unknown variable type '{type_name}'", node,
+                       hint="use int, long, double, float, string, boolean, short, byte, "
+                            "object, an array of one of them, or an event type")
+        if node.name in self.catalog.variables:
+            raise verr(f"variable '{node.name}' is already declared", node)
+        if node.context is not None and node.context not in self.catalog.contexts:
+            raise verr(f"unknown context '{node.context}'", node,
+                       hint=_did_you_mean(node.context, self.catalog.contexts))
+        if node.constant and node.init is None:
+            raise verr(f"constant '{node.name}' needs an initial value", node)
+        init = None
+        if node.init is not None:
+            scope = Scope("event", variables=frozenset(self.catalog.variables))
+            fn = compile_expr(node.init, scope)
+            init = fn({}, PartitionCtx(variables=dict(self.catalog.variable_values)))
+        decl = VariableDecl(node.name, type_name, init, bool(node.constant))
+        try:
+            value = decl.coerce(init)
+        except VariableError as e:
+            raise verr(str(e), node.init or node) from None
+        self.catalog.variables[node.name] = type_name
+        self.catalog.variable_values[node.name] = value
+        if node.constant:
+            self.catalog.constants.add(node.name)
+        if node.context is not None:
+            self.catalog.context_variables[node.name] = node.context
+        return StatementPlan(name, "variable", epl, context=node.context, initial=value,
+                             variable=node.name, var_decl=decl)
+
+    def _check_context_variables(self, node: Any) -> None:
+        """000 §4.8: context variables can only be used in statements of the same context."""
+        owners = self.catalog.context_variables
+        if not owners or type(node).__name__ == "CreateVariable":
+            return
+        context = getattr(node, "context", None)
+        for n in names_in(node):
+            owner = owners.get(n.parts[0])
+            if owner is not None and owner != context:
+                raise verr(f"variable '{n.parts[0]}' is a context variable of '{owner}'; the "
+                           f"statement must declare 'context {owner}'", n,
+                           hint="context variables can only be used in statements associated "
+                                "to the same context (000 §4.8)")
+
+    def create_table(self, node: Any, name: str, epl: str) -> StatementPlan:
+        """``[context C] create table Name (k type primary key, c sum(double), ...)``."""
+        from operators.aggregates import AGGREGATE_NAMES, make_aggregator
+        from operators.table import TableColumn, TableSpec
+
+        if node.context is not None and node.context not in self.catalog.contexts:
+            raise verr(f"unknown context '{node.context}'", node,
+                       hint=_did_you_mean(node.context, self.catalog.contexts))
+        if node.name in self.catalog.tables or self.catalog.type_props(node.name) is not None:
+            raise verr(f"'{node.name}' is already declared", node)
+        cols: list[TableColumn] = []
+        seen: set[str] = set()
+        for c in node.columns:
+            if c.name in seen:
+                raise verr(f"column '{c.name}' is declared twice", c)
+            seen.add(c.name)
+            if c.aggregation is not None:
+                fname = c.aggregation.name.lower()
+                if fname not in AGGREGATE_NAMES:
+                    raise verr(f"'{c.aggregation.name}' is not an aggregation function", c,
+                               hint="aggregation columns are written like 'total sum(double)'")
+                agg = make_aggregator(fname, star=bool(c.aggregation.star),
+                                      distinct=bool(c.aggregation.distinct))
+                cols.append(TableColumn(c.name, None, False, agg, text_of(c.aggregation)))
+            else:
+                cols.append(TableColumn(c.name, str(c.type_name), bool(c.primary_key)))
+        spec = TableSpec(node.name, tuple(cols), node.context)
+        self.catalog.tables[node.name] = spec
+        return StatementPlan(name, "table", epl, context=node.context, table=spec)
+
+    def _into_table(self, node: Any, rs: ResultSetSpec, aggs_by_text: dict[str, int]
+                    ) -> ResultSetSpec:
+        """``into table T select agg as col ... group by keys`` (000 §4.7): each aggregate
+        maintains the table column its alias names; group-by values are the primary key."""
+        from dataclasses import replace
+
+        table = self.catalog.tables.get(node.into_table)
+        if table is None:
+            raise verr(f"unknown table '{node.into_table}'", node,
+                       hint=_did_you_mean(node.into_table, self.catalog.tables))
+        tctx = table.context
+        if tctx != node.context:
+            raise verr(f"table '{table.name}' is declared with context '{tctx}'; 'into table' "
+                       "must declare the same context" if tctx else
+                       f"table '{table.name}' has no context; 'into table' must not declare "
+                       "one", node, hint="000 §4.7")
+        if len(node.group_by or ()) != len(table.keys):
+            raise verr(f"table '{table.name}' has {len(table.keys)} primary key column(s); "
+                       f"the statement groups by {len(node.group_by or ())} expression(s)",
+                       node, hint="group by the primary key, in the declared order")
+        columns: list[str | None] = [None] * len(rs.aggregates)
+        for item in node.select_items:
+            if type(item).__name__ != "SelectItem" or not has_aggregate(item.expr):
+                continue
+            col_name = item.alias or column_name(item, self.source)
+            col = table.aggregations.get(col_name)
+            if col is None:
+                raise verr(f"table '{table.name}' has no aggregation column '{col_name}'",
+                           item, hint=_did_you_mean(col_name, table.aggregations))
+            if type(item.expr).__name__ != "Call":
+                raise verr("an 'into table' column must be a single aggregation", item)
+            idx = aggs_by_text.get(text_of(item.expr))
+            if idx is None:
+                continue
+            if type(rs.aggregates[idx].aggregator) is not type(col.aggregator):
+                raise verr(f"column '{col_name}' is {col.agg_text}; the statement aggregates "
+                           f"{text_of(item.expr)}", item)
+            columns[idx] = col_name
+        if any(c is None for c in columns):
+            raise verr("every aggregation of an 'into table' statement must go to a table "
+                       "column", node)
+        return replace(rs, table=table.name, table_columns=tuple(c or "" for c in columns))
+
     # -- queries -----------------------------------------------------------
     def query(self, node: Any, name: str, epl: str) -> StatementPlan:
-        if node.into_table is not None:
-            raise NotSupported("into table")
         if node.context is not None and node.context not in self.catalog.contexts:
             raise verr(f"unknown context '{node.context}'", node,
                 hint=_did_you_mean(node.context, self.catalog.contexts))
@@ -128,6 +251,9 @@ class Planner:
             self._check_names(node, {**props, **_derived_props(view)}, scope, src.type_name)
             stream = StreamSpec(src.type_name, filt, view, src.alias,
                                 text_of(src.filter) if src.filter is not None else "")
+            if src.type_name in self.catalog.tables:
+                raise NotSupported("selecting from a table in a continuous statement (use an "
+                                   "on-select, or 'kepl query' for an on-demand read)")
         elif type(src).__name__ == "PatternStream":
             from app.epl.patterns import plan_pattern
 
@@ -137,11 +263,16 @@ class Planner:
             raise NotSupported(_construct_name(type(src).__name__))
         if node.context is not None:
             self._check_segmented(node.context, stream, pattern, src)
-        rs = self.result_set(node, scope)
+        agg_texts: dict[str, int] = {}
+        rs = self.result_set(node, scope, agg_texts=agg_texts)
+        tables: tuple[str, ...] = ()
+        if node.into_table is not None:
+            rs = self._into_table(node, rs, agg_texts)
+            tables = (node.into_table,)
         where = compile_expr(node.where, scope) if node.where is not None else None
         output = self.output(node.output, scope)
         pipeline = PipelineSpec(rs, output, stream, pattern, where,
-                                (node.stream_kind or "istream").lower())
+                                (node.stream_kind or "istream").lower(), bool(node.distinct))
         insert_into = None
         insert_stream = "istream"
         if node.insert_into is not None:
@@ -150,7 +281,9 @@ class Planner:
             self.catalog.streams.setdefault(insert_into, {c.name: "any" for c in rs.columns})
         return StatementPlan(name, "query", epl, pipeline, node.context,
                              insert_into=insert_into, insert_stream=insert_stream,
-                             columns=tuple(c.name for c in rs.columns), window=source_window)
+                             columns=tuple(c.name for c in rs.columns), window=source_window,
+                             tables=tables,
+                             table=self.catalog.tables[tables[0]] if tables else None)
 
     # -- named windows -----------------------------------------------------
     def create_window(self, node: Any, name: str, epl: str) -> StatementPlan:
@@ -167,16 +300,22 @@ class Planner:
         scope = Scope("event", frozenset(), variables=frozenset(self.catalog.variables))
         self.catalog.streams[node.name] = dict(props)
         self.catalog.named_windows[node.name] = node.context or ""
-        view = self.view_chain(node.views, scope, None) if node.views else None
+        # a named window without a data window keeps every row (keep-all)
+        views = node.views or (ast.View(None, "keepall"),)
+        view = self.view_chain(views, scope, None)
         rs = ResultSetSpec(SIMPLE, (), wildcard=True)
         pipeline = PipelineSpec(rs, OutputSpec(), StreamSpec(node.name, None, view), None,
                                 None, "irstream")
-        return StatementPlan(name, "window", epl, pipeline, node.context, window=node.name)
+        return StatementPlan(name, "window", epl, pipeline, node.context, window=node.name,
+                             event_type=node.type_name)
 
     def on_statement(self, node: Any, name: str, epl: str) -> StatementPlan:
-        """``on Trigger ...`` against a named window or variables."""
+        """``on Trigger ...`` against a named window, a table or variables."""
         from operators.named_window import OnActionSpec
 
+        if node.context is not None and node.context not in self.catalog.contexts:
+            raise verr(f"unknown context '{node.context}'", node,
+                       hint=_did_you_mean(node.context, self.catalog.contexts))
         trig = node.trigger
         if type(trig).__name__ != "FilterStream":
             raise NotSupported("on-statements triggered by a pattern")
@@ -188,51 +327,216 @@ class Planner:
                        variables=variables)
         tfilter = compile_expr(trig.filter, tscope) if trig.filter is not None else None
         if akind == "OnSet":
-            oscope = Scope("tags", frozenset(), frozenset({trig.alias} if trig.alias else set()),
-                           variables)
-            assigns = tuple(Assignment(_target(a.target), compile_expr(a.expr, oscope))
-                            for a in action.assignments)
-            for a in assigns:
-                if a.variable not in self.catalog.variables:
-                    raise verr(f"unknown variable '{a.variable}'", node,
-                               hint=_did_you_mean(a.variable, self.catalog.variables))
+            oscope = Scope("tags", frozenset(), frozenset(
+                {trig.alias} if trig.alias else {trig.type_name}), variables)
+            assigns = tuple(self._assignment(a, oscope, node) for a in action.assignments)
             spec = OnActionSpec("set", trig.type_name, tfilter, trig.alias, assignments=assigns)
             return StatementPlan(name, "on", epl, context=node.context, action=spec)
-        window = getattr(action, "window", None)
-        if window not in self.catalog.named_windows:
-            raise verr(f"unknown named window '{window}'", action,
-                       hint=_did_you_mean(str(window), self.catalog.named_windows))
-        wctx = self.catalog.named_windows[window] or None
-        if wctx != node.context:
-            raise verr(f"named window '{window}' is declared with context '{wctx}'; the "
+        target_name = getattr(action, "window", None)
+        if target_name in self.catalog.named_windows:
+            target = "window"
+            tctx = self.catalog.named_windows[target_name] or None
+            props = dict(self.catalog.streams.get(target_name) or {})
+        elif target_name in self.catalog.tables:
+            target = "table"
+            table = self.catalog.tables[target_name]
+            tctx = table.context
+            props = {c.name: c.type_name or "any" for c in table.columns}
+        else:
+            raise verr(f"unknown named window or table '{target_name}'", action,
+                       hint=_did_you_mean(str(target_name), [*self.catalog.named_windows,
+                                                             *self.catalog.tables]))
+        if tctx != node.context:
+            what = "named window" if target == "window" else "table"
+            section = "000 §4.6" if target == "window" else "000 §4.7"
+            raise verr(f"{what} '{target_name}' is declared with context '{tctx}'; the "
                        "on-trigger statement must declare the same context"
-                       if wctx else f"named window '{window}' has no context; the "
+                       if tctx else f"{what} '{target_name}' has no context; the "
                        "on-trigger statement must not declare one", node,
-                       hint=f"write 'context {wctx} on ...' (000 §4.6)" if wctx else None)
-        tags = {a for a in (trig.alias, action.alias, window, trig.type_name) if a}
+                       hint=f"write 'context {tctx} on ...' ({section})" if tctx else None)
+        tags = {a for a in (trig.alias, action.alias, target_name, trig.type_name, "initial")
+                if a}
         cscope = Scope("tags", frozenset(), frozenset(tags), variables)
         where = compile_expr(action.where, cscope) if action.where is not None else None
+        common = dict(trigger_type=trig.type_name, trigger_filter=tfilter,
+                      trigger_alias=trig.alias, window=target_name, window_alias=action.alias,
+                      where=where, target=target, target_props=tuple(props))
+        insert_into = insert_stream = None
         if akind == "OnDelete":
-            spec = OnActionSpec("delete", trig.type_name, tfilter, trig.alias, window,
-                                action.alias, where)
+            spec = OnActionSpec("delete", **common)
         elif akind == "OnSelect":
-            if action.group_by or action.having or action.insert_into or action.order_by:
-                raise NotSupported("on-select with group by/having/order by/insert into")
-            cols = []
-            wildcard = False
-            for item in action.select_items:
-                if type(item).__name__ == "Wildcard":
-                    wildcard = True
-                    continue
-                if has_aggregate(item.expr):
-                    raise NotSupported("aggregation in on-select")
-                cols.append((column_name(item, self.source), compile_expr(item.expr, cscope)))
-            spec = OnActionSpec("select", trig.type_name, tfilter, trig.alias, window,
-                                action.alias, where, tuple(cols), wildcard,
-                                and_delete=action.and_delete)
+            spec = self._on_select(action, cscope, common)
+            if action.insert_into is not None:
+                insert_into = action.insert_into.name
+                insert_stream = "istream"
+                self.catalog.streams.setdefault(
+                    insert_into, {c: "any" for c, _ in spec.columns} or dict(props))
+        elif akind == "OnUpdate":
+            assigns = tuple(self._column_assignment(a, cscope, target_name, props, target)
+                            for a in action.assignments)
+            spec = OnActionSpec("update", assignments=assigns, **common)
+        elif akind == "OnMerge":
+            spec = OnActionSpec("merge", clauses=self._merge_clauses(
+                action, cscope, target_name, props, target), **common)
         else:
             raise NotSupported(_construct_name(akind))
-        return StatementPlan(name, "on", epl, context=node.context, action=spec)
+        return StatementPlan(name, "on", epl, context=node.context, action=spec,
+                             insert_into=insert_into, insert_stream=insert_stream or "istream",
+                             window=target_name if target == "window" else None,
+                             tables=(target_name,) if target == "table" else (),
+                             table=self.catalog.tables[target_name] if target == "table"
+                             else None)
+
+    def _on_select(self, action: Any, cscope: Scope, common: dict[str, Any]) -> Any:
+        """on-select: plain projection, or a result set when it aggregates/groups/orders."""
+        from operators.named_window import OnActionSpec
+
+        cols = []
+        wildcard = False
+        aggregated = bool(action.group_by or action.having or action.order_by
+                          or action.distinct) or any(
+            type(i).__name__ != "Wildcard" and has_aggregate(i.expr)
+            for i in action.select_items)
+        for item in action.select_items:
+            if type(item).__name__ == "Wildcard":
+                wildcard = True
+            elif not aggregated:
+                cols.append((column_name(item, self.source), compile_expr(item.expr, cscope)))
+        rs = None
+        if aggregated:
+            sel = ast.SelectStatement(
+                select_items=action.select_items, group_by=action.group_by or (),
+                having=action.having, order_by=action.order_by or (), distinct=action.distinct)
+            rs = self.result_set(sel, cscope)
+        return OnActionSpec("select", columns=tuple(cols), wildcard=wildcard,
+                            and_delete=action.and_delete, resultset=rs,
+                            distinct=bool(action.distinct), **common)
+
+    def _column_assignment(self, a: Any, scope: Scope, target: str, props: dict[str, str],
+                           kind: str) -> Assignment:
+        """``col = expr`` of an update: the column must exist (and not be an aggregation)."""
+        col = _target(a.target)
+        if "." in col:
+            head, _, rest = col.partition(".")
+            col = rest if head == target or head in scope.tags else col
+        if col not in props:
+            raise verr(f"'{target}' has no column '{col}'", a, hint=_did_you_mean(col, props))
+        if kind == "table":
+            tcol = self.catalog.tables[target].column(col)
+            if tcol is not None and tcol.aggregator is not None:
+                raise verr(f"'{col}' is an aggregation column of table '{target}' and cannot "
+                           "be assigned", a, hint="aggregate into it with 'into table'")
+        return Assignment(col, compile_expr(a.expr, scope))
+
+    def _merge_clauses(self, action: Any, cscope: Scope, target: str, props: dict[str, str],
+                       kind: str) -> tuple[Any, ...]:
+        """002 on-merge: ``when [not] matched [and cond] then update|delete|insert``."""
+        from operators.named_window import MergeActionSpec, MergeClauseSpec
+
+        clauses = []
+        for c in action.clauses:
+            always = type(c).__name__ == "MergeInsert"
+            if always:
+                c = ast.MergeWhen(False, None, (c,))
+            actions = []
+            for a in c.actions:
+                akind = type(a).__name__
+                where = compile_expr(a.where, cscope) if a.where is not None else None
+                if akind == "MergeUpdate":
+                    if not c.matched:
+                        raise verr("'then update' needs a matched row (when matched)", a)
+                    assigns = tuple(self._column_assignment(x, cscope, target, props, kind)
+                                    for x in a.assignments)
+                    actions.append(MergeActionSpec("update", where, assigns))
+                elif akind == "MergeDelete":
+                    if not c.matched:
+                        raise verr("'then delete' needs a matched row (when matched)", a)
+                    actions.append(MergeActionSpec("delete", where))
+                else:
+                    actions.append(self._merge_insert(a, where, cscope, props, kind, target))
+            cond = compile_expr(c.condition, cscope) if c.condition is not None else None
+            clauses.append(MergeClauseSpec(bool(c.matched), cond, tuple(actions), always))
+        return tuple(clauses)
+
+    def _merge_insert(self, a: Any, where: Any, cscope: Scope, props: dict[str, str],
+                      kind: str, target: str) -> Any:
+        """``insert [into S] [(cols)] select ...`` of an on-merge."""
+        from operators.named_window import MergeActionSpec
+
+        cols = []
+        wildcard = False
+        names = list(a.columns)
+        items = [i for i in a.select_items if type(i).__name__ != "Wildcard"]
+        wildcard = len(items) != len(a.select_items)
+        if names and len(names) != len(items):
+            raise verr(f"{len(names)} column names for {len(items)} selected values", a)
+        for i, item in enumerate(items):
+            if has_aggregate(item.expr):
+                raise verr("aggregation is not allowed in an on-merge insert", item)
+            cname = names[i] if names else column_name(item, self.source)
+            cols.append((cname, compile_expr(item.expr, cscope)))
+        if a.into is None:
+            for cname, _ in cols:
+                if cname not in props:
+                    raise verr(f"'{target}' has no column '{cname}'", a,
+                               hint=_did_you_mean(cname, props))
+            if kind == "table":
+                table = self.catalog.tables[target]
+                for cname, _ in cols:
+                    tcol = table.column(cname)
+                    if tcol is not None and tcol.aggregator is not None:
+                        raise verr(f"'{cname}' is an aggregation column and cannot be "
+                                   "inserted", a)
+        else:
+            self.catalog.streams.setdefault(a.into, {c: "any" for c, _ in cols})
+        return MergeActionSpec("insert", where, (), tuple(cols), wildcard, a.into)
+
+    # -- on-demand queries -----------------------------------------------------
+    def plan_on_demand_text(self, epl: str) -> Any:
+        """A fire-and-forget select over a named window or table (``kepl query``)."""
+        node = parse_statement(epl)
+        self.source = epl
+        try:
+            return self.plan_on_demand(node)
+        except NotSupportedExpr as e:
+            raise NotSupported(str(e)) from None
+        except EplError as e:
+            if e.source is None:
+                e.source = epl
+            raise
+
+    def plan_on_demand(self, node: Any) -> Any:
+        from app.runtime.plan import OnDemandPlan
+
+        if type(node).__name__ != "SelectStatement":
+            raise verr("an on-demand query is a select statement", node)
+        if node.insert_into is not None or node.into_table is not None or node.output:
+            raise verr("an on-demand query takes no insert into, into table or output "
+                       "clause", node)
+        if len(node.from_) != 1 or type(node.from_[0]).__name__ != "FilterStream":
+            raise NotSupported("on-demand joins")
+        src = node.from_[0]
+        name = src.type_name
+        if name in self.catalog.named_windows:
+            kind = "window"
+            props = dict(self.catalog.streams.get(name) or {})
+        elif name in self.catalog.tables:
+            kind = "table"
+            props = {c.name: c.type_name or "any" for c in self.catalog.tables[name].columns}
+        else:
+            raise verr(f"'{name}' is not a named window or a table", src,
+                       hint=_did_you_mean(name, [*self.catalog.named_windows,
+                                                 *self.catalog.tables]))
+        if src.views:
+            raise verr("an on-demand query reads the window as it is: no data window", src)
+        aliases = frozenset({src.alias} if src.alias else set()) | {name}
+        scope = Scope("event", aliases, variables=frozenset(self.catalog.variables))
+        self._check_names(node, props, scope, name)
+        rs = self.result_set(node, scope)
+        where = compile_expr(node.where, scope) if node.where is not None else None
+        filt = compile_expr(src.filter, scope) if src.filter is not None else None
+        return OnDemandPlan(name, kind, rs, where, filt, bool(node.distinct),
+                            tuple(c.name for c in rs.columns))
 
     def _check_segmented(self, context: str, stream: Any, pattern: Any, src: Any) -> None:
         """000 §4.2.2/§4.2.3: a statement of a keyed or hash context must filter at least
@@ -281,10 +585,13 @@ class Planner:
                     raise verr(f"unknown property '{parts[0]}' of {type_name}", n,
                         hint=_did_you_mean(parts[0], props))
 
-    def result_set(self, node: Any, scope: Scope, empty_sum: Any = None) -> ResultSetSpec:
+    def result_set(self, node: Any, scope: Scope, empty_sum: Any = None,
+                   agg_texts: dict[str, int] | None = None) -> ResultSetSpec:
         aggs: list[AggregateDef] = []
         ascope = Scope(scope.kind, scope.aliases, scope.tags, scope.variables, aggs,
                        allow_aggregates=True)
+        if agg_texts is not None:
+            ascope.agg_texts = agg_texts
         columns: list[SelectColumn] = []
         wildcard = False
         plain_exprs: list[Any] = []
@@ -311,7 +618,8 @@ class Planner:
         if not aggs:
             kind = SIMPLE
             if group_by:
-                kind = GROUPED_ROWS if plain_exprs else GROUPED
+                # no aggregation: one row per event, as Esper's aggregated-grouped processor
+                kind = GROUPED_ROWS if plain_exprs or wildcard else GROUPED
         else:
             event_refs = [e for e in plain_exprs if _refers_to_event(e, scope)]
             if wildcard:
@@ -326,29 +634,88 @@ class Planner:
                              order_by, limit, offset or 0, group_texts)
 
     def output(self, node: Any, scope: Scope) -> OutputSpec:
+        """The output clause (002 §2.10 output rate limiting, 000 §4.5 when terminated)."""
         if node is None:
             return OutputSpec()
-        oscope = Scope("output", scope.aliases, scope.tags,
-                       frozenset(self.catalog.variables))
-        kind = (node.kind or "all").lower()
+        variables = frozenset(self.catalog.variables)
+        oscope = Scope("output", scope.aliases, scope.tags, variables)
+        kind = (node.kind or "default").lower()
         every_events = every_ms = None
-        if node.every_count is not None or node.every_time is not None:
-            if node.every_unit == "events" or (node.every_time is None and node.every_unit):
+        every_events_expr = every_expr = None
+        if node.every_count is not None:
+            try:
                 every_events = int(constant_value(node.every_count))
-            elif node.every_time is not None:
-                every_ms = time_period_ms(node.every_time)
+            except ValueError:
+                self._check_output_names(node.every_count, variables)
+                every_events_expr = compile_expr(node.every_count, oscope)
+            if every_events is not None and every_events < 1:
+                raise verr("the number of events of 'output every' must be at least 1", node)
+        if node.every_time is not None:
+            ms = node.every_time.ms() if isinstance(node.every_time, ast.TimePeriod) else None
+            if ms is not None:
+                every_ms = int(round(ms))
+                if every_ms <= 0:
+                    raise verr("the period of 'output every' must be positive", node)
             else:
-                every_events = int(constant_value(node.every_count))
+                self._check_output_names(node.every_time, variables)
+                every_expr = _period_seconds(node.every_time, oscope)
+        at = None
+        at_text = ""
         if node.at is not None:
-            raise NotSupported("output at (crontab)")
-        when = compile_expr(node.when, oscope) if node.when is not None else None
-        term_and = compile_expr(node.terminated_and, oscope) \
-            if node.terminated_and is not None else None
-        then_set = tuple(Assignment(_target(a.target), compile_expr(a.expr, oscope))
-                         for a in (node.then_set or ()))
-        return OutputSpec(kind, every_events, every_ms, when,
-                          bool(node.when_terminated or node.and_when_terminated), term_and,
-                          then_set, limited=True)
+            from app.epl.patterns import cron_spec
+
+            at = cron_spec(node.at)
+            at_text = text_of(node.at)
+        after_ms = after_events = None
+        if node.after is not None:
+            if node.after_events:
+                after_events = int(constant_value(node.after))
+            else:
+                after_ms = time_period_ms(node.after)
+        when = None
+        when_vars: frozenset[str] = frozenset()
+        if node.when is not None:
+            self._check_output_names(node.when, variables)
+            when = compile_expr(node.when, oscope)
+            when_vars = frozenset(n.parts[0] for n in names_in(node.when)
+                                  if n.parts[0] in variables)
+        term_and = None
+        if node.terminated_and is not None:
+            self._check_output_names(node.terminated_and, variables)
+            term_and = compile_expr(node.terminated_and, oscope)
+        assigns = tuple(self._assignment(a, oscope, node) for a in (node.then_set or ()))
+        terminated = bool(node.when_terminated or node.and_when_terminated)
+        # 000 §4.5: 'then set' after 'when terminated' runs when the partition ends; after
+        # 'when expr' it runs each time the expression triggers output
+        then_set, term_set = ((), assigns) if terminated else (assigns, ())
+        return OutputSpec(kind, every_events, every_ms, when, terminated, term_and,
+                          then_set, limited=True, at=at, at_text=at_text, after_ms=after_ms,
+                          after_events=after_events, terminated_set=term_set,
+                          every_events_expr=every_events_expr, every_expr=every_expr,
+                          variables=when_vars)
+
+    def _assignment(self, a: Any, scope: Scope, node: Any) -> Assignment:
+        """``var = expr`` of then-set / on-set: the variable must exist and not be constant."""
+        name = _target(a.target)
+        if name not in self.catalog.variables:
+            raise verr(f"unknown variable '{name}'", a,
+                       hint=_did_you_mean(name, self.catalog.variables))
+        if name in self.catalog.constants:
+            raise verr(f"variable '{name}' is a constant and cannot be assigned", a)
+        return Assignment(name, compile_expr(a.expr, scope))
+
+    def _check_output_names(self, expr: Any, variables: frozenset[str]) -> None:
+        """Esper §5.7.1.1: an output condition reads variables and built-in properties only."""
+        from app.epl.expr import OUTPUT_BUILTINS
+
+        for n in names_in(expr):
+            head = n.parts[0]
+            if head in variables or head in OUTPUT_BUILTINS or head == "context":
+                continue
+            raise verr(f"'{'.'.join(n.parts)}' is not a variable or a built-in property "
+                       "of the output condition", n,
+                       hint="use count_insert, count_remove, last_output_timestamp or a "
+                            "variable")
 
     # -- windows -----------------------------------------------------------
     def view_chain(self, views: Any, scope: Scope, retain: str | None) -> Any:
@@ -559,6 +926,22 @@ def _refers_to_event(node: Any, scope: Scope) -> bool:
             continue
         return True
     return False
+
+
+def _period_seconds(tp: Any, scope: Scope) -> Any:
+    """A time period whose amounts are variables, as an expression giving seconds."""
+    parts = [(compile_expr(amount, scope), ast.UNIT_MS[unit] / 1000.0)
+             for amount, unit in tp.parts]
+
+    def seconds(row: Any, ctx: Any) -> Any:
+        total = 0.0
+        for fn, factor in parts:
+            v = fn(row, ctx)
+            if v is None:
+                return None
+            total += v * factor
+        return total
+    return seconds
 
 
 def _target(t: Any) -> str:

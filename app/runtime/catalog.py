@@ -33,14 +33,28 @@ class Catalog:
     variables: dict[str, str] = field(default_factory=dict)
     streams: dict[str, dict[str, str]] = field(default_factory=dict)
     named_windows: dict[str, str] = field(default_factory=dict)
+    constants: set[str] = field(default_factory=set)
+    variable_values: dict[str, Any] = field(default_factory=dict)
+    context_variables: dict[str, str] = field(default_factory=dict)
+    tables: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_schemas(cls, schemas: dict[str, dict[str, str]]) -> Catalog:
         return cls(schemas={k: dict(v) for k, v in schemas.items()})
 
     def type_props(self, name: str) -> dict[str, str] | None:
-        """Properties of an event type or an insert-into stream, or None if unknown."""
-        return self.schemas.get(name) or self.streams.get(name)
+        """Properties of an event type, an insert-into stream or a table, or None."""
+        props = self.schemas.get(name) or self.streams.get(name)
+        if props is None and name in self.tables:
+            t = self.tables[name]
+            props = {c.name: c.type_name or "any" for c in t.columns}
+        return props
+
+    def plan_on_demand(self, epl: str) -> Any:
+        """Plan an on-demand (fire-and-forget) select over a named window or a table."""
+        from app.epl.planner import Planner
+
+        return Planner(self).plan_on_demand_text(epl)
 
     def plan(self, epl: str, name: str) -> StatementPlan:
         """Parse, validate and plan one statement, registering what it declares."""

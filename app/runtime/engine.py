@@ -16,11 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.runtime.plan import StatementPlan
+from app.runtime.plan import OnDemandPlan, StatementPlan
 from operators.base import PartitionCtx, Row, Rows
 from operators.contexts.managers import Change, Manager
 from operators.pipeline import Pipeline
-from operators.state import MemoryStore
+from operators.state import MemoryNamespace, MemoryStore
+from operators.table import Table, TableSpec
+from operators.variables import VariableDecl, VariableScope, VariableStore
 
 Listener = Callable[[str, Rows, Rows, Any], None]
 """Called as listener(statement name, new rows, old rows, context partition id)."""
@@ -51,7 +53,14 @@ class Engine:
         self.order: list[_Stmt] = []
         self.contexts: dict[str, _Ctx] = {}
         self.by_type: dict[str, list[_Stmt]] = {}
-        self.variables: dict[str, Any] = {}
+        self._var_changes: list[str] = []
+        self.var_store = VariableStore(self.store.namespace("v", "global"), self._var_changes)
+        self.variables = VariableScope(self.var_store)
+        """Global variables as expressions see them (000 §4.8)."""
+        self._ctx_var_decls: dict[str, list[VariableDecl]] = {}
+        self._ctx_vars: dict[tuple[str, Any], VariableStore] = {}
+        self.table_specs: dict[str, TableSpec] = {}
+        self._tables: dict[tuple[str, Any], Table] = {}
         self.listeners: list[Listener] = []
         self._heap: list[tuple[int, tuple, Any]] = []
         self._due: dict[Any, int] = {}
@@ -67,7 +76,20 @@ class Engine:
     def deploy(self, plan: StatementPlan) -> None:
         """Add a statement (a context declaration, a schema, or a query)."""
         if plan.kind == "variable":
-            self.variables[plan.variable or plan.name] = plan.initial
+            decl = plan.var_decl or VariableDecl(plan.variable or plan.name, "object",
+                                                 plan.initial)
+            if plan.context is not None:
+                # 000 §4.8: a context variable has one value per context partition
+                self._ctx_var_decls.setdefault(plan.context, []).append(decl)
+                for (cname, _pid), store in self._ctx_vars.items():
+                    if cname == plan.context:
+                        store.declare(decl)
+            else:
+                self.var_store.declare(decl)
+            return
+        if plan.table is not None:
+            self.table_specs.setdefault(plan.table.name, plan.table)
+        if plan.kind == "table":
             return
         if plan.kind == "context":
             mgr = plan.context_spec.build(
@@ -103,20 +125,95 @@ class Engine:
     def _root_ctx(self) -> PartitionCtx:
         return PartitionCtx(variables=self.variables, now_ms=self.now_ms)
 
+    # -- variables and tables --------------------------------------------------
+    def _scope(self, context: str | None, pid: Any) -> VariableScope:
+        """What ``ctx.variables`` is for a statement of ``context`` in partition ``pid``."""
+        if context is None or context not in self._ctx_var_decls:
+            return self.variables
+        key = (context, pid)
+        store = self._ctx_vars.get(key)
+        if store is None:
+            store = VariableStore(self.store.namespace("v", context, repr(pid)),
+                                  self._var_changes)
+            for decl in self._ctx_var_decls[context]:
+                store.declare(decl)
+            self._ctx_vars[key] = store
+        return VariableScope(self.var_store, store)
+
+    def _table(self, name: str, pid: Any) -> Table:
+        """The instance of a table for a context partition (one per partition, 000 §4.7)."""
+        spec = self.table_specs[name]
+        tpid = pid if spec.context is not None else 0
+        key = (name, tpid)
+        t = self._tables.get(key)
+        if t is None:
+            t = spec.build(self.store.namespace("t", name, repr(tpid)))
+            self._tables[key] = t
+        return t
+
+    def _ctx(self, st: _Stmt, pid: Any) -> PartitionCtx:
+        props: dict[str, Any] = {}
+        if st.plan.context is not None:
+            props = self.contexts[st.plan.context].manager.props(pid)
+        ctx = PartitionCtx(props=props, variables=self._scope(st.plan.context, pid),
+                           now_ms=self.now_ms)
+        for name in st.plan.tables:
+            ctx.tables[name] = self._table(name, pid)
+        return ctx
+
     def _pipeline(self, st: _Stmt, pid: Any) -> Pipeline:
         p = st.pipelines.get(pid)
         if p is None:
-            props: dict[str, Any] = {}
-            if st.plan.context is not None:
-                props = self.contexts[st.plan.context].manager.props(pid)
-            ctx = PartitionCtx(props=props, variables=self.variables, now_ms=self.now_ms)
+            ctx = self._ctx(st, pid)
             ns = self.store.namespace("s", st.plan.name, repr(pid))
             p = st.plan.pipeline.build(ns, ctx)
             st.pipelines[pid] = p
             self._seq += 1
             p_key = ("p", st.plan.name, pid)
             self._arm(p_key, p.next_timer, (0, st.index, self._seq))
+            if st.plan.kind == "query" and st.plan.window is not None:
+                self._prime(st, pid, p)
         return p
+
+    def _window_pids(self, window: str, consumer_ctx: str | None, pid: Any) -> list[Any]:
+        """Partitions of a named window a consumer partition reads (000 §4.6)."""
+        wst = self.windows.get(window)
+        if wst is None:
+            return []
+        if wst.plan.context is None:
+            return [0]
+        if wst.plan.context == consumer_ctx:
+            return [pid]
+        return list(wst.pipelines)
+
+    def _prime(self, st: _Stmt, pid: Any, p: Pipeline) -> None:
+        """A new consumer starts from the named window's current rows (002)."""
+        wst = self.windows.get(st.plan.window or "")
+        if wst is None:
+            return
+        rows: Rows = []
+        for wpid in self._window_pids(st.plan.window or "", st.plan.context, pid):
+            wp = wst.pipelines.get(wpid)
+            if wp is not None and wp.view is not None:
+                rows.extend(wp.view.contents())
+        p.prime(rows, self.now_ms)
+
+    def _notify_variables(self) -> None:
+        """Variables changed: views and output conditions that read them react
+        (001 §14.3.12 ``#expr`` windows, Esper §5.7.1.1 ``output when``)."""
+        rounds = 0
+        while self._var_changes and rounds < 100:
+            rounds += 1
+            names = set(self._var_changes)
+            self._var_changes.clear()
+            now = self.now_ms
+            for st in list(self.order):
+                if st.plan.pipeline is None or not st.plan.pipeline.reacts_to_variables(names):
+                    continue
+                for pid, p in list(st.pipelines.items()):
+                    new, old = p.on_variables_changed(now)
+                    self._emit(st, pid, new, old)
+                    self._arm(("p", st.plan.name, pid), p.next_timer)
 
     # -- timers -------------------------------------------------------------
     def _arm(self, key: Any, next_timer: Callable[[], int | None],
@@ -162,6 +259,7 @@ class Engine:
                 new, old = p.on_time(due)
                 self._emit(st, key[2], new, old)
                 self._arm(key, p.next_timer, prio)
+            self._notify_variables()
             self._drain()
         self.now_ms = to_ms
 
@@ -178,6 +276,7 @@ class Engine:
         try:
             while self._queue:
                 self._process(*self._queue.popleft())
+                self._notify_variables()
         finally:
             self._busy = False
 
@@ -195,7 +294,9 @@ class Engine:
                 pids: list[Any] = [0]
             else:
                 c = self.contexts[ctx_name]
-                pids = c.manager.route(type_name, event, now)
+                # a named window's rows are routed as events of its underlying type (000 §4.6)
+                rtype = (st.plan.event_type or type_name) if st.plan.kind == "window" else type_name
+                pids = c.manager.route(rtype, event, now)
             for pid in pids:
                 if (ctx_name, pid) in self._excluded:
                     continue
@@ -221,32 +322,64 @@ class Engine:
                     self._prio.pop(("p", st.plan.name, ch.pid), None)
                     new, old = p.terminate(now)
                     self._emit(st, ch.pid, new, old)
+                self._end_partition_state(c.name, ch.pid)
             else:
                 if ch.exclude:
                     self._excluded.add((c.name, ch.pid))
                 for st in c.statements:
                     self._pipeline(st, ch.pid)
 
+    def _end_partition_state(self, context: str, pid: Any) -> None:
+        """A partition ended: its tables and context variables go with it (000 §4.7/4.8)."""
+        for name, spec in self.table_specs.items():
+            if spec.context == context:
+                self._table(name, pid).clear()
+                self._tables.pop((name, pid), None)
+        self._ctx_vars.pop((context, pid), None)
+        if context in self._ctx_var_decls:
+            self.store.namespace("v", context, repr(pid)).clear()
+
     def _on_action(self, st: _Stmt, pid: Any, event: Row) -> None:
-        """Run an on-statement for its triggering event (002 named windows)."""
+        """Run an on-statement for its triggering event (002 named windows, 000 §4.6/4.7)."""
         action = st.plan.action
         now = self.now_ms
-        ctx = PartitionCtx(variables=self.variables, now_ms=now)
+        ctx = self._ctx(st, pid)
         if not action.matches(event, ctx):
             return
         if action.kind == "set":
             action.run_set(event, ctx)
             return
-        wst = self.windows[action.window]
-        wp = self._pipeline(wst, pid)
-        rows = action.selected(event, list(wp.view.contents()) if wp.view else [], ctx)
-        out = action.project(event, rows, ctx)
-        if action.kind == "delete" or action.and_delete:
-            new, old = wp.remove(rows, now)
-            self._emit(wst, pid, new, old)
-            self._arm(("p", wst.plan.name, pid), wp.next_timer)
-        if out:
-            self._emit(st, pid, out, [])
+        if action.target == "table":
+            table = self._table(action.window, pid)
+            res = action.run(event, table.rows(), ctx)
+            for r in res.deleted:
+                table.delete_row(r)
+            for o, n in res.updated:
+                table.update_row(o, n)
+            inserted = [table.insert_row(r)[0] for r in res.inserted]
+            if action.kind == "merge":
+                # the statement posts inserted rows as the table holds them (empty
+                # aggregation columns included)
+                res.new = inserted + [n for _, n in res.updated]
+        else:
+            wst = self.windows[action.window]
+            wp = self._pipeline(wst, pid)
+            rows = list(wp.view.contents()) if wp.view is not None else []
+            res = action.run(event, rows, ctx)
+            if res.changes:
+                if res.updated and not res.inserted and not res.deleted:
+                    # on-update keeps a row's place where the window allows it
+                    new, old = wp.change([o for o, _ in res.updated],
+                                         [n for _, n in res.updated], now, in_place=True)
+                else:
+                    new, old = wp.change(res.deleted + [o for o, _ in res.updated],
+                                         res.inserted + [n for _, n in res.updated], now)
+                self._emit(wst, pid, new, old)
+                self._arm(("p", wst.plan.name, pid), wp.next_timer)
+        for stream, row in res.routed:
+            self._queue.append((stream, row))
+        if res.new or res.old:
+            self._emit(st, pid, res.new, res.old)
 
     def _emit(self, st: _Stmt, pid: Any, new: Rows, old: Rows) -> None:
         if not new and not old:
@@ -255,12 +388,20 @@ class Engine:
             listener(st.plan.name, new, old, pid)
         if st.plan.kind == "window":
             now = self.now_ms
-            for cst in self.consumers.get(st.plan.window, ()):
-                cpid = pid if cst.plan.context is not None else 0
-                p = self._pipeline(cst, cpid)
-                n, o = p.on_rows(new, old, now)
-                self._emit(cst, cpid, n, o)
-                self._arm(("p", cst.plan.name, cpid), p.next_timer)
+            window = st.plan.window or ""
+            for cst in self.consumers.get(window, ()):
+                cctx = cst.plan.context
+                if cctx is None:
+                    cpids: list[Any] = [0]
+                elif cctx == st.plan.context:
+                    cpids = [pid]  # same context: the partition's own window (000 §4.6)
+                else:
+                    cpids = list(self.contexts[cctx].manager.live())
+                for cpid in cpids:
+                    p = self._pipeline(cst, cpid)
+                    n, o = p.on_rows(new, old, now)
+                    self._emit(cst, cpid, n, o)
+                    self._arm(("p", cst.plan.name, cpid), p.next_timer)
         target = st.plan.insert_into
         if target is not None:
             rows = old if st.plan.insert_stream == "rstream" else new
@@ -268,6 +409,49 @@ class Engine:
                 self._queue.append((target, r))
 
     # -- queries ------------------------------------------------------------
+    def query(self, plan: OnDemandPlan) -> Rows:
+        """An on-demand select over a named window's or a table's current rows.
+
+        Each context partition is queried on its own, in partition order; order by and
+        limit apply within a partition (000 §4.9 on-demand queries)."""
+        sources: list[tuple[Any, Rows, str | None]] = []
+        if plan.kind == "window":
+            wst = self.windows.get(plan.source)
+            if wst is not None:
+                for pid, wp in wst.pipelines.items():
+                    rows = list(wp.view.contents()) if wp.view is not None else []
+                    sources.append((pid, rows, wst.plan.context))
+        else:
+            spec = self.table_specs.get(plan.source)
+            if spec is not None:
+                if spec.context is None:
+                    pids: list[Any] = [0]
+                elif spec.context in self.contexts:
+                    pids = list(self.contexts[spec.context].manager.live())
+                else:
+                    pids = []
+                for pid in pids:
+                    sources.append((pid, self._table(plan.source, pid).rows(), spec.context))
+        out: Rows = []
+        for pid, rows, context in sources:
+            props = (self.contexts[context].manager.props(pid)
+                     if context is not None and context in self.contexts else {})
+            ctx = PartitionCtx(props=props, variables=self._scope(context, pid),
+                               now_ms=self.now_ms)
+            for f in (plan.filter, plan.where):
+                if f is not None:
+                    rows = [r for r in rows if f(r, ctx)]
+            rs = plan.resultset.build(MemoryNamespace(), ctx, want_old=False)
+            if rows:
+                rs.process(list(rows), [])
+            part = rs.snapshot(rows)
+            if plan.distinct:
+                from operators.pipeline import distinct_rows
+
+                part = distinct_rows(part)
+            out.extend(rs.order(part))
+        return out
+
     def iterate(self, statement: str, pid: Any = None) -> Rows:
         """Current rows of a statement (all partitions, or one)."""
         st = self.statements[statement]

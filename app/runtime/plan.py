@@ -29,6 +29,15 @@ class StatementPlan:
     """kind 'variable': the variable's name."""
     action: Any = None
     """kind 'on': the OnActionSpec."""
+    table: Any = None
+    """kind 'table': the TableSpec; an 'into table' query or a table on-action: the table
+    it uses (so a runtime that received only this plan can still place the table)."""
+    tables: tuple[str, ...] = ()
+    """kind 'query' with 'into table': the tables the statement aggregates into."""
+    var_decl: Any = None
+    """kind 'variable': the VariableDecl."""
+    event_type: str | None = None
+    """kind 'window': the window's underlying event type (context routing, 000 §4.6)."""
 
     def explain(self) -> list[str]:
         """Human-readable plan lines for ``kepl explain``."""
@@ -41,8 +50,27 @@ class StatementPlan:
             lines.append(f"  named window: {self.window}")
         if self.action is not None:
             lines += [f"  -> {s}" for s in self.action.describe()]
+        if self.table is not None:
+            lines.append(f"  {self.table.describe()}")
+        if self.var_decl is not None:
+            d = self.var_decl
+            lines.append(f"  {'constant' if d.constant else 'variable'} {d.type_name} {d.name}"
+                         f" = {d.coerce(d.initial)!r}")
         if self.pipeline is not None:
             lines += [f"  -> {s}" for s in self.pipeline.describe()]
         if self.insert_into is not None:
             lines.append(f"  -> insert {self.insert_stream} into {self.insert_into}")
         return lines
+
+
+@dataclass(frozen=True)
+class OnDemandPlan:
+    """A fire-and-forget select over a named window or a table (``kepl query``)."""
+
+    source: str
+    kind: str  # window | table
+    resultset: Any
+    where: Any = None
+    filter: Any = None
+    distinct: bool = False
+    columns: tuple[str, ...] = ()

@@ -20,6 +20,8 @@ from operators.windows.fifo import FifoWindow
 class TimeAccumWindow(FifoWindow):
     """Posts arrivals at once; all rows leave together ``period`` after the last arrival."""
 
+    in_place_update = True
+
     def __init__(self, period: int, state: StateNamespace, refs: RowRefs) -> None:
         super().__init__(state, refs, stamped=True)
         self.period = period
