@@ -40,6 +40,10 @@ class CondInstance:
     def types(self) -> frozenset[str]:
         return frozenset()
 
+    def dump(self) -> dict[str, Any]:
+        """What must be saved to re-arm this instance after a restore."""
+        return {}
+
 
 @dataclass(frozen=True)
 class CondFilterSpec:
@@ -51,7 +55,7 @@ class CondFilterSpec:
     text: str = field(default="", compare=False)
 
     def arm(self, state: StateNamespace, ctx: PartitionCtx, now_ms: int,
-            tags: dict[str, Any]) -> CondInstance:
+            tags: dict[str, Any], saved: dict | None = None) -> CondInstance:
         return _FilterInstance(self, ctx, tags)
 
     def describe(self) -> str:
@@ -88,7 +92,9 @@ class CondPatternSpec:
     text: str = field(default="", compare=False)
 
     def arm(self, state: StateNamespace, ctx: PartitionCtx, now_ms: int,
-            tags: dict[str, Any]) -> CondInstance:
+            tags: dict[str, Any], saved: dict | None = None) -> CondInstance:
+        if saved is None:
+            state.clear()
         return _PatternInstance(self, state, ctx, now_ms, tags)
 
     def describe(self) -> str:
@@ -124,7 +130,9 @@ class CondCrontabSpec:
     text: str = field(default="", compare=False)
 
     def arm(self, state: StateNamespace, ctx: PartitionCtx, now_ms: int,
-            tags: dict[str, Any]) -> CondInstance:
+            tags: dict[str, Any], saved: dict | None = None) -> CondInstance:
+        if saved is not None:
+            return _AtInstance(saved.get("due"))
         return _AtInstance(self.cron.next_after(now_ms))
 
     def describe(self) -> str:
@@ -141,7 +149,9 @@ class CondAfterSpec:
     ms: int
 
     def arm(self, state: StateNamespace, ctx: PartitionCtx, now_ms: int,
-            tags: dict[str, Any]) -> CondInstance:
+            tags: dict[str, Any], saved: dict | None = None) -> CondInstance:
+        if saved is not None:
+            return _AtInstance(saved.get("due"))
         return _AtInstance(now_ms + self.ms)
 
     def describe(self) -> str:
@@ -152,8 +162,11 @@ class CondAfterSpec:
 
 
 class _AtInstance(CondInstance):
-    def __init__(self, due: int) -> None:
+    def __init__(self, due: int | None) -> None:
         self.due: int | None = due
+
+    def dump(self) -> dict[str, Any]:
+        return {"due": self.due}
 
     def on_time(self, now_ms: int) -> Fired | None:
         if self.due is not None and now_ms >= self.due:
@@ -170,7 +183,7 @@ class CondNeverSpec:
     """No end condition given: the partition lives until the runtime stops."""
 
     def arm(self, state: StateNamespace, ctx: PartitionCtx, now_ms: int,
-            tags: dict[str, Any]) -> CondInstance:
+            tags: dict[str, Any], saved: dict | None = None) -> CondInstance:
         return CondInstance()
 
     def describe(self) -> str:
@@ -185,7 +198,7 @@ class CondNowSpec:
     """``@now``: true at the instant it is armed."""
 
     def arm(self, state: StateNamespace, ctx: PartitionCtx, now_ms: int,
-            tags: dict[str, Any]) -> CondInstance:
+            tags: dict[str, Any], saved: dict | None = None) -> CondInstance:
         return _NowInstance()
 
     def describe(self) -> str:
@@ -207,8 +220,8 @@ class CondNowAndSpec:
     cond: Any
 
     def arm(self, state: StateNamespace, ctx: PartitionCtx, now_ms: int,
-            tags: dict[str, Any]) -> CondInstance:
-        return _NowAndInstance(self.cond.arm(state, ctx, now_ms, tags))
+            tags: dict[str, Any], saved: dict | None = None) -> CondInstance:
+        return _NowAndInstance(self.cond.arm(state, ctx, now_ms, tags, saved))
 
     def describe(self) -> str:
         return "@now and " + self.cond.describe()
@@ -233,3 +246,6 @@ class _NowAndInstance(CondInstance):
 
     def next_timer(self) -> int | None:
         return self.inner.next_timer()
+
+    def dump(self) -> dict[str, Any]:
+        return self.inner.dump()

@@ -217,7 +217,7 @@ class HashManager(Manager):
         self.state.put("ids", sorted(self.ids.items()))
 
     def deploy(self, now_ms: int) -> list[Change]:
-        if self.spec.preallocate:
+        if self.spec.preallocate and not self.ids:
             self.ids = {b: b for b in range(self.spec.granularity)}
             self._save()
             return [Change("start", p) for p in range(self.spec.granularity)]

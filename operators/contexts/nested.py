@@ -43,6 +43,9 @@ class NestedManager(Manager):
         self.ctx = ctx
         self.outer = spec.outer.build(state.child("outer"), ctx)
         self.inner: dict[Pid, Manager] = {}
+        for opid in self.outer.live():
+            # rebuilt runtime: every live outer partition gets its inner manager back
+            self.inner[opid] = spec.inner.build(state.child(("inner", _enc(opid))), ctx)
 
     def _apply_outer(self, changes: list[Change], now_ms: int) -> list[Change]:
         out: list[Change] = []

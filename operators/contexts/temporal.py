@@ -74,12 +74,37 @@ class NonOverlappingManager(Manager):
         self.next_id = 0
         self.cond: CondInstance | None = None
         self.pprops: dict[str, Any] = {}
+        self.tags: dict[str, Any] = {}
+        self.restored = False
+        meta = state.get("meta")
+        if meta is not None:
+            # a rebuilt runtime: re-arm the saved condition, do not deploy again
+            self.restored = True
+            self.active, self.next_id, self.pprops, self.tags = (
+                meta["active"], meta["next"], meta["props"], meta["tags"])
+            if meta["phase"] == "start":
+                self.cond = self.spec.start.arm(self.state.child("start"), ctx,
+                                                meta["at"], {}, meta["cond"])
+            elif meta["phase"] == "end":
+                self.cond = self.spec.end.arm(self.state.child("end"), ctx, meta["at"],
+                                              self.tags, meta["cond"])
+        self.armed_at = meta["at"] if meta is not None else 0
+
+    def _save(self) -> None:
+        """One key for the manager: which condition is armed and the partition's props."""
+        phase = None if self.cond is None else ("end" if self.active is not None else "start")
+        self.state.put("meta", {
+            "active": self.active, "next": self.next_id, "props": self.pprops,
+            "tags": self.tags, "phase": phase, "at": self.armed_at,
+            "cond": self.cond.dump() if self.cond is not None else None})
 
     def _arm_start(self, now_ms: int) -> list[Change]:
+        self.armed_at = now_ms
         self.cond = self.spec.start.arm(self.state.child("start"), self.ctx, now_ms, {})
         fired = self.cond.fires_now()
         if fired is not None:
             return self._start(fired, now_ms)
+        self._save()
         return []
 
     def _start(self, fired: Fired, now_ms: int, exclude: bool = False) -> list[Change]:
@@ -87,9 +112,12 @@ class NonOverlappingManager(Manager):
         self.next_id += 1
         self.active = pid
         tags = _tags(fired)
+        self.tags = tags
         self.pprops = {"name": self.name, "id": pid, "startTime": now_ms, **tags}
         self.state.child("start").clear()
+        self.armed_at = now_ms
         self.cond = self.spec.end.arm(self.state.child("end"), self.ctx, now_ms, tags)
+        self._save()
         return [Change("start", pid, exclude)]
 
     def _end(self, now_ms: int) -> list[Change]:
@@ -100,6 +128,8 @@ class NonOverlappingManager(Manager):
         return [Change("end", pid), *self._arm_start(now_ms)]
 
     def deploy(self, now_ms: int) -> list[Change]:
+        if self.restored:
+            return []
         start = self.spec.start
         if isinstance(start, CondCrontabSpec) and _crontab_inside(start, self.spec.end, now_ms):
             return self._start({}, now_ms)
@@ -113,6 +143,7 @@ class NonOverlappingManager(Manager):
             return []
         if self.active is None:
             return self._start(fired, now_ms, exclude=not self.cond.inclusive)
+        self.pprops.update(_tags(fired))
         return self._end(now_ms)
 
     def on_time(self, now_ms: int) -> list[Change]:
@@ -120,9 +151,11 @@ class NonOverlappingManager(Manager):
             return []
         fired = self.cond.on_time(now_ms)
         if fired is None:
+            self._save()
             return []
         if self.active is None:
             return self._start(fired, now_ms)
+        self.pprops.update(_tags(fired))
         return self._end(now_ms)
 
     def next_timer(self) -> int | None:
@@ -171,11 +204,41 @@ class OverlappingManager(Manager):
         self.init: CondInstance | None = None
         self.parts: dict[int, tuple[CondInstance, dict[str, Any]]] = {}
         self.distinct_seen: dict[str, int] = {}
+        self.restored = False
+        meta = state.get("meta")
+        if meta is not None:
+            self.restored = True
+            self.next_id = meta["next"]
+            self.distinct_seen = meta["distinct"]
+            self.init = spec.initiated.arm(state.child("init"), ctx, meta["at"], {},
+                                           meta["init"])
+            for k, rec in sorted(((k, v) for k, v in state.items() if k != "meta"),
+                                 key=lambda kv: kv[0][1]):
+                pid = k[1]
+                cond = spec.terminated.arm(state.child(("t", pid)), ctx, rec["at"],
+                                           rec["tags"], rec["cond"])
+                self.parts[pid] = (cond, rec["props"])
+        self.init_at = meta["at"] if meta is not None else 0
+
+    def _save_meta(self) -> None:
+        self.state.put("meta", {"next": self.next_id, "distinct": self.distinct_seen,
+                                "at": self.init_at,
+                                "init": self.init.dump() if self.init is not None else None})
+
+    def _save_part(self, pid: int, at: int, tags: dict[str, Any]) -> None:
+        cond, props = self.parts[pid]
+        self.state.put(("p", pid), {"props": props, "tags": tags, "at": at,
+                                    "cond": cond.dump()})
 
     def deploy(self, now_ms: int) -> list[Change]:
+        if self.restored:
+            return []
+        self.init_at = now_ms
         self.init = self.spec.initiated.arm(self.state.child("init"), self.ctx, now_ms, {})
         fired = self.init.fires_now()
-        return self._start(fired, now_ms) if fired is not None else []
+        changes = self._start(fired, now_ms) if fired is not None else []
+        self._save_meta()
+        return changes
 
     def _start(self, fired: Fired, now_ms: int, exclude: bool = False) -> list[Change]:
         tags = _tags(fired)
@@ -193,12 +256,15 @@ class OverlappingManager(Manager):
             self.distinct_seen[key] = pid
             props["\x00distinct"] = key
         self.parts[pid] = (cond, props)
+        self._save_part(pid, now_ms, tags)
+        self._save_meta()
         return [Change("start", pid, exclude)]
 
     def _end(self, pid: int, now_ms: int) -> Change:
         cond, props = self.parts.pop(pid)
         props["endTime"] = now_ms
         self.state.child(("t", pid)).clear()
+        self.state.delete(("p", pid))
         key = props.get("\x00distinct")
         if key is not None:
             self.distinct_seen.pop(key, None)
@@ -215,6 +281,8 @@ class OverlappingManager(Manager):
             fired = self.init.on_event(type_name, event, now_ms)
             if fired is not None:
                 changes += self._start(fired, now_ms, exclude=not self.init.inclusive)
+        if changes:
+            self._save_meta()
         return changes
 
     def on_time(self, now_ms: int) -> list[Change]:
@@ -229,6 +297,7 @@ class OverlappingManager(Manager):
                 fired = self.init.on_time(now_ms)
                 if fired is not None:
                     changes += self._start(fired, now_ms)
+        self._save_meta()
         return changes
 
     def next_timer(self) -> int | None:

@@ -19,7 +19,8 @@ from operators.state import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[3]
 OWN = ROOT / "tests" / "scenarios"
-FILES = scenario_files([str(OWN)])
+PUBLIC = ROOT.parent / "shared" / "conformance" / "cases"
+FILES = scenario_files([str(OWN)]) + (scenario_files([str(PUBLIC)]) if PUBLIC.is_dir() else [])
 
 
 class Restoring:
@@ -57,18 +58,9 @@ class Restoring:
         self.engine.send(type_name, event)
 
 
-def _temporal_context(doc: dict) -> bool:
-    """Start/end and initiated/terminated context managers keep their partitions in memory
-    only (operators/contexts/temporal.py), so they cannot be rebuilt from a checkpoint yet."""
-    text = " ".join(str(s["epl"]).lower() for s in doc["statements"])
-    return "create context" in text and (" start " in text or " initiated " in text)
-
-
 @pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
 def test_scenario_with_restores(path: Path) -> None:
     doc = load_scenario(path)
-    if _temporal_context(doc):
-        pytest.skip("temporal context managers are not restorable from their state yet")
     r = Restoring(doc)
     diff = replay(doc, r.advance, r.send, r.collected, r.catalog, lambda: r.engine.now_ms)
     assert diff is None, diff
