@@ -222,7 +222,7 @@ class RocksNamespace:
             yield decode_key(k[len(own) :]), decode_value(v)
 
     def child(self, name: Any) -> RocksNamespace:
-        return RocksNamespace(self.db, self.prefix + encode_key_part(name), self.sink)
+        return RocksNamespace(self.db, self.prefix + encode_key(name), self.sink)
 
     def clear(self) -> None:
         for k, _ in list(self._scan(self.prefix)):

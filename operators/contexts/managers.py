@@ -95,12 +95,12 @@ class KeyedManager(Manager):
         self.ctx = ctx
         self.state = state
         self.by_type = {i.type_name: i for i in spec.items}
-        self.pids: dict[str, int] = {}
+        self.pids: dict[Any, int] = {}
         self.keys: dict[int, list] = {}
         for k, v in state.items():
             if isinstance(k, str):
                 continue
-            self.pids[k[1]] = v[0]
+            self.pids[_hashable(v[1])] = v[0]
             self.keys[v[0]] = v[1]
         self.next_id = state.get("next", 0)
 
@@ -117,14 +117,14 @@ class KeyedManager(Manager):
         key = self.key_of(type_name, event)
         if key is None:
             return []
-        ks = json.dumps(key)
-        pid = self.pids.get(ks)
+        hk = key[0] if len(key) == 1 and isinstance(key[0], str) else _hashable(key)
+        pid = self.pids.get(hk)
         if pid is None:
             pid = self.next_id
             self.next_id += 1
-            self.pids[ks] = pid
+            self.pids[hk] = pid
             self.keys[pid] = key
-            self.state.put(("k", ks), [pid, key])
+            self.state.put(("k", json.dumps(key)), [pid, key])
             self.state.put("next", self.next_id)
         return [pid]
 
@@ -136,6 +136,13 @@ class KeyedManager(Manager):
 
     def live(self) -> list[Pid]:
         return sorted(self.keys)
+
+
+def _hashable(key: list) -> Any:
+    """In-memory map key of a context key (a lone string is used as is)."""
+    if len(key) == 1 and isinstance(key[0], str):
+        return key[0]
+    return json.dumps(key)
 
 
 # -- hash -------------------------------------------------------------------
