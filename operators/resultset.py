@@ -101,8 +101,18 @@ class GroupedUpdate:
     old: Rows = field(default_factory=list)
 
 
-def _gkey(values: tuple) -> str:
-    return json.dumps(values, default=str)
+def group_values(key: str) -> list:
+    """The group-by values a group key stands for (inverse of ``group_key``)."""
+    if key.startswith("\x00"):
+        return list(json.loads(key[1:]))
+    return [key]
+
+
+def group_key(values: tuple) -> str:
+    """State key of a group: a lone string value as is, anything else as tagged JSON."""
+    if len(values) == 1 and type(values[0]) is str and not values[0].startswith("\x00"):
+        return values[0]
+    return "\x00" + json.dumps(values, default=str)
 
 
 class ResultSet:
@@ -125,6 +135,8 @@ class ResultSet:
             self.groups[k] = v
         self.next_seq = max((v[2] for v in self.groups.values() if len(v) > 2), default=-1) + 1
         self._project = self._make_projector()
+        self._enter = [(i, a.aggregator.enter, a.value, a.filter) for i, a in enumerate(self.aggs)]
+        self._leave = [(i, a.aggregator.leave, a.value, a.filter) for i, a in enumerate(self.aggs)]
 
     # -- aggregation -------------------------------------------------------
     def _record(self, key: str, row: Row | None) -> list:
@@ -138,19 +150,23 @@ class ResultSet:
     def _apply(self, rec: list, row: Row, entering: bool) -> None:
         ctx = self.ctx
         states = rec[0]
-        for i, a in enumerate(self.aggs):
-            if a.filter is not None and not a.filter(row, ctx):
+        for i, fn, value, filt in (self._enter if entering else self._leave):
+            if filt is not None and not filt(row, ctx):
                 continue
-            v = a.value(row, ctx) if a.value is not None else row
-            agg = a.aggregator
-            states[i] = agg.enter(states[i], v) if entering else agg.leave(states[i], v)
+            states[i] = fn(states[i], value(row, ctx) if value is not None else row)
 
     def _results(self, rec: list) -> list:
         return [a.aggregator.result(s) for a, s in zip(self.aggs, rec[0])]
 
     def _group_of(self, row: Row) -> str:
         ctx = self.ctx
-        return _gkey(tuple(g(row, ctx) for g in self.spec.group_by))
+        group_by = self.spec.group_by
+        if len(group_by) == 1:
+            v = group_by[0](row, ctx)
+            if type(v) is str and not v.startswith("\x00"):
+                return v
+            return group_key((v,))
+        return group_key(tuple(g(row, ctx) for g in group_by))
 
     # -- projection --------------------------------------------------------
     def _make_projector(self) -> Callable[[Row], Row]:

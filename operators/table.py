@@ -12,13 +12,12 @@ update and delete rows; on-demand queries read them.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from operators.aggregates import Aggregator
 from operators.base import PartitionCtx, Row, Rows, StateNamespace
-from operators.resultset import ResultSet, ResultSetSpec
+from operators.resultset import ResultSet, ResultSetSpec, group_key, group_values
 
 
 @dataclass(frozen=True)
@@ -75,8 +74,8 @@ class TableSpec:
 
 
 def table_key(values: list | tuple) -> str:
-    """The store key of a row: the JSON of its primary-key values (same as group keys)."""
-    return json.dumps(tuple(values), default=str)
+    """The store key of a row: its primary-key values encoded as group keys are."""
+    return group_key(tuple(values))
 
 
 class Table:
@@ -197,7 +196,7 @@ class _TableGroups:
     @staticmethod
     def _tkey(key: str) -> str:
         """The table key of a group key (an ungrouped statement uses the key-less row)."""
-        return "[]" if key == "" else key
+        return group_key(()) if key == "" else key
 
     def begin(self) -> None:
         """Forget the records read so far (a new update or read starts)."""
@@ -241,9 +240,7 @@ class _TableGroups:
         tkey = self._tkey(key)
         trec = self.table.get(tkey)
         if trec is None:
-            keyvals = json.loads(tkey)
-            if not isinstance(keyvals, list):
-                keyvals = [keyvals]
+            keyvals = group_values(tkey)
             trec = self.table.create(keyvals)
         trec = {**trec, "a": dict(trec["a"]), "r": rec[1]}
         for col, state in zip(self.columns, rec[0]):

@@ -266,8 +266,18 @@ class Engine:
     # -- events -------------------------------------------------------------
     def send(self, type_name: str, event: Row) -> None:
         """Deliver one event at the current time (and whatever it inserts into streams)."""
-        self._queue.append((type_name, event))
-        self._drain()
+        if self._busy:
+            self._queue.append((type_name, event))
+            return
+        self._busy = True
+        try:
+            self._process(type_name, event)
+            self._notify_variables()
+            while self._queue:
+                self._process(*self._queue.popleft())
+                self._notify_variables()
+        finally:
+            self._busy = False
 
     def _drain(self) -> None:
         if self._busy:
