@@ -33,6 +33,11 @@ class _Stmt:
     plan: StatementPlan
     index: int
     pipelines: dict[Any, Pipeline] = field(default_factory=dict)
+    key0: tuple = ()
+    """Timer key of the partition-0 pipeline (statements without a context)."""
+
+    def __post_init__(self) -> None:
+        self.key0 = ("p", self.plan.name, 0)
 
 
 @dataclass
@@ -218,18 +223,17 @@ class Engine:
     # -- timers -------------------------------------------------------------
     def _arm(self, key: Any, next_timer: Callable[[], int | None],
              prio: tuple | None = None) -> None:
-        if prio is None:
-            prio = self._prio[key]
-        else:
+        if prio is not None:
             self._prio[key] = prio
         due = next_timer()
         if due is None:
-            self._due.pop(key, None)
+            if key in self._due:
+                del self._due[key]
             return
         if self._due.get(key) == due:
             return
         self._due[key] = due
-        heapq.heappush(self._heap, (due, prio, key))
+        heapq.heappush(self._heap, (due, self._prio[key], key))
 
     def next_timer(self) -> int | None:
         """The earliest due time of anything deployed (for runners that step time)."""
@@ -300,6 +304,14 @@ class Engine:
             self._arm(("c", c.name), c.manager.next_timer)
         for st in self.by_type.get(type_name, ()):
             ctx_name = st.plan.context
+            if ctx_name is None and st.plan.kind != "on":
+                # the common case: one partition for the statement's lifetime
+                p = st.pipelines.get(0) or self._pipeline(st, 0)
+                new, old = p.on_event(type_name, event, now)
+                if new or old:
+                    self._emit(st, 0, new, old)
+                self._arm(st.key0, p.next_timer)
+                continue
             if ctx_name is None:
                 pids: list[Any] = [0]
             else:
