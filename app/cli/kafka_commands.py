@@ -59,7 +59,7 @@ def cmd_send(args: argparse.Namespace, bootstrap: str) -> int:
 
 
 def cmd_clock(args: argparse.Namespace, bootstrap: str) -> int:
-    from app.runtime.kafka.worker import publish_watermark
+    from app.runtime.kafka.clock import publish_watermark
 
     sf = load_statement_file(args.file)
     cfg = _config(sf)
@@ -91,7 +91,8 @@ def cmd_demo(args: argparse.Namespace, bootstrap: str) -> int:
     """Broker, topics, worker, sample events and the clock; output printed until Ctrl-C."""
     from app.kafka.local_broker import start, stop
     from app.runtime.kafka.reader import follow_rows
-    from app.runtime.kafka.worker import create_topics, publish_watermark
+    from app.runtime.kafka.clock import publish_watermark
+    from app.runtime.kafka.worker import create_topics
 
     file = Path(args.file) if args.file else ROOT / "examples" / "bank.yaml"
     sf = load_statement_file(file)

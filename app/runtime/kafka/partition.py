@@ -15,6 +15,7 @@ Bookkeeping kept in the same state (so it is committed atomically with the engin
 - output sequence numbers per (statement, context partition): ``kepl.id`` =
   ``statement/context-partition/sequence`` is identical when a batch is replayed;
 - with more than one upstream partition, events wait in a persisted per-upstream queue
+  (keyed by upstream ``topic:partition`` and offset)
   until every upstream has delivered the closing barrier of their epoch; the epoch is
   then merged deterministically (record timestamp, ``kepl.seq``, upstream, offset, each
   upstream's order kept) and the clock moves to the barrier.  With one upstream,
@@ -97,6 +98,7 @@ class EnginePartition:
         self.poison: set[tuple[str, int]] = set()
         self.engine: Engine | None = None
         self.touched = False
+        self.sealed: ChangelogRecord | None = None
         self.progress: tuple[int, str] | None = None
 
     # -- life cycle --------------------------------------------------------------
@@ -139,7 +141,8 @@ class EnginePartition:
         self.dirty_seqs: set[tuple[str, str]] = set()
         self.queues: list[deque[list[Any]]] = [deque() for _ in self.upstreams]
         self.barriers_queued = [0] * len(self.upstreams)
-        for (ui, off), item in self.q_ns.items():
+        for (up, off), item in self.q_ns.items():
+            ui = self.up_index[up]
             self.queues[ui].append([off, *item])
             if item[0] == "barrier":
                 self.barriers_queued[ui] += 1
@@ -189,7 +192,7 @@ class EnginePartition:
                 self._event(r)
             return
         item = [r.kind, r.ts, r.seq, r.type_name, r.payload]
-        self.q_ns.put((ui, r.offset), item)
+        self.q_ns.put((r.upstream, r.offset), item)
         self.queues[ui].append([r.offset, *item])
         if r.kind == "barrier":
             self.barriers_queued[ui] += 1
@@ -209,8 +212,8 @@ class EnginePartition:
             keyed = [[((it[2], -1 if it[3] is None else it[3], ui, it[0]), ui, it)
                       for it in events] for ui, events in enumerate(heads)]
             for _, ui, it in heapq.merge(*keyed, key=lambda x: x[0]):
-                self.q_ns.delete((ui, it[0]))
                 up = self.upstreams[ui]
+                self.q_ns.delete((up, it[0]))
                 rec = InRecord("event", up, it[0], it[4], it[2], it[3], it[5])
                 self._event(rec)
             t: int | None = None
@@ -218,7 +221,7 @@ class EnginePartition:
             for ui, q in enumerate(self.queues):
                 b = q.popleft()
                 self.barriers_queued[ui] -= 1
-                self.q_ns.delete((ui, b[0]))
+                self.q_ns.delete((self.upstreams[ui], b[0]))
                 bt = int(b[5]["t"])
                 if t is None or bt < t:
                     t, wid = bt, str(b[5]["id"])
@@ -265,11 +268,12 @@ class EnginePartition:
         self.dirty_seqs.clear()
         self.book.put("meta", {"now": self.engine.now_ms, "applied": self.applied,
                                "barrier": list(self.barrier) if self.barrier else None})
-        return ChangelogRecord(
+        self.sealed = ChangelogRecord(
             self.cl_offset,
             {"group": self.group.name, "partition": self.partition,
              "now": self.engine.now_ms},
-            list(self.store.pending.items()), self.outputs)
+            self.store.batch_writes(), self.outputs)
+        return self.sealed
 
     def committed(self, offset: int) -> bool:
         """The sealed record is durable at ``offset``: commit local state.
@@ -281,7 +285,8 @@ class EnginePartition:
                 f"changelog {self.changelog_topic}[{self.partition}] has a record at "
                 f"{offset}, expected {self.cl_offset + 1}: another worker writes this "
                 "partition")
-        self.store.commit(offset)
+        self.store.commit(offset, self.sealed.writes if self.sealed is not None else None)
+        self.sealed = None
         self.cl_offset = offset
         self.outputs = []
         self.dead = []

@@ -42,6 +42,12 @@ class OutputRow:
     def seq(self) -> int:
         return int(self.id.rsplit("/", 1)[1])
 
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-friendly view (``kepl tail``)."""
+        return {"statement": self.statement, "stream": self.stream,
+                "context_partition": self.context_partition, "time": self.time_ms,
+                "id": self.id, "row": self.row}
+
 
 class Deduper:
     """Remembers the highest sequence per (statement, context partition)."""
@@ -116,10 +122,19 @@ class RowReader:
             pos[(tp.topic, tp.partition)] = tp.offset
         out: list[OutputRow] = []
         deadline = time.monotonic() + timeout_s
-        while any(ends[k] > max(pos.get(k, 0), 0) for k in ends):
+        while True:
+            left = sum(max(0, ends[k] - max(pos.get(k, 0), 0)) for k in ends)
+            if left == 0:
+                break
             if time.monotonic() > deadline:
                 raise TimeoutError("output topics did not deliver up to their end offsets")
-            for m in self.consumer.consume(1000, 0.2):
+            # consume() waits for the count or the timeout: ask for exactly what is left
+            batch = self.consumer.consume(min(1000, left), 0.5)
+            if not batch:  # positions may skip offsets that hold no row (control records)
+                for tp in self.consumer.position(self.tps):
+                    if tp.offset >= 0:
+                        pos[(tp.topic, tp.partition)] = tp.offset
+            for m in batch:
                 if m.error() is not None:
                     continue
                 pos[(m.topic(), m.partition())] = m.offset() + 1
@@ -129,6 +144,18 @@ class RowReader:
                 else:
                     self.duplicates += 1
         return out
+
+    def follow(self, poll_s: float = 0.5) -> Iterator[OutputRow]:
+        """New unique rows as they arrive, forever."""
+        while True:
+            for m in self.consumer.consume(500, poll_s):
+                if m.error() is not None:
+                    continue
+                row = decode_row(m)
+                if self.dedupe.fresh(row.id):
+                    yield row
+                else:
+                    self.duplicates += 1
 
     def close(self) -> None:
         self.consumer.close()
@@ -142,5 +169,16 @@ def read_rows(bootstrap: str, topic: str | list[str], timeout_s: float = 30.0
     reader = RowReader(bootstrap, [topic] if isinstance(topic, str) else list(topic))
     try:
         yield from reader.read_available(timeout_s)
+    finally:
+        reader.close()
+
+
+def follow_rows(bootstrap: str, topics: list[str], from_beginning: bool = True
+                ) -> Iterator[dict[str, Any]]:
+    """Unique rows of output topics as they arrive, forever (``kepl tail``)."""
+    reader = RowReader(bootstrap, topics, from_beginning=from_beginning)
+    try:
+        for row in reader.follow():
+            yield row.as_dict()
     finally:
         reader.close()

@@ -29,11 +29,13 @@ from typing import Any
 import yaml
 
 from app.conformance.runner import Collected, replay, rows_equal
+from app.runtime.catalog import Catalog
 from app.runtime.kafka.clock import Clock
 from app.runtime.kafka.config import AppConfig
 from app.runtime.kafka.reader import OutputRow, RowReader
 from app.runtime.kafka.router import H_SEQ
 from app.runtime.kafka.topology import Topology, ensure_topics
+from app.runtime.kafka.worker import CRASH_HOOK_ENV
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SETTLE_TIMEOUT_S = 60.0
@@ -43,13 +45,13 @@ class WorkerProcess:
     """A worker subprocess with its config file, data dir and log."""
 
     def __init__(self, config: AppConfig, bootstrap: str, workdir: Path,
-                 loglevel: str = "warning") -> None:
+                 loglevel: str | None = None) -> None:
         self.config_path = workdir / "app.yaml"
         self.config_path.write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
         self.data_dir = workdir / "data"
         self.log_path = workdir / "worker.log"
         self.bootstrap = bootstrap
-        self.loglevel = loglevel
+        self.loglevel = loglevel or os.environ.get("KEPL_WORKER_LOGLEVEL", "warning")
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, env: dict[str, str] | None = None) -> None:
@@ -120,6 +122,7 @@ class KafkaApp:
 
     def __init__(self, config: AppConfig, bootstrap: str, workdir: Path | None = None,
                  start: bool = False) -> None:
+        """Plan, create the topics; ``start`` starts the worker first (it overlaps)."""
         from confluent_kafka import Producer
 
         self.config = config
@@ -139,6 +142,7 @@ class KafkaApp:
                      for p in range(g.partitions)]
         self.seq = 0
         self.now = 0
+        self.restarts = 0
 
     def send(self, type_name: str, event: dict[str, Any] | bytes,
              timestamp_ms: int | None = None) -> None:
@@ -162,12 +166,23 @@ class KafkaApp:
         return self.clock.publish(t_ms)
 
     def settle(self, timeout_s: float = SETTLE_TIMEOUT_S) -> None:
-        """Wait until the workers processed everything sent so far."""
+        """Wait until the workers processed everything sent so far.
+
+        A worker that died is started again while ``self.restarts`` allows (crash tests).
+        """
         wid = self.advance(self.now)
-        try:
-            self.progress.wait(self.keys, wid, timeout_s, self.worker.alive)
-        except (TimeoutError, RuntimeError) as e:
-            raise RuntimeError(f"{e}; worker log:\n{self.worker.log_tail()}") from None
+        while True:
+            try:
+                self.progress.wait(self.keys, wid, timeout_s, self.worker.alive)
+                return
+            except RuntimeError:
+                if self.worker.alive() or self.restarts <= 0:
+                    raise RuntimeError(f"the worker exited; worker log:\n"
+                                       f"{self.worker.log_tail()}") from None
+                self.restarts -= 1
+                self.worker.start()
+            except TimeoutError as e:
+                raise RuntimeError(f"{e}; worker log:\n{self.worker.log_tail()}") from None
 
     def close(self, graceful: bool = True) -> None:
         """Stop the worker (``graceful=False``: kill it, for throw-away apps)."""
@@ -198,13 +213,18 @@ def scenario_config(doc: dict[str, Any]) -> AppConfig:
     """An app config for a scenario, with unique topic names."""
     base = re.sub(r"[^A-Za-z0-9._-]", "_", str(doc.get("name", "scenario")))[:80]
     app = f"{base}-{uuid.uuid4().hex[:8]}"
-    schemas = doc.get("schemas") or {}
+    statements = [{"name": s.get("name") or f"s{i}", "epl": str(s["epl"])}
+                  for i, s in enumerate(doc["statements"])]
+    # event types declared by 'create schema' need a source topic too
+    catalog = Catalog.from_schemas(doc.get("schemas") or {})
+    for s in statements:
+        catalog.plan(s["epl"], s["name"])
+    schemas = catalog.schemas
     return AppConfig.from_dict({
         "app": app,
         "schemas": schemas,
         "topics": {t: f"kepl.{app}.in.{re.sub(r'[^A-Za-z0-9._-]', '_', t)}" for t in schemas},
-        "statements": [{"name": s.get("name") or f"s{i}", "epl": str(s["epl"])}
-                       for i, s in enumerate(doc["statements"])],
+        "statements": statements,
     })
 
 
@@ -232,10 +252,17 @@ def arrange(expected: list[Any], rows: list[OutputRow]) -> list[dict[str, Any]]:
     return out
 
 
-def run_scenario_kafka(doc: dict[str, Any], bootstrap: str) -> str | None:
-    """Run one scenario through a Kafka-mode worker; the first difference, or None."""
+def run_scenario_kafka(doc: dict[str, Any], bootstrap: str, crash_at: str | None = None
+                       ) -> str | None:
+    """Run one scenario through a Kafka-mode worker; the first difference, or None.
+
+    ``crash_at`` (``before_flush:n`` / ``after_flush:n``) kills the worker at its n-th
+    batch and starts it again: the outcome must not change (crash tests).
+    """
     config = scenario_config(doc)
-    kapp = KafkaApp(config, bootstrap, start=True)
+    kapp = KafkaApp(config, bootstrap)
+    kapp.worker.start(env={CRASH_HOOK_ENV: crash_at} if crash_at else None)
+    kapp.restarts = 1 if crash_at else 0
     names = [p.name for p in kapp.topology.plans]
     collected: dict[str, Collected] = {n: Collected() for n in names}
     out_topics = sorted({t for t, _ in kapp.topology.output_topics().values()})

@@ -189,14 +189,22 @@ class PartitionStore(RocksStore):
         """Uncommitted writes of the current batch (key -> value, None = deleted)."""
         return self.db.pending
 
+    def batch_writes(self) -> list[tuple[bytes, bytes | None]]:
+        """The batch's net writes: a key put and deleted within the batch (a row that
+        entered and left a window) leaves no trace in the changelog."""
+        base = self.base
+        return [(k, v) for k, v in self.db.pending.items()
+                if v is not None or base.get(k) is not None]
+
     def marker(self) -> int:
         """Offset of the last changelog record this database reflects (-1: none)."""
         raw = self.base.get(MARKER_KEY)
         return -1 if raw is None else int(raw)
 
-    def commit(self, marker: int) -> None:
-        """Write the overlay and the new changelog marker atomically."""
-        self._write(self.pending.items(), marker)
+    def commit(self, marker: int, writes: list[tuple[bytes, bytes | None]] | None = None
+               ) -> None:
+        """Write the overlay (or its ``batch_writes``) and the changelog marker atomically."""
+        self._write(self.pending.items() if writes is None else writes, marker)
         self.pending.clear()
 
     def rollback(self) -> None:

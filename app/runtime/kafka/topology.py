@@ -27,6 +27,18 @@ from app.runtime.plan import StatementPlan
 from operators.base import PartitionCtx, Row
 from operators.contexts.managers import HashSpec
 
+STATEMENT_KINDS = ("query", "window", "on")
+"""Plan kinds that run per context partition and may emit rows."""
+
+
+def consumed_types(plan: StatementPlan) -> set[str]:
+    """Event types a statement reads (an on-action: its trigger type)."""
+    if plan.kind == "on" and plan.action is not None:
+        return {plan.action.trigger_type}
+    if plan.pipeline is not None:
+        return set(plan.pipeline.types())
+    return set()
+
 
 @dataclass
 class Group:
@@ -41,8 +53,8 @@ class Group:
 
     @property
     def statements(self) -> list[str]:
-        """Names of the query statements (those with an output topic)."""
-        return [p.name for p in self.plans if p.kind == "query"]
+        """Names of the statements that may emit rows (each has an output topic)."""
+        return [p.name for p in self.plans if p.kind in STATEMENT_KINDS]
 
     def partition_of(self, type_name: str, event: Row) -> int | None:
         """Kafka partition of the repartition topic for an event, None if not for us."""
@@ -76,23 +88,19 @@ class Topology:
                 groups[gname] = Group(gname, p.context_spec.granularity,
                                       hash_spec=p.context_spec)
         for p in plans:
-            if p.kind == "variable":
-                for g in groups.values():
-                    g.plans.append(p)
-                continue
             if p.kind == "context":
                 g = groups[hash_groups.get(p.context_spec.name, MAIN_GROUP)]
                 g.plans.append(p)
                 types = getattr(p.context_spec, "types", None)
                 if types is not None:
                     g.types |= set(types())
-                continue
-            if p.kind != "query":
-                continue
-            g = groups[hash_groups.get(p.context or "", MAIN_GROUP)]
-            g.plans.append(p)
-            if p.pipeline is not None:
-                g.types |= set(p.pipeline.types())
+            elif p.kind in STATEMENT_KINDS:
+                g = groups[hash_groups.get(p.context or "", MAIN_GROUP)]
+                g.plans.append(p)
+                g.types |= consumed_types(p)
+            else:  # declarations (variables, tables, schemas): every engine needs them
+                for g in groups.values():
+                    g.plans.append(p)
         for g in groups.values():
             g.types &= set(config.schemas)  # insert-into streams never come from Kafka
         _check_insert_into(plans, groups)
@@ -112,7 +120,9 @@ class Topology:
 
     def topic_specs(self) -> dict[str, tuple[int, dict[str, str]]]:
         """Every topic the app needs: name -> (partitions, topic config)."""
-        keep = {"retention.ms": "-1", "retention.bytes": "-1"}
+        # changelog records hold a whole batch: keep them forever, allow big ones
+        keep = {"retention.ms": "-1", "retention.bytes": "-1",
+                "max.message.bytes": str(64 * 1024 * 1024)}
         c = self.config
         specs: dict[str, tuple[int, dict[str, str]]] = {}
         for t in c.source_topics:
@@ -137,15 +147,16 @@ def _group_name(ctx_name: str, groups: dict[str, Any]) -> str:
 
 
 def _check_insert_into(plans: list[StatementPlan], groups: dict[str, Group]) -> None:
-    owner = {p.name: g.name for g in groups.values() for p in g.plans if p.kind == "query"}
+    owner = {p.name: g.name for g in groups.values() for p in g.plans
+             if p.kind in STATEMENT_KINDS}
     for p in plans:
-        if p.kind != "query" or p.insert_into is None:
+        if p.kind not in STATEMENT_KINDS or p.insert_into is None:
             continue
         for g in groups.values():
             if g.name == owner.get(p.name):
                 continue
-            if any(q.pipeline is not None and p.insert_into in q.pipeline.types()
-                   for q in g.plans if q.kind == "query"):
+            if any(p.insert_into in consumed_types(q) or q.window == p.insert_into
+                   for q in g.plans if q.kind in STATEMENT_KINDS):
                 raise NotSupported(
                     f"insert into '{p.insert_into}' consumed under another hash context "
                     "(Kafka mode)")

@@ -6,9 +6,17 @@ Topology (ARCHITECTURE.md, Partitioning / Time and the watermark barrier)::
          ▲  (JSON, coerce_event;         (events + in-band barriers,      (one Engine per
      clock  bad records → DLQ)            tagged with their upstream)      partition)
 
+The engine agent moves an Engine's clock only on barriers (time arrives in the stream),
+and once a batch is durable it publishes the last barrier it applied per partition to
+``kepl.<app>.progress`` (key ``group/partition``): "everything before watermark id X is
+processed and its outputs are written", which is what the scenario runner waits for.
+
 Crash safety: determinism plus idempotence, not Kafka transactions.  faust's
-``exactly_once`` is not trustworthy (faust-streaming #323, #440, #517, #177) and its
-tables cannot hold our O(1)-per-event layout atomically, so the worker keeps its own state:
+``exactly_once`` is not trustworthy (faust-streaming #323, #440, #517, #177); faust
+tables write one changelog record per key, so a crash can leave half a batch; and a
+transactional confluent-kafka producer cannot commit the offsets of faust's aiokafka
+consumer (``send_offsets_to_transaction`` wants a confluent consumer's group metadata).
+So the worker keeps its own state:
 
 1. each engine partition's state is a RocksDB database (``PartitionStore``) whose writes
    are held in an overlay during a batch of input records (``take_events``);
@@ -26,7 +34,14 @@ local database the whole changelog partition), and output rows possibly written 
 always with the same ``kepl.id`` (statement/context-partition/sequence), since the replay
 is deterministic; ``reader.read_rows`` drops the repeats.  After a restore the outputs of
 the last changelog record are published again, covering a crash between the two.  A
-transactional producer was not needed: a batch is atomic because it is one record.
+batch is atomic because it is one record, so no transaction is needed.  Each changelog
+record names the record it continues (``prev``); a writer whose record does not land
+right after it (another worker wrote the partition: a zombie) exits, and replay ignores
+records that break the chain.
+
+Process model: crash-only.  An agent that fails makes the process exit; its state is in
+RocksDB and Kafka, and a restarted worker (static group membership: the same data dir
+takes its partitions back at once) continues exactly.
 
 Start: ``run_worker(config, bootstrap, data_dir)`` or
 ``python -m app.runtime.kafka.worker --config app.yaml --bootstrap host:port --data-dir DIR``.
@@ -47,6 +62,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from app.runtime.kafka.clock import publish_watermark
 from app.runtime.kafka.config import AppConfig
 from app.runtime.kafka.partition import EnginePartition, InRecord
 from app.runtime.kafka.router import (
@@ -71,6 +87,8 @@ from app.runtime.kafka.router import (
 from app.runtime.kafka.store import ChangelogRecord
 from app.runtime.kafka.topology import Group, Topology, ensure_topics, source_partitions
 
+__all__ = ["build_app", "create_topics", "main", "publish_watermark", "run_worker"]
+
 log = logging.getLogger("kepl.worker")
 
 CRASH_HOOK_ENV = "KEPL_TEST_CRASH"
@@ -79,7 +97,7 @@ CRASH_HOOK_ENV = "KEPL_TEST_CRASH"
 
 ROUTER_BATCH = 2000
 ENGINE_BATCH = 2000
-BATCH_WITHIN_S = 0.005
+BATCH_WITHIN_S = 0.05
 CRASH_EXIT_CODE = 70
 
 
@@ -173,15 +191,16 @@ class KafkaChangelog:
             if start >= high:
                 return
             c.assign([TopicPartition(topic, partition, start)])
-            while True:
-                for m in c.consume(1000, 1.0):
+            nxt = start
+            while nxt < high:
+                # ask for exactly what is left: consume() waits for the count or the timeout
+                for m in c.consume(min(1000, high - nxt), 5.0):
                     if m.error() is not None:
                         if m.error().code() == KafkaError._PARTITION_EOF:
                             return
                         raise RuntimeError(f"reading {topic}[{partition}]: {m.error()}")
+                    nxt = m.offset() + 1
                     yield m.offset(), m.value()
-                    if m.offset() >= high - 1:
-                        return
         finally:
             c.close()
 
@@ -247,7 +266,10 @@ class GroupRunner:
         last = await asyncio.to_thread(part.restore, self.changelog)
         if last is not None and last.outputs:
             self._send_outputs(p, last)
-            await self.producer.flush_async()
+        if part.barrier is not None:  # the restored state may be all a waiting reader needs
+            part.progress = part.barrier
+            self._send_progress(part)
+        await self.producer.flush_async()
         self.parts[p] = part
         log.info("restored %s[%d] in %.3f s (changelog at %d)", self.topic, p,
                  time.monotonic() - t0, part.cl_offset)
@@ -277,7 +299,10 @@ class GroupRunner:
             for part, rec in sealed:
                 self._send_outputs(part.partition, rec)
                 for d in part.dead:
-                    self.producer.produce(self.dlq_topic, d.record.raw, 0, [
+                    log.warning("dead letter from %s[%d]: %s at %s/%d", self.topic,
+                                part.partition, d.reason, d.record.upstream, d.record.offset)
+                    raw = d.record.raw or json.dumps(d.record.payload).encode()
+                    self.producer.produce(self.dlq_topic, raw, 0, [
                         (H_ERROR, d.reason.encode()),
                         (H_SOURCE, d.record.upstream.replace(":", "/").encode()
                          + f"/{d.record.offset}".encode())])
@@ -293,14 +318,21 @@ class GroupRunner:
             self._crash_hook("before_flush")
             await self.producer.flush_async()
             self._crash_hook("after_flush")
-            for part, _ in sealed:
-                if part.committed(offsets[part.partition]) and part.progress is not None:
-                    t, wid = part.progress
-                    value = json.dumps({"group": self.group.name, "partition": part.partition,
-                                        "t": t, "id": wid}).encode()
-                    self.producer.produce(self.progress_topic, value, 0,
-                                          key=f"{self.group.name}/{part.partition}".encode())
-            self.producer.poll()
+            announce = [part for part, _ in sealed if part.committed(offsets[part.partition])]
+            for part in announce:
+                self._send_progress(part)
+            if announce:  # durable before faust may commit the batch's input offsets
+                await self.producer.flush_async()
+
+    def _send_progress(self, part: EnginePartition) -> None:
+        """Tell readers the last barrier this partition made durable."""
+        if part.progress is None:
+            return
+        t, wid = part.progress
+        value = json.dumps({"group": self.group.name, "partition": part.partition,
+                            "t": t, "id": wid}).encode()
+        self.producer.produce(self.progress_topic, value, 0,
+                              key=f"{self.group.name}/{part.partition}".encode())
 
     async def drop(self, partitions: set[int]) -> None:
         """Partitions were revoked: forget their engines (another worker restores them)."""
@@ -329,11 +361,119 @@ def _crash(what: str) -> None:
     os._exit(CRASH_EXIT_CODE)
 
 
+FETCH_MAX_WAIT_MS = 20
+WATCHDOG_INTERVAL_S = 1.0
+
+
+class Delivery:
+    """What faust handed our agents, per topic-partition, to notice records it lost.
+
+    faust's fetcher runs aiokafka in a thread; a fetch whose result arrives while faust
+    restarts its fetcher (start-up, rebalances) is dropped after aiokafka has already
+    moved its position past it, and nothing re-reads those records until a restart.  If
+    a partition's high watermark stays ahead of what our agents received while they are
+    idle, the watchdog seeks it back to the first record not received (records seen twice
+    are duplicates the engine skips).  It seeks at most once per position, so a real gap
+    (a transaction marker at the end of a source partition) costs one extra fetch.
+    """
+
+    def __init__(self, group_id: str, bootstrap: str) -> None:
+        self.group_id = group_id
+        self.bootstrap = bootstrap
+        self.next: dict[Any, int] = {}
+        self.busy = 0
+        self._last: dict[Any, int] = {}
+        self._sought: dict[Any, int] = {}
+        self._start: dict[Any, int] = {}
+
+    def saw(self, tp: Any, offset: int) -> None:
+        if offset + 1 > self.next.get(tp, -1):
+            self.next[tp] = offset + 1
+
+    def _starts(self, tps: list[Any]) -> dict[Any, int]:
+        """Where a consumer of our group starts: committed offset, else the log start."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group_id,
+                      "enable.auto.commit": False, "log_level": 3})
+        try:
+            out = {}
+            committed = c.committed([TopicPartition(tp.topic, tp.partition) for tp in tps],
+                                    timeout=10)
+            for tp, ctp in zip(tps, committed):
+                if ctp.offset >= 0:
+                    out[tp] = ctp.offset
+                else:
+                    low, _ = c.get_watermark_offsets(ctp, timeout=10)
+                    out[tp] = low
+            return out
+        finally:
+            c.close()
+
+    async def check(self, app: Any, topics: set[str]) -> None:
+        """One watchdog tick (see the class docstring)."""
+        if self.busy or app.rebalancing or not app.consumer.flow_active:
+            self._last.clear()
+            return
+        stalled = []
+        for tp in app.consumer.assignment():
+            if tp.topic not in topics:
+                continue
+            high = app.consumer.highwater(tp)
+            if high is None or high <= 0:
+                continue
+            nxt = self.next.get(tp)
+            if nxt is None:
+                if tp not in self._start:
+                    self._start.update(await asyncio.to_thread(self._starts, [tp]))
+                nxt = self._start[tp]
+            if high > nxt and self._last.get(tp) == nxt and self._sought.get(tp) != nxt:
+                stalled.append((tp, nxt, high))
+            self._last[tp] = nxt
+        for tp, nxt, high in stalled:
+            log.warning("%s[%d]: records %d..%d were fetched but never delivered by faust; "
+                        "reading them again", tp.topic, tp.partition, nxt, high - 1)
+            self._sought[tp] = nxt
+            await app.consumer.seek(tp, nxt)
+
+
+
+def _short_fetch_wait() -> None:
+    """faust hard-codes ``fetch_max_wait_ms=1500`` for its aiokafka consumer.  A fetch
+    long-poll then stalls partitions that get data while it is in flight (the repartition
+    topic right after the router wrote to it) for up to 1.5 s.  Shorten it, in this
+    process only, before the consumer starts."""
+    from faust.transport.drivers import aiokafka as driver
+
+    cls = driver.AIOKafkaConsumerThread
+    if getattr(cls, "_kepl_patched", False):
+        return
+    original = cls._create_worker_consumer
+
+    def create(self: Any, transport: Any) -> Any:
+        consumer = original(self, transport)
+        consumer._fetch_max_wait_ms = FETCH_MAX_WAIT_MS
+        return consumer
+
+    cls._create_worker_consumer = create
+    cls._kepl_patched = True
+
+
+def instance_id(config: AppConfig, data_dir: Path) -> str:
+    """A stable consumer-group instance id: the worker's identity is its state directory."""
+    import hashlib
+    import socket
+
+    key = f"{socket.gethostname()}:{Path(data_dir).resolve()}"
+    return f"kepl.{config.app}.{hashlib.sha1(key.encode()).hexdigest()[:12]}"
+
+
 def build_app(config: AppConfig, bootstrap: str, data_dir: Path,
               topology: Topology | None = None) -> Any:
     """Create the topics and the faust app with its router and engine agents."""
     import faust
 
+    _short_fetch_wait()
     topology = topology or Topology.plan(config)
     ensure_topics(bootstrap, topology.topic_specs())
     upstreams = [f"{t}:{p}" for t, p in source_partitions(bootstrap, config.source_topics)]
@@ -351,6 +491,10 @@ def build_app(config: AppConfig, bootstrap: str, data_dir: Path,
         topic_allow_declare=True,  # faust declares its own assignor topic
         table_standby_replicas=0,
         consumer_auto_offset_reset="earliest",
+        # Static membership: a worker restarted after a crash (same data dir) takes its
+        # partitions back at once instead of waiting for the dead member's session to
+        # time out (10 s).
+        consumer_group_instance_id=instance_id(config, data_dir),
         broker_commit_interval=0.5,
         broker_session_timeout=10.0,
         broker_heartbeat_interval=1.0,
@@ -364,6 +508,7 @@ def build_app(config: AppConfig, bootstrap: str, data_dir: Path,
     )
     producer = Producer(bootstrap)
     router = Router(topology)
+    delivery = Delivery(app.conf.id, bootstrap)
 
     def topic(*names: str) -> Any:
         return app.topic(*names, value_type=bytes, key_type=bytes, value_serializer="raw",
@@ -373,14 +518,17 @@ def build_app(config: AppConfig, bootstrap: str, data_dir: Path,
     async def route(stream: Any) -> None:
         try:
             async for events in stream.take_events(ROUTER_BATCH, within=BATCH_WITHIN_S):
+                delivery.busy += 1
                 for ev in events:
                     m = ev.message
+                    delivery.saw(m.tp, m.offset)
                     rec = SourceRecord(m.topic, m.partition, m.offset,
                                        int(round((m.timestamp or 0) * 1000)),
                                        headers_dict(m.headers), m.value)
                     for out in router.route(rec):
                         producer.send(out)
                 await producer.flush_async()  # forwarded before faust may commit the input
+                delivery.busy -= 1
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - crash-only (see _crash)
@@ -394,14 +542,17 @@ def build_app(config: AppConfig, bootstrap: str, data_dir: Path,
         async def engine_agent(stream: Any, runner: GroupRunner = runner) -> None:
             try:
                 async for events in stream.take_events(ENGINE_BATCH, within=BATCH_WITHIN_S):
+                    delivery.busy += 1
                     assigned = {tp.partition for tp in app.consumer.assignment()
                                 if tp.topic == runner.topic}
                     by_partition: dict[int, list[InRecord]] = {}
                     for ev in events:
                         m = ev.message
+                        delivery.saw(m.tp, m.offset)
                         if m.partition in assigned:
                             by_partition.setdefault(m.partition, []).append(decode_in(m))
                     await runner.process(by_partition)
+                    delivery.busy -= 1
             except asyncio.CancelledError:
                 raise
             except Exception:  # noqa: BLE001 - crash-only (see _crash)
@@ -417,8 +568,55 @@ def build_app(config: AppConfig, bootstrap: str, data_dir: Path,
         for r in runners:
             await r.drop({tp.partition for tp in tps if tp.topic == r.topic})
 
+    ours = set(config.source_topics) | {r.topic for r in runners}
+
+    @app.timer(interval=WATCHDOG_INTERVAL_S)
+    async def watchdog() -> None:
+        try:
+            await delivery.check(app, ours)
+        except Exception as e:  # noqa: BLE001 - a failed tick is retried by the next
+            log.warning("delivery watchdog: %r", e)
+
+    @app.task
+    async def install_dump() -> None:
+        """SIGUSR1 logs the consumer's view and every task's stack (stall diagnostics)."""
+        asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, _dump_state, app)
+
     app.kepl_runners = runners  # for tests and introspection
     return app
+
+
+def _dump_state(app: Any) -> None:
+    lines = ["kepl worker state dump"]
+    try:
+        c = app.consumer
+        lines.append(f"assignment={sorted(map(tuple, c.assignment()))}")
+        active = getattr(c, "_active_partitions", None) or []
+        paused = getattr(c, "_paused_partitions", None) or []
+        lines.append(f"faust active={sorted(map(tuple, active))} "
+                     f"paused={sorted(map(tuple, paused))} flow_active={c.flow_active}")
+        inner = c._thread._consumer
+        for tp in sorted(inner.assignment()):
+            st = inner._subscription.subscription.assignment.state_value(tp)
+            lines.append(f"  {tp}: position={getattr(st, '_position', '?')} "
+                         f"paused={getattr(st, 'paused', '?')} "
+                         f"awaiting_reset={getattr(st, 'awaiting_reset', '?')}")
+    except Exception as e:  # noqa: BLE001 - diagnostics only
+        lines.append(f"(consumer state unavailable: {e!r})")
+    for task in asyncio.all_tasks():
+        frames = task.get_stack(limit=3)
+        where = " <- ".join(f"{f.f_code.co_filename.rsplit('/', 2)[-1]}:{f.f_lineno}"
+                            for f in frames)
+        lines.append(f"task {task.get_name()}: {where}")
+    log.warning("\n".join(lines))
+
+
+def create_topics(config: AppConfig, bootstrap: str) -> list[str]:
+    """Create every topic the app needs (``kepl deploy``); one line per topic."""
+    specs = Topology.plan(config).topic_specs()
+    ensure_topics(bootstrap, specs)
+    return [f"{name} ({parts} partition{'s' if parts != 1 else ''})"
+            for name, (parts, _) in sorted(specs.items())]
 
 
 def run_worker(config: AppConfig, bootstrap: str, data_dir: Path,
@@ -443,6 +641,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     logging.basicConfig(level=args.loglevel.upper(), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    for name in filter(None, os.environ.get("KEPL_DEBUG_LOGGERS", "").split(",")):
+        logging.getLogger(name.strip()).setLevel(logging.DEBUG)  # diagnostics
     run_worker(AppConfig.from_file(args.config), args.bootstrap, Path(args.data_dir),
                args.loglevel)
     return 0

@@ -1,0 +1,76 @@
+"""Bad source records go to the dead-letter topic, with the reason; the worker goes on."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+
+from app.runtime.kafka.config import AppConfig
+from app.runtime.kafka.reader import read_rows
+from app.runtime.kafka.router import headers_dict
+from app.runtime.kafka.runner import KafkaApp
+
+pytestmark = pytest.mark.kafka
+
+
+@pytest.fixture(scope="module")
+def app(kafka_bootstrap: str) -> Iterator[KafkaApp]:
+    name = f"dlq-{uuid.uuid4().hex[:8]}"
+    config = AppConfig.from_dict({
+        "app": name,
+        "schemas": {"Withdrawal": {"account": "string", "amount": "double"}},
+        "topics": {"Withdrawal": f"{name}.withdrawal"},
+        "statements": [{"name": "all", "epl": "select * from Withdrawal"}],
+    })
+    kapp = KafkaApp(config, kafka_bootstrap, start=True)
+    kapp.send("Withdrawal", b"this is not json")  # offset 0
+    kapp.send("Withdrawal", {"account": "A1", "amount": "lots"})  # offset 1
+    kapp.send("Withdrawal", b"[1, 2]")  # offset 2
+    kapp.send("Withdrawal", {"account": "A2", "amount": 12, "colour": "red"})  # offset 3
+    kapp.send("Withdrawal", {"account": "A3", "amount": 250})  # offset 4: good
+    kapp.settle()
+    yield kapp
+    kapp.close()
+
+
+def dead_letters(bootstrap: str, topic: str) -> list[Message]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kepl-test-dlq",
+                         "enable.partition.eof": True, "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    out: list[Message] = []
+    try:
+        while True:
+            m = consumer.poll(10)
+            assert m is not None, "no EOF from the dead-letter topic"
+            if m.error() is not None:
+                assert m.error().code() == KafkaError._PARTITION_EOF
+                return out
+            out.append(m)
+    finally:
+        consumer.close()
+
+
+def test_bad_records_land_on_the_dlq_with_the_reason(app: KafkaApp) -> None:
+    src = app.config.topic_of("Withdrawal")
+    got = [(m.value(), headers_dict(m.headers())) for m in
+           dead_letters(app.bootstrap, app.config.dlq_topic)]
+    reasons = [(v, h["kepl.error"].decode(), h["kepl.source"].decode()) for v, h in got]
+    assert reasons == [
+        (b"this is not json", "not JSON: Expecting value: line 1 column 1 (char 0)",
+         f"{src}/0/0"),
+        (b'{"account": "A1", "amount": "lots"}',
+         "Withdrawal.amount must be a double, got 'lots'", f"{src}/0/1"),
+        (b"[1, 2]", "an event of Withdrawal must be a JSON object", f"{src}/0/2"),
+        (b'{"account": "A2", "amount": 12, "colour": "red"}',
+         "Withdrawal has no property 'colour'", f"{src}/0/3"),
+    ]
+    assert all(h["kepl.seq"] for _, h in got)  # the original headers are kept
+
+
+def test_the_worker_goes_on_with_the_next_good_record(app: KafkaApp) -> None:
+    rows = list(read_rows(app.bootstrap, app.config.output_topic("all")))
+    assert [(r.row, r.id) for r in rows] == [({"account": "A3", "amount": 250.0}, "all/0/1")]
+    assert app.worker.alive()
