@@ -90,8 +90,8 @@ def cmd_tail(args: argparse.Namespace, bootstrap: str) -> int:
 def cmd_demo(args: argparse.Namespace, bootstrap: str) -> int:
     """Broker, topics, worker, sample events and the clock; output printed until Ctrl-C."""
     from app.kafka.local_broker import start, stop
-    from app.runtime.kafka.reader import follow_rows
     from app.runtime.kafka.clock import publish_watermark
+    from app.runtime.kafka.reader import follow_rows
     from app.runtime.kafka.worker import create_topics
 
     file = Path(args.file) if args.file else ROOT / "examples" / "bank.yaml"
