@@ -121,6 +121,8 @@ class Pipeline:
             state.child("out"), ctx, self.rs, self._contents)
         self.limited = spec.output.limited
         self.kind = spec.stream_kind
+        self._shaped = bool(spec.distinct or spec.resultset.order_by
+                            or spec.resultset.limit is not None)
         self.where = spec.where
 
     @staticmethod
@@ -162,12 +164,13 @@ class Pipeline:
 
     def _deliver(self, new: Rows, old: Rows) -> Emit:
         """Shape one output batch: distinct, order by, limit (each per batch), stream kind."""
-        if self.spec.distinct:
-            new = distinct_rows(new)
-            old = distinct_rows(old)
-        if self.spec.resultset.order_by or self.spec.resultset.limit is not None:
-            new = self.rs.order(new)
-            old = self.rs.order(old)
+        if self._shaped:
+            if self.spec.distinct:
+                new = distinct_rows(new)
+                old = distinct_rows(old)
+            if self.spec.resultset.order_by or self.spec.resultset.limit is not None:
+                new = self.rs.order(new)
+                old = self.rs.order(old)
         kind = self.kind
         if kind == "istream":
             return new, []
@@ -192,7 +195,8 @@ class Pipeline:
         new, old = emitted
         if not new and not old and not isinstance(emitted, ForcedEmit):
             return [], []
-        return self._finish(list(new), list(old), now_ms)
+        return self._finish(new if type(new) is list else list(new),
+                            old if type(old) is list else list(old), now_ms)
 
     def on_rows(self, new: Rows, old: Rows, now_ms: int) -> Emit:
         """Insert and remove stream of a named window this statement selects from."""
