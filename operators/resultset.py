@@ -155,6 +155,17 @@ class ResultSet:
                 continue
             states[i] = fn(states[i], value(row, ctx) if value is not None else row)
 
+    def _apply_rows(self, rec: list, rows: Rows, entering: bool) -> None:
+        """``_apply`` for a batch of rows (one call per update, not per row)."""
+        ctx = self.ctx
+        states = rec[0]
+        updaters = self._enter if entering else self._leave
+        for row in rows:
+            for i, fn, value, filt in updaters:
+                if filt is not None and not filt(row, ctx):
+                    continue
+                states[i] = fn(states[i], value(row, ctx) if value is not None else row)
+
     def _results(self, rec: list) -> list:
         return [a.aggregator.result(s) for a, s in zip(self.aggs, rec[0])]
 
@@ -217,10 +228,10 @@ class ResultSet:
         if kind in (AGG_ALL, AGG_ROWS):
             rec = self._record("", None)
             before = self._row_for(rec) if kind == AGG_ALL and want_old else []
-            for r in new:
-                self._apply(rec, r, True)
-            for r in old:
-                self._apply(rec, r, False)
+            if new:
+                self._apply_rows(rec, new, True)
+            if old:
+                self._apply_rows(rec, old, False)
             self.state.put("", rec)
             if kind == AGG_ALL:
                 return self._row_for(rec), before
