@@ -13,19 +13,16 @@ pyspark can reach PyPI before Maven Central), the fetch is retried once with the
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 import re
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 
-from app.kafka.local_broker import kepl_home
+from app.kafka.local_broker import file_lock, kepl_home
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 POM = REPO_ROOT / "deploy" / "spark" / "pom.xml"
@@ -68,18 +65,6 @@ def _cached(directory: Path) -> list[Path]:
     return sorted(directory.glob("*.jar"))
 
 
-@contextlib.contextmanager
-def _exclusive(lock_path: Path) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``lock_path`` so that only one fetch runs at a time."""
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def _version_pairs(version: str) -> list[tuple[str, str]]:
     """(connector, token provider) versions to try: the exact one, then the POM's fallback."""
     exact = (version, version)
@@ -120,7 +105,7 @@ def ensure_spark_jars(version: str | None = None) -> list[Path]:
     jars = _cached(target)
     if jars:
         return jars
-    with _exclusive(target.parent / ".fetch.lock"):
+    with file_lock(target.parent / ".fetch.lock"):
         jars = _cached(target)
         if jars:  # another process fetched while we waited for the lock
             return jars

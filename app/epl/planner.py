@@ -64,10 +64,15 @@ class Planner:
 
     # -- entry -------------------------------------------------------------
     def plan_text(self, epl: str, name: str) -> StatementPlan:
+        return self._planned(epl, lambda node: self.plan(node, name, epl))
+
+    def _planned(self, epl: str, plan: Any) -> Any:
+        """Parse ``epl`` and plan it; errors carry the source, unsupported expressions
+        become NotSupported."""
         node = parse_statement(epl)
         self.source = epl
         try:
-            return self.plan(node, name, epl)
+            return plan(node)
         except NotSupportedExpr as e:
             raise NotSupported(str(e)) from None
         except EplError as e:
@@ -494,16 +499,7 @@ class Planner:
     # -- on-demand queries -----------------------------------------------------
     def plan_on_demand_text(self, epl: str) -> Any:
         """A fire-and-forget select over a named window or table (``kepl query``)."""
-        node = parse_statement(epl)
-        self.source = epl
-        try:
-            return self.plan_on_demand(node)
-        except NotSupportedExpr as e:
-            raise NotSupported(str(e)) from None
-        except EplError as e:
-            if e.source is None:
-                e.source = epl
-            raise
+        return self._planned(epl, self.plan_on_demand)
 
     def plan_on_demand(self, node: Any) -> Any:
         from app.runtime.plan import OnDemandPlan

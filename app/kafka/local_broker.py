@@ -106,7 +106,7 @@ def default_data_dir(port: int) -> Path:
 
 
 @contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
+def file_lock(path: Path) -> Iterator[None]:
     """Exclusive advisory lock, so concurrent processes fetch or format only once."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as fh:
@@ -127,7 +127,7 @@ def ensure_jars() -> Path:
     libs = libs_dir()
     if libs.is_dir():
         return libs
-    with _file_lock(libs.parent / ".fetch.lock"):
+    with file_lock(libs.parent / ".fetch.lock"):
         if libs.is_dir():
             return libs
         mvn = shutil.which("mvn")
@@ -417,7 +417,7 @@ def start(
     data_dir.mkdir(parents=True, exist_ok=True)
     java = java_bin()
     cp = classpath(ensure_jars())
-    with _file_lock(data_dir / ".start.lock"):  # one starter per data dir at a time
+    with file_lock(data_dir / ".start.lock"):  # one starter per data dir at a time
         return _start_locked(port, data_dir, wait_s, appcds, die_with_parent, java, cp)
 
 
