@@ -131,9 +131,14 @@ class KafkaApp:
         self._own_dir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"kepl-{config.app}-"))
         self.worker = WorkerProcess(config, bootstrap, self.workdir)
-        if start:  # the worker's imports overlap with our topic set-up (both create)
+        # records carry runtime time (scenarios: 1970) as timestamp: keep them
+        specs = self.topology.topic_specs(keep_sources=True)
+        # source topics first (the worker would create them with default retention),
+        # then the worker's start-up overlaps with creating the rest (both create)
+        ensure_topics(bootstrap, {t: specs[t] for t in config.source_topics})
+        if start:
             self.worker.start()
-        ensure_topics(bootstrap, self.topology.topic_specs())
+        ensure_topics(bootstrap, specs)
         self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
                                   "linger.ms": 1, "log_level": 3})
         self.clock = Clock(bootstrap, config)
@@ -201,8 +206,8 @@ class KafkaApp:
         from confluent_kafka.admin import AdminClient
 
         admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
-        for fut in admin.delete_topics(list(self.topology.topic_specs()),
-                                       operation_timeout=10).values():
+        topics = [*self.topology.topic_specs(), f"kepl.{self.config.app}-__assignor-__leader"]
+        for fut in admin.delete_topics(topics, operation_timeout=10).values():
             try:
                 fut.result()
             except Exception:  # noqa: BLE001 - clean-up only

@@ -23,7 +23,7 @@ from typing import Any
 
 from rocksdict import Options, Rdict, WriteBatch
 
-from operators.state import RocksNamespace, RocksStore, encode_key, encode_key_part
+from operators.state import RocksStore
 
 MARKER_KEY = b"\xffkepl.changelog.offset"
 """Local-only key: offset of the last changelog record reflected in this database."""
@@ -156,19 +156,6 @@ class OverlayDB:
         self.base.close()
 
 
-class _Namespace(RocksNamespace):
-    """``RocksNamespace`` that also takes a tuple as a child name (as ``MemoryNamespace``
-    does; some context managers name children ``("t", pid)``): its parts are encoded in
-    turn, the same bytes as nested children would get."""
-
-    __slots__ = ()
-
-    def child(self, name: Any) -> _Namespace:
-        part = b"".join(encode_key_part(p) for p in name) if isinstance(name, tuple) \
-            else encode_key_part(name)
-        return _Namespace(self.db, self.prefix + part, self.sink)
-
-
 class PartitionStore(RocksStore):
     """``RocksStore`` whose writes are applied per batch (``commit``) or dropped (``rollback``)."""
 
@@ -180,9 +167,6 @@ class PartitionStore(RocksStore):
         self.base = Rdict(str(path), options=opts)
         self.db = OverlayDB(self.base)
         self.sink = None
-
-    def namespace(self, *path: Any) -> _Namespace:
-        return _Namespace(self.db, encode_key(tuple(path)) if path else b"", self.sink)
 
     @property
     def pending(self) -> dict[bytes, bytes | None]:

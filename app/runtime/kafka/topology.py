@@ -118,15 +118,20 @@ class Topology:
                 out[s] = (self.config.output_topic(s), g.partitions)
         return out
 
-    def topic_specs(self) -> dict[str, tuple[int, dict[str, str]]]:
-        """Every topic the app needs: name -> (partitions, topic config)."""
+    def topic_specs(self, keep_sources: bool = False) -> dict[str, tuple[int, dict[str, str]]]:
+        """Every topic the app needs: name -> (partitions, topic config).
+
+        ``keep_sources``: source topics get infinite retention.  Needed when records
+        carry old timestamps (scenarios start the clock at 1970): time-based retention
+        would delete them at the broker's next retention check.
+        """
+        forever = {"retention.ms": "-1", "retention.bytes": "-1"}
         # changelog records hold a whole batch: keep them forever, allow big ones
-        keep = {"retention.ms": "-1", "retention.bytes": "-1",
-                "max.message.bytes": str(64 * 1024 * 1024)}
+        keep = {**forever, "max.message.bytes": str(64 * 1024 * 1024)}
         c = self.config
         specs: dict[str, tuple[int, dict[str, str]]] = {}
         for t in c.source_topics:
-            specs[t] = (c.source_partitions, {})
+            specs[t] = (c.source_partitions, dict(forever) if keep_sources else {})
         for g in self.active_groups():
             specs[c.repartition_topic(g.name)] = (g.partitions, {})
             specs[c.changelog_topic(g.name)] = (g.partitions, keep)

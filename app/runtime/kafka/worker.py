@@ -362,80 +362,6 @@ def _crash(what: str) -> None:
 
 
 FETCH_MAX_WAIT_MS = 20
-WATCHDOG_INTERVAL_S = 1.0
-
-
-class Delivery:
-    """What faust handed our agents, per topic-partition, to notice records it lost.
-
-    faust's fetcher runs aiokafka in a thread; a fetch whose result arrives while faust
-    restarts its fetcher (start-up, rebalances) is dropped after aiokafka has already
-    moved its position past it, and nothing re-reads those records until a restart.  If
-    a partition's high watermark stays ahead of what our agents received while they are
-    idle, the watchdog seeks it back to the first record not received (records seen twice
-    are duplicates the engine skips).  It seeks at most once per position, so a real gap
-    (a transaction marker at the end of a source partition) costs one extra fetch.
-    """
-
-    def __init__(self, group_id: str, bootstrap: str) -> None:
-        self.group_id = group_id
-        self.bootstrap = bootstrap
-        self.next: dict[Any, int] = {}
-        self.busy = 0
-        self._last: dict[Any, int] = {}
-        self._sought: dict[Any, int] = {}
-        self._start: dict[Any, int] = {}
-
-    def saw(self, tp: Any, offset: int) -> None:
-        if offset + 1 > self.next.get(tp, -1):
-            self.next[tp] = offset + 1
-
-    def _starts(self, tps: list[Any]) -> dict[Any, int]:
-        """Where a consumer of our group starts: committed offset, else the log start."""
-        from confluent_kafka import Consumer, TopicPartition
-
-        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group_id,
-                      "enable.auto.commit": False, "log_level": 3})
-        try:
-            out = {}
-            committed = c.committed([TopicPartition(tp.topic, tp.partition) for tp in tps],
-                                    timeout=10)
-            for tp, ctp in zip(tps, committed):
-                if ctp.offset >= 0:
-                    out[tp] = ctp.offset
-                else:
-                    low, _ = c.get_watermark_offsets(ctp, timeout=10)
-                    out[tp] = low
-            return out
-        finally:
-            c.close()
-
-    async def check(self, app: Any, topics: set[str]) -> None:
-        """One watchdog tick (see the class docstring)."""
-        if self.busy or app.rebalancing or not app.consumer.flow_active:
-            self._last.clear()
-            return
-        stalled = []
-        for tp in app.consumer.assignment():
-            if tp.topic not in topics:
-                continue
-            high = app.consumer.highwater(tp)
-            if high is None or high <= 0:
-                continue
-            nxt = self.next.get(tp)
-            if nxt is None:
-                if tp not in self._start:
-                    self._start.update(await asyncio.to_thread(self._starts, [tp]))
-                nxt = self._start[tp]
-            if high > nxt and self._last.get(tp) == nxt and self._sought.get(tp) != nxt:
-                stalled.append((tp, nxt, high))
-            self._last[tp] = nxt
-        for tp, nxt, high in stalled:
-            log.warning("%s[%d]: records %d..%d were fetched but never delivered by faust; "
-                        "reading them again", tp.topic, tp.partition, nxt, high - 1)
-            self._sought[tp] = nxt
-            await app.consumer.seek(tp, nxt)
-
 
 
 def _short_fetch_wait() -> None:
@@ -457,6 +383,20 @@ def _short_fetch_wait() -> None:
 
     cls._create_worker_consumer = create
     cls._kepl_patched = True
+
+
+def _table_manager() -> type:
+    """faust's TableManager sleeps 1 s before starting recovery "to let tables register";
+    kepl declares no faust tables, so it starts at once (a third of the start-up time)."""
+    from faust.tables import TableManager
+
+    class NoTablesManager(TableManager):  # type: ignore[misc]
+        async def on_start(self) -> None:
+            if not self.should_stop:
+                await self._update_channels()
+                await self.recovery.start()
+
+    return NoTablesManager
 
 
 def instance_id(config: AppConfig, data_dir: Path) -> str:
@@ -505,10 +445,10 @@ def build_app(config: AppConfig, bootstrap: str, data_dir: Path,
         processing_guarantee="at_least_once",
         value_serializer="raw",
         key_serializer="raw",
+        TableManager=_table_manager(),
     )
     producer = Producer(bootstrap)
     router = Router(topology)
-    delivery = Delivery(app.conf.id, bootstrap)
 
     def topic(*names: str) -> Any:
         return app.topic(*names, value_type=bytes, key_type=bytes, value_serializer="raw",
@@ -518,17 +458,14 @@ def build_app(config: AppConfig, bootstrap: str, data_dir: Path,
     async def route(stream: Any) -> None:
         try:
             async for events in stream.take_events(ROUTER_BATCH, within=BATCH_WITHIN_S):
-                delivery.busy += 1
                 for ev in events:
                     m = ev.message
-                    delivery.saw(m.tp, m.offset)
                     rec = SourceRecord(m.topic, m.partition, m.offset,
                                        int(round((m.timestamp or 0) * 1000)),
                                        headers_dict(m.headers), m.value)
                     for out in router.route(rec):
                         producer.send(out)
                 await producer.flush_async()  # forwarded before faust may commit the input
-                delivery.busy -= 1
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - crash-only (see _crash)
@@ -542,17 +479,14 @@ def build_app(config: AppConfig, bootstrap: str, data_dir: Path,
         async def engine_agent(stream: Any, runner: GroupRunner = runner) -> None:
             try:
                 async for events in stream.take_events(ENGINE_BATCH, within=BATCH_WITHIN_S):
-                    delivery.busy += 1
                     assigned = {tp.partition for tp in app.consumer.assignment()
                                 if tp.topic == runner.topic}
                     by_partition: dict[int, list[InRecord]] = {}
                     for ev in events:
                         m = ev.message
-                        delivery.saw(m.tp, m.offset)
                         if m.partition in assigned:
                             by_partition.setdefault(m.partition, []).append(decode_in(m))
                     await runner.process(by_partition)
-                    delivery.busy -= 1
             except asyncio.CancelledError:
                 raise
             except Exception:  # noqa: BLE001 - crash-only (see _crash)
@@ -568,15 +502,6 @@ def build_app(config: AppConfig, bootstrap: str, data_dir: Path,
         for r in runners:
             await r.drop({tp.partition for tp in tps if tp.topic == r.topic})
 
-    ours = set(config.source_topics) | {r.topic for r in runners}
-
-    @app.timer(interval=WATCHDOG_INTERVAL_S)
-    async def watchdog() -> None:
-        try:
-            await delivery.check(app, ours)
-        except Exception as e:  # noqa: BLE001 - a failed tick is retried by the next
-            log.warning("delivery watchdog: %r", e)
-
     @app.task
     async def install_dump() -> None:
         """SIGUSR1 logs the consumer's view and every task's stack (stall diagnostics)."""
@@ -587,7 +512,8 @@ def build_app(config: AppConfig, bootstrap: str, data_dir: Path,
 
 
 def _dump_state(app: Any) -> None:
-    lines = ["kepl worker state dump"]
+    """Log the consumer's positions and every task's stack (``kill -USR1 <worker>``)."""
+    lines = [f"kepl worker state dump: rebalancing={app.rebalancing}"]
     try:
         c = app.consumer
         lines.append(f"assignment={sorted(map(tuple, c.assignment()))}")
@@ -599,6 +525,7 @@ def _dump_state(app: Any) -> None:
         for tp in sorted(inner.assignment()):
             st = inner._subscription.subscription.assignment.state_value(tp)
             lines.append(f"  {tp}: position={getattr(st, '_position', '?')} "
+                         f"highwater={c.highwater(tp)} "
                          f"paused={getattr(st, 'paused', '?')} "
                          f"awaiting_reset={getattr(st, 'awaiting_reset', '?')}")
     except Exception as e:  # noqa: BLE001 - diagnostics only
@@ -641,8 +568,6 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     logging.basicConfig(level=args.loglevel.upper(), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    for name in filter(None, os.environ.get("KEPL_DEBUG_LOGGERS", "").split(",")):
-        logging.getLogger(name.strip()).setLevel(logging.DEBUG)  # diagnostics
     run_worker(AppConfig.from_file(args.config), args.bootstrap, Path(args.data_dir),
                args.loglevel)
     return 0

@@ -1,0 +1,49 @@
+"""Conformance scenarios in Kafka mode: a representative share on the real broker.
+
+Every window kind, every context kind, the output forms and an insert-into chain of
+three statements; the same files pass embedded (tests/app/conformance).  The whole
+public suite runs with ``kepl scenario run --kafka ../shared/conformance/cases``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.conformance.runner import run_file
+from app.runtime.kafka.runner import run_scenario_kafka
+
+pytestmark = pytest.mark.kafka
+
+ROOT = Path(__file__).resolve().parents[4]
+PUBLIC = ROOT.parent / "shared" / "conformance" / "cases"
+OWN = ROOT / "tests" / "scenarios"
+
+CASES = [
+    PUBLIC / "basics_irstream_remove_stream.yaml",
+    PUBLIC / "basics_time_window_walkthrough.yaml",
+    PUBLIC / "window_time_batch_flow_control.yaml",
+    PUBLIC / "window_groupwin_length.yaml",
+    PUBLIC / "window_expr_sum_price.yaml",
+    PUBLIC / "window_sort.yaml",
+    PUBLIC / "window_time_order_rstream.yaml",
+    PUBLIC / "window_uni.yaml",
+    PUBLIC / "apama_batched_within_every_sum.yaml",
+    PUBLIC / "spl_time_interval_partitioned.yaml",
+    PUBLIC / "output_last_every_4_seconds.yaml",
+    PUBLIC / "output_when_terminated_count_insert.yaml",
+    PUBLIC / "context_keyed_multiple_streams.yaml",
+    PUBLIC / "context_hash_crc32.yaml",
+    PUBLIC / "context_category_label.yaml",
+    PUBLIC / "context_nested_nine_to_five_segmented.yaml",
+    PUBLIC / "context_initiated_correlated_terminated.yaml",
+    PUBLIC / "context_power_outage.yaml",
+    OWN / "insert_into_chain.yaml",
+]
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_scenario_in_kafka_mode(path: Path, kafka_bootstrap: str) -> None:
+    outcome = run_file(path, lambda doc: run_scenario_kafka(doc, kafka_bootstrap))
+    assert outcome.passed, outcome.detail
