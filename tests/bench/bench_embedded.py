@@ -81,6 +81,9 @@ def main() -> None:
          {"symbols": 10_000, "advance_every": 100}),
         ("groupwin(symbol)#length(10), 10k symbols",
          "select symbol, sum(price) from T#groupwin(symbol)#length(10)", {"symbols": 10_000}),
+        ("group by symbol, output snapshot every 1 sec, 10k groups",
+         "select symbol, sum(price) from T group by symbol output snapshot every 1 sec",
+         {"symbols": 10_000, "advance_every": 100}),
     ]
     for label, epl, kw in rows:
         print(f"{label:45s} {bench(epl, n, **kw):>12,.0f} ev/s")
