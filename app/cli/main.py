@@ -44,10 +44,16 @@ def build_parser() -> argparse.ArgumentParser:
                                    "then run QUERY (a select over a named window or a table) "
                                    "against the current rows and print the result rows as "
                                    "JSON lines.")
-    p.add_argument("query", metavar="QUERY", help="e.g. 'select * from MyWindow where x > 1'")
+    p.add_argument("query", metavar="QUERY", nargs="?",
+                   help="e.g. 'select * from MyWindow where x > 1' (or use --iterate)")
     p.add_argument("--file", required=True, help="statement file (.yaml) or EPL module (.epl)")
     p.add_argument("--events", default=None,
                    help="JSON-lines steps to replay first ('-' reads stdin; default: none)")
+    p.add_argument("--iterate", metavar="STATEMENT", default=None,
+                   help="print a statement's current result rows instead of running QUERY")
+    p.add_argument("--context-partition", metavar="SEL", action="append", default=[],
+                   help="only the context partitions selected: ID, id=ID, key=V1[,V2...], "
+                        "label=L, PROP=V or Outer.PROP=V (nested); repeat for a union")
 
     p = sub.add_parser("check", help="validate statement files and EPL modules",
                        description="Parse and validate every statement of each FILE. Exit 0 "
@@ -242,20 +248,37 @@ def cmd_query(args: argparse.Namespace) -> int:
     """Replay steps embedded, then an on-demand query over a named window or a table."""
     from app.epl.errors import EplError
     from app.runtime.catalog import NotSupported
+    from app.runtime.selector import SelectorError, selector_predicate
 
+    if (args.query is None) == (args.iterate is None):
+        print("kepl query: give either QUERY or --iterate STATEMENT", file=sys.stderr)
+        return 2
+    try:
+        select = selector_predicate(args.context_partition)
+    except SelectorError as e:
+        print(f"kepl query: {e}", file=sys.stderr)
+        return 2
     deployed = _embedded(args.file)
     if deployed is None:
         return 1
     catalog, engine = deployed
-    try:
-        plan = catalog.plan_on_demand(args.query)
-    except (EplError, NotSupported) as e:
-        print(e.render() if isinstance(e, EplError) else f"not supported yet: {e}",
+    plan = None
+    if args.query is not None:
+        try:
+            plan = catalog.plan_on_demand(args.query)
+        except (EplError, NotSupported) as e:
+            print(e.render() if isinstance(e, EplError) else f"not supported yet: {e}",
+                  file=sys.stderr)
+            return 1
+    elif args.iterate not in engine.statements:
+        print(f"kepl query: no statement named {args.iterate!r} in {args.file}",
               file=sys.stderr)
         return 1
     if args.events is not None:
         _replay(args.events, catalog, engine)
-    for row in engine.query(plan):
+    rows = (engine.query(plan, select) if plan is not None
+            else engine.iterate(args.iterate, select))
+    for row in rows:
         print(json.dumps(row, default=str), flush=True)
     return 0
 

@@ -8,6 +8,7 @@ raise NotSupported with the construct's name.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from app.epl import ast
@@ -81,6 +82,25 @@ class Planner:
             raise
 
     def plan(self, node: Any, name: str, epl: str = "") -> StatementPlan:
+        plan = self._plan(node, name, epl)
+        priority = self._priority(node)
+        return replace(plan, priority=priority) if priority else plan
+
+    def _priority(self, node: Any) -> int:
+        """The ``@Priority(n)`` annotation's value (0 without one)."""
+        for a in getattr(node, "annotations", ()):
+            if a.name.lower() != "priority":
+                continue
+            try:
+                value = constant_value(a.args[0]) if len(a.args) == 1 else None
+            except ValueError:
+                value = None
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise verr("@Priority takes one integer, as in @Priority(1)", a)
+            return value
+        return 0
+
+    def _plan(self, node: Any, name: str, epl: str = "") -> StatementPlan:
         kind = type(node).__name__
         self._check_context_variables(node)
         if kind == "CreateSchema":

@@ -45,6 +45,7 @@ class _Ctx:
     name: str
     index: int
     manager: Manager
+    priority: int = 0
     statements: list[_Stmt] = field(default_factory=list)
 
 
@@ -76,6 +77,10 @@ class Engine:
         self._excluded: set[tuple[str, Any]] = set()
         self.windows: dict[str, _Stmt] = {}
         self.consumers: dict[str, list[_Stmt]] = {}
+        self._early: dict[str, list[_Stmt]] = {}
+        """Per event type: statements that see an event before their context's
+        partitions start or end on it (``@Priority`` above the context's)."""
+        self._seen: set[tuple[str, Any]] = set()
 
     # -- deployment ---------------------------------------------------------
     def deploy(self, plan: StatementPlan) -> None:
@@ -99,7 +104,7 @@ class Engine:
         if plan.kind == "context":
             mgr = plan.context_spec.build(
                 self.store.namespace("c", plan.context_spec.name), self._root_ctx())
-            c = _Ctx(plan.context_spec.name, len(self.contexts), mgr)
+            c = _Ctx(plan.context_spec.name, len(self.contexts), mgr, plan.priority)
             self.contexts[c.name] = c
             self._apply(c, mgr.deploy(self.now_ms))
             self._arm(("c", c.name), mgr.next_timer, (1, c.index))
@@ -124,6 +129,12 @@ class Engine:
         else:
             c = self.contexts[plan.context]
             c.statements.append(st)
+            if plan.priority > c.priority and getattr(c.manager, "has_end_condition", False):
+                types = [plan.action.trigger_type] if plan.kind == "on" else (
+                    [] if plan.kind == "query" and plan.window is not None
+                    else plan.pipeline.types())
+                for t in types:
+                    self._early.setdefault(t, []).append(st)
             for pid in c.manager.live():
                 self._pipeline(st, pid)
 
@@ -297,6 +308,16 @@ class Engine:
     def _process(self, type_name: str, event: Row) -> None:
         now = self.now_ms
         self._excluded.clear()
+        early = self._early.get(type_name)
+        if early:
+            self._seen.clear()
+            for st in early:
+                c = self.contexts[st.plan.context or ""]
+                live = set(c.manager.live())
+                for pid in c.manager.route(type_name, event, now):
+                    if pid in live:
+                        self._seen.add((st.plan.name, pid))
+                        self._deliver(st, pid, type_name, event, now)
         for c in self.contexts.values():
             changes = c.manager.on_event(type_name, event, now)
             if changes:
@@ -322,14 +343,20 @@ class Engine:
             for pid in pids:
                 if (ctx_name, pid) in self._excluded:
                     continue
-                if st.plan.kind == "on":
-                    self._on_action(st, pid, event)
+                if early and (st.plan.name, pid) in self._seen:
                     continue
-                p = self._pipeline(st, pid)
-                new, old = p.on_event(type_name, event, now)
-                if new or old:
-                    self._emit(st, pid, new, old)
-                self._arm(("p", st.plan.name, pid), p.next_timer)
+                self._deliver(st, pid, type_name, event, now)
+
+    def _deliver(self, st: _Stmt, pid: Any, type_name: str, event: Row, now: int) -> None:
+        """One event into one context partition of a statement."""
+        if st.plan.kind == "on":
+            self._on_action(st, pid, event)
+            return
+        p = self._pipeline(st, pid)
+        new, old = p.on_event(type_name, event, now)
+        if new or old:
+            self._emit(st, pid, new, old)
+        self._arm(("p", st.plan.name, pid), p.next_timer)
 
     def _apply(self, c: _Ctx, changes: list[Change]) -> None:
         """Context partitions end (flushing ``when terminated`` output) or start."""
@@ -431,11 +458,13 @@ class Engine:
                 self._queue.append((target, r))
 
     # -- queries ------------------------------------------------------------
-    def query(self, plan: OnDemandPlan) -> Rows:
+    def query(self, plan: OnDemandPlan,
+              select: Callable[[dict[str, Any]], bool] | None = None) -> Rows:
         """An on-demand select over a named window's or a table's current rows.
 
         Each context partition is queried on its own, in partition order; order by and
-        limit apply within a partition (000 §4.9 on-demand queries)."""
+        limit apply within a partition (000 §4.9 on-demand queries).  ``select`` picks
+        partitions by their context properties (``app.runtime.selector``)."""
         sources: list[tuple[Any, Rows, str | None]] = []
         if plan.kind == "window":
             wst = self.windows.get(plan.source)
@@ -456,8 +485,9 @@ class Engine:
                     sources.append((pid, self._table(plan.source, pid).rows(), spec.context))
         out: Rows = []
         for pid, rows, context in sources:
-            props = (self.contexts[context].manager.props(pid)
-                     if context is not None and context in self.contexts else {})
+            props = self.partition_props(context, pid)
+            if select is not None and not select(props):
+                continue
             ctx = PartitionCtx(props=props, variables=self._scope(context, pid),
                                now_ms=self.now_ms)
             for f in (plan.filter, plan.where):
@@ -474,11 +504,19 @@ class Engine:
             out.extend(rs.order(part))
         return out
 
-    def iterate(self, statement: str, pid: Any = None) -> Rows:
-        """Current rows of a statement (all partitions, or one)."""
+    def partition_props(self, context: str | None, pid: Any) -> dict[str, Any]:
+        """Built-in context properties of a partition ({} without a context)."""
+        if context is None or context not in self.contexts:
+            return {}
+        return self.contexts[context].manager.props(pid)
+
+    def iterate(self, statement: str,
+                select: Callable[[dict[str, Any]], bool] | None = None) -> Rows:
+        """Current rows of a statement: every context partition in turn, or those that
+        ``select`` picks by their context properties (000 §4.9 statement iteration)."""
         st = self.statements[statement]
         out: Rows = []
-        for p_id, p in st.pipelines.items():
-            if pid is None or p_id == pid:
+        for pid, p in st.pipelines.items():
+            if select is None or select(self.partition_props(st.plan.context, pid)):
                 out.extend(p.iterate())
         return out

@@ -38,6 +38,9 @@ class StatementPlan:
     """kind 'variable': the VariableDecl."""
     event_type: str | None = None
     """kind 'window': the window's underlying event type (context routing, 000 §4.6)."""
+    priority: int = 0
+    """``@Priority(n)``: with an event that ends a context partition and that a statement
+    of the context also reads, the higher priority goes first (000 §4.2.3 note)."""
 
     def explain(self) -> list[str]:
         """Human-readable plan lines for ``kepl explain``."""
@@ -46,6 +49,8 @@ class StatementPlan:
             lines.append(f"  context {self.context_spec.name}: {self.context_spec.describe()}")
         if self.context is not None:
             lines.append(f"  context partition by: {self.context}")
+        if self.priority:
+            lines.append(f"  priority: {self.priority}")
         if self.window is not None:
             lines.append(f"  named window: {self.window}")
         if self.action is not None:

@@ -64,6 +64,9 @@ class NonOverlappingSpec:
 class NonOverlappingManager(Manager):
     """At most one partition; start armed while none runs, end armed while one does."""
 
+    has_end_condition = True
+    """Partitions end on conditions (``@Priority`` may order statements first)."""
+
     def __init__(self, spec: NonOverlappingSpec, state: StateNamespace,
                  ctx: PartitionCtx) -> None:
         self.spec = spec
@@ -193,6 +196,9 @@ class OverlappingSpec:
 
 class OverlappingManager(Manager):
     """A partition per initiation, each ended by its own terminating condition."""
+
+    has_end_condition = True
+    """Partitions end on conditions (``@Priority`` may order statements first)."""
 
     def __init__(self, spec: OverlappingSpec, state: StateNamespace,
                  ctx: PartitionCtx) -> None:
