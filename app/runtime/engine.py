@@ -312,12 +312,11 @@ class Engine:
         if early:
             self._seen.clear()
             for st in early:
+                # partitions as they are before this event starts or ends any
                 c = self.contexts[st.plan.context or ""]
-                live = set(c.manager.live())
                 for pid in c.manager.route(type_name, event, now):
-                    if pid in live:
-                        self._seen.add((st.plan.name, pid))
-                        self._deliver(st, pid, type_name, event, now)
+                    self._seen.add((st.plan.name, pid))
+                    self._deliver(st, pid, type_name, event, now)
         for c in self.contexts.values():
             changes = c.manager.on_event(type_name, event, now)
             if changes:

@@ -36,6 +36,11 @@ class NestedSpec:
 class NestedManager(Manager):
     """Outer partitions each hold an inner manager."""
 
+    @property
+    def has_end_condition(self) -> bool:
+        """Partitions end on conditions of a temporal context at some level."""
+        return _nested_ends(self.spec)
+
     def __init__(self, spec: NestedSpec, state: StateNamespace, ctx: PartitionCtx) -> None:
         self.spec = spec
         self.name = spec.name
@@ -112,3 +117,12 @@ class NestedManager(Manager):
 
 def _enc(pid: Pid) -> Any:
     return repr(pid) if isinstance(pid, tuple) else pid
+
+
+def _nested_ends(spec: NestedSpec) -> bool:
+    """Whether a nested spec has a temporal context at any level."""
+    from operators.contexts.temporal import NonOverlappingSpec, OverlappingSpec
+
+    return any(isinstance(x, NonOverlappingSpec | OverlappingSpec)
+               or (isinstance(x, NestedSpec) and _nested_ends(x))
+               for x in (spec.outer, spec.inner))
