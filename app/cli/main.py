@@ -54,6 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--context-partition", metavar="SEL", action="append", default=[],
                    help="only the context partitions selected: ID, id=ID, key=V1[,V2...], "
                         "label=L, PROP=V or Outer.PROP=V (nested); repeat for a union")
+    p.add_argument("--kafka", action="store_true",
+                   help="query the state of the app running on Kafka (rebuilt from its "
+                        "changelog topics) instead of replaying --events embedded")
+    _add_bootstrap(p)
 
     p = sub.add_parser("check", help="validate statement files and EPL modules",
                        description="Parse and validate every statement of each FILE. Exit 0 "
@@ -258,6 +262,12 @@ def cmd_query(args: argparse.Namespace) -> int:
     except SelectorError as e:
         print(f"kepl query: {e}", file=sys.stderr)
         return 2
+    if args.kafka:
+        if args.events is not None:
+            print("kepl query: --events replays embedded; with --kafka the state comes "
+                  "from the running app", file=sys.stderr)
+            return 2
+        return _query_kafka(args, select)
     deployed = _embedded(args.file)
     if deployed is None:
         return 1
@@ -280,6 +290,43 @@ def cmd_query(args: argparse.Namespace) -> int:
             else engine.iterate(args.iterate, select))
     for row in rows:
         print(json.dumps(row, default=str), flush=True)
+    return 0
+
+
+def _query_kafka(args: argparse.Namespace, select: Any) -> int:
+    """``kepl query --kafka``: the query over every engine partition's restored state."""
+    from app.cli.kafka_commands import _config
+    from app.epl.errors import EplError
+    from app.runtime.catalog import NotSupported
+    from app.runtime.kafka.inspect import restored_engines
+    from app.statements import load_statement_file
+
+    config = _config(load_statement_file(args.file))
+    catalog = None
+    with restored_engines(config, _bootstrap(args)) as engines:
+        if not any(args.iterate in e.statements for _, _, e in engines) and args.iterate:
+            print(f"kepl query: no statement named {args.iterate!r} in {args.file}",
+                  file=sys.stderr)
+            return 1
+        for _group, _p, engine in engines:
+            if args.iterate is not None:
+                rows = (engine.iterate(args.iterate, select)
+                        if args.iterate in engine.statements else [])
+            else:
+                if catalog is None:
+                    from app.runtime.catalog import Catalog
+
+                    catalog = Catalog.from_schemas(config.schemas)
+                    for st in config.statements:
+                        catalog.plan(st.epl, st.name)
+                try:
+                    rows = engine.query(catalog.plan_on_demand(args.query), select)
+                except (EplError, NotSupported) as e:
+                    print(e.render() if isinstance(e, EplError) else f"not supported yet: {e}",
+                          file=sys.stderr)
+                    return 1
+            for row in rows:
+                print(json.dumps(row, default=str), flush=True)
     return 0
 
 
