@@ -12,7 +12,9 @@ update and delete rows; on-demand queries read them.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import product
 from typing import Any
 
 from operators.aggregates import Aggregator
@@ -43,6 +45,11 @@ class TableSpec:
     def keys(self) -> tuple[str, ...]:
         """Names of the primary-key columns, in declaration order."""
         return tuple(c.name for c in self.columns if c.key)
+
+    @property
+    def key_types(self) -> tuple[str, ...]:
+        """Declared types of the primary-key columns, in declaration order."""
+        return tuple(str(c.type_name or "object") for c in self.columns if c.key)
 
     @property
     def plain(self) -> tuple[str, ...]:
@@ -78,6 +85,36 @@ def table_key(values: list | tuple) -> str:
     return group_key(tuple(values))
 
 
+_INT_KEYS = frozenset({"int", "integer", "long", "short", "byte", "biginteger"})
+_FLOAT_KEYS = frozenset({"double", "float", "bigdecimal"})
+
+
+def coerce_key(type_name: str, value: Any) -> Any:
+    """A key value as a key column of ``type_name`` holds it: Esper coerces the key
+    expressions of a table access to the key column types (an int expression reads a
+    long key, 000 §4.7); a value that cannot be coerced is returned unchanged."""
+    t = type_name.lower()
+    if isinstance(value, bool) or value is None:
+        return value
+    if t in _INT_KEYS and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if t in _FLOAT_KEYS and isinstance(value, int):
+        return float(value)
+    return value
+
+
+def _numeric_forms(value: Any) -> list[Any]:
+    """The value and, for an integral number, its other numeric form (5 and 5.0): rows
+    aggregated from events keep the key as the event carried it."""
+    if isinstance(value, bool):
+        return [value]
+    if isinstance(value, float) and value.is_integer():
+        return [value, int(value)]
+    if isinstance(value, int):
+        return [value, float(value)]
+    return [value]
+
+
 class Table:
     """One table instance: rows by primary key, an in-memory mirror over its namespace."""
 
@@ -94,6 +131,33 @@ class Table:
     def get(self, key: str) -> dict[str, Any] | None:
         """The record under a key, or None."""
         return self.records.get(key)
+
+    def lookup(self, key_values: Sequence[Any]) -> dict[str, Any] | None:
+        """The record whose primary key is ``key_values`` (coerced to the key types), or
+        None.  A dict probe per numeric form of the key, usually exactly one."""
+        vals = [coerce_key(t, v) for t, v in zip(self.spec.key_types, key_values)]
+        rec = self.records.get(table_key(vals))
+        if rec is not None or not any(isinstance(v, int | float) for v in vals):
+            return rec
+        for alt in product(*(_numeric_forms(v) for v in vals)):
+            rec = self.records.get(table_key(list(alt)))
+            if rec is not None:
+                return rec
+        return None
+
+    def value(self, rec: dict[str, Any], column: str) -> Any:
+        """One column of a record: a key or plain value, or an aggregation's result."""
+        spec = self.spec
+        col = spec.column(column)
+        if col is None:
+            return None
+        if col.key:
+            return rec["k"][spec.keys.index(column)]
+        if col.aggregator is not None:
+            state = rec["a"].get(column)
+            return col.aggregator.result(state if state is not None
+                                         else col.aggregator.initial())
+        return rec["c"].get(column)
 
     def create(self, key_values: list | tuple, plain: dict[str, Any] | None = None
                ) -> dict[str, Any]:
@@ -177,6 +241,29 @@ class Table:
             self.delete(key)
             return True
         return False
+
+
+class GlobalTables(Mapping[str, Table]):
+    """The instances of the tables declared without a context, fetched when read: what
+    expressions evaluated outside a statement (context conditions) may read.  A table
+    without a context is global (000 §4.7), so every reader sees the same instance."""
+
+    def __init__(self, specs: Mapping[str, TableSpec],
+                 instance: Callable[[str, Any], Table]) -> None:
+        self.specs = specs
+        self.instance = instance
+
+    def __getitem__(self, name: str) -> Table:
+        spec = self.specs.get(name)
+        if spec is None or spec.context is not None:
+            raise KeyError(name)
+        return self.instance(name, 0)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([n for n, s in self.specs.items() if s.context is None])
+
+    def __len__(self) -> int:
+        return sum(1 for s in self.specs.values() if s.context is None)
 
 
 class _TableGroups:

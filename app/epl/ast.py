@@ -56,6 +56,18 @@ class Name(Node):
 
 
 @dataclass(frozen=True, slots=True)
+class TableAccess(Node):
+    """``Table[k1, k2].column`` (``column`` None: the whole row); 000 §4.7 tables.
+
+    A key-less table's ``Table.column`` parses as a ``Name``; the planner tells the two
+    apart because only it knows which names are tables."""
+
+    table: str
+    keys: tuple[Node, ...]
+    column: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Star(Node):
     """A bare ``*`` argument (window parameter ``uni(price, *)``, ``computeHash(*)``)."""
 

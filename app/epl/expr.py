@@ -12,12 +12,12 @@ from __future__ import annotations
 import math
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from app.epl import ast
-from app.epl.errors import EplValidationError
+from app.epl.errors import EplValidationError, closest
 from operators.aggregates import AGGREGATE_NAMES, make_aggregator
 from operators.base import Expr, PartitionCtx
 from operators.resultset import AggregateDef
@@ -29,6 +29,25 @@ OUTPUT_BUILTINS = frozenset({
 
 class NotSupportedExpr(Exception):
     """An expression construct the engine does not evaluate yet."""
+
+
+@dataclass
+class TableEnv:
+    """The tables a statement's expressions may read (000 §4.7 tables).
+
+    ``specs`` are the declared tables by name; ``context`` is the statement's context (a
+    table declared with a context is read only by statements of that context, each
+    partition reading its own instance); ``props`` the statement's event properties and
+    their types (a name that is a property is never taken for a table, and key types are
+    checked against them); ``used`` collects the tables read, which the plan lists so
+    the runtime hands their instances to the statement.  ``refusal`` (when set) says why
+    tables cannot be read where the expression stands."""
+
+    specs: Mapping[str, Any]
+    context: str | None = None
+    props: Mapping[str, str] = field(default_factory=dict)
+    used: set[str] = field(default_factory=set)
+    refusal: str = ""
 
 
 @dataclass
@@ -45,6 +64,8 @@ class Scope:
     agg_value_scope: Scope | None = None
     agg_in_row: bool = False
     """Aggregates read their result from the row under ``$aggN`` (``#expr`` windows)."""
+    tables: TableEnv | None = None
+    """Tables expressions may read; None: no table is known here."""
 
 
 def text_of(node: Any) -> str:
@@ -69,6 +90,8 @@ def _compile_name(node: Any, scope: Scope) -> Expr:
     parts: tuple[str, ...] = tuple(node.parts)
     head = parts[0]
     rest = parts[1:]
+    if rest and is_table_name(head, scope):
+        return _compile_keyless_table(node, scope)
     if head == "context" and rest:
         key, more = rest[0], rest[1:]
         if more:
@@ -102,6 +125,138 @@ def _compile_name(node: Any, scope: Scope) -> Expr:
     if not rest:
         return lambda r, c: r.get(head)
     return lambda r, c: _nested(r, parts)
+
+
+def is_table_name(head: str, scope: Scope) -> bool:
+    """Whether a dotted name's head is a table: a declared table that is not a stream
+    alias, a pattern tag, a variable, ``context`` or an event property (Esper resolves
+    stream and property names before table names)."""
+    env = scope.tables
+    return (env is not None and head in env.specs and head != "context"
+            and head not in scope.aliases and head not in scope.tags
+            and head not in scope.variables and head not in env.props)
+
+
+def _table_spec(env: TableEnv | None, name: str, node: Any) -> Any:
+    """The spec of a table an expression reads, checked against the statement."""
+    if env is None or env.refusal:
+        raise _err(env.refusal if env is not None and env.refusal else
+                   f"table '{name}' cannot be read here", node)
+    spec = env.specs.get(name)
+    if spec is None:
+        raise _err(f"unknown table '{name}'", node, _did_you_mean(name, env.specs))
+    if spec.context is not None and spec.context != env.context:
+        raise _err(f"table '{name}' is declared with context '{spec.context}'; a statement "
+                   f"reading it must declare the same context", node,
+                   f"write 'context {spec.context} ...' (000 §4.7)")
+    env.used.add(name)
+    return spec
+
+
+def _table_column(spec: Any, column: str, node: Any) -> Callable[[dict[str, Any]], Any]:
+    """A reader of one column of a table record (key, plain or aggregation column)."""
+    col = spec.column(column)
+    if col is None:
+        raise _err(f"table '{spec.name}' has no column '{column}'", node,
+                   _did_you_mean(column, [c.name for c in spec.columns]))
+    if col.key:
+        idx = spec.keys.index(column)
+        return lambda rec: rec["k"][idx]
+    agg = col.aggregator
+    if agg is not None:
+        def agg_value(rec: dict[str, Any]) -> Any:
+            state = rec["a"].get(column)
+            return agg.result(state if state is not None else agg.initial())
+        return agg_value
+    return lambda rec: rec["c"].get(column)
+
+
+_LITERAL_KINDS = {"int": "number", "long": "number", "double": "number",
+                  "string": "string", "boolean": "boolean"}
+_TYPE_KINDS = {"int": "number", "integer": "number", "long": "number", "short": "number",
+               "byte": "number", "biginteger": "number", "double": "number",
+               "float": "number", "bigdecimal": "number", "string": "string",
+               "boolean": "boolean"}
+
+
+def _key_kind(node: Any, scope: Scope) -> str | None:
+    """The kind (number, string, boolean) of a key expression when it is evident: a
+    literal, or a property of the statement's event type."""
+    if isinstance(node, ast.Literal):
+        return _LITERAL_KINDS.get(node.type)
+    if isinstance(node, ast.Name) and scope.tables is not None:
+        parts = node.parts
+        if len(parts) == 2 and parts[0] in scope.aliases:
+            parts = parts[1:]
+        if len(parts) == 1 and parts[0] not in scope.variables:
+            t = scope.tables.props.get(parts[0])
+            return _TYPE_KINDS.get(str(t).lower()) if t is not None else None
+    return None
+
+
+def _compile_table_access(node: Any, scope: Scope) -> Expr:
+    """``T[k1, ..].col`` / ``T[k1, ..]``: the row with those primary-key values, after
+    coercion to the key types (000 §4.7); null when there is no such row."""
+    spec = _table_spec(scope.tables, node.table, node)
+    keys = spec.keys
+    if not keys:
+        raise _err(f"table '{spec.name}' has no primary key", node,
+                   f"read a key-less table's column as {spec.name}.column")
+    if len(node.keys) != len(keys):
+        raise _err(f"table '{spec.name}' has {len(keys)} primary key column(s) "
+                   f"({', '.join(keys)}); {len(node.keys)} key expression(s) given", node,
+                   "give one key expression per primary key column, in declared order")
+    for k, kname, ktype in zip(node.keys, keys, spec.key_types):
+        have = _key_kind(k, scope)
+        want = _TYPE_KINDS.get(ktype.lower())
+        if have is not None and want is not None and have != want:
+            raise _err(f"key '{kname}' of table '{spec.name}' is {ktype}; the key "
+                       f"expression '{text_of(k)}' is a {have}", k)
+    key_fns = [compile_expr(k, scope) for k in node.keys]
+    name = spec.name
+    read = _table_column(spec, node.column, node) if node.column is not None else None
+
+    def table_access(r: Any, c: PartitionCtx) -> Any:
+        table = c.tables.get(name)
+        if table is None:
+            return None
+        rec = table.lookup([k(r, c) for k in key_fns])
+        if rec is None:
+            return None
+        return read(rec) if read is not None else table.row(rec)
+    return table_access
+
+
+def _compile_keyless_table(node: Any, scope: Scope) -> Expr:
+    """``T.col`` for a table without primary keys: its single row's column."""
+    spec = _table_spec(scope.tables, node.parts[0], node)
+    if spec.keys:
+        raise _err(f"table '{spec.name}' has primary key(s) {', '.join(spec.keys)}", node,
+                   f"write {spec.name}[{', '.join(spec.keys)}].{node.parts[1]}")
+    read = _table_column(spec, node.parts[1], node)
+    more = tuple(node.parts[2:])
+    name = spec.name
+
+    def keyless(r: Any, c: PartitionCtx) -> Any:
+        table = c.tables.get(name)
+        rec = table.lookup(()) if table is not None else None
+        if rec is None:
+            return None
+        v = read(rec)
+        return _nested(v, more) if more else v
+    return keyless
+
+
+def _err(message: str, node: Any, hint: str | None = None) -> EplValidationError:
+    pos = getattr(node, "pos", None)
+    line = pos.line if pos is not None and pos.line else None
+    col = pos.column if pos is not None and pos.line else None
+    return EplValidationError(message, line, col, None, hint)
+
+
+def _did_you_mean(name: str, candidates: Any) -> str | None:
+    best = closest(name, list(candidates))
+    return f"did you mean '{best}'?" if best else None
 
 
 def _null_safe(fn: Callable[[Any, Any], Any]) -> Callable[[Expr, Expr], Expr]:
@@ -330,6 +485,8 @@ def compile_expr(node: Any, scope: Scope) -> Expr:
         return lambda r, c: ms
     if kind == "Call":
         return _compile_call(node, scope)
+    if kind == "TableAccess":
+        return _compile_table_access(node, scope)
     if kind == "Star":
         return lambda r, c: r
     raise NotSupportedExpr(kind)
@@ -354,7 +511,8 @@ def _compile_call(node: Any, scope: Scope) -> Expr:
             value = None
             if args and not node.star and not isinstance(args[0], ast.Star):
                 value = compile_expr(args[0], Scope(
-                    vscope.kind, vscope.aliases, vscope.tags, vscope.variables))
+                    vscope.kind, vscope.aliases, vscope.tags, vscope.variables,
+                    tables=vscope.tables))
             star = node.star or (bool(args) and isinstance(args[0], ast.Star)) or (
                 name == "count" and not args)
             agg = make_aggregator(name, star=star, distinct=node.distinct, extra=extra)
@@ -373,7 +531,8 @@ def _compile_call(node: Any, scope: Scope) -> Expr:
             target = args[0]
         else:
             n_fn, target = compile_expr(args[0], scope), args[1]
-        inner = compile_expr(target, Scope("event", scope.aliases, variables=scope.variables))
+        inner = compile_expr(target, Scope("event", scope.aliases, variables=scope.variables,
+                                           tables=scope.tables))
         tail = name == "prevtail"
 
         def prev(r: Any, c: PartitionCtx) -> Any:
@@ -387,7 +546,8 @@ def _compile_call(node: Any, scope: Scope) -> Expr:
         return lambda r, c: c.window.count() if c.window is not None else None
     if name == "prevwindow":
         inner = compile_expr(node.args[0], Scope("event", scope.aliases,
-                                                 variables=scope.variables)) \
+                                                 variables=scope.variables,
+                                                 tables=scope.tables)) \
             if node.args and not isinstance(node.args[0], ast.Star) else None
 
         def prevwindow(r: Any, c: PartitionCtx) -> Any:

@@ -1423,6 +1423,13 @@ class _Builder(Transformer_NonRecursive):
         """a.b.c."""
         return A.Name(tuple(_present(c)), pos=pos)
 
+    def r_table_access(self, c: list[Any], pos: A.Pos) -> A.TableAccess:
+        """Table[k, ...] or Table[k, ...].column."""
+        items = [x for x in c if not isinstance(x, Token)]
+        keys = tuple(x for x in items[1:] if isinstance(x, A.Node))
+        column = items[-1] if isinstance(items[-1], str) and len(items) > 1 else None
+        return A.TableAccess(items[0], keys, column, pos=pos)
+
     def r_call(self, c: list[Any], pos: A.Pos) -> A.Call:
         """f(args), a.b.f(args), ns:f(args); count(*) and count(distinct x) flags."""
         head = c[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from app.epl import ast
@@ -56,13 +57,17 @@ def _node(planner: Any, n: Any, tags: frozenset[str], variables: frozenset[str])
                        hint=_did_you_mean(n.type_name, planner._type_names()))
         pred = None
         if n.filter is not None:
-            pred = compile_expr(n.filter, Scope("pfilter", frozenset(), tags, variables))
+            tenv = getattr(planner, "tenv", None)
+            env = replace(tenv, props=props) if tenv is not None else None
+            pred = compile_expr(n.filter, Scope("pfilter", frozenset(), tags, variables,
+                                                tables=env))
         return ps.Filter(n.tag, n.type_name, pred,
                          text_of(n.filter) if n.filter is not None else "")
     if isinstance(n, ast.PEvery):
         return ps.Every(_node(planner, n.child, tags, variables))
     if isinstance(n, ast.PEveryDistinct):
-        keys = tuple(compile_expr(e, Scope("pfilter", frozenset(), tags, variables))
+        keys = tuple(compile_expr(e, Scope("pfilter", frozenset(), tags, variables,
+                                           tables=getattr(planner, "tenv", None)))
                      for e in n.exprs)
         period = time_period_ms(n.period) if n.period is not None else None
         return ps.EveryDistinct(keys, period, _node(planner, n.child, tags, variables))

@@ -16,9 +16,11 @@ from app.epl.errors import EplError, EplValidationError, closest
 from app.epl.expr import (
     NotSupportedExpr,
     Scope,
+    TableEnv,
     compile_expr,
     constant_value,
     has_aggregate,
+    is_table_name,
     names_in,
     text_of,
     time_period_ms,
@@ -62,6 +64,8 @@ class Planner:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self.source = ""
+        self.tenv = TableEnv({})
+        """Tables the statement being planned may read, and those it reads (000 §4.7)."""
 
     # -- entry -------------------------------------------------------------
     def plan_text(self, epl: str, name: str) -> StatementPlan:
@@ -103,6 +107,15 @@ class Planner:
     def _plan(self, node: Any, name: str, epl: str = "") -> StatementPlan:
         kind = type(node).__name__
         self._check_context_variables(node)
+        self.tenv = TableEnv(self.catalog.tables, getattr(node, "context", None))
+        plan = self._plan_kind(node, kind, name, epl)
+        if self.tenv.used and plan.kind in ("query", "on"):
+            # read-accessed tables: the runtime hands their instances to the statement
+            extra = tuple(sorted(self.tenv.used - set(plan.tables)))
+            plan = replace(plan, tables=plan.tables + extra)
+        return plan
+
+    def _plan_kind(self, node: Any, kind: str, name: str, epl: str) -> StatementPlan:
         if kind == "CreateSchema":
             self.catalog.schemas[node.name] = {f: str(t) for f, t in node.fields}
             return StatementPlan(name, "schema", epl, schema=self.catalog.schemas[node.name])
@@ -270,7 +283,8 @@ class Planner:
                 raise verr(f"unknown event type '{src.type_name}'", src,
                     hint=_did_you_mean(src.type_name, self._type_names()))
             aliases = frozenset({src.alias} if src.alias else set())
-            scope = Scope("event", aliases, variables=variables)
+            self.tenv.props = props
+            scope = Scope("event", aliases, variables=variables, tables=self.tenv)
             filt = compile_expr(src.filter, scope) if src.filter is not None else None
             view = self.view_chain(src.views, scope, src.retain) if src.views else None
             self._check_names(node, {**props, **_derived_props(view)}, scope, src.type_name)
@@ -283,7 +297,8 @@ class Planner:
             from app.epl.patterns import plan_pattern
 
             pattern = plan_pattern(self, src.pattern)
-            scope = Scope("tags", tags=frozenset(pattern.tag_names()), variables=variables)
+            scope = Scope("tags", tags=frozenset(pattern.tag_names()), variables=variables,
+                          tables=self.tenv)
         else:
             raise NotSupported(_construct_name(type(src).__name__))
         if node.context is not None:
@@ -348,12 +363,13 @@ class Planner:
         action = node.action
         akind = type(action).__name__
         variables = frozenset(self.catalog.variables)
+        self.tenv.props = self.catalog.type_props(trig.type_name) or {}
         tscope = Scope("event", frozenset({trig.alias} if trig.alias else set()),
-                       variables=variables)
+                       variables=variables, tables=self.tenv)
         tfilter = compile_expr(trig.filter, tscope) if trig.filter is not None else None
         if akind == "OnSet":
             oscope = Scope("tags", frozenset(), frozenset(
-                {trig.alias} if trig.alias else {trig.type_name}), variables)
+                {trig.alias} if trig.alias else {trig.type_name}), variables, tables=self.tenv)
             assigns = tuple(self._assignment(a, oscope, node) for a in action.assignments)
             spec = OnActionSpec("set", trig.type_name, tfilter, trig.alias, assignments=assigns)
             return StatementPlan(name, "on", epl, context=node.context, action=spec)
@@ -381,7 +397,7 @@ class Planner:
                        hint=f"write 'context {tctx} on ...' ({section})" if tctx else None)
         tags = {a for a in (trig.alias, action.alias, target_name, trig.type_name, "initial")
                 if a}
-        cscope = Scope("tags", frozenset(), frozenset(tags), variables)
+        cscope = Scope("tags", frozenset(), frozenset(tags), variables, tables=self.tenv)
         where = compile_expr(action.where, cscope) if action.where is not None else None
         common = dict(trigger_type=trig.type_name, trigger_filter=tfilter,
                       trigger_alias=trig.alias, window=target_name, window_alias=action.alias,
@@ -546,7 +562,11 @@ class Planner:
         if src.views:
             raise verr("an on-demand query reads the window as it is: no data window", src)
         aliases = frozenset({src.alias} if src.alias else set()) | {name}
-        scope = Scope("event", aliases, variables=frozenset(self.catalog.variables))
+        # an on-demand query runs outside any statement: no table instance is handed to it
+        self.tenv = TableEnv(self.catalog.tables, props=props,
+                             refusal="an on-demand query cannot read other tables")
+        scope = Scope("event", aliases, variables=frozenset(self.catalog.variables),
+                      tables=self.tenv)
         self._check_names(node, props, scope, name)
         rs = self.result_set(node, scope)
         where = compile_expr(node.where, scope) if node.where is not None else None
@@ -593,6 +613,8 @@ class Planner:
                 parts = n.parts
                 if parts[0] == "context" or parts[0] in scope.variables:
                     continue
+                if len(parts) > 1 and is_table_name(parts[0], scope):
+                    continue
                 if parts[0] in scope.aliases:
                     parts = parts[1:]
                     if not parts:
@@ -605,7 +627,7 @@ class Planner:
                    agg_texts: dict[str, int] | None = None) -> ResultSetSpec:
         aggs: list[AggregateDef] = []
         ascope = Scope(scope.kind, scope.aliases, scope.tags, scope.variables, aggs,
-                       allow_aggregates=True)
+                       allow_aggregates=True, tables=scope.tables)
         if agg_texts is not None:
             ascope.agg_texts = agg_texts
         columns: list[SelectColumn] = []
@@ -643,7 +665,7 @@ class Planner:
             if not group_by:
                 kind = AGG_ROWS if event_refs else AGG_ALL
             else:
-                grouped = all(_WS.sub("", text_of(e)) in group_texts for e in event_refs
+                grouped = all(_is_grouped(e, group_texts, scope) for e in event_refs
                               if not isinstance(e, ast.Star))
                 kind = GROUPED if grouped and not wildcard else GROUPED_ROWS
         return ResultSetSpec(kind, tuple(columns), tuple(aggs), group_by, having, wildcard,
@@ -654,7 +676,7 @@ class Planner:
         if node is None:
             return OutputSpec()
         variables = frozenset(self.catalog.variables)
-        oscope = Scope("output", scope.aliases, scope.tags, variables)
+        oscope = Scope("output", scope.aliases, scope.tags, variables, tables=scope.tables)
         kind = (node.kind or "default").lower()
         every_events = every_ms = None
         every_events_expr = every_expr = None
@@ -728,6 +750,8 @@ class Planner:
             head = n.parts[0]
             if head in variables or head in OUTPUT_BUILTINS or head == "context":
                 continue
+            if len(n.parts) > 1 and head in self.tenv.specs:
+                continue  # a key-less table's column (000 §4.7)
             raise verr(f"'{'.'.join(n.parts)}' is not a variable or a built-in property "
                        "of the output condition", n,
                        hint="use count_insert, count_remove, last_output_timestamp or a "
@@ -781,7 +805,7 @@ class Planner:
                         hint="list each event type once (000 §4.2.2)")
                 seen.add(it.type_name)
                 scope = Scope("event", frozenset({it.alias} if it.alias else set()),
-                              variables=variables)
+                              variables=variables, tables=self._routing_env(props))
                 for p in it.props:
                     pname = text_of(p)
                     if pname not in props:
@@ -809,16 +833,17 @@ class Planner:
         if kind == "HashContext":
             hitems = []
             for it in spec.items:
-                self._require_type(it.type_name, it)
-                scope = Scope("event", variables=variables)
+                hprops = self._require_type(it.type_name, it)
+                scope = Scope("event", variables=variables, tables=self._routing_env(hprops))
                 hitems.append(HashItem(
                     it.type_name, it.function, compile_expr(it.args[0], scope),
                     compile_expr(it.filter, scope) if it.filter is not None else None))
             return HashSpec(name, tuple(hitems), int(constant_value(spec.granularity)),
                             bool(spec.preallocate))
         if kind == "CategoryContext":
-            self._require_type(spec.type_name, spec)
-            scope = Scope("event", variables=variables)
+            cprops = self._require_type(spec.type_name, spec)
+            scope = Scope("event", variables=variables,
+                          tables=replace(self.tenv, props=cprops))
             groups = tuple((g.label, compile_expr(g.expr, scope)) for g in spec.groups)
             return CategorySpec(name, spec.type_name, groups,
                                 compile_expr(spec.filter, scope) if spec.filter else None)
@@ -843,6 +868,12 @@ class Planner:
             return out
         raise NotSupported(_construct_name(kind))
 
+    def _routing_env(self, props: dict[str, str]) -> TableEnv:
+        """Keyed and hash context items route events to partitions, in Kafka mode before
+        any engine runs: they cannot read tables."""
+        return TableEnv(self.catalog.tables, props=props,
+                        refusal="a keyed or hash context declaration cannot read a table")
+
     def _require_type(self, type_name: str, node: Any) -> dict[str, str]:
         props = self.catalog.type_props(type_name)
         if props is None:
@@ -858,7 +889,8 @@ class Planner:
         if kind == "CondFilter":
             self._require_type(c.type_name, c)
             aliases = frozenset({c.alias} if c.alias else set())
-            scope = Scope("pfilter", aliases, tags, variables)
+            env = replace(self.tenv, props=self.catalog.type_props(c.type_name) or {})
+            scope = Scope("pfilter", aliases, tags, variables, tables=env)
             pred = compile_expr(c.filter, scope) if c.filter is not None else None
             text = c.type_name + (f"({text_of(c.filter)})" if c.filter is not None else "")
             return cond.CondFilterSpec(c.type_name, pred, c.alias, text)
@@ -935,12 +967,25 @@ def _tags_of(c: Any) -> frozenset[str]:
 
 
 def _refers_to_event(node: Any, scope: Scope) -> bool:
-    """Whether an expression reads event properties (not only context/variables)."""
+    """Whether an expression reads event properties (not only context/variables/tables)."""
     for n in names_in(node):
         head = n.parts[0]
         if head == "context" or head in scope.variables:
             continue
+        if len(n.parts) > 1 and is_table_name(head, scope):
+            continue
         return True
+    return False
+
+
+def _is_grouped(node: Any, group_texts: tuple[str, ...], scope: Scope) -> bool:
+    """Whether a non-aggregated select expression is one of the group-by expressions; a
+    table access counts as grouped when its keys are (its value is one per group)."""
+    if _WS.sub("", text_of(node)) in group_texts:
+        return True
+    if isinstance(node, ast.TableAccess):
+        return all(_is_grouped(k, group_texts, scope) or not _refers_to_event(k, scope)
+                   for k in node.keys)
     return False
 
 

@@ -90,7 +90,7 @@ def _is_expression(node: A.Node) -> bool:
     """True for expression node classes."""
     return isinstance(node, (
         A.Literal, A.Name, A.Unary, A.Binary, A.Between, A.InList, A.InRange, A.Like,
-        A.Regexp, A.IsNull, A.Case, A.Call, A.Cast, A.TimePeriod,
+        A.Regexp, A.IsNull, A.Case, A.Call, A.Cast, A.TimePeriod, A.TableAccess,
     ))
 
 
@@ -207,6 +207,9 @@ class _Printer:
             return " ".join(parts)
         if isinstance(node, A.Call):
             return self.call(node)
+        if isinstance(node, A.TableAccess):
+            col = f".{self.ident(node.column)}" if node.column is not None else ""
+            return f"{self.ident(node.table)}[{self.exprs(node.keys)}]{col}"
         if isinstance(node, A.Cast):
             return f"cast({self.expr(node.expr)}, {self.dotted(node.type_name)})"
         if isinstance(node, A.TimePeriod):

@@ -21,7 +21,7 @@ from operators.base import PartitionCtx, Row, Rows
 from operators.contexts.managers import Change, Manager
 from operators.pipeline import Pipeline
 from operators.state import MemoryNamespace, MemoryStore
-from operators.table import Table, TableSpec
+from operators.table import GlobalTables, Table, TableSpec
 from operators.variables import VariableDecl, VariableScope, VariableStore
 
 Listener = Callable[[str, Rows, Rows, Any], None]
@@ -139,7 +139,9 @@ class Engine:
                 self._pipeline(st, pid)
 
     def _root_ctx(self) -> PartitionCtx:
-        return PartitionCtx(variables=self.variables, now_ms=self.now_ms)
+        # context conditions may read the tables that have no context (000 §4.7)
+        return PartitionCtx(variables=self.variables, now_ms=self.now_ms,
+                            tables=GlobalTables(self.table_specs, self._table))  # type: ignore[arg-type]
 
     # -- variables and tables --------------------------------------------------
     def _scope(self, context: str | None, pid: Any) -> VariableScope:

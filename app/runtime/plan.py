@@ -33,7 +33,8 @@ class StatementPlan:
     """kind 'table': the TableSpec; an 'into table' query or a table on-action: the table
     it uses (so a runtime that received only this plan can still place the table)."""
     tables: tuple[str, ...] = ()
-    """kind 'query' with 'into table': the tables the statement aggregates into."""
+    """kind 'query' / 'on': the table the statement aggregates into or acts on, first,
+    then the tables its expressions read (``T[key].column``, 000 §4.7)."""
     var_decl: Any = None
     """kind 'variable': the VariableDecl."""
     event_type: str | None = None

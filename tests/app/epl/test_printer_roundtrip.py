@@ -221,6 +221,8 @@ def _extend(children: st.SearchStrategy[A.Node]) -> st.SearchStrategy[A.Node]:
                   st.none() | children),
         st.builds(_call, call_names, args, st.booleans(), st.booleans()),
         st.builds(A.Cast, children, type_names),
+        st.builds(lambda t, keys, col: A.TableAccess(t, tuple(keys), col),
+                  idents, st.lists(children, min_size=1, max_size=2), st.none() | idents),
     )
 
 
