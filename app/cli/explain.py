@@ -58,7 +58,8 @@ def topics_of(sf: StatementFile, plan: Any, catalog: Catalog) -> list[str]:
         out.append(f"in  {sf.topic_of(t)} ({n} partition{'s' if n != 1 else ''})")
     if plan.context is not None:
         spec = catalog.contexts[plan.context]
-        n = getattr(spec, "granularity", None) or sf.partitions
+        n = (getattr(spec, "granularity", None)
+             or (sf.raw.get("context_partitions") or {}).get(plan.context) or sf.partitions)
         out.append(f"via kepl.{sf.app}.repartition.{plan.context} ({n} partition"
                    f"{'s' if n != 1 else ''})")
     elif not is_stateless(plan):

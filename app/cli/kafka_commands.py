@@ -20,15 +20,33 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 def _config(sf: StatementFile) -> Any:
     from app.runtime.kafka.config import AppConfig
+    from app.runtime.kafka.config import ConfigError as KafkaConfigError
 
-    return AppConfig.from_dict(sf.raw)
+    try:
+        return AppConfig.from_dict(sf.raw)
+    except KafkaConfigError as e:
+        raise ConfigError(f"{sf.path}: {e}") from None
+
+
+def _check_topology(sf: StatementFile, config: Any) -> None:
+    """Plan the Kafka layout; a file it cannot run is a one-line error."""
+    from app.runtime.catalog import NotSupported
+    from app.runtime.kafka.config import ConfigError as KafkaConfigError
+    from app.runtime.kafka.topology import Topology
+
+    try:
+        Topology.plan(config)
+    except (KafkaConfigError, NotSupported) as e:
+        raise ConfigError(f"{sf.path}: {e}") from None
 
 
 def cmd_deploy(args: argparse.Namespace, bootstrap: str) -> int:
     from app.runtime.kafka.worker import create_topics
 
     sf = load_statement_file(args.file)
-    for line in create_topics(_config(sf), bootstrap):
+    config = _config(sf)
+    _check_topology(sf, config)
+    for line in create_topics(config, bootstrap):
         print(line)
     return 0
 
@@ -38,7 +56,9 @@ def cmd_worker(args: argparse.Namespace, bootstrap: str) -> int:
 
     sf = load_statement_file(args.file)
     data_dir = Path(args.data_dir) if args.data_dir else Path(".kepl") / sf.app
-    run_worker(_config(sf), bootstrap, data_dir)
+    config = _config(sf)
+    _check_topology(sf, config)
+    run_worker(config, bootstrap, data_dir)
     return 0
 
 

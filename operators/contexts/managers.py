@@ -137,6 +137,15 @@ class KeyedManager(Manager):
     def live(self) -> list[Pid]:
         return sorted(self.keys)
 
+    def key(self, pid: Pid) -> list | None:
+        """The key values of a partition (None if it was never allocated)."""
+        return self.keys.get(pid)
+
+
+def key_text(key: list) -> str:
+    """The text that identifies a keyed partition: the manager's own key identity."""
+    return _hashable(key)
+
 
 def _hashable(key: list) -> Any:
     """In-memory map key of a context key (a lone string is used as is)."""

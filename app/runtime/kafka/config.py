@@ -7,7 +7,8 @@ agree on them:
 
 - inputs: as ``topics`` maps each event type (default: the type name);
 - ``kepl.<app>.repartition.<group>``: one per engine group (``main`` = every statement
-  without a hash context, on one partition; a hash context gets its own group);
+  on one partition; a hash context gets its own group of ``granularity`` partitions, a
+  keyed context named in ``context_partitions`` its own group of that many);
 - ``kepl.<app>.changelog.<group>``: the engine state of that group (same partitions);
 - ``kepl.<app>.watermarks``, ``kepl.<app>.progress``, ``kepl.<app>.dlq``;
 - outputs ``kepl.<app>.out.<statement>`` unless the statement names ``output_topic``.
@@ -47,6 +48,10 @@ class AppConfig:
     topics: dict[str, str] = field(default_factory=dict)
     source_partitions: int = 1
     """Partitions given to a source topic the worker has to create (existing ones are kept)."""
+    context_partitions: dict[str, int] = field(default_factory=dict)
+    """Keyed context name -> partitions of its own repartition topic (and engine
+    partitions).  A keyed context not named here runs in the single-partition ``main``
+    group, so its ``context.id`` values are the embedded runtime's."""
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> AppConfig:
@@ -81,9 +86,12 @@ class AppConfig:
         for t in full_topics.values():
             if not _NAME.match(t):
                 raise ConfigError(f"topic name '{t}' is not valid")
-        parts = int(doc.get("source_partitions", 1))
+        # a statement file says 'partitions' (schemas/statement-file.schema.json)
+        parts = doc.get("source_partitions", doc.get("partitions", 1))
+        if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
+            raise ConfigError(f"'partitions' must be a positive integer, got {parts!r}")
         return cls(app, {k: dict(v) for k, v in schemas.items()}, tuple(stmts), full_topics,
-                   parts)
+                   parts, _context_partitions(doc.get("context_partitions")))
 
     @classmethod
     def from_file(cls, path: Path | str) -> AppConfig:
@@ -99,6 +107,8 @@ class AppConfig:
             "schemas": self.schemas,
             "topics": dict(self.topics),
             "source_partitions": self.source_partitions,
+            **({"context_partitions": dict(self.context_partitions)}
+               if self.context_partitions else {}),
             "statements": [
                 {"name": s.name, "epl": s.epl,
                  **({"output_topic": s.output_topic} if s.output_topic else {})}
@@ -142,3 +152,24 @@ class AppConfig:
             if s.name == statement and s.output_topic:
                 return s.output_topic
         return f"kepl.{self.app}.out.{statement}"
+
+
+MAX_CONTEXT_PARTITIONS = 10_000
+
+
+def _context_partitions(raw: Any) -> dict[str, int]:
+    """``context_partitions``: context name -> a positive partition count."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError("'context_partitions' must map keyed context names to partition "
+                          "counts")
+    out: dict[str, int] = {}
+    for name, n in raw.items():
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"'context_partitions' has a bad context name {name!r}")
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_CONTEXT_PARTITIONS:
+            raise ConfigError(f"'context_partitions.{name}' must be an integer from 1 to "
+                              f"{MAX_CONTEXT_PARTITIONS}, got {n!r}")
+        out[name] = n
+    return out

@@ -13,7 +13,8 @@ Bookkeeping kept in the same state (so it is committed atomically with the engin
   and are skipped;
 - ``now``: the Engine's clock; ``barrier``: the last barrier completed (time, id);
 - output sequence numbers per (statement, context partition): ``kepl.id`` =
-  ``statement/context-partition/sequence`` is identical when a batch is replayed;
+  ``statement/context-partition/sequence`` is identical when a batch is replayed (the
+  context partition of a keyed group is the key text, see ``_context_partition``);
 - with more than one upstream partition, events wait in a persisted per-upstream queue
   (keyed by upstream ``topic:partition`` and offset)
   until every upstream has delivered the closing barrier of their epoch; the epoch is
@@ -35,6 +36,7 @@ from typing import Any, Protocol
 from app.runtime.engine import Engine
 from app.runtime.kafka.store import ChangelogRecord, PartitionStore
 from app.runtime.kafka.topology import Group
+from operators.contexts.managers import key_text
 
 
 class ChangelogLog(Protocol):
@@ -242,8 +244,24 @@ class EnginePartition:
         self.engine.advance_time(target)
         self.barrier = (target, wid)
 
+    def _context_partition(self, pid: Any) -> str:
+        """``kepl.context_partition`` of a row: the same whichever worker runs it.
+
+        Hash group: the bucket (= Kafka partition, 000 §4.2.3).  Keyed group: the key
+        text, since ``context.id`` only numbers the keys of this engine partition.
+        Otherwise the context partition id of the one Engine of ``main``.
+        """
+        g = self.group
+        if g.hash_spec is not None:
+            return str(self.partition)
+        if g.keyed_spec is not None and self.engine is not None:
+            key = self.engine.contexts[g.keyed_spec.name].manager.key(pid)
+            if key is not None:
+                return key_text(key)
+        return _pid_text(pid)
+
     def _on_rows(self, stmt: str, new: list, old: list, pid: Any) -> None:
-        cp = str(self.partition) if self.group.hash_spec is not None else _pid_text(pid)
+        cp = self._context_partition(pid)
         key = (stmt, cp)
         seq = self.seqs.get(key)
         if seq is None:

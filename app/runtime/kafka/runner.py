@@ -150,12 +150,15 @@ class KafkaApp:
         self.restarts = 0
 
     def send(self, type_name: str, event: dict[str, Any] | bytes,
-             timestamp_ms: int | None = None) -> None:
-        """Produce one event (or raw bytes) to its type's topic."""
+             timestamp_ms: int | None = None, partition: int | None = None) -> None:
+        """Produce one event (or raw bytes) to its type's topic (``partition``: that
+        source partition, else the producer's choice)."""
         self.seq += 1
         value = event if isinstance(event, bytes) else json.dumps(event).encode()
         ts = self.now if timestamp_ms is None else timestamp_ms
         kwargs: dict[str, Any] = {"timestamp": ts} if ts > 0 else {}
+        if partition is not None:
+            kwargs["partition"] = partition
         while True:
             try:
                 self.producer.produce(self.config.topic_of(type_name), value,

@@ -3,29 +3,42 @@
 Statements are planned once and split into *groups*, each run by one engine agent over
 its own repartition topic (ARCHITECTURE.md, Partitioning):
 
-- ``main``: every statement without a hash context (plain statements, keyed, category
-  and temporal contexts), on a single-partition repartition topic so all events reach
-  one Engine in a deterministic order;
+- ``main``: every statement of no dedicated group (plain statements, category and
+  temporal contexts, keyed contexts not named in ``context_partitions``), on a
+  single-partition repartition topic so all events reach one Engine in a deterministic
+  order;
 - one group per hash context (``coalesce by consistent_hash_crc32(p) ... granularity
   N``): a repartition topic with exactly N partitions, an event going to partition
-  ``crc32(str(p)) mod N`` (``HashSpec.partition_of``), so Kafka partition = bucket.
+  ``crc32(str(p)) mod N`` (``HashSpec.partition_of``), so Kafka partition = bucket
+  (000 §4.2.3);
+- one group per keyed context named in ``context_partitions`` (``partition by p from
+  T``, 000 §4.2.2): a repartition topic with K partitions, an event going to partition
+  ``crc32(key text) mod K`` where the key text is that of the event's key values
+  (``key_text``: a lone string as is, else JSON).  All events of one key meet in one
+  Engine, whose keyed manager holds the keys of its partition.  Output rows are
+  identified by the key text (``kepl.context_partition``), not by ``context.id``, which
+  numbers keys in order of first appearance within one engine partition.
 
-Variables are deployed into every group.  ``insert into`` a stream consumed by another
-group is refused (it would need a topic hop that breaks the single-Engine ordering).
+The statements of a context, and tables, variables and named windows declared with it,
+go to its group; declarations without a context go to every group.  ``insert into`` a
+stream consumed by another group is refused (a topic hop would break the single-Engine
+ordering), and so is setting a variable without a context from a keyed group of several
+partitions.
 """
 
 from __future__ import annotations
 
 import re
 import time
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from app.runtime.catalog import Catalog, NotSupported
-from app.runtime.kafka.config import MAIN_GROUP, AppConfig
+from app.runtime.kafka.config import MAIN_GROUP, AppConfig, ConfigError
 from app.runtime.plan import StatementPlan
 from operators.base import PartitionCtx, Row
-from operators.contexts.managers import HashSpec
+from operators.contexts.managers import HashSpec, KeyedSpec, key_text
 
 STATEMENT_KINDS = ("query", "window", "on")
 """Plan kinds that run per context partition and may emit rows."""
@@ -40,6 +53,15 @@ def consumed_types(plan: StatementPlan) -> set[str]:
     return set()
 
 
+def keyed_text(spec: KeyedSpec, type_name: str, event: Row, ctx: PartitionCtx
+               ) -> str | None:
+    """Key text of an event under a keyed context; None if the context ignores it."""
+    item = next((i for i in spec.items if i.type_name == type_name), None)
+    if item is None or (item.filter is not None and not item.filter(event, ctx)):
+        return None
+    return key_text([k(event, ctx) for k in item.keys])
+
+
 @dataclass
 class Group:
     """Statements run by one engine agent, and how events find their partition."""
@@ -49,7 +71,14 @@ class Group:
     plans: list[StatementPlan] = field(default_factory=list)
     types: set[str] = field(default_factory=set)
     hash_spec: HashSpec | None = None
+    keyed_spec: KeyedSpec | None = None
     _ctx: PartitionCtx = field(default_factory=PartitionCtx, repr=False)
+
+    @property
+    def context(self) -> str | None:
+        """The context this group is dedicated to (None: ``main``)."""
+        spec = self.hash_spec or self.keyed_spec
+        return spec.name if spec is not None else None
 
     @property
     def statements(self) -> list[str]:
@@ -60,9 +89,12 @@ class Group:
         """Kafka partition of the repartition topic for an event, None if not for us."""
         if type_name not in self.types:
             return None
-        if self.hash_spec is None:
-            return 0
-        return self.hash_spec.partition_of(type_name, event, self._ctx)
+        if self.hash_spec is not None:
+            return self.hash_spec.partition_of(type_name, event, self._ctx)
+        if self.keyed_spec is not None:
+            text = keyed_text(self.keyed_spec, type_name, event, self._ctx)
+            return None if text is None else zlib.crc32(text.encode()) % self.partitions
+        return 0
 
 
 @dataclass
@@ -79,31 +111,50 @@ class Topology:
         """Plan every statement (errors surface here, before any topic is touched)."""
         catalog = Catalog.from_schemas(config.schemas)
         plans = [catalog.plan(s.epl, s.name) for s in config.statements]
-        hash_groups: dict[str, str] = {}
         groups: dict[str, Group] = {MAIN_GROUP: Group(MAIN_GROUP, 1)}
+        owner: dict[str, str] = {}  # context name -> its dedicated group
         for p in plans:
-            if p.kind == "context" and isinstance(p.context_spec, HashSpec):
-                gname = _group_name(p.context_spec.name, groups)
-                hash_groups[p.context_spec.name] = gname
-                groups[gname] = Group(gname, p.context_spec.granularity,
-                                      hash_spec=p.context_spec)
+            spec = p.context_spec if p.kind == "context" else None
+            if isinstance(spec, HashSpec):
+                if spec.name in config.context_partitions:
+                    raise ConfigError(
+                        f"context_partitions: '{spec.name}' is a hash context; its "
+                        "granularity sets its partitions")
+                g = Group(_group_name(spec.name, groups), spec.granularity, hash_spec=spec)
+            elif isinstance(spec, KeyedSpec) and spec.name in config.context_partitions:
+                g = Group(_group_name(spec.name, groups),
+                          config.context_partitions[spec.name], keyed_spec=spec)
+            else:
+                continue
+            groups[g.name] = g
+            owner[spec.name] = g.name
+        declared = {p.context_spec.name for p in plans if p.kind == "context"}
+        for name in config.context_partitions:
+            if name not in declared:
+                raise ConfigError(f"context_partitions: no context named '{name}'")
+            if name not in owner:
+                raise ConfigError(f"context_partitions: '{name}' is not a keyed context "
+                                  "(only 'partition by' contexts are repartitioned by key)")
         for p in plans:
             if p.kind == "context":
-                g = groups[hash_groups.get(p.context_spec.name, MAIN_GROUP)]
+                g = groups[owner.get(p.context_spec.name, MAIN_GROUP)]
                 g.plans.append(p)
                 types = getattr(p.context_spec, "types", None)
                 if types is not None:
                     g.types |= set(types())
             elif p.kind in STATEMENT_KINDS:
-                g = groups[hash_groups.get(p.context or "", MAIN_GROUP)]
+                g = groups[owner.get(p.context or "", MAIN_GROUP)]
                 g.plans.append(p)
                 g.types |= consumed_types(p)
+            elif p.context in owner:  # a table or variable of a context: its group only
+                groups[owner[p.context]].plans.append(p)
             else:  # declarations (variables, tables, schemas): every engine needs them
                 for g in groups.values():
                     g.plans.append(p)
         for g in groups.values():
             g.types &= set(config.schemas)  # insert-into streams never come from Kafka
         _check_insert_into(plans, groups)
+        _check_shared_state(groups)
         return cls(config, catalog, groups, plans)
 
     def active_groups(self) -> list[Group]:
@@ -163,8 +214,28 @@ def _check_insert_into(plans: list[StatementPlan], groups: dict[str, Group]) -> 
             if any(p.insert_into in consumed_types(q) or q.window == p.insert_into
                    for q in g.plans if q.kind in STATEMENT_KINDS):
                 raise NotSupported(
-                    f"insert into '{p.insert_into}' consumed under another hash context "
-                    "(Kafka mode)")
+                    f"insert into '{p.insert_into}' consumed under another context "
+                    f"partitioning (engine group '{g.name}', Kafka mode)")
+
+
+def _check_shared_state(groups: dict[str, Group]) -> None:
+    """A keyed group of several partitions must not set a variable without a context:
+    each engine partition would hold its own diverging copy.  (Named windows and tables
+    without a context are already refused in a context's statements, 000 §4.6/§4.7.)"""
+    for g in groups.values():
+        if g.keyed_spec is None or g.partitions == 1:
+            continue
+        own = {p.variable or p.name for p in g.plans
+               if p.kind == "variable" and p.context == g.context}
+        for p in g.plans:
+            if p.kind != "on" or p.action is None or p.action.kind != "set":
+                continue
+            for a in p.action.assignments:
+                if a.variable not in own:
+                    raise NotSupported(
+                        f"statement '{p.name}' sets variable '{a.variable}', which has no "
+                        f"context, from the {g.partitions} partitions of keyed context "
+                        f"'{g.context}' (Kafka mode)")
 
 
 def ensure_topics(bootstrap: str, specs: dict[str, tuple[int, dict[str, str]]],

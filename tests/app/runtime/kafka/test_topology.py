@@ -1,0 +1,161 @@
+"""Engine groups and routing of an app, without a broker (``Topology.plan``)."""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import pytest
+
+from app.runtime.catalog import NotSupported
+from app.runtime.kafka.config import AppConfig, ConfigError
+from app.runtime.kafka.router import Router, SourceRecord
+from app.runtime.kafka.topology import Topology
+from app.statements import ConfigError as FileError
+from app.statements import parse_statement_file
+
+SCHEMAS = {"T1": {"custId": "string", "v": "int"},
+           "T2": {"accountId": "string", "region": "int", "v": "int"}}
+KEYED = "create context C partition by custId from T1, accountId from T2(v > 0)"
+
+
+def config(statements: list[str], **extra: Any) -> AppConfig:
+    return AppConfig.from_dict({
+        "app": "t", "schemas": SCHEMAS,
+        "statements": [{"name": f"s{i}", "epl": e} for i, e in enumerate(statements)],
+        **extra})
+
+
+def plan(statements: list[str], **extra: Any) -> Topology:
+    return Topology.plan(config(statements, **extra))
+
+
+def groups(t: Topology) -> dict[str, tuple[int, list[str]]]:
+    return {g.name: (g.partitions, [p.name for p in g.plans]) for g in t.groups.values()}
+
+
+def test_keyed_context_stays_in_main_by_default() -> None:
+    t = plan([KEYED, "context C select count(*) as n from T1"])
+    assert groups(t) == {"main": (1, ["s0", "s1"])}
+    assert t.groups["main"].partition_of("T1", {"custId": "a", "v": 1}) == 0
+
+
+def test_keyed_context_gets_its_own_group() -> None:
+    t = plan([KEYED,
+              "context C create variable int cv = 0",
+              "create variable int gv = 0",
+              "context C create window W#keepall as T1",
+              "context C insert into W select * from T1",
+              "context C select count(*) as n from T1",
+              "select count(*) as n from T2"],
+             context_partitions={"C": 4})
+    assert groups(t) == {"main": (1, ["s2", "s6"]),
+                         "C": (4, ["s0", "s1", "s2", "s3", "s4", "s5"])}
+    assert t.groups["C"].types == {"T1", "T2"}
+    specs = t.topic_specs()
+    assert specs["kepl.t.repartition.C"][0] == 4
+    assert specs["kepl.t.changelog.C"][0] == 4
+    assert specs["kepl.t.out.s5"][0] == 4
+    assert specs["kepl.t.repartition.main"][0] == 1
+
+
+def test_keyed_partition_is_crc32_of_the_key_text() -> None:
+    g = plan([KEYED, "context C select count(*) as n from T1"],
+             context_partitions={"C": 6}).groups["C"]
+    for cust in ["alice", "bob", "carol", "dave", "Ünïcode"]:
+        assert g.partition_of("T1", {"custId": cust, "v": 0}) == \
+            zlib.crc32(cust.encode()) % 6
+        assert g.partition_of("T2", {"accountId": cust, "region": 1, "v": 1}) == \
+            zlib.crc32(cust.encode()) % 6
+    assert g.partition_of("T2", {"accountId": "A", "region": 7, "v": 0}) is None  # filter
+    # two key values: the JSON text of the key tuple
+    g2 = plan(["create context C2 partition by accountId and region from T2",
+               "context C2 select count(*) as n from T2"],
+              context_partitions={"C2": 6}).groups["C2"]
+    assert g2.partition_of("T2", {"accountId": "A", "region": 7, "v": 1}) == \
+        zlib.crc32(b'["A", 7]') % 6
+
+
+def test_router_sends_events_and_barriers_to_the_keyed_partitions() -> None:
+    t = plan([KEYED, "context C select count(*) as n from T1"], context_partitions={"C": 4})
+    router = Router(t)
+    out = router.route(SourceRecord("T1", 0, 5, 1000, {}, b'{"custId": "bob", "v": 2}'))
+    assert [(o.topic, o.partition, o.value) for o in out] == [
+        ("kepl.t.repartition.C", zlib.crc32(b"bob") % 4, b'{"custId":"bob","v":2}')]
+    barrier = router.route(SourceRecord("T1", 0, 6, 0, {"kepl.control": b"watermark"},
+                                        b'{"t": 2000, "id": "w1"}'))
+    assert sorted((o.topic, o.partition) for o in barrier) == [
+        ("kepl.t.repartition.C", p) for p in range(4)]
+
+
+def test_hash_context_group_and_its_tables() -> None:
+    t = plan(["create context H coalesce by consistent_hash_crc32(custId) from T1 "
+              "granularity 16",
+              "context H create table Tot(custId string primary key, n count(*))",
+              "context H into table Tot select count(*) as n from T1 group by custId",
+              "select count(*) as n from T1"])
+    assert groups(t) == {"main": (1, ["s3"]), "H": (16, ["s0", "s1", "s2"])}
+    assert t.groups["H"].partition_of("T1", {"custId": "alice", "v": 1}) == \
+        zlib.crc32(b"alice") % 16
+
+
+@pytest.mark.parametrize(("statements", "parts", "message"), [
+    ([KEYED], {"D": 2}, "context_partitions: no context named 'D'"),
+    (["create context H coalesce by consistent_hash_crc32(custId) from T1 granularity 4"],
+     {"H": 4}, "context_partitions: 'H' is a hash context; its granularity sets its "
+               "partitions"),
+    (["create context Cat group v > 0 as pos, group v <= 0 as neg from T1"], {"Cat": 2},
+     "context_partitions: 'Cat' is not a keyed context (only 'partition by' contexts are "
+     "repartitioned by key)"),
+])
+def test_context_partitions_must_name_a_keyed_context(
+        statements: list[str], parts: dict[str, int], message: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        plan(statements, context_partitions=parts)
+    assert str(e.value) == message
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ([1], "'context_partitions' must map keyed context names to partition counts"),
+    ({"C": 0}, "'context_partitions.C' must be an integer from 1 to 10000, got 0"),
+    ({"C": "4"}, "'context_partitions.C' must be an integer from 1 to 10000, got '4'"),
+    ({"C": True}, "'context_partitions.C' must be an integer from 1 to 10000, got True"),
+])
+def test_context_partitions_shape(raw: Any, message: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        config([KEYED], context_partitions=raw)
+    assert str(e.value) == message
+
+
+def test_context_partitions_round_trip_and_file_schema() -> None:
+    c = config([KEYED], context_partitions={"C": 3}, partitions=2)
+    assert (c.context_partitions, c.source_partitions) == ({"C": 3}, 2)
+    assert AppConfig.from_dict(c.to_dict()) == c
+    doc = {"app": "t", "schemas": SCHEMAS, "context_partitions": {"C": 3},
+           "statements": [{"epl": KEYED}]}
+    assert parse_statement_file(doc).raw["context_partitions"] == {"C": 3}
+    with pytest.raises(FileError) as e:
+        parse_statement_file({**doc, "context_partitions": {"C": 0}})
+    assert str(e.value) == "<memory>: at context_partitions.C: 0 is less than the minimum of 1"
+
+
+def test_insert_into_across_groups_is_refused() -> None:
+    with pytest.raises(NotSupported) as e:
+        plan([KEYED, "context C insert into S select custId from T1",
+              "select count(*) as n from S"], context_partitions={"C": 2})
+    assert str(e.value) == ("insert into 'S' consumed under another context partitioning "
+                            "(engine group 'main', Kafka mode)")
+
+
+def test_shared_variable_set_from_keyed_partitions_is_refused() -> None:
+    statements = [KEYED, "create variable int gv = 0", "context C create variable int cv = 0",
+                  "context C on T1 set cv = v",
+                  "context C on T1 set gv = v"]
+    with pytest.raises(NotSupported) as e:
+        plan(statements, context_partitions={"C": 2})
+    assert str(e.value) == ("statement 's4' sets variable 'gv', which has no context, from "
+                            "the 2 partitions of keyed context 'C' (Kafka mode)")
+    assert groups(plan(statements[:4], context_partitions={"C": 2}))["C"] == (
+        2, ["s0", "s1", "s2", "s3"])
+    assert groups(plan(statements, context_partitions={"C": 1}))["C"] == (
+        1, ["s0", "s1", "s2", "s3", "s4"])
