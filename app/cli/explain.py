@@ -24,8 +24,37 @@ def explain_file(sf: StatementFile) -> tuple[list[str], bool]:
             continue
         out += plan.explain()
         out += [f"  state: {line}" for line in _state_of(plan)]
-        out += [f"  topic {line}" for line in topics_of(sf, plan, catalog)]
-    return out, True
+    topology = _topology(sf)
+    if isinstance(topology, str):
+        out.append(f"kafka: not runnable on Kafka: {topology}")
+        return out, True
+    return _with_topics(out, topology), True
+
+
+def _topology(sf: StatementFile) -> Any:
+    """The Kafka layout of the file, or why it cannot run on Kafka."""
+    from app.runtime.kafka.config import AppConfig, ConfigError
+    from app.runtime.kafka.topology import Topology
+
+    try:
+        return Topology.plan(AppConfig.from_dict(sf.raw))
+    except (ConfigError, NotSupported) as e:
+        return str(e)
+
+
+def _with_topics(lines: list[str], topology: Any) -> list[str]:
+    """Insert each statement's topic lines at the end of its block."""
+    out: list[str] = []
+    current: str | None = None
+    for line in [*lines, "statement <end> ()"]:
+        if line.startswith("statement ") and current is not None:
+            out += [f"  topic {t}" for t in topics_of(topology, current)]
+            current = None
+        if line.startswith("statement ") and "(" in line:
+            current = line.split()[1]
+        if line != "statement <end> ()":
+            out.append(line)
+    return out
 
 
 def _state_of(plan: Any) -> list[str]:
@@ -48,29 +77,35 @@ def _state_of(plan: Any) -> list[str]:
     return out or ["none (stateless)"]
 
 
-def topics_of(sf: StatementFile, plan: Any, catalog: Catalog) -> list[str]:
-    """Kafka topics a statement reads and writes, with partition counts."""
-    if plan.kind != "query":
-        return []
-    out = []
-    for t in sorted(plan.pipeline.types()):
-        n = sf.partitions
-        out.append(f"in  {sf.topic_of(t)} ({n} partition{'s' if n != 1 else ''})")
-    if plan.context is not None:
-        spec = catalog.contexts[plan.context]
-        n = (getattr(spec, "granularity", None)
-             or (sf.raw.get("context_partitions") or {}).get(plan.context) or sf.partitions)
-        out.append(f"via kepl.{sf.app}.repartition.{plan.context} ({n} partition"
-                   f"{'s' if n != 1 else ''})")
-    elif not is_stateless(plan):
-        out.append(f"via kepl.{sf.app}.repartition.global (1 partition)")
-    stmt = next(s for s in sf.statements if s.name == plan.name)
-    out.append(f"out {sf.output_topic(stmt)}")
-    return out
+def topics_of(topology: Any, name: str) -> list[str]:
+    """Kafka topics a statement reads and writes, with partition counts (the layout the
+    worker creates: ``app.runtime.kafka.topology``)."""
+    from app.runtime.kafka.topology import STATEMENT_KINDS, consumed_types
+
+    config = topology.config
+    for g in topology.groups.values():
+        plan = next((p for p in g.plans if p.name == name), None)
+        if plan is None or (plan.kind not in STATEMENT_KINDS and plan.kind != "context"):
+            continue
+        if plan.kind == "context" and g.context is None:
+            return []
+        types = (set(plan.context_spec.types()) if plan.kind == "context"
+                 else consumed_types(plan)) & set(config.schemas)
+        n = config.source_partitions
+        out = [f"in  {config.topic_of(t)} ({_count(n)})" for t in sorted(types)]
+        if g.hash_spec is not None:
+            how = f"by consistent_hash_crc32 mod {g.partitions}"
+        elif g.keyed_spec is not None:
+            how = f"by crc32(key) mod {g.partitions}"
+        else:
+            how = "one engine"
+        out.append(f"via {config.repartition_topic(g.name)} ({_count(g.partitions)}, {how})")
+        out.append(f"state {config.changelog_topic(g.name)} ({_count(g.partitions)})")
+        if plan.kind in STATEMENT_KINDS:
+            out.append(f"out {config.output_topic(name)} ({_count(g.partitions)})")
+        return out
+    return []
 
 
-def is_stateless(plan: Any) -> bool:
-    """A filter/projection with no window, aggregate, pattern or output limit."""
-    p = plan.pipeline
-    return (p.stream is not None and p.stream.view is None and p.pattern is None
-            and p.resultset.kind == "simple" and not p.output.limited)
+def _count(n: int) -> str:
+    return f"{n} partition{'s' if n != 1 else ''}"

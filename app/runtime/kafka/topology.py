@@ -155,6 +155,7 @@ class Topology:
             g.types &= set(config.schemas)  # insert-into streams never come from Kafka
         _check_insert_into(plans, groups)
         _check_shared_state(groups)
+        _check_global_tables(groups)
         return cls(config, catalog, groups, plans)
 
     def active_groups(self) -> list[Group]:
@@ -216,6 +217,40 @@ def _check_insert_into(plans: list[StatementPlan], groups: dict[str, Group]) -> 
                 raise NotSupported(
                     f"insert into '{p.insert_into}' consumed under another context "
                     f"partitioning (engine group '{g.name}', Kafka mode)")
+
+
+def _tables_used(p: StatementPlan) -> set[str]:
+    """Tables a statement reads or writes (into table, table access, on-actions)."""
+    used = set(p.tables)
+    if p.kind == "on" and p.action is not None and getattr(p.action, "target", "") == "table":
+        used.add(p.action.window)
+    return used
+
+
+def _partitions(n: int) -> str:
+    return f"{n} partition{'s' if n != 1 else ''}"
+
+
+def _check_global_tables(groups: dict[str, Group]) -> None:
+    """A table without a context is one table (000 §4.7); on Kafka it lives in the state
+    of one engine partition, so only statements of one single-partition group may use it."""
+    users: dict[str, set[str]] = {}
+    for g in groups.values():
+        declared = {p.table.name for p in g.plans
+                    if p.kind == "table" and p.table is not None and p.context is None}
+        for p in g.plans:
+            if p.kind in STATEMENT_KINDS:
+                for t in _tables_used(p) & declared:
+                    users.setdefault(t, set()).add(g.name)
+    for table, names in users.items():
+        multi = [n for n in names if groups[n].partitions > 1]
+        if len(names) > 1 or multi:
+            where = ", ".join(f"'{n}' ({_partitions(groups[n].partitions)})"
+                              for n in sorted(names))
+            raise NotSupported(
+                f"table '{table}' has no context and is used by statements of engine group "
+                f"{where}: on Kafka such a table lives in one engine partition; declare it "
+                "with the statements' context or use it from one single-partition group")
 
 
 def _check_shared_state(groups: dict[str, Group]) -> None:

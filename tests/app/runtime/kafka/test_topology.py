@@ -159,3 +159,15 @@ def test_shared_variable_set_from_keyed_partitions_is_refused() -> None:
         2, ["s0", "s1", "s2", "s3"])
     assert groups(plan(statements, context_partitions={"C": 1}))["C"] == (
         1, ["s0", "s1", "s2", "s3", "s4"])
+
+
+def test_global_table_used_from_one_single_partition_group() -> None:
+    table = "create table Tot (custId string primary key, n count(*))"
+    into = "into table Tot select count(*) as n from T1 group by custId"
+    t = plan([table, into, KEYED, "context C select Tot[custId].n as n from T1"])
+    assert groups(t)["main"][1] == ["s0", "s1", "s2", "s3"]
+    with pytest.raises(NotSupported, match=r"table 'Tot' has no context and is used by "
+                       r"statements of engine group 'C' \(4 partitions\), 'main' "
+                       r"\(1 partition\)"):
+        plan([table, into, KEYED, "context C select Tot[custId].n as n from T1"],
+             context_partitions={"C": 4})
