@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from bisect import bisect_left, insort
+from collections.abc import Callable
 from typing import Any
 
 
@@ -358,3 +359,97 @@ def make_aggregator(name: str, *, star: bool = False, distinct: bool = False,
     else:
         raise ValueError(f"unknown aggregation function '{name}'")
     return Distinct(agg) if distinct else agg
+
+
+# -- per-row updaters used by the result sets' hot path ---------------------------------
+
+RowUpdater = Callable[[list, Any, Any], None]
+"""``update(states, row, ctx)``: applies one row to a group's aggregation states (a list,
+one state per aggregate).  Updaters hold no partition state, so a statement's partitions
+share them."""
+
+
+def row_updater(agg: Aggregator, i: int, value: Callable[[Any, Any], Any] | None,
+                filt: Callable[[Any, Any], Any] | None, entering: bool) -> RowUpdater:
+    """What ``states[i] = enter/leave(states[i], value(row))`` does for one row, as one call.
+
+    The counters and sums most statements use are inlined (they mutate their state in
+    place, as their ``enter``/``leave`` do); any other aggregator, and any filtered one,
+    goes through its own methods.
+    """
+    t = type(agg)
+    if filt is None:
+        if value is None and (t is CountStar or t is CountEver):
+            if not entering and t is CountEver:
+                def keep(states: list, row: Any, ctx: Any) -> None:
+                    return None
+                return keep
+            step = 1 if entering else -1
+
+            def count_rows(states: list, row: Any, ctx: Any) -> None:
+                states[i][0] += step
+            return count_rows
+        if value is not None and t is Count:
+            step = 1 if entering else -1
+
+            def count_values(states: list, row: Any, ctx: Any) -> None:
+                if value(row, ctx) is not None:
+                    states[i][0] += step
+            return count_values
+        if value is not None and (t is Sum or t is Avg):
+            if entering:
+                def sum_enter(states: list, row: Any, ctx: Any) -> None:
+                    v = value(row, ctx)
+                    if v is not None:
+                        s = states[i]
+                        s[0] += v
+                        s[1] += 1
+                return sum_enter
+
+            def sum_leave(states: list, row: Any, ctx: Any) -> None:
+                v = value(row, ctx)
+                if v is not None:
+                    s = states[i]
+                    s[0] -= v
+                    s[1] -= 1
+                    if s[1] == 0:
+                        s[0] = 0
+            return sum_leave
+    fn = agg.enter if entering else agg.leave
+
+    def generic(states: list, row: Any, ctx: Any) -> None:
+        if filt is not None and not filt(row, ctx):
+            return
+        states[i] = fn(states[i], value(row, ctx) if value is not None else row)
+    return generic
+
+
+def fuse_updaters(updaters: list[RowUpdater]) -> RowUpdater:
+    """One updater applying each of ``updaters`` in order (one call per row)."""
+    if len(updaters) == 1:
+        return updaters[0]
+    if len(updaters) == 2:
+        a, b = updaters
+
+        def both(states: list, row: Any, ctx: Any) -> None:
+            a(states, row, ctx)
+            b(states, row, ctx)
+        return both
+    ups = tuple(updaters)
+
+    def each(states: list, row: Any, ctx: Any) -> None:
+        for u in ups:
+            u(states, row, ctx)
+    return each
+
+
+def results_reader(aggs: list[Aggregator]) -> Callable[[list], list]:
+    """A function giving every aggregate's current value from a group's states."""
+    fns = tuple(a.result for a in aggs)
+    if len(fns) == 1:
+        f0 = fns[0]
+        return lambda states: [f0(states[0])]
+    if len(fns) == 2:
+        f0, f1 = fns
+        return lambda states: [f0(states[0]), f1(states[1])]
+    return lambda states: [f(s) for f, s in zip(fns, states)]

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from operators.base import Emit, Expr, PartitionCtx, Row, Rows, StateNamespace, View, ViewSpec
 from operators.output import OutputLimiter, OutputSpec
 from operators.resultset import ResultSet, ResultSetSpec
-from operators.windows.common import ForcedEmit
+from operators.windows.common import ForcedEmit, WindowView
 
 
 class Matcher(Protocol):
@@ -79,6 +79,10 @@ class PipelineSpec:
         return self.pattern.types() if self.pattern is not None else frozenset()
 
     def build(self, state: StateNamespace, ctx: PartitionCtx) -> Pipeline:
+        if (self.stream is not None and self.pattern is None and self.where is None
+                and not self.output.limited and not self.distinct
+                and not self.resultset.order_by and self.resultset.limit is None):
+            return StreamPipeline(self, state, ctx)
         return Pipeline(self, state, ctx)
 
     def describe(self) -> list[str]:
@@ -124,6 +128,14 @@ class Pipeline:
         self._shaped = bool(spec.distinct or spec.resultset.order_by
                             or spec.resultset.limit is not None)
         self.where = spec.where
+        self._timers = _TIMERS_ANY
+        """Which parts can have timers (the engine asks ``next_timer`` after each event)."""
+        if self.matcher is None and not self.limited:
+            view_timer = getattr(type(self.view), "next_timer", None)
+            if self.view is None or view_timer is WindowView.next_timer:
+                self._timers = _TIMERS_NONE
+            elif view_timer is not None:
+                self._timers = _TIMERS_VIEW
 
     @staticmethod
     def _build_view(view: ViewSpec, state: StateNamespace, ctx: PartitionCtx) -> View:
@@ -272,6 +284,11 @@ class Pipeline:
         return out_new, out_old
 
     def next_timer(self) -> int | None:
+        timers = self._timers
+        if timers == _TIMERS_NONE:
+            return None
+        if timers == _TIMERS_VIEW:
+            return self.view.next_timer()  # type: ignore[union-attr]
         due: int | None = None
         for part in (self.view, self.matcher, self.out):
             if part is not None:
@@ -320,6 +337,40 @@ class Pipeline:
     def iterate(self) -> Any:
         """Current result rows (Esper's iterator / ``kepl query``)."""
         return self._snapshot()
+
+
+_TIMERS_NONE, _TIMERS_VIEW, _TIMERS_ANY = 0, 1, 2
+"""No part ever sets a timer / only the data window can / look at every part."""
+
+
+class StreamPipeline(Pipeline):
+    """A stream statement without pattern, ``where``, output limiting, distinct, order
+    by or limit: ``on_event`` runs filter, window and result set directly (the rows and
+    their order are those of the general path)."""
+
+    def on_event(self, type_name: str, event: Row, now_ms: int) -> Emit:
+        """One event of the statement's stream."""
+        ctx = self.ctx
+        ctx.now_ms = now_ms
+        f = self.filter
+        if f is not None and not f(event, ctx):
+            return [], []
+        view = self.view
+        if view is None:
+            new, old = self.rs.process([event], [])
+        else:
+            emitted = view.on_events([event], [], now_ms)
+            new, old = emitted
+            if not new and not old and not isinstance(emitted, ForcedEmit):
+                return [], []
+            new, old = self.rs.process(new if type(new) is list else list(new),
+                                       old if type(old) is list else list(old))
+        kind = self.kind
+        if kind == "istream":
+            return new, []
+        if kind == "rstream":
+            return old, []
+        return new, old
 
 
 def distinct_rows(rows: Rows) -> Rows:

@@ -13,10 +13,18 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import Any, NamedTuple
 
-from operators.aggregates import Aggregator
+from operators.aggregates import (
+    Aggregator,
+    RowUpdater,
+    fuse_updaters,
+    results_reader,
+    row_updater,
+)
 from operators.base import Emit, Expr, PartitionCtx, Row, Rows, StateNamespace
+from operators.state import MemoryNamespace
 
 SIMPLE, AGG_ALL, AGG_ROWS, GROUPED, GROUPED_ROWS = (
     "simple", "agg_all", "agg_rows", "grouped", "grouped_rows")
@@ -65,7 +73,20 @@ class ResultSetSpec:
             from operators.table import TableResultSet
 
             return TableResultSet(self, state, ctx, want_old)
-        return ResultSet(self, state, ctx, want_old)
+        return _FAST.get(self.kind, ResultSet)(self, state, ctx, want_old)
+
+    @cached_property
+    def hot(self) -> HotParts:
+        """The per-event functions of this result set, built once per statement and
+        shared by its context partitions (they take the partition context as argument)."""
+        aggs = self.aggregates
+        return HotParts(
+            fuse_updaters([row_updater(a.aggregator, i, a.value, a.filter, True)
+                           for i, a in enumerate(aggs)]),
+            fuse_updaters([row_updater(a.aggregator, i, a.value, a.filter, False)
+                           for i, a in enumerate(aggs)]),
+            results_reader([a.aggregator for a in aggs]),
+            _group_of_one(self.group_by[0]) if len(self.group_by) == 1 else None)
 
     def describe(self) -> str:
         parts = [f"resultset[{self.kind}]", "cols=" + ",".join(
@@ -79,6 +100,25 @@ class ResultSetSpec:
         if self.table is not None:
             parts.append(f"into_table={self.table}")
         return " ".join(parts)
+
+
+class HotParts(NamedTuple):
+    """What a result set runs per event (see ``ResultSetSpec.hot``)."""
+
+    enter_row: RowUpdater
+    leave_row: RowUpdater
+    read: Callable[[list], list]
+    group_of_one: Callable[[Row, PartitionCtx], str] | None
+    """The group key of a row for a single group-by expression."""
+
+
+def _group_of_one(expr: Expr) -> Callable[[Row, PartitionCtx], str]:
+    def group_of_one(row: Row, ctx: PartitionCtx) -> str:
+        v = expr(row, ctx)
+        if type(v) is str and not v.startswith("\x00"):
+            return v
+        return group_key((v,))
+    return group_of_one
 
 
 @dataclass
@@ -135,8 +175,12 @@ class ResultSet:
             self.groups[k] = v
         self.next_seq = max((v[2] for v in self.groups.values() if len(v) > 2), default=-1) + 1
         self._project = self._make_projector()
-        self._enter = [(i, a.aggregator.enter, a.value, a.filter) for i, a in enumerate(self.aggs)]
-        self._leave = [(i, a.aggregator.leave, a.value, a.filter) for i, a in enumerate(self.aggs)]
+        hot = spec.hot
+        self._enter_row = hot.enter_row
+        self._leave_row = hot.leave_row
+        self._read = hot.read
+        # a memory namespace stores the record object itself: rewriting it is a no-op
+        self._rewrite = type(state) is not MemoryNamespace
 
     # -- aggregation -------------------------------------------------------
     def _record(self, key: str, row: Row | None) -> list:
@@ -148,26 +192,18 @@ class ResultSet:
         return rec
 
     def _apply(self, rec: list, row: Row, entering: bool) -> None:
-        ctx = self.ctx
-        states = rec[0]
-        for i, fn, value, filt in (self._enter if entering else self._leave):
-            if filt is not None and not filt(row, ctx):
-                continue
-            states[i] = fn(states[i], value(row, ctx) if value is not None else row)
+        (self._enter_row if entering else self._leave_row)(rec[0], row, self.ctx)
 
     def _apply_rows(self, rec: list, rows: Rows, entering: bool) -> None:
         """``_apply`` for a batch of rows (one call per update, not per row)."""
-        ctx = self.ctx
         states = rec[0]
-        updaters = self._enter if entering else self._leave
+        ctx = self.ctx
+        update = self._enter_row if entering else self._leave_row
         for row in rows:
-            for i, fn, value, filt in updaters:
-                if filt is not None and not filt(row, ctx):
-                    continue
-                states[i] = fn(states[i], value(row, ctx) if value is not None else row)
+            update(states, row, ctx)
 
     def _results(self, rec: list) -> list:
-        return [a.aggregator.result(s) for a, s in zip(self.aggs, rec[0])]
+        return self._read(rec[0])
 
     def _group_of(self, row: Row) -> str:
         ctx = self.ctx
@@ -193,8 +229,17 @@ class ResultSet:
                 return out
             return project_wild
 
+        if any(c.expr is None for c in cols):
+            def project_rows(row: Row) -> Row:
+                return {c.name: (c.expr(row, ctx) if c.expr is not None else row) for c in cols}
+            return project_rows
+        pairs = tuple((c.name, c.expr) for c in cols)
+        if len(pairs) == 2:
+            (n0, e0), (n1, e1) = pairs
+            return lambda row: {n0: e0(row, ctx), n1: e1(row, ctx)}
+
         def project(row: Row) -> Row:
-            return {c.name: (c.expr(row, ctx) if c.expr is not None else row) for c in cols}
+            return {name: expr(row, ctx) for name, expr in pairs}
         return project
 
     def _rows(self, rows: Iterable[Row], aggs: list | None) -> Rows:
@@ -239,6 +284,119 @@ class ResultSet:
             return self._rows(new, aggs), (self._rows(old, aggs) if want_old else [])
         g = self.grouped(new, old)
         return g.new, g.old
+
+    # -- fast paths: ``process`` for one kind, same rows as the general path --------
+    def _update(self, states: list, new: Rows, old: Rows) -> None:
+        """Enter ``new``, then take ``old`` out, on one group's states."""
+        ctx = self.ctx
+        if len(new) == 1:
+            self._enter_row(states, new[0], ctx)
+        elif new:
+            update = self._enter_row
+            for row in new:
+                update(states, row, ctx)
+        if len(old) == 1:
+            self._leave_row(states, old[0], ctx)
+        elif old:
+            update = self._leave_row
+            for row in old:
+                update(states, row, ctx)
+
+    def _process_agg_all(self, new: Rows, old: Rows) -> Emit:
+        """``process`` of a fully aggregated ungrouped result set."""
+        rec = self.groups.get("")
+        created = rec is None
+        if rec is None:
+            rec = self._record("", None)
+        before = self._row_for(rec) if self.want_old else []
+        states = rec[0]
+        self._update(states, new, old)
+        if created or self._rewrite:
+            self.state.put("", rec)
+        ctx = self.ctx
+        ctx.aggs = self._read(states)
+        having = self.spec.having
+        row: Row = {}
+        if having is not None and not having(row, ctx):
+            return [], before
+        return [self._project(row)], before
+
+    def _process_agg_rows(self, new: Rows, old: Rows) -> Emit:
+        """``process`` of an aggregated ungrouped result set with event properties."""
+        rec = self.groups.get("")
+        created = rec is None
+        if rec is None:
+            rec = self._record("", None)
+        states = rec[0]
+        self._update(states, new, old)
+        if created or self._rewrite:
+            self.state.put("", rec)
+        ctx = self.ctx
+        ctx.aggs = self._read(states)
+        project = self._project
+        having = self.spec.having
+        if having is None:
+            if len(new) == 1 and not self.want_old:
+                return [project(new[0])], []
+            return ([project(r) for r in new],
+                    [project(r) for r in old] if self.want_old else [])
+        return ([project(r) for r in new if having(r, ctx)],
+                [project(r) for r in old if having(r, ctx)] if self.want_old else [])
+
+    def _process_grouped(self, new: Rows, old: Rows) -> Emit:
+        """``process`` of a fully aggregated grouped result set.
+
+        A group's row before the update is taken when the group is first touched, before
+        any row of the update reaches it, so this matches ``grouped`` step for step."""
+        want_old = self.want_old
+        groups = self.groups
+        ctx = self.ctx
+        one = self.spec.hot.group_of_one
+        if len(new) == 1 and not old and not want_old:
+            row = new[0]
+            k = self._group_of(row) if one is None else one(row, ctx)
+            rec = groups.get(k)
+            if rec is None:
+                rec = self._record(k, row)
+                self._enter_row(rec[0], row, ctx)
+                self.state.put(k, rec)
+            else:
+                rec[1] = row
+                self._enter_row(rec[0], row, ctx)
+                if self._rewrite:
+                    self.state.put(k, rec)
+            return self._row_for(rec), []
+        group_of = self._group_of if one is None else lambda row: one(row, ctx)
+        touched: dict[str, Rows] = {}
+        recs: dict[str, list] = {}
+        keys_new = [group_of(r) for r in new]
+        keys_old = [group_of(r) for r in old]
+        for keys, rows in ((keys_new, new), (keys_old, old)):
+            for k, r in zip(keys, rows):
+                if k not in touched:
+                    touched[k] = self._before(k, r) if want_old else []
+        enter = self._enter_row
+        for r, k in zip(new, keys_new):
+            rec = recs.get(k)
+            if rec is None:
+                rec = recs[k] = self._record(k, r)
+            rec[1] = r
+            enter(rec[0], r, ctx)
+        leave = self._leave_row
+        for r, k in zip(old, keys_old):
+            rec = recs.get(k)
+            if rec is None:
+                rec = recs[k] = self._record(k, r)
+            leave(rec[0], r, ctx)
+        put = self.state.put
+        out_new: Rows = []
+        out_old: Rows = []
+        for k, before in touched.items():
+            rec = groups[k]
+            put(k, rec)
+            out_new.extend(self._row_for(rec))
+            out_old.extend(before)
+        return out_new, out_old
 
     def grouped(self, new: Rows, old: Rows) -> GroupedUpdate:
         """Apply one update to a grouped result set, keeping what output policies need."""
@@ -372,3 +530,26 @@ class ResultSet:
 
 def _sort_key(v: Any) -> tuple:
     return (v is None, v if v is not None else 0)
+
+
+class _AggAllResultSet(ResultSet):
+    """A fully aggregated ungrouped result set: ``process`` takes its fast path."""
+
+    process = ResultSet._process_agg_all
+
+
+class _AggRowsResultSet(ResultSet):
+    """An aggregated ungrouped result set with event properties (fast ``process``)."""
+
+    process = ResultSet._process_agg_rows
+
+
+class _GroupedResultSet(ResultSet):
+    """A fully aggregated grouped result set (fast ``process``)."""
+
+    process = ResultSet._process_grouped
+
+
+_FAST: dict[str, type[ResultSet]] = {
+    AGG_ALL: _AggAllResultSet, AGG_ROWS: _AggRowsResultSet, GROUPED: _GroupedResultSet}
+"""The result-set class of each kind with a specialised ``process``."""

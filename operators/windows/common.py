@@ -14,6 +14,7 @@ from itertools import islice
 from typing import Any
 
 from operators.base import Emit, Expr, PartitionCtx, Row, Rows, StateNamespace
+from operators.state import MemoryNamespace
 
 # --------------------------------------------------------------------------- emissions
 
@@ -222,6 +223,11 @@ def find_row(rows: Iterable[Row], row: Row) -> int:
     return -1
 
 
+_NO_STAMPS: deque[Any] = deque(maxlen=0)
+"""The stamps of every unstamped log: always empty (a deque of length 0 keeps nothing),
+so that a log without stamps allocates no third deque."""
+
+
 class RowLog:
     """Rows in arrival order, one key per row: put(seq) on append, delete(seq) on removal.
 
@@ -229,15 +235,19 @@ class RowLog:
     The mirror (deques) is loaded from the namespace once, at build time.
     """
 
-    __slots__ = ("ns", "refs", "seqs", "rows", "stamps", "next_seq", "stamped")
+    __slots__ = ("ns", "refs", "seqs", "rows", "stamps", "next_seq", "stamped", "_data")
 
     def __init__(self, ns: StateNamespace, refs: RowRefs, stamped: bool = False) -> None:
         self.ns = ns
         self.refs = refs
         self.stamped = stamped
+        # inline rows in a memory namespace: append/popleft write its dict directly
+        # (exactly what its put/delete do)
+        self._data: dict | None = (
+            ns.data if type(ns) is MemoryNamespace and type(refs) is RowRefs else None)
         self.seqs: deque[int] = deque()
         self.rows: deque[Row] = deque()
-        self.stamps: deque[Any] = deque()
+        self.stamps: deque[Any] = deque() if stamped else _NO_STAMPS
         load = refs.load
         for key, value in ns.items():
             self.seqs.append(key)
@@ -260,22 +270,34 @@ class RowLog:
         self.next_seq = seq + 1
         self.seqs.append(seq)
         self.rows.append(row)
+        data = self._data
         if self.stamped:
             self.stamps.append(stamp)
-            self.ns.put(seq, [stamp, self.refs.dump(row)])
+            if data is not None:
+                data[seq] = [stamp, row]
+            else:
+                self.ns.put(seq, [stamp, self.refs.dump(row)])
+        elif data is not None:
+            data[seq] = row
         else:
             self.ns.put(seq, self.refs.dump(row))
         return seq
 
     def popleft(self) -> Row:
         """Remove and return the oldest row."""
-        self.ns.delete(self.seqs.popleft())
+        data = self._data
+        if data is not None:
+            data.pop(self.seqs.popleft(), None)
+        else:
+            self.ns.delete(self.seqs.popleft())
         if self.stamped:
             self.stamps.popleft()
         return self.rows.popleft()
 
     def pop_many(self, n: int) -> list[Row]:
         """Remove the ``n`` oldest rows, oldest first."""
+        if n == 1:
+            return [self.popleft()]
         return [self.popleft() for _ in range(n)]
 
     def remove_at(self, index: int) -> Row:

@@ -36,10 +36,14 @@ class GroupWinView(WindowView):
         self.env = env
         self.group_ns = state.child("g")
         self.views: dict[int, Any] = {}
-        self.gid_of: dict[Any, int] = {}
         self.dues: dict[int, int | None] = {}
         self.heap: list[tuple[int, int]] = []
         self.is_batch = bool(getattr(sub, "is_batch", False))
+        self.entries: dict[Any, tuple[int, Any]] = {}
+        """Frozen group key -> (group id, sub-view)."""
+        self.timed = False
+        """Whether the sub-views can have timers (else there is nothing to track)."""
+        self._env: BuildEnv | None = None
         last = -1
         for gid, key in self.group_ns.items():
             self._open(gid, key, ctx.now_ms)
@@ -52,10 +56,17 @@ class GroupWinView(WindowView):
             # Esper adds the group-by values to the rows a grouped derived window posts.
             values = [key] if len(self.keys) == 1 else list(key)
             props = tuple(zip(self.key_names, values, strict=True))
-        env = BuildEnv(refs=self.env.refs, start_ms=now_ms, group_props=props)
+        env = self._env
+        if props or env is None or env.start_ms != now_ms:
+            env = BuildEnv(refs=self.env.refs, start_ms=now_ms, group_props=props)
+            if not props:
+                self._env = env
         view = self.sub.build(self.state.child(gid), self.ctx, env)
         self.views[gid] = view
-        self.gid_of[freeze(key)] = gid
+        self.entries[freeze(key)] = (gid, view)
+        if not self.timed and getattr(type(view), "next_timer", None) is not (
+                WindowView.next_timer):
+            self.timed = True
         self._track(gid, view)
         return view
 
@@ -68,11 +79,15 @@ class GroupWinView(WindowView):
 
     def _view_for(self, row: Row, now_ms: int, create: bool) -> tuple[int, Any] | None:
         key = key_of(self.keys, row, self.ctx)
-        gid = self.gid_of.get(freeze(key))
-        if gid is not None:
-            return gid, self.views[gid]
+        entry = self.entries.get(freeze(key))
+        if entry is not None:
+            return entry
         if not create:
             return None
+        return self._create(key, now_ms)
+
+    def _create(self, key: Any, now_ms: int) -> tuple[int, Any]:
+        """A new group: its id is recorded in the state, its sub-view built."""
         gid = self.next_gid
         self.next_gid = gid + 1
         self.group_ns.put(gid, key)
@@ -81,9 +96,18 @@ class GroupWinView(WindowView):
     def on_events(self, new: Rows, old: Rows, now_ms: int) -> Emit:
         """Route each row to its group's sub-view; concatenate what they post."""
         if len(new) == 1 and not old:
-            gid, view = self._view_for(new[0], now_ms, True)  # type: ignore[misc]
+            keys = self.keys
+            if len(keys) == 1:
+                key = keys[0](new[0], self.ctx)
+            else:
+                key = key_of(keys, new[0], self.ctx)
+            entry = self.entries.get(key if type(key) is str else freeze(key))
+            if entry is None:
+                entry = self._create(key, now_ms)
+            view = entry[1]
             out = view.on_events(new, old, now_ms)
-            self._track(gid, view)
+            if self.timed:
+                self._track(entry[0], view)
             return out
         order: list[int] = []
         batches: dict[int, tuple[Rows, Rows]] = {}

@@ -30,10 +30,15 @@ class LengthWindow(FifoWindow):
         """Append, then expire the oldest beyond ``size`` (002 §2.3: W1 leaves on W6)."""
         log = self.log
         expired: Rows = remove_from_log(log, old) if old else []
-        for row in new:
-            log.append(row)
+        if len(new) == 1:
+            log.append(new[0])
+        else:
+            for row in new:
+                log.append(row)
         excess = len(log.rows) - self.size
-        if excess > 0:
+        if excess == 1:
+            expired.append(log.popleft())
+        elif excess > 0:
             expired.extend(log.pop_many(excess))
         return new, expired
 
