@@ -67,10 +67,13 @@ def ended_partitions_state() -> tuple[int, int, int]:
 
 def main() -> None:
     n = 200_000
-    small = keyed_rate(1_000, n)
-    large = keyed_rate(100_000, n)
-    print(f"keyed context, 1,000 keys:     {small:>10,.0f} ev/s")
-    print(f"keyed context, 100,000 keys:   {large:>10,.0f} ev/s")
+    # alternate the two sizes, best of 3 each: a burst of other load skews neither
+    small = large = 0.0
+    for _ in range(3):
+        small = max(small, keyed_rate(1_000, n))
+        large = max(large, keyed_rate(100_000, n))
+    print(f"keyed context, 1,000 keys:     {small:>10,.0f} ev/s ({1e6 / small:.2f} us/event)")
+    print(f"keyed context, 100,000 keys:   {large:>10,.0f} ev/s ({1e6 / large:.2f} us/event)")
     print(f"per-event cost ratio 100k/1k keys: {small / large:.3f} (target <= 1.25)")
     before, live, after = ended_partitions_state()
     print(f"RocksDB keys: before {before}, 1,000 live partitions {live}, after all ended {after}")

@@ -21,26 +21,49 @@ Bookkeeping kept in the same state (so it is committed atomically with the engin
   then merged deterministically (record timestamp, ``kepl.seq``, upstream, offset, each
   upstream's order kept) and the clock moves to the barrier.  With one upstream,
   records apply at once, in order.
+
+Snapshots and truncation (``SnapshotPolicy``): batch records alone would make the
+changelog grow forever (it cannot be compacted: a record is a batch, not a key), and a
+replacement worker would replay all of it.  So once the changelog bytes written since the
+last snapshot exceed ``max(factor × last snapshot bytes, floor)``, the partition's whole
+committed state is written into the changelog as snapshot parts (``snapshot_records``),
+chained after the last batch like any record; once all parts are acknowledged
+(``snapshot_committed``) the worker deletes the records before the first part
+(Kafka DeleteRecords, best effort).  A snapshot costs at most 1/factor of the changelog
+bytes written before it, so the state writes per event stay O(1) amortized.
+
+``restore`` starts at the partition's low watermark.  A local database whose marker is
+at or after ``low watermark - 1`` continues from its marker (snapshot parts on its chain
+are passed over: they hold the state it already has).  Otherwise (no database, or one
+older than the truncation point) it is wiped and loaded from the first complete snapshot
+at or after the low watermark, then the records chained after it are replayed.  An
+incomplete snapshot (a crash while its parts were written, or parts partly deleted) is
+never loaded; the chain simply continues through it.
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
 import json
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from app.runtime.engine import Engine
-from app.runtime.kafka.store import ChangelogRecord, PartitionStore
+from app.runtime.kafka.store import ChangelogRecord, PartitionStore, entry_size
 from app.runtime.kafka.topology import Group
 from operators.contexts.managers import key_text
 
 
 class ChangelogLog(Protocol):
     """Read access to changelog partitions (the worker gives a Kafka-backed one)."""
+
+    def start(self, topic: str, partition: int) -> int:
+        """The offset of the first record still in the log (the low watermark)."""
+        ...
 
     def end(self, topic: str, partition: int) -> int:
         """The offset the next record will get (the high watermark)."""
@@ -49,6 +72,54 @@ class ChangelogLog(Protocol):
     def read(self, topic: str, partition: int, start: int) -> Iterator[tuple[int, bytes]]:
         """(offset, value) of every record from ``start`` to the current end."""
         ...
+
+
+@dataclass(frozen=True)
+class SnapshotPolicy:
+    """When a partition writes a snapshot into its changelog, and how it is split.
+
+    Due when the changelog bytes since the last snapshot exceed
+    ``max(factor × last snapshot bytes, floor)``; parts hold at most ``part_bytes`` of
+    state entries (one larger entry goes alone), well under the topic's
+    ``max.message.bytes``.
+    """
+
+    floor: int = 1 << 20
+    factor: float = 4.0
+    part_bytes: int = 8 << 20
+
+
+@dataclass
+class _Tally:
+    """Changelog bytes on the chain since the last complete snapshot, followed record by
+    record (restore) so that a restarted writer keeps the same snapshot schedule."""
+
+    since: int = 0
+    snapshot_bytes: int = 0
+    run: tuple[int, int] | None = field(default=None)  # (id, next part) of a snapshot
+
+    def passed(self, rec: ChangelogRecord, size: int) -> None:
+        snap = rec.snapshot
+        if snap is None:
+            self.run = None
+            self.since = int(rec.meta.get("since", self.since)) + size
+            self.snapshot_bytes = int(rec.meta.get("snap", self.snapshot_bytes))
+            return
+        if snap["part"] == 0:
+            self.run = (snap["id"], 0)
+        if self.run == (snap["id"], snap["part"]):
+            if snap["part"] + 1 == snap["parts"]:
+                self.completed(snap)
+                return
+            self.run = (snap["id"], snap["part"] + 1)
+        else:
+            self.run = None
+        self.since += size
+
+    def completed(self, snap: dict[str, int]) -> None:
+        self.since = 0
+        self.snapshot_bytes = int(snap["bytes"])
+        self.run = None
 
 
 @dataclass
@@ -84,8 +155,13 @@ class EnginePartition:
     """Engine, state and Kafka bookkeeping of one partition of one group."""
 
     def __init__(self, group: Group, partition: int, path: Path, upstreams: list[str],
-                 changelog_topic: str) -> None:
+                 changelog_topic: str, snapshots: SnapshotPolicy | None = None) -> None:
+        """``snapshots``: None writes no snapshots (restore still reads them)."""
         self.group = group
+        self.snapshots = snapshots
+        self.since_snapshot = 0
+        self.snapshot_bytes = 0
+        self._snapshot_total = 0
         self.partition = partition
         self.upstreams = upstreams
         self.up_index = {u: i for i, u in enumerate(upstreams)}
@@ -107,28 +183,72 @@ class EnginePartition:
     def restore(self, log: ChangelogLog) -> ChangelogRecord | None:
         """Bring the local database up to the end of the changelog; build the Engine.
 
-        Returns the last changelog record (its outputs are re-published by the caller:
-        the crash may have come after the record was written but before its outputs).
+        See the module docstring for where the replay starts.  Returns the last batch
+        record read on the chain: its outputs are re-published by the caller (the crash
+        may have come after the record was written but before its outputs).  None when
+        the chain ends in snapshot parts or the batch before them was not read: a
+        snapshot is only written after its batch's outputs were acknowledged.
         """
+        topic, p = self.changelog_topic, self.partition
+        low, end = log.start(topic, p), log.end(topic, p)
         marker = self.store.marker()
-        if marker >= log.end(self.changelog_topic, self.partition):
-            # the changelog was recreated: the local state belongs to another incarnation
-            self.store.wipe()
+        if marker >= end or marker < low - 1:
+            # the changelog was recreated (the database belongs to another incarnation),
+            # or records after the marker were deleted
             marker = -1
+        if marker < 0:
+            self.store.wipe()
+        need_snapshot = marker < 0 and low > 0
+        loading: list[int] | None = None  # [id, part, offset] of the snapshot being loaded
+        loaded_any = False
+        tally = _Tally()
         current = marker
         last: ChangelogRecord | None = None
-        for offset, value in log.read(self.changelog_topic, self.partition, max(marker, 0)):
+        for offset, value in log.read(topic, p, max(marker, low)):
             rec = ChangelogRecord.decode(value)
-            if offset <= marker:
-                if offset == marker:
+            snap = rec.snapshot
+            if need_snapshot:
+                if snap is not None and snap["part"] == 0:
+                    loading = [snap["id"], 0, offset]
+                elif (loading is not None and snap is not None and snap["id"] == loading[0]
+                      and snap["part"] == loading[1] + 1 and rec.prev == loading[2]):
+                    loading[1:] = [snap["part"], offset]
+                else:  # not the next part: what was loaded is no complete snapshot
+                    loading = None
+                    continue
+                if snap["part"] == 0 and loaded_any:
+                    self.store.wipe()
+                self.store.apply_writes(rec.writes)
+                loaded_any = True
+                if snap["part"] + 1 == snap["parts"]:
+                    self.store.set_marker(offset)
+                    tally.completed(snap)
+                    current = offset
+                    need_snapshot = False
+                continue
+            if offset == marker:  # the record this database reflects
+                if snap is None:
+                    tally.passed(rec, len(value))
                     last = rec
+                else:  # a local marker on a part is on the last part of a complete one
+                    tally.completed(snap)
                 continue
             if rec.prev != current:  # written by a writer that had lost the partition
                 continue
-            self.store.apply_record(rec.writes, offset)
+            if snap is None:
+                self.store.apply_record(rec.writes, offset)
+                last = rec
+            else:
+                last = None
+            tally.passed(rec, len(value))
             current = offset
-            last = rec
+        if need_snapshot:
+            raise RuntimeError(
+                f"changelog {topic}[{p}] starts at {low} but holds no complete snapshot "
+                "from there: the partition's state cannot be rebuilt")
         self.cl_offset = current
+        self.since_snapshot = tally.since
+        self.snapshot_bytes = tally.snapshot_bytes
         self.load()
         return last
 
@@ -289,21 +409,22 @@ class EnginePartition:
         self.sealed = ChangelogRecord(
             self.cl_offset,
             {"group": self.group.name, "partition": self.partition,
-             "now": self.engine.now_ms},
+             "now": self.engine.now_ms,
+             "since": self.since_snapshot, "snap": self.snapshot_bytes},
             self.store.batch_writes(), self.outputs)
         return self.sealed
 
-    def committed(self, offset: int) -> bool:
-        """The sealed record is durable at ``offset``: commit local state.
+    def committed(self, offset: int, size: int | None = None) -> bool:
+        """The sealed record (``size`` bytes encoded) is durable at ``offset``: commit
+        local state.
 
         Returns whether a new barrier was completed (the caller publishes progress).
         """
-        if offset != self.cl_offset + 1:
-            raise RuntimeError(
-                f"changelog {self.changelog_topic}[{self.partition}] has a record at "
-                f"{offset}, expected {self.cl_offset + 1}: another worker writes this "
-                "partition")
-        self.store.commit(offset, self.sealed.writes if self.sealed is not None else None)
+        self._check_offset(offset)
+        sealed = self.sealed
+        self.store.commit(offset, sealed.writes if sealed is not None else None)
+        if sealed is not None:
+            self.since_snapshot += len(sealed.encode()) if size is None else size
         self.sealed = None
         self.cl_offset = offset
         self.outputs = []
@@ -311,6 +432,65 @@ class EnginePartition:
         advanced = self.barrier is not None and self.barrier != self.progress
         self.progress = self.barrier
         return advanced
+
+    def _check_offset(self, offset: int, expected: int | None = None) -> None:
+        expected = self.cl_offset + 1 if expected is None else expected
+        if offset != expected:
+            raise RuntimeError(
+                f"changelog {self.changelog_topic}[{self.partition}] has a record at "
+                f"{offset}, expected {expected}: another worker writes this partition")
+
+    # -- snapshots -----------------------------------------------------------------
+    def snapshot_due(self) -> bool:
+        """Whether the changelog since the last snapshot outgrew the policy's threshold."""
+        p = self.snapshots
+        return p is not None and self.since_snapshot > max(p.factor * self.snapshot_bytes,
+                                                           p.floor)
+
+    def snapshot_records(self) -> Iterator[ChangelogRecord]:
+        """The committed state as snapshot parts, chained after ``cl_offset``.
+
+        Part i names as ``prev`` the offset part i-1 gets when the parts land right after
+        ``cl_offset``, as they must (``snapshot_committed`` checks).  Two passes over the
+        database, so that only one part is in memory: sizes first (every part's meta
+        holds the number of parts), then the parts.
+        """
+        if self.store.pending:
+            raise RuntimeError("a snapshot needs a committed partition")
+        limit = (self.snapshots or SnapshotPolicy()).part_bytes
+        counts: list[int] = []
+        size = count = total = 0
+        for k, v in self.store.state_items():
+            n = entry_size(k, v)
+            if count and size + n > limit:
+                counts.append(count)
+                size = count = 0
+            size += n
+            count += 1
+            total += n
+        counts.append(count)
+        self._snapshot_total = total
+        base = self.cl_offset
+        now = self.engine.now_ms if self.engine is not None else self.now
+        items = self.store.state_items()
+        for i, c in enumerate(counts):
+            meta = {"group": self.group.name, "partition": self.partition, "now": now,
+                    "snapshot": {"id": base, "part": i, "parts": len(counts),
+                                 "bytes": total}}
+            yield ChangelogRecord(base + i, meta, list(itertools.islice(items, c)))
+
+    def snapshot_committed(self, offsets: list[int]) -> int:
+        """Every part of the snapshot is durable at ``offsets``: move the marker past it.
+
+        Returns the offset of the first part: the records before it may be deleted.
+        """
+        for i, offset in enumerate(offsets):
+            self._check_offset(offset, self.cl_offset + 1 + i)
+        self.store.set_marker(offsets[-1])
+        self.cl_offset = offsets[-1]
+        self.since_snapshot = 0
+        self.snapshot_bytes = self._snapshot_total
+        return offsets[0]
 
     def discard(self) -> None:
         """Forget an unsealed/unflushed batch (the caller is going down)."""

@@ -10,6 +10,15 @@ after the marker.  ``rollback`` forgets the overlay (an engine error, or a crash
 
 The overlay is also what goes into the batch's changelog record: the last value of every
 key written during the batch (a key written 500 times costs one entry).
+
+A changelog record is either a *batch* record (state writes and output rows) or one
+*part* of a snapshot: the whole committed state (``state_items``: every key but the
+local-only marker) split into records of bounded size, each marked in its meta with
+``{"snapshot": {"id", "part", "parts", "bytes"}}`` and chained with ``prev`` like a batch.
+A complete snapshot lets the records before it be deleted from the topic: a database
+rebuilt from nothing loads the snapshot's parts (``apply_writes``, no marker until the
+last part, so a crash while loading leaves a database without marker, which is wiped),
+then replays the batches after it.
 """
 
 from __future__ import annotations
@@ -160,13 +169,16 @@ class PartitionStore(RocksStore):
     """``RocksStore`` whose writes are applied per batch (``commit``) or dropped (``rollback``)."""
 
     def __init__(self, path: Path | str) -> None:
-        opts = Options(raw_mode=True)
-        opts.create_if_missing(True)
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.base = Rdict(str(path), options=opts)
+        self.base = self._open()
         self.db = OverlayDB(self.base)
         self.sink = None
+
+    def _open(self) -> Rdict:
+        opts = Options(raw_mode=True)
+        opts.create_if_missing(True)
+        return Rdict(str(self.path), options=opts)
 
     @property
     def pending(self) -> dict[bytes, bytes | None]:
@@ -199,24 +211,46 @@ class PartitionStore(RocksStore):
         """Replay one changelog record (recovery), atomically with its marker."""
         self._write(writes, marker)
 
-    def _write(self, writes: Any, marker: int) -> None:
+    def apply_writes(self, writes: list[tuple[bytes, bytes | None]]) -> None:
+        """Load a snapshot part: writes without moving the marker."""
+        self._write(writes, None)
+
+    def set_marker(self, marker: int) -> None:
+        """Move the marker alone (records that change no state: snapshot parts)."""
+        self._write((), marker)
+
+    def _write(self, writes: Any, marker: int | None) -> None:
         wb = WriteBatch(raw_mode=True)
         for k, v in writes:
             if v is None:
                 wb.delete(k)
             else:
                 wb.put(k, v)
-        wb.put(MARKER_KEY, str(marker).encode())
+        if marker is not None:
+            wb.put(MARKER_KEY, str(marker).encode())
         self.base.write(wb)
 
+    def state_items(self) -> Iterator[tuple[bytes, bytes]]:
+        """Every committed key and value except the marker, in key order (a snapshot)."""
+        it = self.base.iter()
+        it.seek_to_first()
+        while it.valid():
+            k = it.key()
+            if k != MARKER_KEY:
+                yield k, it.value()
+            it.next()
+
     def wipe(self) -> None:
-        """Drop every key (the changelog does not continue this database)."""
+        """Drop every key (the changelog does not continue this database).
+
+        The database is destroyed and created again rather than deleted key by key; the
+        ``OverlayDB`` (which namespaces hold) is kept and points at the new one.
+        """
         self.pending.clear()
-        keys = list(self.base.keys())
-        wb = WriteBatch(raw_mode=True)
-        for k in keys:
-            wb.delete(k)
-        self.base.write(wb)
+        self.base.close()
+        Rdict.destroy(str(self.path))
+        self.base = self._open()
+        self.db.base = self.base
 
     def close(self) -> None:
         self.base.close()
@@ -227,18 +261,25 @@ class PartitionStore(RocksStore):
 
 @dataclass
 class ChangelogRecord:
-    """One batch of one engine partition: metadata, state writes and the batch's output.
+    """One batch (or one snapshot part) of one engine partition: metadata, state writes
+    and the batch's output.
 
-    ``prev`` is the offset of the changelog record this batch continued from (a chain:
+    ``prev`` is the offset of the changelog record this one continued from (a chain:
     a record whose ``prev`` is not the last applied offset was written by a stale
     writer and is ignored on replay).  ``outputs`` are the output records of the batch,
-    re-published after a restart in case the crash came between the two flushes.
+    re-published after a restart in case the crash came between the two flushes; a
+    snapshot part has none.
     """
 
     prev: int
     meta: dict[str, Any] = field(default_factory=dict)
     writes: list[tuple[bytes, bytes | None]] = field(default_factory=list)
     outputs: list[list[Any]] = field(default_factory=list)
+
+    @property
+    def snapshot(self) -> dict[str, int] | None:
+        """``{"id", "part", "parts", "bytes"}`` if this record is a snapshot part."""
+        return self.meta.get("snapshot")
 
     def encode(self) -> bytes:
         head = json.dumps({"prev": self.prev, "meta": self.meta, "outputs": self.outputs},
@@ -278,3 +319,8 @@ class ChangelogRecord:
                 writes.append((k, data[i:i + vl]))
                 i += vl
         return cls(head["prev"], head["meta"], writes, head["outputs"])
+
+
+def entry_size(key: bytes, value: bytes | None) -> int:
+    """Bytes a state entry takes in an encoded record (snapshot part sizing)."""
+    return 8 + len(key) + (0 if value is None else len(value))

@@ -178,8 +178,11 @@ class Topology:
         would delete them at the broker's next retention check.
         """
         forever = {"retention.ms": "-1", "retention.bytes": "-1"}
-        # changelog records hold a whole batch: keep them forever, allow big ones
-        keep = {**forever, "max.message.bytes": str(64 * 1024 * 1024)}
+        # changelog records hold a whole batch: allow big ones, and never let time or size
+        # retention delete them (workers delete what snapshots made obsolete); segments
+        # no bigger than a record may be, so that deleted records free their disk soon
+        big = str(64 * 1024 * 1024)
+        keep = {**forever, "max.message.bytes": big, "segment.bytes": big}
         c = self.config
         specs: dict[str, tuple[int, dict[str, str]]] = {}
         for t in c.source_topics:

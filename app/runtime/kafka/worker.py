@@ -39,6 +39,15 @@ record names the record it continues (``prev``); a writer whose record does not 
 right after it (another worker wrote the partition: a zombie) exits, and replay ignores
 records that break the chain.
 
+Snapshots keep the changelog bounded (``partition`` module docstring): after a batch,
+a partition whose changelog grew past its ``SnapshotPolicy`` threshold writes its whole
+state as snapshot parts, waits for their acknowledgement, moves its local marker past
+them, and asks the broker to delete the records before the first part (``DeleteRecords``,
+asynchronous; a failure only delays the truncation).  A replacement worker without local
+state then loads the snapshot and replays the records after it.  Thresholds come from
+``KEPL_SNAPSHOT_MIN_BYTES`` (floor, default 1 MiB), ``KEPL_SNAPSHOT_FACTOR`` (default 4)
+and ``KEPL_SNAPSHOT_PART_BYTES`` (default 8 MiB); a floor of ``off`` writes none.
+
 Process model: crash-only.  An agent that fails makes the process exit; its state is in
 RocksDB and Kafka, and a restarted worker (static group membership: the same data dir
 takes its partitions back at once) continues exactly.
@@ -64,7 +73,7 @@ from typing import Any
 
 from app.runtime.kafka.clock import publish_watermark
 from app.runtime.kafka.config import AppConfig
-from app.runtime.kafka.partition import EnginePartition, InRecord
+from app.runtime.kafka.partition import EnginePartition, InRecord, SnapshotPolicy
 from app.runtime.kafka.router import (
     H_ERROR,
     H_ID,
@@ -93,7 +102,12 @@ log = logging.getLogger("kepl.worker")
 
 CRASH_HOOK_ENV = "KEPL_TEST_CRASH"
 """Fault injection for crash tests: ``point:n`` SIGKILLs the worker at ``point``
-(``before_flush`` | ``after_flush``) of the n-th durable engine batch."""
+(``before_flush`` | ``after_flush`` of the n-th durable engine batch, ``mid_snapshot``:
+the first part of the n-th snapshot of more than one part is durable, the others not)."""
+
+SNAPSHOT_MIN_BYTES_ENV = "KEPL_SNAPSHOT_MIN_BYTES"
+SNAPSHOT_FACTOR_ENV = "KEPL_SNAPSHOT_FACTOR"
+SNAPSHOT_PART_BYTES_ENV = "KEPL_SNAPSHOT_PART_BYTES"
 
 ROUTER_BATCH = 2000
 ENGINE_BATCH = 2000
@@ -157,11 +171,25 @@ class Producer:
         await asyncio.to_thread(self.flush)
 
 
+def snapshot_policy_from_env(env: dict[str, str] | None = None) -> SnapshotPolicy | None:
+    """The worker's ``SnapshotPolicy`` from ``KEPL_SNAPSHOT_*`` (None: snapshots off)."""
+    env = dict(os.environ if env is None else env)
+    default = SnapshotPolicy()
+    floor = env.get(SNAPSHOT_MIN_BYTES_ENV, "").strip()
+    if floor.lower() == "off":
+        return None
+    return SnapshotPolicy(
+        floor=int(floor) if floor else default.floor,
+        factor=float(env.get(SNAPSHOT_FACTOR_ENV) or default.factor),
+        part_bytes=int(env.get(SNAPSHOT_PART_BYTES_ENV) or default.part_bytes))
+
+
 class KafkaChangelog:
-    """``ChangelogLog`` over the broker: end offsets and full reads of a partition."""
+    """``ChangelogLog`` over the broker: watermarks, reads of a partition, truncation."""
 
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap
+        self._admin: Any = None
 
     def _consumer(self) -> Any:
         from confluent_kafka import Consumer
@@ -169,17 +197,54 @@ class KafkaChangelog:
         return Consumer({"bootstrap.servers": self.bootstrap, "group.id": "kepl-restore",
                          "enable.auto.commit": False, "enable.partition.eof": True,
                          "isolation.level": "read_committed", "log_level": 3,
-                         "fetch.max.bytes": 64 * 1024 * 1024})
+                         "fetch.max.bytes": 64 * 1024 * 1024,
+                         # records deleted under a read must fail it, never skip ahead
+                         "auto.offset.reset": "error"})
 
-    def end(self, topic: str, partition: int) -> int:
+    def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
+        """(low, high): the first retained offset and the next offset to be written."""
         from confluent_kafka import TopicPartition
 
         c = self._consumer()
         try:
-            _, high = c.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
-            return int(high)
+            low, high = c.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
+            return int(low), int(high)
         finally:
             c.close()
+
+    def start(self, topic: str, partition: int) -> int:
+        return self.watermarks(topic, partition)[0]
+
+    def end(self, topic: str, partition: int) -> int:
+        return self.watermarks(topic, partition)[1]
+
+    def delete_before(self, topic: str, partition: int, offset: int) -> None:
+        """Ask the broker to delete the records before ``offset``; returns at once.
+
+        Best effort: a failure is logged and only leaves the records longer (the next
+        snapshot deletes them).
+        """
+        from confluent_kafka import TopicPartition
+        from confluent_kafka.admin import AdminClient
+
+        if self._admin is None:
+            self._admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 3})
+
+        def done(fut: Any) -> None:
+            try:
+                fut.result()
+            except Exception as e:  # noqa: BLE001 - best effort, see docstring
+                log.warning("deleting %s[%d] before %d failed: %s", topic, partition,
+                            offset, e)
+
+        try:
+            futures = self._admin.delete_records([TopicPartition(topic, partition, offset)],
+                                                 request_timeout=30, operation_timeout=30)
+        except Exception as e:  # noqa: BLE001 - best effort, see docstring
+            log.warning("deleting %s[%d] before %d failed: %s", topic, partition, offset, e)
+            return
+        for fut in futures.values():
+            fut.add_done_callback(done)
 
     def read(self, topic: str, partition: int, start: int) -> Iterator[tuple[int, bytes]]:
         from confluent_kafka import KafkaError, TopicPartition
@@ -187,7 +252,8 @@ class KafkaChangelog:
         c = self._consumer()
         try:
             tp = TopicPartition(topic, partition)
-            _, high = c.get_watermark_offsets(tp, timeout=30)
+            low, high = c.get_watermark_offsets(tp, timeout=30)
+            start = max(start, low)
             if start >= high:
                 return
             c.assign([TopicPartition(topic, partition, start)])
@@ -241,6 +307,7 @@ class GroupRunner:
         self.upstreams = upstreams
         self.producer = producer
         self.changelog = KafkaChangelog(bootstrap)
+        self.snapshots = snapshot_policy_from_env()
         self.parts: dict[int, EnginePartition] = {}
         self.lock = asyncio.Lock()
         hook = os.environ.get(CRASH_HOOK_ENV, "")
@@ -262,7 +329,7 @@ class GroupRunner:
         outputs of its last changelog record."""
         t0 = time.monotonic()
         part = EnginePartition(self.group, p, self.data_dir / str(p), self.upstreams,
-                               self.changelog_topic)
+                               self.changelog_topic, self.snapshots)
         last = await asyncio.to_thread(part.restore, self.changelog)
         if last is not None and last.outputs:
             self._send_outputs(p, last)
@@ -296,6 +363,7 @@ class GroupRunner:
             if not sealed:
                 return
             offsets: dict[int, int] = {}
+            sizes: dict[int, int] = {}
             for part, rec in sealed:
                 self._send_outputs(part.partition, rec)
                 for d in part.dead:
@@ -313,16 +381,60 @@ class GroupRunner:
                     else:
                         self.producer.errors.append(str(err))
 
-                self.producer.produce(self.changelog_topic, rec.encode(), part.partition,
+                value = rec.encode()
+                sizes[part.partition] = len(value)
+                self.producer.produce(self.changelog_topic, value, part.partition,
                                       on_delivery=done)
             self._crash_hook("before_flush")
             await self.producer.flush_async()
             self._crash_hook("after_flush")
-            announce = [part for part, _ in sealed if part.committed(offsets[part.partition])]
+            announce = [part for part, _ in sealed
+                        if part.committed(offsets[part.partition], sizes[part.partition])]
             for part in announce:
                 self._send_progress(part)
             if announce:  # durable before faust may commit the batch's input offsets
                 await self.producer.flush_async()
+            due = [part for part, _ in sealed if part.snapshot_due()]
+            if due:
+                await self._snapshot(due)
+
+    async def _snapshot(self, parts: list[EnginePartition]) -> None:
+        """Write the partitions' snapshots; once durable, truncate their changelogs."""
+        t0 = time.monotonic()
+        offsets: dict[int, list[int]] = {part.partition: [] for part in parts}
+        counts = await asyncio.to_thread(self._produce_snapshots, parts, offsets)
+        await self.producer.flush_async()
+        for part in parts:
+            first = part.snapshot_committed(sorted(offsets[part.partition]))
+            self.changelog.delete_before(self.changelog_topic, part.partition, first)
+            log.info("snapshot of %s[%d]: %d bytes in %d part(s) at %d..%d (%.3f s)",
+                     self.topic, part.partition, part.snapshot_bytes,
+                     counts[part.partition], first, part.cl_offset, time.monotonic() - t0)
+
+    def _produce_snapshots(self, parts: list[EnginePartition],
+                           offsets: dict[int, list[int]]) -> dict[int, int]:
+        """Produce every part (in a thread: a large state takes a while to encode)."""
+        counts: dict[int, int] = {}
+        for part in parts:
+            p = part.partition
+
+            def done(err: Any, msg: Any, p: int = p) -> None:
+                if err is None:
+                    offsets[p].append(msg.offset())
+                else:
+                    self.producer.errors.append(str(err))
+
+            n = 0
+            for rec in part.snapshot_records():
+                if n == 1 and self._crash_at is not None \
+                        and self._crash_at[0] == "mid_snapshot":
+                    self.producer.flush()
+                    self._crash_hook("mid_snapshot")
+                self.producer.produce(self.changelog_topic, rec.encode(), p,
+                                      on_delivery=done)
+                n += 1
+            counts[p] = n
+        return counts
 
     def _send_progress(self, part: EnginePartition) -> None:
         """Tell readers the last barrier this partition made durable."""

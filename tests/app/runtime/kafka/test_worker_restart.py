@@ -5,7 +5,9 @@ run: none lost, none counted twice.  Three ways to die: a real ``kill -9`` from 
 while events stream in, a kill injected right after a batch's outputs and changelog
 record were flushed but before the local database committed (so the restart replays the
 changelog tail and re-publishes outputs), and a restart that lost its local database
-(full changelog replay).
+(full changelog replay).  With snapshots on a small threshold: the changelog is
+truncated and a lost machine restores from the latest snapshot, also when killed while a
+snapshot was half written.
 """
 
 from __future__ import annotations
@@ -21,12 +23,19 @@ from pathlib import Path
 
 import pytest
 
-from app.runtime.kafka.config import AppConfig
+from app.runtime.kafka.config import MAIN_GROUP, AppConfig
 from app.runtime.kafka.partition import EnginePartition, InRecord
 from app.runtime.kafka.reader import Deduper, RowReader
 from app.runtime.kafka.runner import KafkaApp
+from app.runtime.kafka.store import ChangelogRecord
 from app.runtime.kafka.topology import Topology
-from app.runtime.kafka.worker import CRASH_HOOK_ENV
+from app.runtime.kafka.worker import (
+    CRASH_HOOK_ENV,
+    SNAPSHOT_FACTOR_ENV,
+    SNAPSHOT_MIN_BYTES_ENV,
+    SNAPSHOT_PART_BYTES_ENV,
+    KafkaChangelog,
+)
 
 N_EVENTS = 6000
 
@@ -149,6 +158,78 @@ def test_restart_without_local_state_replays_the_changelog(kafka_bootstrap: str)
         kapp.close()
 
 
+SNAPSHOT_ENV = {SNAPSHOT_MIN_BYTES_ENV: "4096", SNAPSHOT_FACTOR_ENV: "4",
+                SNAPSHOT_PART_BYTES_ENV: "256"}
+
+
+def changelog_watermarks(kapp: KafkaApp) -> tuple[int, int]:
+    return KafkaChangelog(kapp.bootstrap).watermarks(
+        kapp.config.changelog_topic(MAIN_GROUP), 0)
+
+
+def send_in_chunks(kapp: KafkaApp, start: int, stop: int, chunk: int = 150) -> None:
+    """Events ``start..stop``, waiting for each chunk: many batches, many snapshots."""
+    for lo in range(start, stop, chunk):
+        for i in range(lo, min(lo + chunk, stop)):
+            kapp.send("Withdrawal", {"account": "A", "amount": amount(i)})
+        kapp.settle()
+
+
+@pytest.mark.kafka
+def test_snapshots_truncate_the_changelog_and_restore_a_lost_machine(kafka_bootstrap: str
+                                                                     ) -> None:
+    kapp = make_app(kafka_bootstrap)
+    reader = RowReader(kafka_bootstrap, [kapp.config.output_topic("w")])
+    try:
+        half = N_EVENTS // 2
+        kapp.worker.start(env=SNAPSHOT_ENV)
+        send_in_chunks(kapp, 0, half)
+        deadline = time.monotonic() + 30
+        while changelog_watermarks(kapp)[0] == 0:  # the deletion is asynchronous
+            assert time.monotonic() < deadline, "the changelog was never truncated"
+            time.sleep(0.1)
+        low, high = changelog_watermarks(kapp)
+        assert 0 < low < high
+        kapp.worker.kill()  # kill -9, and the machine is gone with its database
+        shutil.rmtree(kapp.worker.data_dir)
+        kapp.worker.start(env=SNAPSHOT_ENV)
+        send_in_chunks(kapp, half, N_EVENTS)
+        check_rows(kapp, reader, N_EVENTS)
+        assert changelog_watermarks(kapp)[0] > low  # later snapshots truncated further
+    finally:
+        reader.close()
+        kapp.close()
+
+
+@pytest.mark.kafka
+def test_kill_mid_snapshot(kafka_bootstrap: str) -> None:
+    """Killed when one part of a snapshot is durable; restarted without local state."""
+    kapp = make_app(kafka_bootstrap)
+    reader = RowReader(kafka_bootstrap, [kapp.config.output_topic("w")])
+    try:
+        kapp.worker.start(env={**SNAPSHOT_ENV, CRASH_HOOK_ENV: "mid_snapshot:3"})
+        proc = kapp.worker.proc
+        assert proc is not None
+        for lo in range(0, N_EVENTS, 150):
+            for i in range(lo, lo + 150):
+                kapp.send("Withdrawal", {"account": "A", "amount": amount(i)})
+            kapp.producer.flush(10)
+            time.sleep(0.05)
+        assert proc.wait(60) == -9
+        topic = kapp.config.changelog_topic(MAIN_GROUP)
+        low, high = changelog_watermarks(kapp)
+        assert low > 0  # earlier snapshots truncated the changelog
+        tail = ChangelogRecord.decode(
+            next(iter(KafkaChangelog(kafka_bootstrap).read(topic, 0, high - 1)))[1])
+        assert tail.snapshot is not None and tail.snapshot["part"] < tail.snapshot["parts"] - 1
+        shutil.rmtree(kapp.worker.data_dir)
+        kapp.worker.start(env=SNAPSHOT_ENV)
+        check_rows(kapp, reader, N_EVENTS)
+    finally:
+        reader.close()
+        kapp.close()
+
+
 # -- the same protocol without a broker: two upstream partitions, crashes anywhere -------
 
 
@@ -157,6 +238,9 @@ class MemLog:
 
     def __init__(self) -> None:
         self.records: list[bytes] = []
+
+    def start(self, topic: str, partition: int) -> int:
+        return 0
 
     def end(self, topic: str, partition: int) -> int:
         return len(self.records)
