@@ -6,6 +6,10 @@ Topology (ARCHITECTURE.md, Partitioning / Time and the watermark barrier)::
          ▲  (JSON, coerce_event;         (events + in-band barriers,      (one Engine per
      clock  bad records → DLQ)            tagged with their upstream)      partition)
 
+What a router batch sends to one repartition partition travels as one *bundle* record
+(``router.bundle``), so the engine hop costs one Kafka/faust message per batch and
+partition rather than one per event.
+
 The engine agent moves an Engine's clock only on barriers (time arrives in the stream),
 and once a batch is durable it publishes the last barrier it applied per partition to
 ``kepl.<app>.progress`` (key ``group/partition``): "everything before watermark id X is
@@ -91,6 +95,7 @@ from app.runtime.kafka.router import (
     OutRecord,
     Router,
     SourceRecord,
+    bundle,
     headers_dict,
 )
 from app.runtime.kafka.store import ChangelogRecord
@@ -110,7 +115,10 @@ SNAPSHOT_FACTOR_ENV = "KEPL_SNAPSHOT_FACTOR"
 SNAPSHOT_PART_BYTES_ENV = "KEPL_SNAPSHOT_PART_BYTES"
 
 ROUTER_BATCH = 2000
+"""Source records per router batch (one bundle per repartition partition and batch)."""
 ENGINE_BATCH = 2000
+"""Repartition records (bundles) per engine batch; also the most events one changelog
+record covers."""
 BATCH_WITHIN_S = 0.05
 CRASH_EXIT_CODE = 70
 
@@ -274,21 +282,29 @@ class KafkaChangelog:
 # -- the engine side of one group ----------------------------------------------------
 
 
-def decode_in(message: Any) -> InRecord:
-    """A repartition-topic message as an ``InRecord``."""
-    h = headers_dict(message.headers)
+def decode_in(message: Any) -> list[InRecord]:
+    """A repartition-topic message (faust's) as ``InRecord``s."""
+    return decode_repartition(headers_dict(message.headers), message.value)
+
+
+def decode_repartition(h: dict[str, bytes], value: bytes) -> list[InRecord]:
+    """The records of one repartition-topic message: a bundle's entries in order
+    (``router.bundle``), or a single event or barrier."""
     kind = h.get(H_KIND, b"event").decode()
+    if kind == "bundle":
+        return [InRecord(k, up, off, t, ts, seq, payload)
+                for k, t, up, off, ts, seq, payload in json.loads(value)]
     seq = h.get(H_SEQ)
-    return InRecord(
+    return [InRecord(
         kind=kind,
         upstream=h[H_UPSTREAM].decode(),
         offset=int(h[H_OFFSET]),
         type_name=h.get(H_TYPE, b"").decode(),
         ts=int(h.get(H_TS, b"0")),
         seq=int(seq) if seq is not None else None,
-        payload=json.loads(message.value),
-        raw=message.value,
-    )
+        payload=json.loads(value),
+        raw=value,
+    )]
 
 
 class GroupRunner:
@@ -561,6 +577,7 @@ def build_app(config: AppConfig, bootstrap: str, data_dir: Path,
     )
     producer = Producer(bootstrap)
     router = Router(topology)
+    repartition_topics = set(router.repartition.values())
 
     def topic(*names: str) -> Any:
         return app.topic(*names, value_type=bytes, key_type=bytes, value_serializer="raw",
@@ -570,13 +587,15 @@ def build_app(config: AppConfig, bootstrap: str, data_dir: Path,
     async def route(stream: Any) -> None:
         try:
             async for events in stream.take_events(ROUTER_BATCH, within=BATCH_WITHIN_S):
+                outs: list[OutRecord] = []
                 for ev in events:
                     m = ev.message
                     rec = SourceRecord(m.topic, m.partition, m.offset,
                                        int(round((m.timestamp or 0) * 1000)),
                                        headers_dict(m.headers), m.value)
-                    for out in router.route(rec):
-                        producer.send(out)
+                    outs += router.route(rec)
+                for out in bundle(outs, repartition_topics):
+                    producer.send(out)
                 await producer.flush_async()  # forwarded before faust may commit the input
         except asyncio.CancelledError:
             raise
@@ -594,11 +613,19 @@ def build_app(config: AppConfig, bootstrap: str, data_dir: Path,
                     assigned = {tp.partition for tp in app.consumer.assignment()
                                 if tp.topic == runner.topic}
                     by_partition: dict[int, list[InRecord]] = {}
+                    size = 0
                     for ev in events:
                         m = ev.message
-                        if m.partition in assigned:
-                            by_partition.setdefault(m.partition, []).append(decode_in(m))
-                    await runner.process(by_partition)
+                        if m.partition not in assigned:
+                            continue
+                        recs = decode_in(m)
+                        by_partition.setdefault(m.partition, []).extend(recs)
+                        size += len(recs)
+                        if size >= ENGINE_BATCH:  # bounds a changelog record
+                            await runner.process(by_partition)
+                            by_partition, size = {}, 0
+                    if by_partition:
+                        await runner.process(by_partition)
             except asyncio.CancelledError:
                 raise
             except Exception:  # noqa: BLE001 - crash-only (see _crash)

@@ -25,8 +25,9 @@ from app.runtime.catalog import Catalog
 from app.runtime.engine import Engine
 from app.runtime.kafka.config import AppConfig
 from app.runtime.kafka.reader import OutputRow, read_rows
-from app.runtime.kafka.router import H_KIND, headers_dict
+from app.runtime.kafka.router import headers_dict
 from app.runtime.kafka.runner import KafkaApp, WorkerProcess
+from app.runtime.kafka.worker import decode_repartition
 from operators.contexts.managers import key_text
 
 pytestmark = pytest.mark.kafka
@@ -109,14 +110,15 @@ def test_hash_context_granularity_16(kafka_bootstrap: str) -> None:
 
         topic = config.repartition_topic("H")
         assert _describe_partitions(kafka_bootstrap, topic) == 16
-        events = [m for m in _read_topic(kafka_bootstrap, topic)
-                  if headers_dict(m.headers()).get(H_KIND) == b"event"]
+        # records are bundles of the events a router batch sent to one partition
+        events = [(m.partition(), r) for m in _read_topic(kafka_bootstrap, topic)
+                  for r in decode_repartition(headers_dict(m.headers()), m.value())
+                  if r.kind == "event"]
         assert len(events) == len(sent)
-        for m in events:
-            cust = json.loads(m.value())["custId"]
-            assert m.partition() == zlib.crc32(cust.encode()) % 16, cust
-        assert sorted(json.loads(m.value())["custId"] for m in events) == sorted(
-            c for c, _ in sent)
+        for partition, r in events:
+            cust = r.payload["custId"]
+            assert partition == zlib.crc32(cust.encode()) % 16, cust
+        assert sorted(r.payload["custId"] for _, r in events) == sorted(c for c, _ in sent)
 
         expected: dict[str, list[tuple]] = {}
         counts: dict[str, tuple[int, float]] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import zlib
 from typing import Any
 
@@ -171,3 +172,32 @@ def test_global_table_used_from_one_single_partition_group() -> None:
                        r"\(1 partition\)"):
         plan([table, into, KEYED, "context C select Tot[custId].n as n from T1"],
              context_partitions={"C": 4})
+
+
+def test_router_batch_travels_as_bundles_in_order() -> None:
+    from app.runtime.kafka.router import BUNDLE_MAX_BYTES, OutRecord, bundle
+    from app.runtime.kafka.worker import decode_repartition
+
+    t = plan([KEYED, "context C select count(*) as n from T1"], context_partitions={"C": 2})
+    router = Router(t)
+    outs: list[OutRecord] = []
+    for i in range(3000):
+        cust = f"c{i % 7}"
+        outs += router.route(SourceRecord("T1", 0, i, 1000 + i, {}, json.dumps(
+            {"custId": cust, "v": i}).encode()))
+    outs += router.route(SourceRecord("T1", 0, 3000, 0, {"kepl.control": b"watermark"},
+                                      b'{"t": 5000, "id": "w1"}'))
+    outs.append(router.dead_letter(SourceRecord("T1", 0, 3001, 0, {}, b"x"), "bad"))
+    bundles = bundle(outs, {"kepl.t.repartition.C"})
+    assert bundles[0].topic == "kepl.t.dlq"
+    assert all(len(b.value) <= BUNDLE_MAX_BYTES for b in bundles[1:])
+    assert len(bundles) < 40
+    for p in (0, 1):
+        mine = [b for b in bundles if b.topic == "kepl.t.repartition.C" and b.partition == p]
+        got = [r for b in mine for r in decode_repartition(dict(b.headers), b.value)]
+        want = [o for o in outs if o.topic == "kepl.t.repartition.C" and o.partition == p]
+        assert [(r.kind, r.type_name, r.upstream, r.offset, r.ts, r.payload) for r in got] == [
+            (dict(o.headers)["kepl.kind"].decode(), dict(o.headers).get("kepl.type", b"")
+             .decode(), "T1:0", int(dict(o.headers)["kepl.offset"]),
+             int(dict(o.headers).get("kepl.ts", b"0")), json.loads(o.value)) for o in want]
+        assert got[-1].kind == "barrier" and got[-1].payload == {"t": 5000, "id": "w1"}
