@@ -23,6 +23,7 @@ from importlib import metadata
 from pathlib import Path
 
 from app.kafka.local_broker import file_lock, kepl_home
+from app.maven import copy_dependencies
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 POM = REPO_ROOT / "deploy" / "spark" / "pom.xml"
@@ -79,23 +80,10 @@ def _version_pairs(version: str) -> list[tuple[str, str]]:
 def _copy_dependencies(
     mvn: str, version: str, pair: tuple[str, str], out: Path
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``mvn dependency:copy-dependencies`` for one version pair into ``out``."""
-    cmd = [
-        mvn,
-        "-q",
-        "-B",
-        "-Dstyle.color=never",
-        "-f",
-        str(POM),
-        "dependency:copy-dependencies",
-        f"-Dspark.version={version}",
-        f"-Dspark.kafka.version={pair[0]}",
-        f"-Dspark.token.version={pair[1]}",
-        f"-DoutputDirectory={out}",
-    ]
-    return subprocess.run(
-        cmd, check=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    """``mvn dependency:copy-dependencies`` for one version pair into ``out``."""
+    return copy_dependencies(mvn, POM, out, {"spark.version": version,
+                                             "spark.kafka.version": pair[0],
+                                             "spark.token.version": pair[1]})
 
 
 def ensure_spark_jars(version: str | None = None) -> list[Path]:

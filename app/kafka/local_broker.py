@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.maven import copy_dependencies
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 POM = REPO_ROOT / "deploy" / "kafka" / "pom.xml"
 HOST = "127.0.0.1"
@@ -137,20 +139,7 @@ def ensure_jars() -> Path:
         shutil.rmtree(scratch, ignore_errors=True)
         _log(f"fetching Apache Kafka {kafka_version()} jars with Maven into {libs} (one-time)...")
         t0 = time.monotonic()
-        cmd = [
-            mvn,
-            "-q",
-            "-B",
-            "-Dstyle.color=never",
-            "-f",
-            str(POM),
-            "dependency:copy-dependencies",
-            "-DincludeScope=runtime",
-            f"-DoutputDirectory={scratch}",
-        ]
-        proc = subprocess.run(
-            cmd, check=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
+        proc = copy_dependencies(mvn, POM, scratch, {"includeScope": "runtime"})
         if proc.returncode != 0 or not any(scratch.glob("kafka_2.13-*.jar")):
             shutil.rmtree(scratch, ignore_errors=True)
             tail = "\n".join(proc.stdout.strip().splitlines()[-15:])

@@ -499,16 +499,15 @@ class _FollowedByNode(_Node):
         self.kids.append(child)
 
 
-class _AndNode(_Node):
-    """``c0 and c1 ...``: collects each child's results; fires on every full combination."""
+class _OperandsNode(_Node):
+    """A node whose operands all run at once (``and``, ``or``): ``active[i]`` is operand
+    i while it runs."""
 
-    __slots__ = ("active", "events")
+    __slots__ = ("active",)
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        n = len(self.m.plan.children[self.sidx])
-        self.active: list[_Node | None] = [None] * n
-        self.events: list[list[Tags] | None] = [None] * n
+        self.active: list[_Node | None] = [None] * len(self.m.plan.children[self.sidx])
 
     def start(self) -> None:
         # Create every operand first, then start them in order (a 'not' operand reports
@@ -525,6 +524,19 @@ class _AndNode(_Node):
                 kid.quit()
         self.active = [None] * len(self.active)
         self.drop()
+
+    def attach(self, child: _Node) -> None:
+        self.active[child.idx] = child
+
+
+class _AndNode(_OperandsNode):
+    """``c0 and c1 ...``: collects each child's results; fires on every full combination."""
+
+    __slots__ = ("events",)
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.events: list[list[Tags] | None] = [None] * len(self.active)
 
     def _add(self, i: int, tags: Tags) -> None:
         """Remember a result of operand ``i`` (a new list: stored values stay unshared)."""
@@ -566,32 +578,11 @@ class _AndNode(_Node):
     def restore(self, rec: dict[str, Any]) -> None:
         self.events = list(rec.get("e") or self.events)
 
-    def attach(self, child: _Node) -> None:
-        self.active[child.idx] = child
 
-
-class _OrNode(_Node):
+class _OrNode(_OperandsNode):
     """``c0 or c1 ...``: passes results on; quits all operands when one quits."""
 
-    __slots__ = ("active",)
-
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self.active: list[_Node | None] = [None] * len(self.m.plan.children[self.sidx])
-
-    def start(self) -> None:
-        n = len(self.active)
-        self.active = [self.m.spawn(self.child_sidx(i), self, i, self.tags) for i in range(n)]
-        for kid in list(self.active):
-            if self.alive and kid is not None and kid.alive:
-                kid.start()
-
-    def quit(self) -> None:
-        for kid in self.active:
-            if kid is not None:
-                kid.quit()
-        self.active = [None] * len(self.active)
-        self.drop()
+    __slots__ = ()
 
     def child_true(self, child: _Node, tags: Tags, quitted: bool) -> None:
         if quitted:
@@ -606,9 +597,6 @@ class _OrNode(_Node):
         if self.alive and all(k is None for k in self.active):
             self.drop()
             self.up_false()
-
-    def attach(self, child: _Node) -> None:
-        self.active[child.idx] = child
 
 
 _KINDS: dict[type, type[_Node]] = {

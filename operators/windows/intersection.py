@@ -82,17 +82,7 @@ class IntersectionView(WindowView):
     def on_events(self, new: Rows, old: Rows, now_ms: int) -> Emit:
         """Upstream removals leave every window; arrivals go to every window."""
         table = self.table
-        out_old: Rows = []
-        for row in old:
-            seq = table.find(row)
-            if seq is None:
-                continue
-            stored = table.rows[seq]
-            for view in self.views:
-                view.on_events([], [stored], now_ms)
-            if table.tags[seq] == LIVE:
-                out_old.append(stored)
-            table.drop(seq)
+        out_old = table.remove_upstream(old, self.views, now_ms, lambda tag: tag == LIVE)
         if not new:
             return [], out_old
         tag = PENDING if self.batch_index is not None else LIVE

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from operators.base import Row, StateNamespace
+from operators.base import Row, Rows, StateNamespace, View
 from operators.windows.common import RowRefs
 
 
@@ -75,3 +76,20 @@ class SharedRows(RowRefs):
             del self.seq_of[id(row)]
         self.ns.delete(seq)
         return row
+
+    def remove_upstream(self, old: Rows, views: Sequence[View], now_ms: int,
+                        posted: Callable[[Any], bool]) -> Rows:
+        """Rows removed upstream leave every sub-view and the composite; those whose
+        tag ``posted`` accepts go on the composite's remove stream."""
+        out: Rows = []
+        for row in old:
+            seq = self.find(row)
+            if seq is None:
+                continue
+            stored = self.rows[seq]
+            for view in views:
+                view.on_events([], [stored], now_ms)
+            if posted(self.tags[seq]):
+                out.append(stored)
+            self.drop(seq)
+        return out

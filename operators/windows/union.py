@@ -34,15 +34,7 @@ class UnionView(WindowView):
     def on_events(self, new: Rows, old: Rows, now_ms: int) -> Emit:
         """Upstream removals leave every window; arrivals are counted per accepting window."""
         table = self.table
-        out_old: Rows = []
-        for row in old:
-            seq = table.find(row)
-            if seq is None:
-                continue
-            stored = table.rows[seq]
-            for view in self.views:
-                view.on_events([], [stored], now_ms)
-            out_old.append(table.drop(seq))
+        out_old = table.remove_upstream(old, self.views, now_ms, lambda tag: True)
         if not new:
             return [], out_old
         n = len(self.views)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.epl.errors import EplError, EplValidationError
+from app.epl.errors import EplError
 from app.runtime.catalog import Catalog
+from tests.app.epl.validation import catalog_with, rejects
 
 SCHEMAS = {
     "BankTxn": {"custId": "string", "account": "string", "amount": "double"},
@@ -19,16 +20,7 @@ SCHEMAS = {
 
 
 def catalog(*setup: str) -> Catalog:
-    c = Catalog.from_schemas(SCHEMAS)
-    for i, epl in enumerate(setup):
-        c.plan(epl, f"setup{i}")
-    return c
-
-
-def rejects(c: Catalog, epl: str) -> EplValidationError:
-    with pytest.raises(EplValidationError) as info:
-        c.plan(epl, "s")
-    return info.value
+    return catalog_with(SCHEMAS, *setup)
 
 
 def test_keyed_context_statement_must_filter_a_listed_type() -> None:

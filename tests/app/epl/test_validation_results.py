@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.epl.errors import EplValidationError
 from app.runtime.catalog import Catalog, NotSupported
+from tests.app.epl.validation import catalog_with, rejects
 
 SCHEMAS = {
     "TrafficEvent": {"carId": "string", "speed": "double"},
@@ -14,16 +14,7 @@ SCHEMAS = {
 
 
 def catalog(*setup: str) -> Catalog:
-    c = Catalog.from_schemas(SCHEMAS)
-    for i, epl in enumerate(setup):
-        c.plan(epl, f"setup{i}")
-    return c
-
-
-def rejects(c: Catalog, epl: str) -> EplValidationError:
-    with pytest.raises(EplValidationError) as info:
-        c.plan(epl, "s")
-    return info.value
+    return catalog_with(SCHEMAS, *setup)
 
 
 NINE = "create context NineToFive start (0, 9, *, *, *) end (0, 17, *, *, *)"
