@@ -156,6 +156,7 @@ class Topology:
         _check_insert_into(plans, groups)
         _check_shared_state(groups)
         _check_global_tables(groups)
+        _check_global_variables(plans, groups)
         return cls(config, catalog, groups, plans)
 
     def active_groups(self) -> list[Group]:
@@ -254,6 +255,65 @@ def _check_global_tables(groups: dict[str, Group]) -> None:
                 f"table '{table}' has no context and is used by statements of engine group "
                 f"{where}: on Kafka such a table lives in one engine partition; declare it "
                 "with the statements' context or use it from one single-partition group")
+
+
+def _assigned_variables(p: StatementPlan) -> set[str]:
+    """Variables a statement assigns: ``on ... set``, ``output ... then set``."""
+    out: set[str] = set()
+    if p.kind == "on" and p.action is not None and p.action.kind == "set":
+        out |= {a.variable for a in p.action.assignments}
+    if p.pipeline is not None:
+        spec = p.pipeline.output
+        out |= {a.variable for a in (*spec.then_set, *spec.terminated_set)}
+    return out
+
+
+def _names_read(p: StatementPlan) -> set[str]:
+    """First identifiers of every name in a statement's text (candidate variable reads)."""
+    from app.epl import ast
+    from app.epl.parser import parse_statement
+
+    out: set[str] = set()
+    stack: list[Any] = [parse_statement(p.epl)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name):
+            out.add(node.parts[0])
+        if isinstance(node, tuple | list):
+            stack.extend(node)
+        elif hasattr(node, "__dataclass_fields__"):
+            stack.extend(getattr(node, f) for f in node.__dataclass_fields__ if f != "pos")
+    return out
+
+
+def _check_global_variables(plans: list[StatementPlan], groups: dict[str, Group]) -> None:
+    """A variable without a context has one value (000 §4.8); on Kafka each engine
+    partition keeps a copy, so one assigned in one group must not be read in another."""
+    globals_ = {p.variable or p.name for p in plans if p.kind == "variable" and p.context is None}
+    for g in groups.values():
+        assigned = set().union(*(_assigned_variables(p) for p in g.plans
+                                 if p.kind in STATEMENT_KINDS)) & globals_
+        if not assigned:
+            continue
+        if g.partitions > 1:
+            raise NotSupported(
+                f"variable '{sorted(assigned)[0]}' has no context and is assigned in engine "
+                f"group '{g.name}' of {g.partitions} partitions: on Kafka each partition "
+                "keeps its own copy; declare it with the context")
+        for other in groups.values():
+            if other is g:
+                continue
+            for p in other.plans:
+                if p.kind not in STATEMENT_KINDS and p.kind != "context":
+                    continue
+                read = _names_read(p) & assigned
+                if read:
+                    name = sorted(read)[0]
+                    raise NotSupported(
+                        f"variable '{name}' has no context, is assigned in engine group "
+                        f"'{g.name}' and read by statement '{p.name}' of engine group "
+                        f"'{other.name}': on Kafka each engine keeps its own copy; declare it "
+                        "with the context or keep its users in one engine group")
 
 
 def _check_shared_state(groups: dict[str, Group]) -> None:

@@ -201,3 +201,24 @@ def test_router_batch_travels_as_bundles_in_order() -> None:
              .decode(), "T1:0", int(dict(o.headers)["kepl.offset"]),
              int(dict(o.headers).get("kepl.ts", b"0")), json.loads(o.value)) for o in want]
         assert got[-1].kind == "barrier" and got[-1].payload == {"t": 5000, "id": "w1"}
+
+
+def test_global_variable_assigned_in_one_group_and_read_in_another_is_refused() -> None:
+    hashed = "create context H coalesce by consistent_hash_crc32(custId) from T1 granularity 4"
+    var = "create variable int cap = 5"
+    setter = "on T2 set cap = v"
+    reader = "context H select custId from T1(v > cap)"
+    with pytest.raises(NotSupported) as e:
+        plan([hashed, var, setter, reader])
+    assert str(e.value) == (
+        "variable 'cap' has no context, is assigned in engine group 'main' and read by "
+        "statement 's3' of engine group 'H': on Kafka each engine keeps its own copy; "
+        "declare it with the context or keep its users in one engine group")
+    # read where it is set, or never assigned: one value everywhere that matters
+    assert groups(plan([hashed, var, setter, "select * from T1(v > cap)",
+                        "context H select count(*) as n from T1"]))["main"][1] == [
+        "s1", "s2", "s3"]
+    assert groups(plan([hashed, var, reader]))["H"][1] == ["s0", "s1", "s2"]
+    with pytest.raises(NotSupported, match="assigned in engine group 'H' of 4 partitions"):
+        plan([hashed, var, "context H select count(*) as n from T1 output when count_insert >= 2 "
+                           "then set cap = 1"])
