@@ -192,6 +192,10 @@ class HashSpec:
     items: tuple[HashItem, ...]
     granularity: int
     preallocate: bool = False
+    owned: int | None = None
+    """Kafka mode: the one bucket this engine partition holds (its Kafka partition).
+    Its context partition id is then the bucket, preallocated or not (ARCHITECTURE.md:
+    context partition id = Kafka partition), and ``preallocate`` allocates only it."""
 
     def build(self, state: StateNamespace, ctx: PartitionCtx) -> HashManager:
         return HashManager(self, state, ctx)
@@ -234,9 +238,11 @@ class HashManager(Manager):
 
     def deploy(self, now_ms: int) -> list[Change]:
         if self.spec.preallocate and not self.ids:
-            self.ids = {b: b for b in range(self.spec.granularity)}
+            owned = self.spec.owned
+            buckets = range(self.spec.granularity) if owned is None else [owned]
+            self.ids = {b: b for b in buckets}
             self._save()
-            return [Change("start", p) for p in range(self.spec.granularity)]
+            return [Change("start", p) for p in buckets]
         return []
 
     def route(self, type_name: str, event: Row, now_ms: int) -> list[Pid]:
@@ -245,7 +251,8 @@ class HashManager(Manager):
             return []
         pid = self.ids.get(bucket)
         if pid is None:
-            pid = self.ids[bucket] = len(self.ids)
+            pid = bucket if self.spec.owned is not None else len(self.ids)
+            self.ids[bucket] = pid
             self._save()
         return [pid]
 

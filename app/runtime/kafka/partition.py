@@ -48,7 +48,7 @@ import itertools
 import json
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -274,6 +274,10 @@ class EnginePartition:
         engine = Engine(store=self.store, now_ms=self.now)
         engine.listeners.append(self._on_rows)
         for plan in self.group.plans:
+            if plan.kind == "context" and plan.context_spec is self.group.hash_spec:
+                # this engine holds one bucket: context partition id = Kafka partition
+                plan = replace(plan, context_spec=replace(plan.context_spec,
+                                                          owned=self.partition))
             engine.deploy(plan)
         self.engine = engine
 

@@ -89,15 +89,17 @@ CUSTOMERS = ["alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi",
 
 
 def test_hash_context_granularity_16(kafka_bootstrap: str) -> None:
-    """16 repartition partitions; record partition = crc32(custId) mod 16; exact rows."""
+    """16 repartition partitions; record partition = crc32(custId) mod 16; context.id =
+    bucket (= Kafka partition) without preallocate too; exact rows."""
     name = f"hash16-{uuid.uuid4().hex[:8]}"
     config = AppConfig.from_dict({
         "app": name, "schemas": {"Txn": TXN}, "topics": {"Txn": f"{name}.txn"},
         "statements": [
             {"name": "ctx", "epl": "create context H coalesce by "
                                    "consistent_hash_crc32(custId) from Txn granularity 16"},
-            {"name": "per_cust", "epl": "context H select custId, count(*) as n, "
-                                        "sum(amount) as total from Txn group by custId"},
+            {"name": "per_cust", "epl": "context H select context.id as cid, custId, "
+                                        "count(*) as n, sum(amount) as total from Txn "
+                                        "group by custId"},
         ],
     })
     kapp = KafkaApp(config, kafka_bootstrap, start=True)
@@ -129,7 +131,8 @@ def test_hash_context_granularity_16(kafka_bootstrap: str) -> None:
             bucket = zlib.crc32(cust.encode()) % 16
             seqs[bucket] = seqs.get(bucket, 0) + 1
             expected.setdefault(str(bucket), []).append(
-                ("insert", {"custId": cust, "n": n + 1, "total": total + amount}, 1000,
+                ("insert", {"cid": bucket, "custId": cust, "n": n + 1,
+                            "total": total + amount}, 1000,
                  f"per_cust/{bucket}/{seqs[bucket]}"))
         rows = _rows(kapp, "per_cust")
         assert _lanes(rows) == expected
