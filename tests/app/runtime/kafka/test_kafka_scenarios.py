@@ -39,6 +39,8 @@ CASES = [
     OWN / "insert_into_chain.yaml",
     OWN / "context_priority_statement_first.yaml",
     OWN / "table_access_keyed_filter.yaml",
+    OWN / "window_linest_regression.yaml",
+    OWN / "window_correl_correlation.yaml",
 ]
 
 
