@@ -181,6 +181,16 @@ PIPELINES = [
 ]
 
 
+def _maybe_advance(rnd: random.Random, now: int, *pipelines: Pipeline) -> int:
+    """Now and then move time on, firing every due timer of each pipeline."""
+    if rnd.random() < 0.2:
+        now += rnd.choice([100, 500, 1500])
+        for p in pipelines:
+            while (due := _any_timer(p)) is not None and due <= now:
+                p.on_time(due)
+    return now
+
+
 @pytest.mark.parametrize("epl", PIPELINES)
 def test_pipeline_fast_on_event_matches_general(epl: str) -> None:
     """``on_event`` and ``next_timer`` as bound at build time equal the class methods."""
@@ -191,11 +201,7 @@ def test_pipeline_fast_on_event_matches_general(epl: str) -> None:
     rnd = random.Random(5)
     now = 0
     for step, row in enumerate(_rows(rnd, 300)):
-        if rnd.random() < 0.2:
-            now += rnd.choice([100, 500, 1500])
-            for p in (fast, slow):
-                while (due := _any_timer(p)) is not None and due <= now:
-                    p.on_time(due)
+        now = _maybe_advance(rnd, now, fast, slow)
         got = fast.on_event("T", row, now)
         want = Pipeline.on_event(slow, "T", row, now)
         assert got == want, step
@@ -224,11 +230,7 @@ def test_fast_paths_restore_from_state(epl: str, mode: str, tmp_path: Path) -> N
                 else:
                     store = MemoryStore.restore(store.checkpoint())
                 fast = spec.build(store.namespace("s"), PartitionCtx(now_ms=now))
-            if rnd.random() < 0.2:
-                now += rnd.choice([100, 500, 1500])
-                for p in (fast, slow):
-                    while (due := _any_timer(p)) is not None and due <= now:
-                        p.on_time(due)
+            now = _maybe_advance(rnd, now, fast, slow)
             got = fast.on_event("T", row, now)
             want = Pipeline.on_event(slow, "T", row, now)
             assert got == want, step
