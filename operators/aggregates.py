@@ -2,8 +2,9 @@
 
 Each aggregator is a stateless object; its state is JSON-shaped data so it can live in a
 state store.  ``enter`` adds a value, ``leave`` takes one back out (002 §2.5: remove-stream
-events leave the aggregation), ``result`` reads the current value.  States are mutated in
-place and returned, so callers may keep the returned object.
+events leave the aggregation), ``result`` reads the current value.  Both return the new
+state, which callers store back: container states are mutated in place, a counter's state
+is the number itself (one object less per group on the hot path).
 """
 
 from __future__ import annotations
@@ -34,37 +35,31 @@ class Aggregator:
 
 
 class CountStar(Aggregator):
-    """count(*): events in the window, nulls included."""
+    """count(*): events in the window, nulls included (the state is the count itself)."""
 
     name = "count"
 
     def initial(self) -> Any:
-        return [0]
+        return 0
 
     def enter(self, state: Any, value: Any) -> Any:
-        state[0] += 1
-        return state
+        return state + 1
 
     def leave(self, state: Any, value: Any) -> Any:
-        state[0] -= 1
-        return state
+        return state - 1
 
     def result(self, state: Any) -> Any:
-        return state[0]
+        return state
 
 
 class Count(CountStar):
     """count(x): non-null values of x."""
 
     def enter(self, state: Any, value: Any) -> Any:
-        if value is not None:
-            state[0] += 1
-        return state
+        return state if value is None else state + 1
 
     def leave(self, state: Any, value: Any) -> Any:
-        if value is not None:
-            state[0] -= 1
-        return state
+        return state if value is None else state - 1
 
 
 def _dkey(value: Any) -> str:
@@ -387,14 +382,14 @@ def row_updater(agg: Aggregator, i: int, value: Callable[[Any, Any], Any] | None
             step = 1 if entering else -1
 
             def count_rows(states: list, row: Any, ctx: Any) -> None:
-                states[i][0] += step
+                states[i] += step
             return count_rows
         if value is not None and t is Count:
             step = 1 if entering else -1
 
             def count_values(states: list, row: Any, ctx: Any) -> None:
                 if value(row, ctx) is not None:
-                    states[i][0] += step
+                    states[i] += step
             return count_values
         if value is not None and (t is Sum or t is Avg):
             if entering:

@@ -25,7 +25,7 @@ def nothing() -> Emit:
     return [], []
 
 
-@dataclass
+@dataclass(slots=True)
 class PartitionCtx:
     """What expressions may read besides the row: context properties, variables, time.
 

@@ -106,6 +106,9 @@ class PipelineSpec:
 class Pipeline:
     """A statement's operators for one context partition."""
 
+    __slots__ = ("spec", "ctx", "state", "type_name", "filter", "view", "matcher", "rs", "out",
+                 "limited", "kind", "_shaped", "where", "_timers")
+
     def __init__(self, spec: PipelineSpec, state: StateNamespace, ctx: PartitionCtx) -> None:
         self.spec = spec
         self.ctx = ctx
@@ -347,6 +350,8 @@ class StreamPipeline(Pipeline):
     """A stream statement without pattern, ``where``, output limiting, distinct, order
     by or limit: ``on_event`` runs filter, window and result set directly (the rows and
     their order are those of the general path)."""
+
+    __slots__ = ()
 
     def on_event(self, type_name: str, event: Row, now_ms: int) -> Emit:
         """One event of the statement's stream."""

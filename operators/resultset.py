@@ -88,6 +88,36 @@ class ResultSetSpec:
             results_reader([a.aggregator for a in aggs]),
             _group_of_one(self.group_by[0]) if len(self.group_by) == 1 else None)
 
+    @cached_property
+    def projector(self) -> Callable[[Row, PartitionCtx], Row]:
+        """The select-clause projection ``(row, ctx) -> output row``, built once per
+        statement and shared by its context partitions."""
+        cols = self.columns
+        if self.wildcard and not cols:
+            return lambda row, ctx: row
+        if self.wildcard:
+            def project_wild(row: Row, ctx: PartitionCtx) -> Row:
+                out = dict(row)
+                for c in cols:
+                    out[c.name] = c.expr(row, ctx) if c.expr is not None else row
+                return out
+            return project_wild
+        if any(c.expr is None for c in cols):
+            def project_rows(row: Row, ctx: PartitionCtx) -> Row:
+                return {c.name: (c.expr(row, ctx) if c.expr is not None else row) for c in cols}
+            return project_rows
+        pairs = tuple((c.name, c.expr) for c in cols)
+        if len(pairs) == 2:
+            (n0, e0), (n1, e1) = pairs
+            return lambda row, ctx: {n0: e0(row, ctx), n1: e1(row, ctx)}
+        if len(pairs) == 3:
+            (n0, e0), (n1, e1), (n2, e2) = pairs
+            return lambda row, ctx: {n0: e0(row, ctx), n1: e1(row, ctx), n2: e2(row, ctx)}
+
+        def project(row: Row, ctx: PartitionCtx) -> Row:
+            return {name: expr(row, ctx) for name, expr in pairs}
+        return project
+
     def describe(self) -> str:
         parts = [f"resultset[{self.kind}]", "cols=" + ",".join(
             ["*"] * self.wildcard + [c.name for c in self.columns])]
@@ -158,6 +188,9 @@ def group_key(values: tuple) -> str:
 class ResultSet:
     """Aggregation state and projection of one context partition."""
 
+    __slots__ = ("spec", "want_old", "state", "ctx", "aggs", "groups", "next_seq", "_projector",
+                 "_enter_row", "_leave_row", "_read", "_rewrite", "_one")
+
     def __init__(self, spec: ResultSetSpec, state: StateNamespace, ctx: PartitionCtx,
                  want_old: bool = True) -> None:
         self.spec = spec
@@ -174,7 +207,11 @@ class ResultSet:
         for k, v in loaded:
             self.groups[k] = v
         self.next_seq = max((v[2] for v in self.groups.values() if len(v) > 2), default=-1) + 1
-        self._project = self._make_projector()
+        one = self.groups.get("")
+        self._one: list | None = None if one is None else one[0]
+        """The aggregation states of the one group of an ungrouped result set (the hot
+        path reaches them without a dict lookup and a record)."""
+        self._projector = spec.projector
         hot = spec.hot
         self._enter_row = hot.enter_row
         self._leave_row = hot.leave_row
@@ -189,6 +226,8 @@ class ResultSet:
             rec = [[a.aggregator.initial() for a in self.aggs], row, self.next_seq]
             self.next_seq += 1
             self.groups[key] = rec
+            if key == "":
+                self._one = rec[0]
         return rec
 
     def _apply(self, rec: list, row: Row, entering: bool) -> None:
@@ -216,40 +255,17 @@ class ResultSet:
         return group_key(tuple(g(row, ctx) for g in group_by))
 
     # -- projection --------------------------------------------------------
-    def _make_projector(self) -> Callable[[Row], Row]:
-        cols = self.spec.columns
-        ctx = self.ctx
-        if self.spec.wildcard and not cols:
-            return lambda row: row
-        if self.spec.wildcard:
-            def project_wild(row: Row) -> Row:
-                out = dict(row)
-                for c in cols:
-                    out[c.name] = c.expr(row, ctx) if c.expr is not None else row
-                return out
-            return project_wild
-
-        if any(c.expr is None for c in cols):
-            def project_rows(row: Row) -> Row:
-                return {c.name: (c.expr(row, ctx) if c.expr is not None else row) for c in cols}
-            return project_rows
-        pairs = tuple((c.name, c.expr) for c in cols)
-        if len(pairs) == 2:
-            (n0, e0), (n1, e1) = pairs
-            return lambda row: {n0: e0(row, ctx), n1: e1(row, ctx)}
-
-        def project(row: Row) -> Row:
-            return {name: expr(row, ctx) for name, expr in pairs}
-        return project
+    def _project(self, row: Row) -> Row:
+        return self._projector(row, self.ctx)
 
     def _rows(self, rows: Iterable[Row], aggs: list | None) -> Rows:
         self.ctx.aggs = aggs
         having = self.spec.having
         ctx = self.ctx
-        project = self._project
+        project = self._projector
         if having is None:
-            return [project(r) for r in rows]
-        return [project(r) for r in rows if having(r, ctx)]
+            return [project(r, ctx) for r in rows]
+        return [project(r, ctx) for r in rows if having(r, ctx)]
 
     def _row_for(self, rec: list) -> Rows:
         self.ctx.aggs = self._results(rec)
@@ -304,44 +320,42 @@ class ResultSet:
 
     def _process_agg_all(self, new: Rows, old: Rows) -> Emit:
         """``process`` of a fully aggregated ungrouped result set."""
-        rec = self.groups.get("")
-        created = rec is None
-        if rec is None:
-            rec = self._record("", None)
-        before = self._row_for(rec) if self.want_old else []
-        states = rec[0]
+        states = self._one
+        created = states is None
+        if states is None:
+            states = self._record("", None)[0]
+        before = self._row_for(self.groups[""]) if self.want_old else []
         self._update(states, new, old)
         if created or self._rewrite:
-            self.state.put("", rec)
+            self.state.put("", self.groups[""])
         ctx = self.ctx
         ctx.aggs = self._read(states)
         having = self.spec.having
         row: Row = {}
         if having is not None and not having(row, ctx):
             return [], before
-        return [self._project(row)], before
+        return [self._projector(row, ctx)], before
 
     def _process_agg_rows(self, new: Rows, old: Rows) -> Emit:
         """``process`` of an aggregated ungrouped result set with event properties."""
-        rec = self.groups.get("")
-        created = rec is None
-        if rec is None:
-            rec = self._record("", None)
-        states = rec[0]
+        states = self._one
+        created = states is None
+        if states is None:
+            states = self._record("", None)[0]
         self._update(states, new, old)
         if created or self._rewrite:
-            self.state.put("", rec)
+            self.state.put("", self.groups[""])
         ctx = self.ctx
         ctx.aggs = self._read(states)
-        project = self._project
+        project = self._projector
         having = self.spec.having
         if having is None:
             if len(new) == 1 and not self.want_old:
-                return [project(new[0])], []
-            return ([project(r) for r in new],
-                    [project(r) for r in old] if self.want_old else [])
-        return ([project(r) for r in new if having(r, ctx)],
-                [project(r) for r in old if having(r, ctx)] if self.want_old else [])
+                return [project(new[0], ctx)], []
+            return ([project(r, ctx) for r in new],
+                    [project(r, ctx) for r in old] if self.want_old else [])
+        return ([project(r, ctx) for r in new if having(r, ctx)],
+                [project(r, ctx) for r in old if having(r, ctx)] if self.want_old else [])
 
     def _process_grouped(self, new: Rows, old: Rows) -> Emit:
         """``process`` of a fully aggregated grouped result set.
@@ -535,17 +549,23 @@ def _sort_key(v: Any) -> tuple:
 class _AggAllResultSet(ResultSet):
     """A fully aggregated ungrouped result set: ``process`` takes its fast path."""
 
+    __slots__ = ()
+
     process = ResultSet._process_agg_all
 
 
 class _AggRowsResultSet(ResultSet):
     """An aggregated ungrouped result set with event properties (fast ``process``)."""
 
+    __slots__ = ()
+
     process = ResultSet._process_agg_rows
 
 
 class _GroupedResultSet(ResultSet):
     """A fully aggregated grouped result set (fast ``process``)."""
+
+    __slots__ = ()
 
     process = ResultSet._process_grouped
 

@@ -91,16 +91,35 @@ def decode_value(data: bytes) -> Any:
 
 
 class MemoryNamespace:
-    """A namespace held in a Python dict; values are stored as given (no copy)."""
+    """A namespace held in a Python dict; values are stored as given (no copy).
 
-    __slots__ = ("data", "children", "name")
+    An operator whose in-memory structure already is its state may ``own`` the namespace:
+    it then writes nothing here, and reads (restore, checkpoint) ask it for its entries.
+    """
+
+    __slots__ = ("data", "children", "name", "owner")
 
     def __init__(self, name: tuple = ()) -> None:
         self.name = name
         self.data: dict[Key, Any] = {}
         self.children: dict[Any, MemoryNamespace] = {}
+        self.owner: Any = None
+
+    def own(self, owner: Any) -> None:
+        """``owner.entries()`` gives this namespace's entries from now on; the owner has
+        loaded whatever the namespace held (a rebuilt operator, its predecessor's)."""
+        self.owner = owner
+        self.data.clear()
+
+    def entries(self) -> Any:
+        """(key, value) pairs held here, in no particular order."""
+        if self.owner is None:
+            return self.data.items()
+        return [*self.data.items(), *self.owner.entries()]
 
     def get(self, key: Key, default: Any = None) -> Any:
+        if self.owner is not None:
+            return dict(self.entries()).get(key, default)
         return self.data.get(key, default)
 
     def put(self, key: Key, value: Any) -> None:
@@ -111,7 +130,7 @@ class MemoryNamespace:
 
     def items(self) -> Iterator[tuple[Key, Any]]:
         """Entries in key order (as a RocksDB scan would give them)."""
-        return iter(sorted(self.data.items(), key=lambda kv: encode_key(kv[0])))
+        return iter(sorted(self.entries(), key=lambda kv: encode_key(kv[0])))
 
     def child(self, name: Any) -> MemoryNamespace:
         ns = self.children.get(name)
@@ -122,18 +141,19 @@ class MemoryNamespace:
     def clear(self) -> None:
         """Drop this namespace's entries and every child's."""
         self.data.clear()
+        self.owner = None
         for ns in self.children.values():
             ns.clear()
         self.children.clear()
 
     def key_count(self) -> int:
-        return len(self.data) + sum(ns.key_count() for ns in self.children.values())
+        return len(self.entries()) + sum(ns.key_count() for ns in self.children.values())
 
     def dump(self) -> dict[bytes, bytes]:
         """Every entry below this namespace as encoded bytes (a checkpoint)."""
         out: dict[bytes, bytes] = {}
         prefix = encode_key(self.name) if self.name else b""
-        for k, v in self.data.items():
+        for k, v in self.entries():
             out[prefix + b"\x00K" + encode_key(k)] = encode_value(v)
         for ns in self.children.values():
             out.update(ns.dump())
@@ -161,7 +181,7 @@ class MemoryStore:
 
     def _tree(self, ns: MemoryNamespace) -> dict:
         return {
-            "d": [[encode_key(k).hex(), v] for k, v in ns.data.items()],
+            "d": [[encode_key(k).hex(), v] for k, v in ns.entries()],
             "c": [[encode_key(n).hex(), self._tree(c)] for n, c in ns.children.items()],
         }
 

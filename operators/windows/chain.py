@@ -30,9 +30,10 @@ def finish(acc: tuple[Rows, Rows, bool]) -> Emit:
 class ChainView(WindowView):
     """Stages in order; timers of any stage feed the stages after it."""
 
-    def __init__(self, stages: list[Any]) -> None:
+    def __init__(self, stages: list[Any], derived: list[bool] | None = None) -> None:
         self.stages = stages
-        data = [s for s in stages if not getattr(s, "is_derived_view", False)]
+        flags = derived or [False] * len(stages)
+        data = [s for s, d in zip(stages, flags) if not d]
         self.data_stage = data[-1] if data else stages[-1]
         self.is_batch = any(getattr(s, "is_batch", False) for s in stages)
 
@@ -101,12 +102,8 @@ class ChainSpec(WindowSpec):
         self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None
     ) -> ChainView:
         """Build every stage over its own child namespace."""
-        views = []
-        for i, spec in enumerate(self.stages):
-            view = spec.build(state.child(i), ctx, env)
-            view.is_derived_view = spec.is_derived
-            views.append(view)
-        return ChainView(views)
+        views = [spec.build(state.child(i), ctx, env) for i, spec in enumerate(self.stages)]
+        return ChainView(views, [spec.is_derived for spec in self.stages])
 
     def describe(self) -> str:
         """Stages as written, e.g. ``#length(3)#uni(price)``."""

@@ -172,6 +172,8 @@ class WindowSpec:
 class WindowView:
     """Base of every view: no timers, nothing on the clock, FIFO-style prev over contents."""
 
+    __slots__ = ()
+
     is_batch = False
 
     def on_events(self, new: Rows, old: Rows, now_ms: int) -> Emit:
@@ -232,31 +234,62 @@ class RowLog:
     """Rows in arrival order, one key per row: put(seq) on append, delete(seq) on removal.
 
     With ``stamped`` each row carries an int stamp (arrival time, event timestamp).
-    The mirror (deques) is loaded from the namespace once, at build time.
+    The mirror (deques) is loaded from the namespace once, at build time.  Sequence
+    numbers stay implicit (``next_seq - len``, ...) while rows leave oldest first; an
+    arbitrary removal materialises them.  Over a memory namespace with inline rows the
+    log is the state itself: it writes nothing and the namespace reads the log when it
+    is checkpointed (one copy of each row, fewer objects touched per event).
     """
 
-    __slots__ = ("ns", "refs", "seqs", "rows", "stamps", "next_seq", "stamped", "_data")
+    __slots__ = ("ns", "refs", "_seqs", "rows", "stamps", "next_seq", "stamped", "_own")
 
     def __init__(self, ns: StateNamespace, refs: RowRefs, stamped: bool = False) -> None:
         self.ns = ns
         self.refs = refs
         self.stamped = stamped
-        # inline rows in a memory namespace: append/popleft write its dict directly
-        # (exactly what its put/delete do)
-        self._data: dict | None = (
-            ns.data if type(ns) is MemoryNamespace and type(refs) is RowRefs else None)
-        self.seqs: deque[int] = deque()
         self.rows: deque[Row] = deque()
         self.stamps: deque[Any] = deque() if stamped else _NO_STAMPS
+        seqs: list[int] = []
         load = refs.load
         for key, value in ns.items():
-            self.seqs.append(key)
+            seqs.append(key)
             if stamped:
                 self.stamps.append(value[0])
                 self.rows.append(load(value[1]))
             else:
                 self.rows.append(load(value))
-        self.next_seq = self.seqs[-1] + 1 if self.seqs else 0
+        self.next_seq = seqs[-1] + 1 if seqs else 0
+        contiguous = not seqs or seqs[-1] - seqs[0] == len(seqs) - 1
+        self._seqs: deque[int] | None = None if contiguous else deque(seqs)
+        self._own = type(ns) is MemoryNamespace and type(refs) is RowRefs
+        if self._own:
+            ns.own(self)  # type: ignore[union-attr]
+
+    @property
+    def seqs(self) -> deque[int] | range:
+        """Sequence number of each row, oldest first."""
+        if self._seqs is not None:
+            return self._seqs
+        return range(self.next_seq - len(self.rows), self.next_seq)
+
+    def entries(self) -> list[tuple[int, Any]]:
+        """What the namespace would hold: (seq, row) or (seq, [stamp, row]), oldest first."""
+        if self.stamped:
+            return [(q, [t, r]) for q, t, r in zip(self.seqs, self.stamps, self.rows)]
+        return list(zip(self.seqs, self.rows))
+
+    def _explicit(self) -> deque[int]:
+        seqs = self._seqs
+        if seqs is None:
+            seqs = self._seqs = deque(self.seqs)
+        return seqs
+
+    def skip_to(self, seq: int) -> None:
+        """Number the next row ``seq`` or later (rows held keep their numbers)."""
+        if seq > self.next_seq:
+            if self.rows:
+                self._explicit()
+            self.next_seq = seq
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -268,28 +301,23 @@ class RowLog:
         """Add a row at the newest end; returns its sequence number."""
         seq = self.next_seq
         self.next_seq = seq + 1
-        self.seqs.append(seq)
+        if self._seqs is not None:
+            self._seqs.append(seq)
         self.rows.append(row)
-        data = self._data
         if self.stamped:
             self.stamps.append(stamp)
-            if data is not None:
-                data[seq] = [stamp, row]
-            else:
+            if not self._own:
                 self.ns.put(seq, [stamp, self.refs.dump(row)])
-        elif data is not None:
-            data[seq] = row
-        else:
+        elif not self._own:
             self.ns.put(seq, self.refs.dump(row))
         return seq
 
     def popleft(self) -> Row:
         """Remove and return the oldest row."""
-        data = self._data
-        if data is not None:
-            data.pop(self.seqs.popleft(), None)
-        else:
-            self.ns.delete(self.seqs.popleft())
+        seqs = self._seqs
+        seq = self.next_seq - len(self.rows) if seqs is None else seqs.popleft()
+        if not self._own:
+            self.ns.delete(seq)
         if self.stamped:
             self.stamps.popleft()
         return self.rows.popleft()
@@ -302,18 +330,22 @@ class RowLog:
 
     def remove_at(self, index: int) -> Row:
         """Remove the row at ``index`` (arbitrary removal: upstream remove stream)."""
-        seq = self.seqs[index]
+        seqs = self._explicit()
+        seq = seqs[index]
         row = self.rows[index]
-        del self.seqs[index]
+        del seqs[index]
         del self.rows[index]
         if self.stamped:
             del self.stamps[index]
-        self.ns.delete(seq)
+        if not self._own:
+            self.ns.delete(seq)
         return row
 
     def replace_at(self, index: int, row: Row) -> None:
         """Put ``row`` in place of the row at ``index``, keeping its sequence and stamp."""
         self.rows[index] = row
+        if self._own:
+            return
         seq = self.seqs[index]
         if self.stamped:
             self.ns.put(seq, [self.stamps[index], self.refs.dump(row)])
@@ -328,9 +360,10 @@ class RowLog:
     def clear(self) -> list[Row]:
         """Remove everything; returns the rows oldest first."""
         out = list(self.rows)
-        for seq in self.seqs:
-            self.ns.delete(seq)
-        self.seqs.clear()
+        if not self._own:
+            for seq in self.seqs:
+                self.ns.delete(seq)
+        self._seqs = None
         self.rows.clear()
         self.stamps.clear()
         return out
@@ -359,7 +392,7 @@ class BatchLog:
         self.meta_key = meta_key
         self.boundary: int = meta_ns.get(meta_key, 0)
         # an emptied log restarts numbering from the boundary, not from 0
-        self.log.next_seq = max(self.log.next_seq, self.boundary)
+        self.log.skip_to(self.boundary)
         self.n_last = sum(1 for s in self.log.seqs if s < self.boundary)
 
     def current(self) -> list[Row]:

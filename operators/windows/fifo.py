@@ -9,6 +9,8 @@ from operators.windows.common import RowLog, RowRefs, WindowView, find_row
 class FifoWindow(WindowView):
     """A view whose contents are one RowLog in arrival order."""
 
+    __slots__ = ("log",)
+
     in_place_update = False
     """Whether an updated row may keep its place (its expiry does not depend on values)."""
 

@@ -20,6 +20,7 @@ from operators.windows.fifo import FifoWindow
 class LengthWindow(FifoWindow):
     """Keeps the last ``size`` rows; the oldest leave on the remove stream as new ones enter."""
 
+    __slots__ = ("size",)
     in_place_update = True
 
     def __init__(self, size: int, state: StateNamespace, refs: RowRefs) -> None:

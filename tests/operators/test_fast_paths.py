@@ -77,7 +77,7 @@ def test_row_updater_matches_enter_and_leave(aggregator: Any, with_value: bool,
         if filt is None or filt(row, ctx):
             slow[1] = fn(slow[1], value(row, ctx) if value is not None else row)
         assert fast == slow, step
-        assert read(fast) == [fast[0][0], aggregator.result(slow[1])]
+        assert read(fast) == [fast[0], aggregator.result(slow[1])]
 
 
 def test_fused_updaters_apply_in_order() -> None:

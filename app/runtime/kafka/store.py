@@ -25,18 +25,26 @@ from __future__ import annotations
 
 import json
 import struct
+from bisect import bisect_left, insort
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocksdict import Options, Rdict, WriteBatch
+from rocksdict import Options, Rdict, WriteBatch, WriteOptions
 
 from operators.state import RocksStore
 
 MARKER_KEY = b"\xffkepl.changelog.offset"
 """Local-only key: offset of the last changelog record reflected in this database."""
 
+_NO_WAL = WriteOptions()
+_NO_WAL.disable_wal = True
+"""Batches skip RocksDB's write-ahead log: the changelog topic is the log.  After a crash
+the database is as of its last memtable flush, a consistent batch boundary with its
+marker, and the worker replays the changelog records after that marker."""
+
+_MISSING = object()
 _DELETED = 0xFFFFFFFF
 _U32 = struct.Struct(">I")
 _MAGIC = b"KCL1"
@@ -77,11 +85,11 @@ class _ListIter:
 class _MergedIter:
     """A prefix scan over the database with the uncommitted overlay laid on top."""
 
-    __slots__ = ("_base", "_pending", "_it")
+    __slots__ = ("_base", "_overlay", "_it")
 
-    def __init__(self, base: Rdict, pending: dict[bytes, bytes | None]) -> None:
+    def __init__(self, base: Rdict, overlay: OverlayDB) -> None:
         self._base = base
-        self._pending = pending
+        self._overlay = overlay
         self._it = _ListIter([])
 
     def seek(self, key: bytes) -> None:
@@ -97,9 +105,8 @@ class _MergedIter:
                 break
             merged[k] = it.value()
             it.next()
-        for k, v in self._pending.items():
-            if k >= key and (stop is None or k < stop):
-                merged[k] = v
+        for k, v in self._overlay.pending_between(key, stop):
+            merged[k] = v
         self._it = _ListIter(sorted((k, v) for k, v in merged.items() if v is not None))
         self._it.seek(key)
 
@@ -128,11 +135,48 @@ def _prefix_end(prefix: bytes) -> bytes | None:
 
 
 class OverlayDB:
-    """Rdict look-alike: reads fall through the overlay to RocksDB, writes stay pending."""
+    """Rdict look-alike: reads fall through the overlay to RocksDB, writes stay pending.
+
+    ``transient`` holds the keys deleted after a put of the same batch: only for those
+    can the delete be a no-op for the database (a row that entered and left a window
+    within the batch), so only those are looked up when the batch's writes are taken.
+    """
 
     def __init__(self, base: Rdict) -> None:
         self.base = base
         self.pending: dict[bytes, bytes | None] = {}
+        self.transient: set[bytes] = set()
+        self._order: list[bytes] = []
+        """Pending keys in key order, as of the last scan."""
+        self._recent: list[bytes] = []
+        """Pending keys first written since the last scan (a scan sorts them in)."""
+
+    def reset(self) -> None:
+        """Forget the overlay (committed or rolled back)."""
+        self.pending.clear()
+        self.transient.clear()
+        self._order.clear()
+        self._recent.clear()
+
+    def pending_between(self, lo: bytes, hi: bytes | None) -> list[tuple[bytes, bytes | None]]:
+        """Pending writes with ``lo <= key < hi`` in key order (``hi`` None: no bound).
+
+        A new context partition scans its empty namespaces: this costs a bisection, not
+        a pass over the batch's writes."""
+        recent = self._recent
+        order = self._order
+        if recent:
+            if len(recent) * 8 > len(order):
+                order.extend(recent)
+                order.sort()
+            else:
+                for k in recent:
+                    insort(order, k)
+            recent.clear()
+        i = bisect_left(order, lo)
+        j = len(order) if hi is None else bisect_left(order, hi, i)
+        pending = self.pending
+        return [(k, pending[k]) for k in order[i:j]]
 
     def get(self, key: bytes) -> bytes | None:
         if key in self.pending:
@@ -146,13 +190,22 @@ class OverlayDB:
         return v
 
     def __setitem__(self, key: bytes, value: bytes) -> None:
-        self.pending[key] = value
+        pending = self.pending
+        if key not in pending:
+            self._recent.append(key)
+        pending[key] = value
 
     def delete(self, key: bytes) -> None:
-        self.pending[key] = None
+        pending = self.pending
+        old = pending.get(key, _MISSING)
+        if old is _MISSING:
+            self._recent.append(key)
+        elif old is not None:
+            self.transient.add(key)
+        pending[key] = None
 
     def iter(self) -> _MergedIter:
-        return _MergedIter(self.base, self.pending)
+        return _MergedIter(self.base, self)
 
     def keys(self) -> Iterator[bytes]:
         it = self.iter()
@@ -187,10 +240,17 @@ class PartitionStore(RocksStore):
 
     def batch_writes(self) -> list[tuple[bytes, bytes | None]]:
         """The batch's net writes: a key put and deleted within the batch (a row that
-        entered and left a window) leaves no trace in the changelog."""
-        base = self.base
-        return [(k, v) for k, v in self.db.pending.items()
-                if v is not None or base.get(k) is not None]
+        entered and left a window) leaves no trace in the changelog.
+
+        Only keys put before their delete in this batch may be absent from the database;
+        they are looked up in one multi-get, every other delete is kept as it is (no read
+        per delete: the cost of a batch does not grow with the size of the state)."""
+        pending = self.db.pending
+        transient = [k for k in self.db.transient if pending.get(k, b"") is None]
+        if not transient:
+            return list(pending.items())
+        gone = {k for k, v in zip(transient, self.base.get(transient)) if v is None}
+        return [(k, v) for k, v in pending.items() if v is not None or k not in gone]
 
     def marker(self) -> int:
         """Offset of the last changelog record this database reflects (-1: none)."""
@@ -201,11 +261,11 @@ class PartitionStore(RocksStore):
                ) -> None:
         """Write the overlay (or its ``batch_writes``) and the changelog marker atomically."""
         self._write(self.pending.items() if writes is None else writes, marker)
-        self.pending.clear()
+        self.db.reset()
 
     def rollback(self) -> None:
         """Forget every write since the last commit."""
-        self.pending.clear()
+        self.db.reset()
 
     def apply_record(self, writes: list[tuple[bytes, bytes | None]], marker: int) -> None:
         """Replay one changelog record (recovery), atomically with its marker."""
@@ -228,7 +288,7 @@ class PartitionStore(RocksStore):
                 wb.put(k, v)
         if marker is not None:
             wb.put(MARKER_KEY, str(marker).encode())
-        self.base.write(wb)
+        self.base.write(wb, _NO_WAL)
 
     def state_items(self) -> Iterator[tuple[bytes, bytes]]:
         """Every committed key and value except the marker, in key order (a snapshot)."""
@@ -246,7 +306,7 @@ class PartitionStore(RocksStore):
         The database is destroyed and created again rather than deleted key by key; the
         ``OverlayDB`` (which namespaces hold) is kept and points at the new one.
         """
-        self.pending.clear()
+        self.rollback()
         self.base.close()
         Rdict.destroy(str(self.path))
         self.base = self._open()
