@@ -189,7 +189,7 @@ class ResultSet:
     """Aggregation state and projection of one context partition."""
 
     __slots__ = ("spec", "want_old", "state", "ctx", "aggs", "groups", "next_seq", "_projector",
-                 "_enter_row", "_leave_row", "_read", "_rewrite", "_one")
+                 "_enter_row", "_leave_row", "_read", "_rewrite", "_one", "_one_rec")
 
     def __init__(self, spec: ResultSetSpec, state: StateNamespace, ctx: PartitionCtx,
                  want_old: bool = True) -> None:
@@ -208,6 +208,7 @@ class ResultSet:
             self.groups[k] = v
         self.next_seq = max((v[2] for v in self.groups.values() if len(v) > 2), default=-1) + 1
         one = self.groups.get("")
+        self._one_rec: list | None = one
         self._one: list | None = None if one is None else one[0]
         """The aggregation states of the one group of an ungrouped result set (the hot
         path reaches them without a dict lookup and a record)."""
@@ -227,6 +228,7 @@ class ResultSet:
             self.next_seq += 1
             self.groups[key] = rec
             if key == "":
+                self._one_rec = rec
                 self._one = rec[0]
         return rec
 
@@ -324,10 +326,10 @@ class ResultSet:
         created = states is None
         if states is None:
             states = self._record("", None)[0]
-        before = self._row_for(self.groups[""]) if self.want_old else []
+        before = self._row_for(self._one_rec) if self.want_old else []  # type: ignore[arg-type]
         self._update(states, new, old)
         if created or self._rewrite:
-            self.state.put("", self.groups[""])
+            self.state.put("", self._one_rec)
         ctx = self.ctx
         ctx.aggs = self._read(states)
         having = self.spec.having
@@ -344,7 +346,7 @@ class ResultSet:
             states = self._record("", None)[0]
         self._update(states, new, old)
         if created or self._rewrite:
-            self.state.put("", self.groups[""])
+            self.state.put("", self._one_rec)
         ctx = self.ctx
         ctx.aggs = self._read(states)
         project = self._projector

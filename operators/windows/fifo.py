@@ -6,16 +6,24 @@ from operators.base import Row, StateNamespace
 from operators.windows.common import RowLog, RowRefs, WindowView, find_row
 
 
-class FifoWindow(WindowView):
-    """A view whose contents are one RowLog in arrival order."""
+class FifoWindow(RowLog, WindowView):
+    """A view whose contents are one RowLog in arrival order.
 
-    __slots__ = ("log",)
+    The view is its row log (one object per context partition, not two: with many
+    partitions each object a partition's event touches is a likely cache miss)."""
+
+    __slots__ = ()
 
     in_place_update = False
     """Whether an updated row may keep its place (its expiry does not depend on values)."""
 
     def __init__(self, state: StateNamespace, refs: RowRefs, stamped: bool = False) -> None:
-        self.log = RowLog(state.child("rows"), refs, stamped)
+        RowLog.__init__(self, state.child("rows"), refs, stamped)
+
+    @property
+    def log(self) -> RowLog:
+        """The row log of this view (the view itself)."""
+        return self
 
     def contents(self) -> list[Row]:
         """Rows oldest first."""

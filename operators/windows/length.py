@@ -29,18 +29,17 @@ class LengthWindow(FifoWindow):
 
     def on_events(self, new: Rows, old: Rows, now_ms: int) -> Emit:
         """Append, then expire the oldest beyond ``size`` (002 §2.3: W1 leaves on W6)."""
-        log = self.log
-        expired: Rows = remove_from_log(log, old) if old else []
+        expired: Rows = remove_from_log(self, old) if old else []
         if len(new) == 1:
-            log.append(new[0])
+            self.append(new[0])
         else:
             for row in new:
-                log.append(row)
-        excess = len(log.rows) - self.size
+                self.append(row)
+        excess = len(self.rows) - self.size
         if excess == 1:
-            expired.append(log.popleft())
+            expired.append(self.popleft())
         elif excess > 0:
-            expired.extend(log.pop_many(excess))
+            expired.extend(self.pop_many(excess))
         return new, expired
 
 
