@@ -48,10 +48,17 @@ class AppConfig:
     topics: dict[str, str] = field(default_factory=dict)
     source_partitions: int = 1
     """Partitions given to a source topic the worker has to create (existing ones are kept)."""
-    context_partitions: dict[str, int] = field(default_factory=dict)
+    context_partitions: dict[str, int | str] = field(default_factory=dict)
     """Keyed context name -> partitions of its own repartition topic (and engine
-    partitions).  A keyed context not named here runs in the single-partition ``main``
-    group, so its ``context.id`` values are the embedded runtime's."""
+    partitions), or ``source``: the source topics are already partitioned by the
+    context's key (producers key each record by its key), so engine partition p reads
+    source partition p with no repartition hop.  A keyed context not named here runs in
+    the ``main`` group, so its ``context.id`` values are the embedded runtime's."""
+    processing_guarantee: str = "exactly_once"
+    """``exactly_once`` (one Kafka transaction per checkpoint: outputs, changelog,
+    repartition records and input offsets; readers use read_committed) or
+    ``at_least_once`` (the same records without a transaction; a crash may repeat rows,
+    with the same ``kepl.id``)."""
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> AppConfig:
@@ -90,8 +97,12 @@ class AppConfig:
         parts = doc.get("source_partitions", doc.get("partitions", 1))
         if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
             raise ConfigError(f"'partitions' must be a positive integer, got {parts!r}")
+        guarantee = doc.get("processing_guarantee", "exactly_once")
+        if guarantee not in GUARANTEES:
+            raise ConfigError(f"'processing_guarantee' must be one of {', '.join(GUARANTEES)}, "
+                              f"got {guarantee!r}")
         return cls(app, {k: dict(v) for k, v in schemas.items()}, tuple(stmts), full_topics,
-                   parts, _context_partitions(doc.get("context_partitions")))
+                   parts, _context_partitions(doc.get("context_partitions")), guarantee)
 
     @classmethod
     def from_file(cls, path: Path | str) -> AppConfig:
@@ -109,6 +120,8 @@ class AppConfig:
             "source_partitions": self.source_partitions,
             **({"context_partitions": dict(self.context_partitions)}
                if self.context_partitions else {}),
+            **({"processing_guarantee": self.processing_guarantee}
+               if self.processing_guarantee != "exactly_once" else {}),
             "statements": [
                 {"name": s.name, "epl": s.epl,
                  **({"output_topic": s.output_topic} if s.output_topic else {})}
@@ -155,21 +168,27 @@ class AppConfig:
 
 
 MAX_CONTEXT_PARTITIONS = 10_000
+GUARANTEES = ("exactly_once", "at_least_once")
+SOURCE = "source"
+"""``context_partitions: {C: source}``: C's key already partitions the source topics."""
 
 
-def _context_partitions(raw: Any) -> dict[str, int]:
+def _context_partitions(raw: Any) -> dict[str, int | str]:
     """``context_partitions``: context name -> a positive partition count."""
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         raise ConfigError("'context_partitions' must map keyed context names to partition "
                           "counts")
-    out: dict[str, int] = {}
+    out: dict[str, int | str] = {}
     for name, n in raw.items():
         if not isinstance(name, str) or not name:
             raise ConfigError(f"'context_partitions' has a bad context name {name!r}")
+        if n == SOURCE:
+            out[name] = n
+            continue
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_CONTEXT_PARTITIONS:
             raise ConfigError(f"'context_partitions.{name}' must be an integer from 1 to "
-                              f"{MAX_CONTEXT_PARTITIONS}, got {n!r}")
+                              f"{MAX_CONTEXT_PARTITIONS} or '{SOURCE}', got {n!r}")
         out[name] = n
     return out

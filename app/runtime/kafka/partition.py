@@ -15,12 +15,14 @@ Bookkeeping kept in the same state (so it is committed atomically with the engin
 - output sequence numbers per (statement, context partition): ``kepl.id`` =
   ``statement/context-partition/sequence`` is identical when a batch is replayed (the
   context partition of a keyed group is the key text, see ``_context_partition``);
-- with more than one upstream partition, events wait in a persisted per-upstream queue
-  (keyed by upstream ``topic:partition`` and offset)
-  until every upstream has delivered the closing barrier of their epoch; the epoch is
-  then merged deterministically (record timestamp, ``kepl.seq``, upstream, offset, each
-  upstream's order kept) and the clock moves to the barrier.  With one upstream,
-  records apply at once, in order.
+- with more than one upstream partition, events wait in memory, per upstream, until
+  every upstream has delivered the closing barrier of their epoch; the epoch is then
+  merged deterministically (record timestamp, ``kepl.seq``, upstream, offset, each
+  upstream's order kept) and the clock moves to the barrier.  Waiting events are not
+  state: ``hold`` tells the worker the oldest Kafka record still holding one, and the
+  worker commits its input offset no further, so a restarted worker reads them again
+  (``applied`` drops what was already released).  With one upstream, records apply at
+  once, in order.
 
 Snapshots and truncation (``SnapshotPolicy``): batch records alone would make the
 changelog grow forever (it cannot be compacted: a record is a batch, not a key), and a
@@ -122,9 +124,11 @@ class _Tally:
         self.run = None
 
 
-@dataclass
+@dataclass(slots=True)
 class InRecord:
-    """A repartition-topic record, decoded."""
+    """An input record of an engine partition, decoded: an event or a barrier of one
+    upstream source partition, and the Kafka record that carried it (``via``: the source
+    partition itself when the group is direct, else the repartition partition)."""
 
     kind: str  # event | barrier
     upstream: str
@@ -134,6 +138,8 @@ class InRecord:
     seq: int | None = None
     payload: Any = None
     raw: bytes = b""
+    via: str = ""
+    via_offset: int = -1
 
 
 @dataclass
@@ -168,12 +174,12 @@ class EnginePartition:
         self.changelog_topic = changelog_topic
         self.store = PartitionStore(path)
         self.book = self.store.namespace("kepl")
-        self.q_ns = self.book.child("q")
         self.seq_ns = self.book.child("seq")
         self.cl_offset = -1
         self.outputs: list[list[Any]] = []
         self.dead: list[DeadLetter] = []
         self.poison: set[tuple[str, int]] = set()
+        self._since_commit: list[InRecord] = []
         self.engine: Engine | None = None
         self.touched = False
         self.sealed: ChangelogRecord | None = None
@@ -261,16 +267,9 @@ class EnginePartition:
         self.barrier: tuple[int, str] | None = (int(b[0]), str(b[1])) if b else None
         self.seqs: dict[tuple[str, str], int] = {}
         self.dirty_seqs: set[tuple[str, str]] = set()
-        self.queues: list[deque[list[Any]]] = [deque() for _ in self.upstreams]
+        self.received: dict[str, int] = dict(self.applied)
+        self.queues: list[deque[InRecord]] = [deque() for _ in self.upstreams]
         self.barriers_queued = [0] * len(self.upstreams)
-        for (up, off), item in self.q_ns.items():
-            ui = self.up_index[up]
-            self.queues[ui].append([off, *item])
-            if item[0] == "barrier":
-                self.barriers_queued[ui] += 1
-        for q in self.queues:
-            if len(q) > 1 and any(q[i][0] > q[i + 1][0] for i in range(len(q) - 1)):
-                raise RuntimeError("queued records out of order")
         engine = Engine(store=self.store, now_ms=self.now)
         engine.listeners.append(self._on_rows)
         for plan in self.group.plans:
@@ -286,40 +285,62 @@ class EnginePartition:
 
     # -- records -----------------------------------------------------------------
     def run(self, records: list[InRecord]) -> None:
-        """Apply a batch; an event that fails inside the engine is dead-lettered.
+        """Apply input records; an event that fails inside the engine is dead-lettered.
 
-        On a failure the batch restarts from the committed state without that event, so
-        the outcome is the same whenever (and however often) the batch is replayed.
+        On a failure everything since the last commit is applied again from the committed
+        state without that event, so the outcome is the same whenever (and however often)
+        the records are replayed.
         """
+        self._since_commit.extend(records)
+        try:
+            for r in records:
+                self._handle(r)
+        except _Fault as f:
+            self._replay_without(f)
+
+    def _replay_without(self, fault: _Fault) -> None:
         while True:
+            self.store.rollback()
+            self.outputs.clear()
+            self.poison.add((fault.rec.upstream, fault.rec.offset))
+            self.dead.append(DeadLetter(fault.rec, fault.reason))
+            self.load()
             try:
-                for r in records:
+                for r in self._since_commit:
                     self._handle(r)
                 return
             except _Fault as f:
-                self.store.rollback()
-                self.outputs.clear()
-                self.load()
-                self.poison.add((f.rec.upstream, f.rec.offset))
-                self.dead.append(DeadLetter(f.rec, f.reason))
+                fault = f
+
+    def hold(self) -> dict[str, int]:
+        """Per input Kafka partition (``via``), the offset of the oldest record that
+        still carries a waiting event or barrier: input offsets must not be committed
+        past it."""
+        out: dict[str, int] = {}
+        for q in self.queues:
+            if q:
+                r = q[0]
+                if r.via_offset < out.get(r.via, r.via_offset + 1):
+                    out[r.via] = r.via_offset
+        return out
 
     def _handle(self, r: InRecord) -> None:
-        if r.offset <= self.applied.get(r.upstream, -1):
+        up = r.upstream
+        if r.offset <= self.received.get(up, -1):
             return
         self.touched = True
-        ui = self.up_index.get(r.upstream)
+        ui = self.up_index.get(up)
         if ui is None:
-            raise RuntimeError(f"record from unknown upstream partition {r.upstream}")
-        self.applied[r.upstream] = r.offset
+            raise RuntimeError(f"record from unknown upstream partition {up}")
+        self.received[up] = r.offset
         if len(self.upstreams) == 1:
+            self.applied[up] = r.offset
             if r.kind == "barrier":
                 self._advance(r.payload["t"], r.payload["id"])
             else:
                 self._event(r)
             return
-        item = [r.kind, r.ts, r.seq, r.type_name, r.payload]
-        self.q_ns.put((r.upstream, r.offset), item)
-        self.queues[ui].append([r.offset, *item])
+        self.queues[ui].append(r)
         if r.kind == "barrier":
             self.barriers_queued[ui] += 1
             self._release()
@@ -327,30 +348,28 @@ class EnginePartition:
     def _release(self) -> None:
         """Run every epoch that all upstreams have closed with a barrier."""
         while all(self.barriers_queued):
-            heads: list[list[list[Any]]] = []
+            heads: list[list[InRecord]] = []
             for q in self.queues:
                 events = []
-                while q[0][1] != "barrier":
+                while q[0].kind != "barrier":
                     events.append(q.popleft())
                 heads.append(events)
             # one upstream's records keep their order; ties across upstreams are broken
             # by record timestamp, then the producer's kepl.seq, upstream, offset
-            keyed = [[((it[2], -1 if it[3] is None else it[3], ui, it[0]), ui, it)
-                      for it in events] for ui, events in enumerate(heads)]
-            for _, ui, it in heapq.merge(*keyed, key=lambda x: x[0]):
-                up = self.upstreams[ui]
-                self.q_ns.delete((up, it[0]))
-                rec = InRecord("event", up, it[0], it[4], it[2], it[3], it[5])
-                self._event(rec)
+            keyed = [[((r.ts, -1 if r.seq is None else r.seq, ui, r.offset), r)
+                      for r in events] for ui, events in enumerate(heads)]
+            for _, r in heapq.merge(*keyed, key=lambda x: x[0]):
+                self.applied[r.upstream] = r.offset
+                self._event(r)
             t: int | None = None
             wid = ""
             for ui, q in enumerate(self.queues):
                 b = q.popleft()
                 self.barriers_queued[ui] -= 1
-                self.q_ns.delete((self.upstreams[ui], b[0]))
-                bt = int(b[5]["t"])
+                self.applied[b.upstream] = b.offset
+                bt = int(b.payload["t"])
                 if t is None or bt < t:
-                    t, wid = bt, str(b[5]["id"])
+                    t, wid = bt, str(b.payload["id"])
             self._advance(t or 0, wid)
 
     def _event(self, r: InRecord) -> None:
@@ -415,7 +434,7 @@ class EnginePartition:
             {"group": self.group.name, "partition": self.partition,
              "now": self.engine.now_ms,
              "since": self.since_snapshot, "snap": self.snapshot_bytes},
-            self.store.batch_writes(), self.outputs)
+            self.store.batch_writes())
         return self.sealed
 
     def committed(self, offset: int, size: int | None = None) -> bool:
@@ -433,16 +452,19 @@ class EnginePartition:
         self.cl_offset = offset
         self.outputs = []
         self.dead = []
+        self._keep_waiting()
         advanced = self.barrier is not None and self.barrier != self.progress
         self.progress = self.barrier
         return advanced
 
-    def _check_offset(self, offset: int, expected: int | None = None) -> None:
-        expected = self.cl_offset + 1 if expected is None else expected
-        if offset != expected:
+    def _check_offset(self, offset: int, after: int | None = None) -> None:
+        """A record of ours landed at ``offset``: it must follow the last one (transaction
+        markers take offsets, so not necessarily right after it)."""
+        after = self.cl_offset if after is None else after
+        if offset <= after:
             raise RuntimeError(
-                f"changelog {self.changelog_topic}[{self.partition}] has a record at "
-                f"{offset}, expected {expected}: another worker writes this partition")
+                f"changelog {self.changelog_topic}[{self.partition}] has our record at "
+                f"{offset}, not after {after}: another worker writes this partition")
 
     # -- snapshots -----------------------------------------------------------------
     def snapshot_due(self) -> bool:
@@ -455,7 +477,8 @@ class EnginePartition:
         """The committed state as snapshot parts, chained after ``cl_offset``.
 
         Part i names as ``prev`` the offset part i-1 gets when the parts land right after
-        ``cl_offset``, as they must (``snapshot_committed`` checks).  Two passes over the
+        ``cl_offset``; a writer that learns the real offsets as it goes (a transaction's
+        marker takes one) sets ``prev`` to them before encoding.  Two passes over the
         database, so that only one part is in memory: sizes first (every part's meta
         holds the number of parts), then the parts.
         """
@@ -488,18 +511,35 @@ class EnginePartition:
 
         Returns the offset of the first part: the records before it may be deleted.
         """
-        for i, offset in enumerate(offsets):
-            self._check_offset(offset, self.cl_offset + 1 + i)
+        after = self.cl_offset
+        for offset in offsets:
+            self._check_offset(offset, after)
+            after = offset
         self.store.set_marker(offsets[-1])
         self.cl_offset = offsets[-1]
         self.since_snapshot = 0
         self.snapshot_bytes = self._snapshot_total
         return offsets[0]
 
+    def committed_unchanged(self) -> None:
+        """The checkpoint committed and this partition wrote no record: forget the
+        records kept for a replay (waiting ones stay queued)."""
+        self._keep_waiting()
+        self.dead = []
+
+    def _keep_waiting(self) -> None:
+        # a replay after a fault starts from the committed state, where the waiting
+        # records are not: they are applied again first
+        self._since_commit = [r for q in self.queues for r in q]
+
     def discard(self) -> None:
-        """Forget an unsealed/unflushed batch (the caller is going down)."""
+        """Forget everything since the last commit (an aborted checkpoint, or the caller
+        is going down); ``load`` rebuilds from the committed state."""
         self.store.rollback()
         self.outputs = []
+        self.dead = []
+        self._since_commit = []
+        self.sealed = None
 
 
 def _pid_text(pid: Any) -> str:

@@ -143,8 +143,7 @@ class KafkaApp:
                                   "linger.ms": 1, "log_level": 3})
         self.clock = Clock(bootstrap, config)
         self.progress = Progress(bootstrap, config.progress_topic)
-        self.keys = [f"{g.name}/{p}" for g in self.topology.active_groups()
-                     for p in range(g.partitions)]
+        self.keys = self.topology.progress_keys()
         self.seq = 0
         self.now = 0
         self.restarts = 0
@@ -209,7 +208,7 @@ class KafkaApp:
         from confluent_kafka.admin import AdminClient
 
         admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
-        topics = [*self.topology.topic_specs(), f"kepl.{self.config.app}-__assignor-__leader"]
+        topics = list(self.topology.topic_specs())
         for fut in admin.delete_topics(topics, operation_timeout=10).values():
             try:
                 fut.result()

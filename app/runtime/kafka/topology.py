@@ -19,6 +19,22 @@ its own repartition topic (ARCHITECTURE.md, Partitioning):
   identified by the key text (``kepl.context_partition``), not by ``context.id``, which
   numbers keys in order of first appearance within one engine partition.
 
+How a group is fed (the data plane, ``app.runtime.kafka.loop``):
+
+- *direct*: engine partition p reads partition p of the group's source topics itself,
+  with no repartition hop.  ``main`` is direct when each of its source topics has one
+  partition; a keyed context is direct when ``context_partitions`` says ``source``
+  (the producers already key the source topics by the context key);
+- *repartitioned*: the worker's routing stage forwards each event to the group's
+  repartition topic (in the same transaction as the source offsets), and the engine
+  partitions read that.
+
+Statements that keep no state at all (a filter and projection of one stream, no window,
+aggregation, pattern, output limiting, table or assigned variable: ``is_stateless``) run
+in *lanes*: one per source partition, in place, with no changelog.  Their rows depend
+on one event each, so they flow without waiting for any barrier and scale with the
+source partitions.
+
 The statements of a context, and tables, variables and named windows declared with it,
 go to its group; declarations without a context go to every group.  ``insert into`` a
 stream consumed by another group is refused (a topic hop would break the single-Engine
@@ -35,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.runtime.catalog import Catalog, NotSupported
-from app.runtime.kafka.config import MAIN_GROUP, AppConfig, ConfigError
+from app.runtime.kafka.config import MAIN_GROUP, SOURCE, AppConfig, ConfigError
 from app.runtime.plan import StatementPlan
 from operators.base import PartitionCtx, Row
 from operators.contexts.managers import HashSpec, KeyedSpec, key_text
@@ -72,7 +88,18 @@ class Group:
     types: set[str] = field(default_factory=set)
     hash_spec: HashSpec | None = None
     keyed_spec: KeyedSpec | None = None
+    direct: bool = False
+    """Engine partition p reads source partition p of ``topics`` (no repartition hop)."""
+    topics: list[str] = field(default_factory=list)
+    """Source topics of the group's event types, sorted."""
     _ctx: PartitionCtx = field(default_factory=PartitionCtx, repr=False)
+
+    def upstreams(self, partition: int, all_sources: list[str]) -> list[str]:
+        """``topic:partition`` names whose barriers engine partition ``partition`` waits
+        for: its own source partitions when direct, else every source partition."""
+        if self.direct:
+            return sorted(f"{t}:{partition}" for t in self.topics)
+        return all_sources
 
     @property
     def context(self) -> str | None:
@@ -97,6 +124,31 @@ class Group:
         return 0
 
 
+LANES = "lanes"
+"""Progress-key prefix of the stateless lanes (``lanes/<topic>:<partition>``)."""
+
+
+def is_stateless(plan: StatementPlan, assigned: set[str]) -> bool:
+    """Whether a statement's rows depend on the current event alone (a lane can run it).
+
+    ``assigned``: variables some statement of the app assigns (reading one is state).
+    """
+    if plan.kind != "query" or plan.context is not None or plan.pipeline is None:
+        return False
+    p = plan.pipeline
+    rs, out = p.resultset, p.output
+    if (p.stream is None or p.stream.view is not None or p.pattern is not None
+            or p.distinct or out.limited or out.when_terminated
+            or out.after_ms is not None or out.after_events is not None):
+        return False
+    if (rs.aggregates or rs.group_by or rs.having is not None or rs.table is not None
+            or rs.order_by or rs.limit is not None):
+        return False
+    if plan.tables or plan.insert_into is not None or plan.window is not None:
+        return False
+    return not (assigned and _names_read(plan) & assigned)
+
+
 @dataclass
 class Topology:
     """Planned statements of an app, grouped for the engine agents."""
@@ -105,12 +157,27 @@ class Topology:
     catalog: Catalog
     groups: dict[str, Group]
     plans: list[StatementPlan] = field(default_factory=list)
+    lanes: list[StatementPlan] = field(default_factory=list)
+    """Stateless statements, run per source partition (``is_stateless``)."""
+    source_counts: dict[str, int] = field(default_factory=dict)
+    """Partitions per source topic (the broker's, or as the file declares them)."""
 
     @classmethod
-    def plan(cls, config: AppConfig) -> Topology:
-        """Plan every statement (errors surface here, before any topic is touched)."""
+    def plan(cls, config: AppConfig, source_counts: dict[str, int] | None = None
+             ) -> Topology:
+        """Plan every statement (errors surface here, before any topic is touched).
+
+        ``source_counts``: partitions of each source topic as the broker has them
+        (default: ``partitions`` of the statement file for every source topic).
+        """
+        counts = {t: config.source_partitions for t in config.source_topics}
+        counts.update(source_counts or {})
         catalog = Catalog.from_schemas(config.schemas)
         plans = [catalog.plan(s.epl, s.name) for s in config.statements]
+        assigned = set().union(*(_assigned_variables(p) for p in plans))
+        lanes = [p for p in plans if p.pipeline is not None and is_stateless(p, assigned)
+                 and p.pipeline.stream.type_name in config.schemas]
+        lane_names = {p.name for p in lanes}
         groups: dict[str, Group] = {MAIN_GROUP: Group(MAIN_GROUP, 1)}
         owner: dict[str, str] = {}  # context name -> its dedicated group
         for p in plans:
@@ -122,8 +189,11 @@ class Topology:
                         "granularity sets its partitions")
                 g = Group(_group_name(spec.name, groups), spec.granularity, hash_spec=spec)
             elif isinstance(spec, KeyedSpec) and spec.name in config.context_partitions:
-                g = Group(_group_name(spec.name, groups),
-                          config.context_partitions[spec.name], keyed_spec=spec)
+                n = config.context_partitions[spec.name]
+                if n == SOURCE:
+                    g = _source_keyed_group(config, spec, counts, groups)
+                else:
+                    g = Group(_group_name(spec.name, groups), int(n), keyed_spec=spec)
             else:
                 continue
             groups[g.name] = g
@@ -142,6 +212,8 @@ class Topology:
                 types = getattr(p.context_spec, "types", None)
                 if types is not None:
                     g.types |= set(types())
+            elif p.name in lane_names:
+                continue
             elif p.kind in STATEMENT_KINDS:
                 g = groups[owner.get(p.context or "", MAIN_GROUP)]
                 g.plans.append(p)
@@ -153,15 +225,43 @@ class Topology:
                     g.plans.append(p)
         for g in groups.values():
             g.types &= set(config.schemas)  # insert-into streams never come from Kafka
+            g.topics = sorted({config.topic_of(t) for t in g.types})
+        main = groups[MAIN_GROUP]
+        main.direct = all(counts.get(t, 1) == 1 for t in main.topics)
+        for g in groups.values():
+            if g.keyed_spec is not None and config.context_partitions.get(
+                    g.keyed_spec.name) == SOURCE:
+                g.direct = True
         _check_insert_into(plans, groups)
         _check_shared_state(groups)
         _check_global_tables(groups)
         _check_global_variables(plans, groups)
-        return cls(config, catalog, groups, plans)
+        return cls(config, catalog, groups, plans, lanes, counts)
 
     def active_groups(self) -> list[Group]:
         """Groups that run at least one query (the others need no agent)."""
         return [g for g in self.groups.values() if g.statements]
+
+    def routed_groups(self) -> list[Group]:
+        """Active groups fed through their repartition topic."""
+        return [g for g in self.active_groups() if not g.direct]
+
+    def lane_types(self) -> set[str]:
+        """Event types some stateless lane statement reads."""
+        return {p.pipeline.stream.type_name for p in self.lanes}
+
+    def source_upstreams(self) -> list[str]:
+        """Every source partition as ``topic:partition``, sorted (barrier upstreams)."""
+        return sorted(f"{t}:{p}" for t in self.config.source_topics
+                      for p in range(self.source_counts.get(t, 1)))
+
+    def progress_keys(self) -> list[str]:
+        """Keys on the progress topic of everything that reports barriers."""
+        keys = [f"{g.name}/{p}" for g in self.active_groups() for p in range(g.partitions)]
+        lane_topics = sorted({self.config.topic_of(t) for t in self.lane_types()})
+        keys += [f"{LANES}/{t}:{p}" for t in lane_topics
+                 for p in range(self.source_counts.get(t, 1))]
+        return keys
 
     def output_topics(self) -> dict[str, tuple[str, int]]:
         """Statement name -> (output topic, partitions)."""
@@ -169,6 +269,9 @@ class Topology:
         for g in self.active_groups():
             for s in g.statements:
                 out[s] = (self.config.output_topic(s), g.partitions)
+        for p in self.lanes:
+            topic = self.config.topic_of(p.pipeline.stream.type_name)
+            out[p.name] = (self.config.output_topic(p.name), self.source_counts.get(topic, 1))
         return out
 
     def topic_specs(self, keep_sources: bool = False) -> dict[str, tuple[int, dict[str, str]]]:
@@ -189,7 +292,8 @@ class Topology:
         for t in c.source_topics:
             specs[t] = (c.source_partitions, dict(forever) if keep_sources else {})
         for g in self.active_groups():
-            specs[c.repartition_topic(g.name)] = (g.partitions, {})
+            if not g.direct:
+                specs[c.repartition_topic(g.name)] = (g.partitions, {})
             specs[c.changelog_topic(g.name)] = (g.partitions, keep)
         for topic, parts in self.output_topics().values():
             specs.setdefault(topic, (parts, {}))
@@ -197,6 +301,20 @@ class Topology:
         specs[c.progress_topic] = (1, {"cleanup.policy": "compact"})
         specs[c.dlq_topic] = (1, {})
         return specs
+
+
+def _source_keyed_group(config: AppConfig, spec: KeyedSpec, counts: dict[str, int],
+                        groups: dict[str, Any]) -> Group:
+    """A keyed context run in place on its source partitions (``context_partitions:
+    {C: source}``): every source topic of its types must have the same partitions."""
+    topics = sorted({config.topic_of(t) for t in spec.types() if t in config.schemas})
+    have = {t: counts.get(t, 1) for t in topics}
+    if len(set(have.values())) > 1:
+        listed = ", ".join(f"{t} ({_partitions(n)})" for t, n in have.items())
+        raise ConfigError(f"context_partitions: '{spec.name}' is 'source' but its topics "
+                          f"differ in partitions: {listed}; they must be co-partitioned")
+    n = next(iter(have.values()), 1)
+    return Group(_group_name(spec.name, groups), n, keyed_spec=spec)
 
 
 def _group_name(ctx_name: str, groups: dict[str, Any]) -> str:

@@ -57,7 +57,9 @@ def test_keyed_context_gets_its_own_group() -> None:
     assert specs["kepl.t.repartition.C"][0] == 4
     assert specs["kepl.t.changelog.C"][0] == 4
     assert specs["kepl.t.out.s5"][0] == 4
-    assert specs["kepl.t.repartition.main"][0] == 1
+    # one-partition source topics: main reads them in place
+    assert "kepl.t.repartition.main" not in specs
+    assert t.groups["main"].direct and not t.groups["C"].direct
 
 
 def test_keyed_partition_is_crc32_of_the_key_text() -> None:
@@ -118,9 +120,9 @@ def test_context_partitions_must_name_a_keyed_context(
 
 @pytest.mark.parametrize(("raw", "message"), [
     ([1], "'context_partitions' must map keyed context names to partition counts"),
-    ({"C": 0}, "'context_partitions.C' must be an integer from 1 to 10000, got 0"),
-    ({"C": "4"}, "'context_partitions.C' must be an integer from 1 to 10000, got '4'"),
-    ({"C": True}, "'context_partitions.C' must be an integer from 1 to 10000, got True"),
+    ({"C": 0}, "'context_partitions.C' must be an integer from 1 to 10000 or 'source', got 0"),
+    ({"C": "4"}, "'context_partitions.C' must be an integer from 1 to 10000 or 'source', got '4'"),
+    ({"C": True}, "'context_partitions.C' must be an integer from 1 to 10000 or 'source', got True"),
 ])
 def test_context_partitions_shape(raw: Any, message: str) -> None:
     with pytest.raises(ConfigError) as e:

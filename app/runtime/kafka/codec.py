@@ -1,0 +1,41 @@
+"""The bytes of the data plane: events in, bundles between stages, rows out.
+
+One codec (orjson) for every record the worker reads or writes, so that an event is
+decoded once and a row encoded once.  orjson writes NaN and infinities as ``null``;
+a row holding one is written with the standard library instead, which keeps them
+(``NaN``, ``Infinity``), as the embedded runtime and ``kepl tail`` print them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import orjson
+
+loads = orjson.loads
+
+
+def dumps(value: Any) -> bytes:
+    """Compact JSON of a row, an event or a control value."""
+    out = orjson.dumps(value, default=str)
+    if b"null" in out and _non_finite(value):
+        return json.dumps(value, default=str, separators=(",", ":")).encode()
+    return out
+
+
+def _non_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_non_finite(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_non_finite(v) for v in value)
+    return False
+
+
+def bundle(entries: list[list[Any]]) -> bytes:
+    """A repartition record: entries ``[kind, type, upstream, offset, ts, seq, value]``
+    in routing order (one record per stage batch and partition)."""
+    return dumps(entries)

@@ -1,0 +1,646 @@
+"""The worker's consumer loop: one consumer, one producer, one thread.
+
+An event's trip through a worker (ARCHITECTURE.md, The Kafka runtime's rooms)::
+
+    consume(N) ─► source record ─┬─► lanes (stateless statements, in place)
+                                 ├─► direct engine partitions (partition p of the source)
+                                 └─► routing ─► repartition topic ─► engine partitions
+    every commit interval: checkpoint (``checkpoint.Checkpoint``): rows, changelog
+    records, repartition bundles, progress and input offsets in one transaction, then
+    each engine partition's RocksDB batch with its changelog offset
+
+``Worker.run`` batch-consumes with confluent-kafka (``consume(num_messages=N)``, every
+message's ``error()`` checked), decodes each source record once, and hands it to the
+rooms that want it.  Engine partitions keep waiting events in memory; the offset
+committed for an input partition is the oldest record still waited on (``hold``), so
+a restarted worker reads those again.  Lanes and routing remember the last offset they
+handled in the committed offset's metadata (``LaneCursor``) and skip what they did.
+
+Assignment is eager ``range``: partition p of co-partitioned topics (a direct group's
+source topics) lands on the same worker.  On assignment a worker restores the engine
+partitions it gained (``EnginePartition.restore``: local RocksDB, then the changelog
+tail); on revocation it commits first; on a lost assignment it aborts.  Static group
+membership and a transactional id both derive from the data directory: a worker
+restarted after a crash takes its partitions back at once and fences its previous self.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from app.runtime.catalog import EventTypeError, coerce_event
+from app.runtime.kafka import codec
+from app.runtime.kafka.checkpoint import Checkpoint, Fenced, Rewind
+from app.runtime.kafka.config import AppConfig
+from app.runtime.kafka.lanes import Lane, LaneCursor
+from app.runtime.kafka.partition import EnginePartition, InRecord, SnapshotPolicy
+from app.runtime.kafka.recovery import KafkaChangelog
+from app.runtime.kafka.router import (
+    H_CONTROL,
+    H_ERROR,
+    H_ID,
+    H_PARTITION,
+    H_SEQ,
+    H_SOURCE,
+    H_STATEMENT,
+    H_STREAM,
+    H_TIME,
+    H_TYPE,
+)
+from app.runtime.kafka.topology import LANES, STATEMENT_KINDS, Group, Topology
+
+log = logging.getLogger("kepl.worker")
+
+CRASH_HOOK_ENV = "KEPL_TEST_CRASH"
+"""Fault injection for crash tests: ``point:n`` SIGKILLs the worker at ``point`` of the
+n-th checkpoint that writes changelog records (``before_flush``: before the transaction
+commits; ``after_flush``: after it committed, before the local databases are written),
+or ``mid_snapshot`` (the first part of the n-th snapshot of several parts is written)."""
+COMMIT_INTERVAL_ENV = "KEPL_COMMIT_INTERVAL_MS"
+DEFAULT_COMMIT_INTERVAL_MS = 100
+CONSUME_BATCH = 2000
+MAX_CHECKPOINT_RECORDS = 50_000
+"""Input records per checkpoint at most (bounds a changelog record)."""
+BUNDLE_MAX_ENTRIES = 2000
+EXIT_FENCED = 3
+CRASH_EXIT_CODE = 70
+
+_W = b"watermark"
+
+
+def _tp(name: str) -> tuple[str, int]:
+    topic, _, p = name.rpartition(":")
+    return topic, int(p)
+
+
+class Worker:
+    """A consumer-group member of one app (see module docstring)."""
+
+    def __init__(self, config: AppConfig, topology: Topology, bootstrap: str,
+                 data_dir: Path, identity: str,
+                 snapshots: SnapshotPolicy | None = None) -> None:
+        from confluent_kafka import Consumer
+
+        self.config = config
+        self.topology = topology
+        self.catalog = topology.catalog
+        self.bootstrap = bootstrap
+        self.data_dir = Path(data_dir)
+        self.snapshots = snapshots
+        self.changelog = KafkaChangelog(bootstrap)
+        interval = os.environ.get(COMMIT_INTERVAL_ENV, "").strip()
+        self.interval_s = (int(interval) if interval else DEFAULT_COMMIT_INTERVAL_MS) / 1000
+        eos = config.processing_guarantee == "exactly_once"
+        self.checkpoint = Checkpoint(bootstrap, identity if eos else None)
+        self.consumer = Consumer({
+            "bootstrap.servers": bootstrap,
+            "group.id": f"kepl.{config.app}",
+            "group.instance.id": identity,
+            "partition.assignment.strategy": "range",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+            "session.timeout.ms": 10_000,
+            "heartbeat.interval.ms": 1_000,
+            "max.poll.interval.ms": 300_000,
+            "fetch.wait.max.ms": 20,
+            "fetch.max.bytes": 64 * 1024 * 1024,
+            "max.partition.fetch.bytes": 16 * 1024 * 1024,
+            "queued.max.messages.kbytes": 262_144,
+            "log_level": 3,
+        })
+        cfg = config
+        self.out_topics = {s: cfg.output_topic(s) for g in topology.active_groups()
+                           for s in g.statements}
+        self.out_topics.update({p.name: cfg.output_topic(p.name) for p in topology.lanes})
+        self.out_parts = {s: n for s, (_, n) in topology.output_topics().items()}
+        self.routed = topology.routed_groups()
+        self.repartition = {cfg.repartition_topic(g.name): g for g in self.routed}
+        self.direct = [g for g in topology.active_groups() if g.direct]
+        self.sources = set(cfg.source_topics)
+        self.all_upstreams = topology.source_upstreams()
+        self.types_of = {t: cfg.types_of_topic(t) for t in cfg.source_topics}
+        declarations = [p for p in topology.plans
+                        if p.kind not in STATEMENT_KINDS and p.kind != "context"
+                        and p.context is None]
+        self.lane_plans: dict[str, list[Any]] = {}
+        for p in topology.lanes:
+            topic = cfg.topic_of(p.pipeline.stream.type_name)
+            self.lane_plans.setdefault(topic, list(declarations)).append(p)
+        # per source topic: routed groups that take its types
+        self.route_of: dict[str, list[Group]] = {
+            t: [g for g in self.routed if g.types & set(self.types_of[t])]
+            for t in cfg.source_topics}
+        self.direct_of: dict[str, list[Group]] = {
+            t: [g for g in self.direct if t in g.topics] for t in cfg.source_topics}
+        # state of the current assignment
+        self.cursors: dict[tuple[str, int], LaneCursor] = {}
+        self.committed_cursors: dict[tuple[str, int], LaneCursor] = {}
+        self.lanes: dict[tuple[str, int], Lane] = {}
+        self.parts: dict[tuple[str, int], EnginePartition] = {}
+        self.positions: dict[tuple[str, int], int] = {}
+        self.committed: dict[tuple[str, int], int] = {}
+        self.bundles: dict[tuple[str, int], list[list[Any]]] = {}
+        self.pending: dict[tuple[str, int], list[InRecord]] = {}
+        self.progress_due: set[tuple[str, int]] = set()
+        self.lane_progress: set[tuple[str, int]] = set()
+        self.stopping = False
+        self.since_commit = 0
+        self.last_commit = time.monotonic()
+        hook = os.environ.get(CRASH_HOOK_ENV, "")
+        self._crash_at = (hook.split(":")[0], int(hook.split(":")[1])) if ":" in hook else None
+        self._crash_count = 0
+        self._callback_error: BaseException | None = None
+        self.stats = {"events": 0, "checkpoints": 0, "dead": 0}
+
+    # -- life cycle ------------------------------------------------------------------
+    def run(self) -> None:
+        """Consume until SIGTERM/SIGINT; checkpoint on the way out."""
+        topics = sorted(self.sources | set(self.repartition))
+        self.consumer.subscribe(topics, on_assign=self._guarded(self._on_assign),
+                                on_revoke=self._guarded(self._on_revoke),
+                                on_lost=self._guarded(self._on_lost))
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._stop)
+        try:
+            while not self.stopping:
+                self.step()
+            self.commit()
+        except Fenced as e:
+            log.critical("worker stops: %s (another worker owns its partitions now)", e)
+            sys.stderr.flush()
+            os._exit(EXIT_FENCED)
+        finally:
+            self.close()
+
+    def _guarded(self, callback: Callable[[Any, list[Any]], None]
+                 ) -> Callable[[Any, list[Any]], None]:
+        """A rebalance callback whose exception surfaces after ``consume`` returns
+        (librdkafka calls it from inside ``consume``, where it cannot propagate)."""
+        def run(consumer: Any, tps: list[Any]) -> None:
+            try:
+                callback(consumer, tps)
+            except BaseException as e:  # noqa: BLE001 - re-raised by step()
+                self._callback_error = e
+        return run
+
+    def _stop(self, *_: Any) -> None:
+        self.stopping = True
+
+    def close(self) -> None:
+        try:
+            self.consumer.close()
+        except Exception:  # noqa: BLE001 - going down
+            pass
+        self.checkpoint.close()
+        for part in self.parts.values():
+            part.discard()
+            part.close()
+        self.parts.clear()
+
+    def step(self) -> None:
+        """One consume batch, then a checkpoint when one is due."""
+        msgs = self.consumer.consume(CONSUME_BATCH, 0.05)
+        if self._callback_error is not None:
+            err, self._callback_error = self._callback_error, None
+            raise err
+        if msgs:
+            self.handle(msgs)
+        self.checkpoint.poll()
+        if (self.checkpoint.open or self.progress_due or self.lane_progress
+                or self._dirty_offsets()) and (
+                self.since_commit >= MAX_CHECKPOINT_RECORDS
+                or time.monotonic() - self.last_commit >= self.interval_s):
+            self.commit()
+
+    def _dirty_offsets(self) -> bool:
+        return any(self.positions.get(k) != self.committed.get(k) for k in self.positions)
+
+    # -- records -------------------------------------------------------------------
+    def handle(self, msgs: list[Any]) -> None:
+        """Dispatch one consume batch to the rooms."""
+        sources = self.sources
+        for m in msgs:
+            err = m.error()
+            if err is not None:
+                if err.fatal():
+                    raise Fenced(f"consumer: {err.str()}")
+                log.warning("consumer: %s", err.str())
+                continue
+            topic = m.topic()
+            if topic in sources:
+                self._source(m, topic)
+            else:
+                self._repartitioned(m, topic)
+        self.since_commit += len(msgs)
+        self._flush_stage()
+
+    def _flush_stage(self) -> None:
+        """Hand batched records to the engine partitions, bundles to the producer."""
+        for key, recs in self.pending.items():
+            part = self.parts.get(key)
+            if part is not None:
+                part.run(recs)
+        self.pending.clear()
+        for (topic, p), entries in self.bundles.items():
+            for i in range(0, len(entries), BUNDLE_MAX_ENTRIES):
+                self.checkpoint.produce(topic, codec.bundle(entries[i:i + BUNDLE_MAX_ENTRIES]),
+                                        p)
+        self.bundles.clear()
+
+    def _source(self, m: Any, topic: str) -> None:
+        p = m.partition()
+        off = m.offset()
+        key = (topic, p)
+        self.positions[key] = off + 1
+        cur = self.cursors.get(key)
+        if cur is None:  # not (yet) ours
+            return
+        fresh = off > cur.applied
+        headers = m.headers()
+        control = type_hdr = seq = None
+        if headers:
+            for k, v in headers:
+                if k == H_CONTROL:
+                    control = v
+                elif k == H_TYPE:
+                    type_hdr = v
+                elif k == H_SEQ:
+                    seq = v
+        upstream = f"{topic}:{p}"
+        if control == _W:
+            self._barrier(m, topic, p, upstream, off, fresh, cur)
+            return
+        try:
+            type_name = self._type_of(topic, type_hdr)
+            value = m.value()
+            if value is None:
+                raise EventTypeError("empty record (no value)")
+            try:
+                raw = codec.loads(value)
+            except ValueError as e:
+                raise EventTypeError(f"not JSON: {e}") from None
+            if not isinstance(raw, dict):
+                raise EventTypeError(f"an event of {type_name} must be a JSON object")
+            event = coerce_event(self.catalog, type_name, raw)
+        except Exception as e:  # noqa: BLE001 - anything a record can trigger is a dead letter
+            if fresh:
+                self._dead_letter(m, str(e) or type(e).__name__)
+                cur.applied = off
+            return
+        ts = m.timestamp()[1]
+        seq_n = int(seq) if seq is not None else None
+        self.stats["events"] += 1
+        if fresh:
+            lane = self.lanes.get(key)
+            if lane is not None and type_name in lane.types:
+                try:
+                    lane.send(type_name, event)
+                except Exception as e:  # noqa: BLE001 - a statement failing on one event
+                    self._dead_letter(m, f"engine error: {type(e).__name__}: {e}")
+            for g in self.route_of[topic]:
+                q = g.partition_of(type_name, event)
+                if q is not None:
+                    self.bundles.setdefault((self.config.repartition_topic(g.name), q),
+                                            []).append(
+                        ["event", type_name, upstream, off, ts, seq_n, event])
+            cur.applied = off
+        for g in self.direct_of[topic]:
+            if type_name in g.types:
+                self.pending.setdefault((g.name, p), []).append(
+                    InRecord("event", upstream, off, type_name, ts, seq_n, event, b"",
+                             upstream, off))
+
+    def _barrier(self, m: Any, topic: str, p: int, upstream: str, off: int, fresh: bool,
+                 cur: LaneCursor) -> None:
+        try:
+            wm = codec.loads(m.value() or b"")
+            t, wid = int(wm["t"]), str(wm["id"])
+        except (ValueError, TypeError, KeyError) as e:
+            if fresh:
+                self._dead_letter(m, f"malformed watermark: {e}")
+                cur.applied = off
+            return
+        payload = {"t": t, "id": wid}
+        if fresh:
+            lane = self.lanes.get((topic, p))
+            if lane is not None:
+                lane.advance(t, wid)
+                self.lane_progress.add((topic, p))
+            else:
+                cur.now, cur.barrier = max(cur.now, t), wid
+            for g in self.routed:
+                rt = self.config.repartition_topic(g.name)
+                for q in range(g.partitions):
+                    self.bundles.setdefault((rt, q), []).append(
+                        ["barrier", "", upstream, off, 0, None, payload])
+            cur.applied = off
+        for g in self.direct_of[topic]:
+            self.pending.setdefault((g.name, p), []).append(
+                InRecord("barrier", upstream, off, "", 0, None, payload, b"", upstream, off))
+
+    def _repartitioned(self, m: Any, topic: str) -> None:
+        g = self.repartition.get(topic)
+        if g is None:
+            return
+        p = m.partition()
+        off = m.offset()
+        self.positions[(topic, p)] = off + 1
+        via = f"{topic}:{p}"
+        recs = self.pending.setdefault((g.name, p), [])
+        for kind, type_name, up, uoff, ts, seq, payload in codec.loads(m.value()):
+            recs.append(InRecord(kind, up, uoff, type_name, ts, seq, payload, b"", via, off))
+
+    def _type_of(self, topic: str, given: bytes | None) -> str:
+        types = self.types_of.get(topic, [])
+        if given is not None:
+            name = given.decode(errors="replace")
+            if name not in types:
+                raise EventTypeError(f"topic {topic} does not carry event type '{name}'")
+            return name
+        if len(types) != 1:
+            raise EventTypeError(
+                f"topic {topic} carries several event types; header {H_TYPE} is required")
+        return types[0]
+
+    def _dead_letter(self, m: Any, reason: str) -> None:
+        self.stats["dead"] += 1
+        log.warning("dead letter %s/%d/%d: %s", m.topic(), m.partition(), m.offset(), reason)
+        headers = [(k, v if isinstance(v, bytes) else (v or "").encode())
+                   for k, v in (m.headers() or []) if k not in (H_ERROR, H_SOURCE)]
+        headers += [(H_ERROR, reason.encode()),
+                    (H_SOURCE, f"{m.topic()}/{m.partition()}/{m.offset()}".encode())]
+        self.checkpoint.produce(self.config.dlq_topic, m.value() or b"", 0, headers)
+
+    # -- output --------------------------------------------------------------------
+    def _emit_lane(self, topic: str, p: int) -> Callable[..., None]:
+        def emit(stmt: str, stream: str, cp: str, now: int, seq: int, row: Any) -> None:
+            self._row(stmt, stream, cp, now, seq, row, p)
+        return emit
+
+    def _row(self, stmt: str, stream: str, cp: str, now: int, seq: int, row: Any,
+             p: int) -> None:
+        cpb = cp.encode()
+        self.checkpoint.produce(
+            self.out_topics[stmt], codec.dumps(row), p % self.out_parts[stmt],
+            [(H_STATEMENT, stmt.encode()), (H_STREAM, stream.encode()), (H_PARTITION, cpb),
+             (H_TIME, str(now).encode()), (H_ID, f"{stmt}/{cp}/{seq}".encode())], cpb)
+
+    # -- checkpoint ------------------------------------------------------------------
+    def commit(self) -> None:
+        """Seal every engine partition, produce its records, commit the transaction with
+        the input offsets, then write the local databases."""
+        try:
+            self._commit()
+        except Rewind as e:
+            log.warning("checkpoint aborted (%s): rewinding to the last commit", e)
+            self.rewind()
+
+    def _commit(self) -> None:
+        from confluent_kafka import TopicPartition
+
+        cp = self.checkpoint
+        cl_offsets: dict[tuple[str, int], int] = {}
+        sealed: list[tuple[tuple[str, int], EnginePartition]] = []
+        for key, part in self.parts.items():
+            rec = part.seal()
+            for d in part.dead:
+                self.stats["dead"] += 1
+                log.warning("dead letter from %s[%d]: %s at %s/%d", key[0], key[1],
+                            d.reason, d.record.upstream, d.record.offset)
+                cp.produce(self.config.dlq_topic, d.record.raw or codec.dumps(d.record.payload),
+                           0, [(H_ERROR, d.reason.encode()),
+                               (H_SOURCE, d.record.upstream.replace(":", "/").encode()
+                                + f"/{d.record.offset}".encode())])
+            if rec is None:
+                continue
+            p = part.partition
+            for stmt, stream, cpt, t, seq, row in part.outputs:
+                self._row(stmt, stream, cpt, t, seq, row, p)
+            if not cp.exactly_once:
+                cp.flush()  # at-least-once: rows land before the record that applies them
+
+            def done(err: Any, msg: Any, key: tuple[str, int] = key) -> None:
+                if err is None:
+                    cl_offsets[key] = msg.offset()
+                else:
+                    cp.errors.append(str(err))
+
+            cp.produce(self.config.changelog_topic(key[0]), rec.encode(), p, on_delivery=done)
+            sealed.append((key, part))
+            if part.barrier is not None and part.barrier != part.progress:
+                self._progress(f"{key[0]}/{p}", part.barrier)
+        for key in self.lane_progress:
+            cur = self.cursors.get(key)
+            if cur is not None:
+                self._progress(f"{LANES}/{key[0]}:{key[1]}", (cur.now, cur.barrier))
+        offsets = self._offsets(TopicPartition)
+        if sealed:
+            self._crash_hook("before_flush")
+        cp.commit(offsets, self.consumer)
+        if sealed:
+            self._crash_hook("after_flush")
+        for tp in offsets:
+            self.committed[(tp.topic, tp.partition)] = tp.offset
+        for key, cur in self.cursors.items():
+            self.committed_cursors[key] = cur.copy()
+        self.lane_progress.clear()
+        for key, part in sealed:
+            part.committed(cl_offsets[key])
+        sealed_keys = {k for k, _ in sealed}
+        for key, part in self.parts.items():
+            if key not in sealed_keys:
+                part.committed_unchanged()
+        self.since_commit = 0
+        self.last_commit = time.monotonic()
+        self.stats["checkpoints"] += 1
+        due = [(k, part) for k, part in sealed if part.snapshot_due()]
+        if due:
+            self._snapshot(due)
+
+    def _progress(self, key: str, barrier: tuple[int, str]) -> None:
+        t, wid = barrier
+        self.checkpoint.produce(self.config.progress_topic,
+                                codec.dumps({"key": key, "t": t, "id": wid}), 0,
+                                key=key.encode())
+
+    def _offsets(self, TopicPartition: Any) -> list[Any]:
+        """Input offsets to commit: the read position, or the oldest record an engine
+        partition still waits on; source partitions carry their cursor as metadata."""
+        holds: dict[str, int] = {}
+        for part in self.parts.values():
+            for via, off in part.hold().items():
+                if off < holds.get(via, off + 1):
+                    holds[via] = off
+        out = []
+        for key, pos in self.positions.items():
+            held = holds.get(f"{key[0]}:{key[1]}")
+            off = pos if held is None else min(pos, held)
+            cur = self.cursors.get(key)
+            if cur is None and key[0] in self.sources:
+                continue  # revoked meanwhile
+            meta = cur.metadata() if cur is not None else None
+            if self.committed.get(key) == off and (
+                    cur is None or self.committed_cursors.get(key) == cur):
+                continue
+            out.append(TopicPartition(key[0], key[1], off, metadata=meta)
+                       if meta is not None else TopicPartition(key[0], key[1], off))
+        return out
+
+    def _snapshot(self, due: list[tuple[tuple[str, int], EnginePartition]]) -> None:
+        """Write the partitions' snapshots in one transaction; then truncate."""
+        cp = self.checkpoint
+        for key, part in due:
+            t0 = time.monotonic()
+            topic = self.config.changelog_topic(key[0])
+            offsets: list[int] = []
+            prev = part.cl_offset
+            n = 0
+            for rec in part.snapshot_records():
+                rec.prev = prev
+                got: list[int] = []
+
+                def done(err: Any, msg: Any, got: list[int] = got) -> None:
+                    if err is None:
+                        got.append(msg.offset())
+                    else:
+                        cp.errors.append(str(err))
+
+                cp.produce(topic, rec.encode(), part.partition, on_delivery=done)
+                cp.flush()
+                if n == 1:
+                    self._crash_hook("mid_snapshot")
+                prev = got[0]
+                offsets.append(prev)
+                n += 1
+            cp.commit([], self.consumer)
+            first = part.snapshot_committed(offsets)
+            self.changelog.delete_before(topic, part.partition, first)
+            log.info("snapshot of %s[%d]: %d bytes in %d part(s) at %d..%d (%.3f s)",
+                     topic, part.partition, part.snapshot_bytes, n, first, part.cl_offset,
+                     time.monotonic() - t0)
+
+    def rewind(self) -> None:
+        """Back to the last commit: engine partitions from their databases, cursors from
+        the committed metadata, the consumer to the committed offsets."""
+        from confluent_kafka import TopicPartition
+
+        self.checkpoint.abort()
+        self.pending.clear()
+        self.bundles.clear()
+        self.lane_progress.clear()
+        for part in self.parts.values():
+            part.discard()
+            part.load()
+        for key in list(self.cursors):
+            cur = self.committed_cursors.get(key, LaneCursor()).copy()
+            self.cursors[key] = cur
+            if key in self.lanes:
+                self._open_lane(key, cur)
+        seeks = []
+        for key in list(self.positions):
+            off = self.committed.get(key)
+            if off is None:
+                del self.positions[key]
+                continue
+            self.positions[key] = off
+            seeks.append(TopicPartition(key[0], key[1], off))
+        for tp in seeks:
+            try:
+                self.consumer.seek(tp)
+            except Exception as e:  # noqa: BLE001 - then the restart recovers
+                raise Fenced(f"cannot rewind {tp.topic}[{tp.partition}]: {e}") from None
+
+    def _crash_hook(self, point: str) -> None:
+        if self._crash_at is None or self._crash_at[0] != point:
+            return
+        self._crash_count += 1
+        if self._crash_count >= self._crash_at[1]:
+            log.warning("%s=%s: killing the worker at %s", CRASH_HOOK_ENV,
+                        os.environ.get(CRASH_HOOK_ENV), point)
+            sys.stderr.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    # -- assignment ------------------------------------------------------------------
+    def _on_assign(self, consumer: Any, tps: list[Any]) -> None:
+        t0 = time.monotonic()
+        sources = [tp for tp in tps if tp.topic in self.sources]
+        committed = consumer.committed(sources, timeout=60) if sources else []
+        for tp in committed:
+            key = (tp.topic, tp.partition)
+            cur = LaneCursor.from_metadata(tp.metadata if tp.offset >= 0 else None)
+            self.cursors[key] = cur
+            self.committed_cursors[key] = cur.copy()
+            if tp.offset >= 0:
+                self.committed[key] = tp.offset
+            if tp.topic in self.lane_plans:
+                self._open_lane(key, cur)
+        opened: dict[tuple[str, int], Group] = {}
+        for tp in tps:
+            if tp.topic in self.sources:
+                for g in self.direct_of[tp.topic]:
+                    opened[(g.name, tp.partition)] = g
+            elif tp.topic in self.repartition:
+                opened[(self.repartition[tp.topic].name, tp.partition)] = \
+                    self.repartition[tp.topic]
+        for key in sorted(opened):
+            if key not in self.parts:
+                self.parts[key] = self._restore(opened[key], key[1])
+        log.info("assigned %d partition(s), %d engine partition(s) ready in %.3f s",
+                 len(tps), len(opened), time.monotonic() - t0)
+
+    def _open_lane(self, key: tuple[str, int], cur: LaneCursor) -> None:
+        self.lanes[key] = Lane(self.lane_plans[key[0]], key[1], cur,
+                               self._emit_lane(*key))
+
+    def _restore(self, g: Group, p: int) -> EnginePartition:
+        t0 = time.monotonic()
+        part = EnginePartition(g, p, self.data_dir / g.name / str(p),
+                               g.upstreams(p, self.all_upstreams),
+                               self.config.changelog_topic(g.name), self.snapshots)
+        part.restore(self.changelog)
+        part.progress = part.barrier  # already on the progress topic with its state
+        log.info("restored %s[%d] in %.3f s (changelog at %d)", g.name, p,
+                 time.monotonic() - t0, part.cl_offset)
+        return part
+
+    def _on_revoke(self, consumer: Any, tps: list[Any]) -> None:
+        if tps:
+            self._flush_stage()
+            self.commit()
+        self._drop(tps)
+
+    def _on_lost(self, consumer: Any, tps: list[Any]) -> None:
+        log.warning("assignment lost (%d partitions): aborting the open checkpoint", len(tps))
+        self.checkpoint.abort()
+        self.pending.clear()
+        self.bundles.clear()
+        for part in self.parts.values():
+            part.discard()
+            part.load()
+        self._drop(tps)
+
+    def _drop(self, tps: list[Any]) -> None:
+        for tp in tps:
+            key = (tp.topic, tp.partition)
+            self.positions.pop(key, None)
+            self.committed.pop(key, None)
+            self.cursors.pop(key, None)
+            self.committed_cursors.pop(key, None)
+            self.lanes.pop(key, None)
+            groups = (self.direct_of.get(tp.topic, []) if tp.topic in self.sources
+                      else [self.repartition[tp.topic]] if tp.topic in self.repartition
+                      else [])
+            for g in groups:
+                part = self.parts.pop((g.name, tp.partition), None)
+                if part is not None:
+                    part.discard()
+                    part.close()

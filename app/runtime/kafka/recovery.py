@@ -1,0 +1,103 @@
+"""Reading changelog partitions back: what an engine partition restores from.
+
+``KafkaChangelog`` is the ``ChangelogLog`` the worker hands to
+``EnginePartition.restore``: low and high watermarks, a ``read_committed`` read of a
+partition from an offset to its end (records of aborted transactions never appear;
+markers take offsets, so the read ends on end-of-partition, not on a count), and
+DeleteRecords for the truncation after a snapshot.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+log = logging.getLogger("kepl.recovery")
+
+
+class KafkaChangelog:
+    """``ChangelogLog`` over the broker: watermarks, reads of a partition, truncation."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self._admin: Any = None
+
+    def _consumer(self) -> Any:
+        from confluent_kafka import Consumer
+
+        return Consumer({"bootstrap.servers": self.bootstrap, "group.id": "kepl-restore",
+                         "enable.auto.commit": False, "enable.partition.eof": True,
+                         "isolation.level": "read_committed", "log_level": 3,
+                         "fetch.max.bytes": 64 * 1024 * 1024,
+                         # records deleted under a read must fail it, never skip ahead
+                         "auto.offset.reset": "error"})
+
+    def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
+        """(low, high): the first retained offset and the next offset to be written."""
+        from confluent_kafka import TopicPartition
+
+        c = self._consumer()
+        try:
+            low, high = c.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
+            return int(low), int(high)
+        finally:
+            c.close()
+
+    def start(self, topic: str, partition: int) -> int:
+        return self.watermarks(topic, partition)[0]
+
+    def end(self, topic: str, partition: int) -> int:
+        return self.watermarks(topic, partition)[1]
+
+    def delete_before(self, topic: str, partition: int, offset: int) -> None:
+        """Ask the broker to delete the records before ``offset``; returns at once.
+
+        Best effort: a failure is logged and only leaves the records longer (the next
+        snapshot deletes them).
+        """
+        from confluent_kafka import TopicPartition
+        from confluent_kafka.admin import AdminClient
+
+        if self._admin is None:
+            self._admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 3})
+
+        def done(fut: Any) -> None:
+            try:
+                fut.result()
+            except Exception as e:  # noqa: BLE001 - best effort, see docstring
+                log.warning("deleting %s[%d] before %d failed: %s", topic, partition,
+                            offset, e)
+
+        try:
+            futures = self._admin.delete_records([TopicPartition(topic, partition, offset)],
+                                                 request_timeout=30, operation_timeout=30)
+        except Exception as e:  # noqa: BLE001 - best effort, see docstring
+            log.warning("deleting %s[%d] before %d failed: %s", topic, partition, offset, e)
+            return
+        for fut in futures.values():
+            fut.add_done_callback(done)
+
+    def read(self, topic: str, partition: int, start: int) -> Iterator[tuple[int, bytes]]:
+        from confluent_kafka import KafkaError, TopicPartition
+
+        c = self._consumer()
+        try:
+            tp = TopicPartition(topic, partition)
+            low, high = c.get_watermark_offsets(tp, timeout=30)
+            start = max(start, low)
+            if start >= high:
+                return
+            c.assign([TopicPartition(topic, partition, start)])
+            nxt = start
+            while nxt < high:
+                # ask for exactly what is left: consume() waits for the count or the timeout
+                for m in c.consume(min(1000, high - nxt), 5.0):
+                    if m.error() is not None:
+                        if m.error().code() == KafkaError._PARTITION_EOF:
+                            return
+                        raise RuntimeError(f"reading {topic}[{partition}]: {m.error()}")
+                    nxt = m.offset() + 1
+                    yield m.offset(), m.value()
+        finally:
+            c.close()
