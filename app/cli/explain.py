@@ -43,12 +43,12 @@ def _topology(sf: StatementFile) -> Any:
 
 
 def _with_topics(lines: list[str], topology: Any) -> list[str]:
-    """Insert each statement's topic lines at the end of its block."""
+    """Insert each statement's Kafka lines at the end of its block."""
     out: list[str] = []
     current: str | None = None
     for line in [*lines, "statement <end> ()"]:
         if line.startswith("statement ") and current is not None:
-            out += [f"  topic {t}" for t in topics_of(topology, current)]
+            out += [f"  {t}" for t in topics_of(topology, current)]
             current = None
         if line.startswith("statement ") and "(" in line:
             current = line.split()[1]
@@ -78,11 +78,21 @@ def _state_of(plan: Any) -> list[str]:
 
 
 def topics_of(topology: Any, name: str) -> list[str]:
-    """Kafka topics a statement reads and writes, with partition counts (the layout the
-    worker creates: ``app.runtime.kafka.topology``)."""
+    """Kafka topics a statement reads and writes, with partition counts, and where its
+    events travel (the layout the worker uses: ``app.runtime.kafka.topology``)."""
     from app.runtime.kafka.topology import STATEMENT_KINDS, consumed_types
 
     config = topology.config
+    counts = topology.source_counts
+    lane = next((p for p in topology.lanes if p.name == name), None)
+    if lane is not None:
+        topic = config.topic_of(lane.pipeline.stream.type_name)
+        n = counts.get(topic, 1)
+        return [f"topic in  {topic} ({_count(n)})",
+                "path  lane: runs on each source partition where it is read (stateless: "
+                "no repartition, no state, rows at once)",
+                f"topic out {config.output_topic(name)} ({_count(n)}, partition p from "
+                "source partition p)"]
     for g in topology.groups.values():
         plan = next((p for p in g.plans if p.name == name), None)
         if plan is None or (plan.kind not in STATEMENT_KINDS and plan.kind != "context"):
@@ -91,18 +101,27 @@ def topics_of(topology: Any, name: str) -> list[str]:
             return []
         types = (set(plan.context_spec.types()) if plan.kind == "context"
                  else consumed_types(plan)) & set(config.schemas)
-        n = config.source_partitions
-        out = [f"in  {config.topic_of(t)} ({_count(n)})" for t in sorted(types)]
-        if g.hash_spec is not None:
-            how = f"by consistent_hash_crc32 mod {g.partitions}"
-        elif g.keyed_spec is not None:
-            how = f"by crc32(key) mod {g.partitions}"
+        out = [f"topic in  {config.topic_of(t)} "
+               f"({_count(counts.get(config.topic_of(t), 1))})" for t in sorted(types)]
+        if g.direct:
+            out.append(f"path  direct: source partition p feeds engine partition p "
+                       f"({_count(g.partitions)}, no repartition hop)")
         else:
-            how = "one engine"
-        out.append(f"via {config.repartition_topic(g.name)} ({_count(g.partitions)}, {how})")
-        out.append(f"state {config.changelog_topic(g.name)} ({_count(g.partitions)})")
+            if g.hash_spec is not None:
+                how = f"by consistent_hash_crc32 mod {g.partitions}"
+            elif g.keyed_spec is not None:
+                how = f"by crc32(key) mod {g.partitions}"
+            else:
+                how = "one engine"
+            out.append(f"topic via {config.repartition_topic(g.name)} "
+                       f"({_count(g.partitions)}, {how})")
+        out.append(f"topic state {config.changelog_topic(g.name)} ({_count(g.partitions)})")
         if plan.kind in STATEMENT_KINDS:
-            out.append(f"out {config.output_topic(name)} ({_count(g.partitions)})")
+            out.append(f"topic out {config.output_topic(name)} ({_count(g.partitions)})")
+        ups = len(g.upstreams(0, topology.source_upstreams()))
+        if ups > 1:
+            out.append(f"wait  events of {ups} source partitions merge in timestamp order "
+                       "at each watermark: rows wait for it")
         return out
     return []
 

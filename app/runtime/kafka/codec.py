@@ -14,7 +14,15 @@ from typing import Any
 
 import orjson
 
-loads = orjson.loads
+
+
+def loads(data: bytes) -> Any:
+    """Parse JSON; what orjson refuses goes through the standard library, which also
+    takes ``NaN`` and ``Infinity`` and words its errors as the embedded runtime does."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
 
 
 def dumps(value: Any) -> bytes:

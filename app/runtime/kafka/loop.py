@@ -35,7 +35,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from app.runtime.catalog import EventTypeError, coerce_event
 from app.runtime.kafka import codec
 from app.runtime.kafka.checkpoint import Checkpoint, Fenced, Rewind
 from app.runtime.kafka.config import AppConfig
@@ -53,6 +52,14 @@ from app.runtime.kafka.router import (
     H_STREAM,
     H_TIME,
     H_TYPE,
+    Entry,
+    Routing,
+    barrier_entry,
+    dead_letter_headers,
+    decode_bundle,
+    decode_watermark,
+    encode_bundles,
+    event_entry,
 )
 from app.runtime.kafka.topology import LANES, STATEMENT_KINDS, Group, Topology
 
@@ -68,7 +75,6 @@ DEFAULT_COMMIT_INTERVAL_MS = 100
 CONSUME_BATCH = 2000
 MAX_CHECKPOINT_RECORDS = 50_000
 """Input records per checkpoint at most (bounds a changelog record)."""
-BUNDLE_MAX_ENTRIES = 2000
 EXIT_FENCED = 3
 CRASH_EXIT_CODE = 70
 
@@ -127,7 +133,7 @@ class Worker:
         self.direct = [g for g in topology.active_groups() if g.direct]
         self.sources = set(cfg.source_topics)
         self.all_upstreams = topology.source_upstreams()
-        self.types_of = {t: cfg.types_of_topic(t) for t in cfg.source_topics}
+        self.routing = Routing(topology)
         declarations = [p for p in topology.plans
                         if p.kind not in STATEMENT_KINDS and p.kind != "context"
                         and p.context is None]
@@ -135,10 +141,6 @@ class Worker:
         for p in topology.lanes:
             topic = cfg.topic_of(p.pipeline.stream.type_name)
             self.lane_plans.setdefault(topic, list(declarations)).append(p)
-        # per source topic: routed groups that take its types
-        self.route_of: dict[str, list[Group]] = {
-            t: [g for g in self.routed if g.types & set(self.types_of[t])]
-            for t in cfg.source_topics}
         self.direct_of: dict[str, list[Group]] = {
             t: [g for g in self.direct if t in g.topics] for t in cfg.source_topics}
         # state of the current assignment
@@ -148,7 +150,7 @@ class Worker:
         self.parts: dict[tuple[str, int], EnginePartition] = {}
         self.positions: dict[tuple[str, int], int] = {}
         self.committed: dict[tuple[str, int], int] = {}
-        self.bundles: dict[tuple[str, int], list[list[Any]]] = {}
+        self.bundles: dict[tuple[str, int], list[Entry]] = {}
         self.pending: dict[tuple[str, int], list[InRecord]] = {}
         self.progress_due: set[tuple[str, int]] = set()
         self.lane_progress: set[tuple[str, int]] = set()
@@ -251,9 +253,8 @@ class Worker:
                 part.run(recs)
         self.pending.clear()
         for (topic, p), entries in self.bundles.items():
-            for i in range(0, len(entries), BUNDLE_MAX_ENTRIES):
-                self.checkpoint.produce(topic, codec.bundle(entries[i:i + BUNDLE_MAX_ENTRIES]),
-                                        p)
+            for value in encode_bundles(entries):
+                self.checkpoint.produce(topic, value, p)
         self.bundles.clear()
 
     def _source(self, m: Any, topic: str) -> None:
@@ -280,17 +281,7 @@ class Worker:
             self._barrier(m, topic, p, upstream, off, fresh, cur)
             return
         try:
-            type_name = self._type_of(topic, type_hdr)
-            value = m.value()
-            if value is None:
-                raise EventTypeError("empty record (no value)")
-            try:
-                raw = codec.loads(value)
-            except ValueError as e:
-                raise EventTypeError(f"not JSON: {e}") from None
-            if not isinstance(raw, dict):
-                raise EventTypeError(f"an event of {type_name} must be a JSON object")
-            event = coerce_event(self.catalog, type_name, raw)
+            type_name, event = self.routing.decode(topic, type_hdr, m.value())
         except Exception as e:  # noqa: BLE001 - anything a record can trigger is a dead letter
             if fresh:
                 self._dead_letter(m, str(e) or type(e).__name__)
@@ -306,12 +297,11 @@ class Worker:
                     lane.send(type_name, event)
                 except Exception as e:  # noqa: BLE001 - a statement failing on one event
                     self._dead_letter(m, f"engine error: {type(e).__name__}: {e}")
-            for g in self.route_of[topic]:
-                q = g.partition_of(type_name, event)
-                if q is not None:
-                    self.bundles.setdefault((self.config.repartition_topic(g.name), q),
-                                            []).append(
-                        ["event", type_name, upstream, off, ts, seq_n, event])
+            targets = self.routing.targets(topic, type_name, event)
+            if targets:
+                entry = event_entry(type_name, upstream, off, ts, seq_n, event)
+                for target in targets:
+                    self.bundles.setdefault(target, []).append(entry)
             cur.applied = off
         for g in self.direct_of[topic]:
             if type_name in g.types:
@@ -322,11 +312,10 @@ class Worker:
     def _barrier(self, m: Any, topic: str, p: int, upstream: str, off: int, fresh: bool,
                  cur: LaneCursor) -> None:
         try:
-            wm = codec.loads(m.value() or b"")
-            t, wid = int(wm["t"]), str(wm["id"])
-        except (ValueError, TypeError, KeyError) as e:
+            t, wid = decode_watermark(m.value())
+        except ValueError as e:
             if fresh:
-                self._dead_letter(m, f"malformed watermark: {e}")
+                self._dead_letter(m, str(e))
                 cur.applied = off
             return
         payload = {"t": t, "id": wid}
@@ -337,11 +326,10 @@ class Worker:
                 self.lane_progress.add((topic, p))
             else:
                 cur.now, cur.barrier = max(cur.now, t), wid
-            for g in self.routed:
-                rt = self.config.repartition_topic(g.name)
-                for q in range(g.partitions):
-                    self.bundles.setdefault((rt, q), []).append(
-                        ["barrier", "", upstream, off, 0, None, payload])
+            if self.routing.barrier_targets:
+                entry = barrier_entry(upstream, off, t, wid)
+                for target in self.routing.barrier_targets:
+                    self.bundles.setdefault(target, []).append(entry)
             cur.applied = off
         for g in self.direct_of[topic]:
             self.pending.setdefault((g.name, p), []).append(
@@ -354,30 +342,14 @@ class Worker:
         p = m.partition()
         off = m.offset()
         self.positions[(topic, p)] = off + 1
-        via = f"{topic}:{p}"
-        recs = self.pending.setdefault((g.name, p), [])
-        for kind, type_name, up, uoff, ts, seq, payload in codec.loads(m.value()):
-            recs.append(InRecord(kind, up, uoff, type_name, ts, seq, payload, b"", via, off))
-
-    def _type_of(self, topic: str, given: bytes | None) -> str:
-        types = self.types_of.get(topic, [])
-        if given is not None:
-            name = given.decode(errors="replace")
-            if name not in types:
-                raise EventTypeError(f"topic {topic} does not carry event type '{name}'")
-            return name
-        if len(types) != 1:
-            raise EventTypeError(
-                f"topic {topic} carries several event types; header {H_TYPE} is required")
-        return types[0]
+        self.pending.setdefault((g.name, p), []).extend(
+            decode_bundle(m.value(), f"{topic}:{p}", off))
 
     def _dead_letter(self, m: Any, reason: str) -> None:
         self.stats["dead"] += 1
         log.warning("dead letter %s/%d/%d: %s", m.topic(), m.partition(), m.offset(), reason)
-        headers = [(k, v if isinstance(v, bytes) else (v or "").encode())
-                   for k, v in (m.headers() or []) if k not in (H_ERROR, H_SOURCE)]
-        headers += [(H_ERROR, reason.encode()),
-                    (H_SOURCE, f"{m.topic()}/{m.partition()}/{m.offset()}".encode())]
+        headers = dead_letter_headers(m.headers(), reason, m.topic(), m.partition(),
+                                      m.offset())
         self.checkpoint.produce(self.config.dlq_topic, m.value() or b"", 0, headers)
 
     # -- output --------------------------------------------------------------------
@@ -605,7 +577,8 @@ class Worker:
         t0 = time.monotonic()
         part = EnginePartition(g, p, self.data_dir / g.name / str(p),
                                g.upstreams(p, self.all_upstreams),
-                               self.config.changelog_topic(g.name), self.snapshots)
+                               self.config.changelog_topic(g.name), self.snapshots,
+                               adjacent=not self.checkpoint.exactly_once)
         part.restore(self.changelog)
         part.progress = part.barrier  # already on the progress topic with its state
         log.info("restored %s[%d] in %.3f s (changelog at %d)", g.name, p,

@@ -3,8 +3,9 @@
 An ``EnginePartition`` owns partition *p* of a group's repartition topic.  It applies
 input records (events and barriers), collects output rows with deterministic ids, and
 at the end of a batch seals one changelog record holding everything the batch changed.
-The worker produces that record with the batch's output rows, waits for the broker's
-acknowledgement and only then commits the local database (``PartitionStore.commit``).
+The worker produces that record and the batch's output rows in one transaction with the
+input offsets, and only once it committed writes the local database
+(``PartitionStore.commit``).
 
 Bookkeeping kept in the same state (so it is committed atomically with the engine):
 
@@ -161,9 +162,13 @@ class EnginePartition:
     """Engine, state and Kafka bookkeeping of one partition of one group."""
 
     def __init__(self, group: Group, partition: int, path: Path, upstreams: list[str],
-                 changelog_topic: str, snapshots: SnapshotPolicy | None = None) -> None:
-        """``snapshots``: None writes no snapshots (restore still reads them)."""
+                 changelog_topic: str, snapshots: SnapshotPolicy | None = None,
+                 adjacent: bool = False) -> None:
+        """``snapshots``: None writes no snapshots (restore still reads them).
+        ``adjacent``: records are written without transactions, so each of ours lands
+        right after the previous one; one that does not means another writer."""
         self.group = group
+        self.adjacent = adjacent
         self.snapshots = snapshots
         self.since_snapshot = 0
         self.snapshot_bytes = 0
@@ -186,15 +191,9 @@ class EnginePartition:
         self.progress: tuple[int, str] | None = None
 
     # -- life cycle --------------------------------------------------------------
-    def restore(self, log: ChangelogLog) -> ChangelogRecord | None:
+    def restore(self, log: ChangelogLog) -> None:
         """Bring the local database up to the end of the changelog; build the Engine.
-
-        See the module docstring for where the replay starts.  Returns the last batch
-        record read on the chain: its outputs are re-published by the caller (the crash
-        may have come after the record was written but before its outputs).  None when
-        the chain ends in snapshot parts or the batch before them was not read: a
-        snapshot is only written after its batch's outputs were acknowledged.
-        """
+        See the module docstring for where the replay starts."""
         topic, p = self.changelog_topic, self.partition
         low, end = log.start(topic, p), log.end(topic, p)
         marker = self.store.marker()
@@ -209,7 +208,6 @@ class EnginePartition:
         loaded_any = False
         tally = _Tally()
         current = marker
-        last: ChangelogRecord | None = None
         for offset, value in log.read(topic, p, max(marker, low)):
             rec = ChangelogRecord.decode(value)
             snap = rec.snapshot
@@ -235,7 +233,6 @@ class EnginePartition:
             if offset == marker:  # the record this database reflects
                 if snap is None:
                     tally.passed(rec, len(value))
-                    last = rec
                 else:  # a local marker on a part is on the last part of a complete one
                     tally.completed(snap)
                 continue
@@ -243,9 +240,6 @@ class EnginePartition:
                 continue
             if snap is None:
                 self.store.apply_record(rec.writes, offset)
-                last = rec
-            else:
-                last = None
             tally.passed(rec, len(value))
             current = offset
         if need_snapshot:
@@ -256,7 +250,6 @@ class EnginePartition:
         self.since_snapshot = tally.since
         self.snapshot_bytes = tally.snapshot_bytes
         self.load()
-        return last
 
     def load(self) -> None:
         """(Re)build the Engine and the bookkeeping from the committed state."""
@@ -458,10 +451,10 @@ class EnginePartition:
         return advanced
 
     def _check_offset(self, offset: int, after: int | None = None) -> None:
-        """A record of ours landed at ``offset``: it must follow the last one (transaction
-        markers take offsets, so not necessarily right after it)."""
+        """A record of ours landed at ``offset``: it must follow the last one (right after
+        it unless transaction markers take offsets between)."""
         after = self.cl_offset if after is None else after
-        if offset <= after:
+        if offset <= after or (self.adjacent and offset != after + 1):
             raise RuntimeError(
                 f"changelog {self.changelog_topic}[{self.partition}] has our record at "
                 f"{offset}, not after {after}: another worker writes this partition")

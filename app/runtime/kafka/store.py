@@ -326,20 +326,17 @@ class PartitionStore(RocksStore):
 
 @dataclass
 class ChangelogRecord:
-    """One batch (or one snapshot part) of one engine partition: metadata, state writes
-    and the batch's output.
+    """One batch (or one snapshot part) of one engine partition: metadata and state
+    writes.  The batch's output rows travel in the same transaction, not in the record.
 
     ``prev`` is the offset of the changelog record this one continued from (a chain:
     a record whose ``prev`` is not the last applied offset was written by a stale
-    writer and is ignored on replay).  ``outputs`` are the output records of the batch,
-    re-published after a restart in case the crash came between the two flushes; a
-    snapshot part has none.
+    writer and is ignored on replay).
     """
 
     prev: int
     meta: dict[str, Any] = field(default_factory=dict)
     writes: list[tuple[bytes, bytes | None]] = field(default_factory=list)
-    outputs: list[list[Any]] = field(default_factory=list)
 
     @property
     def snapshot(self) -> dict[str, int] | None:
@@ -347,7 +344,7 @@ class ChangelogRecord:
         return self.meta.get("snapshot")
 
     def encode(self) -> bytes:
-        head = json.dumps({"prev": self.prev, "meta": self.meta, "outputs": self.outputs},
+        head = json.dumps({"prev": self.prev, "meta": self.meta},
                           separators=(",", ":")).encode()
         parts = [_MAGIC, _U32.pack(len(head)), head, _U32.pack(len(self.writes))]
         pack = _U32.pack
@@ -383,7 +380,7 @@ class ChangelogRecord:
             else:
                 writes.append((k, data[i:i + vl]))
                 i += vl
-        return cls(head["prev"], head["meta"], writes, head["outputs"])
+        return cls(head["prev"], head["meta"], writes)
 
 
 def entry_size(key: bytes, value: bytes | None) -> int:

@@ -25,9 +25,8 @@ from app.runtime.catalog import Catalog
 from app.runtime.engine import Engine
 from app.runtime.kafka.config import AppConfig
 from app.runtime.kafka.reader import OutputRow, read_rows
-from app.runtime.kafka.router import headers_dict
+from app.runtime.kafka.router import decode_bundle
 from app.runtime.kafka.runner import KafkaApp, WorkerProcess
-from app.runtime.kafka.worker import decode_repartition
 from operators.contexts.managers import key_text
 
 pytestmark = pytest.mark.kafka
@@ -114,7 +113,7 @@ def test_hash_context_granularity_16(kafka_bootstrap: str) -> None:
         assert _describe_partitions(kafka_bootstrap, topic) == 16
         # records are bundles of the events a router batch sent to one partition
         events = [(m.partition(), r) for m in _read_topic(kafka_bootstrap, topic)
-                  for r in decode_repartition(headers_dict(m.headers()), m.value())
+                  for r in decode_bundle(m.value())
                   if r.kind == "event"]
         assert len(events) == len(sent)
         for partition, r in events:

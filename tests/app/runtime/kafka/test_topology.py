@@ -10,7 +10,16 @@ import pytest
 
 from app.runtime.catalog import NotSupported
 from app.runtime.kafka.config import AppConfig, ConfigError
-from app.runtime.kafka.router import Router, SourceRecord
+from app.runtime.kafka.router import (
+    BUNDLE_MAX_ENTRIES,
+    Routing,
+    barrier_entry,
+    dead_letter_headers,
+    decode_bundle,
+    decode_watermark,
+    encode_bundles,
+    event_entry,
+)
 from app.runtime.kafka.topology import Topology
 from app.statements import ConfigError as FileError
 from app.statements import parse_statement_file
@@ -79,16 +88,40 @@ def test_keyed_partition_is_crc32_of_the_key_text() -> None:
         zlib.crc32(b'["A", 7]') % 6
 
 
-def test_router_sends_events_and_barriers_to_the_keyed_partitions() -> None:
+def test_routing_sends_events_and_barriers_to_the_keyed_partitions() -> None:
     t = plan([KEYED, "context C select count(*) as n from T1"], context_partitions={"C": 4})
-    router = Router(t)
-    out = router.route(SourceRecord("T1", 0, 5, 1000, {}, b'{"custId": "bob", "v": 2}'))
-    assert [(o.topic, o.partition, o.value) for o in out] == [
-        ("kepl.t.repartition.C", zlib.crc32(b"bob") % 4, b'{"custId":"bob","v":2}')]
-    barrier = router.route(SourceRecord("T1", 0, 6, 0, {"kepl.control": b"watermark"},
-                                        b'{"t": 2000, "id": "w1"}'))
-    assert sorted((o.topic, o.partition) for o in barrier) == [
-        ("kepl.t.repartition.C", p) for p in range(4)]
+    routing = Routing(t)
+    type_name, event = routing.decode("T1", None, b'{"custId": "bob", "v": 2}')
+    assert (type_name, event) == ("T1", {"custId": "bob", "v": 2})
+    assert routing.targets("T1", type_name, event) == [
+        ("kepl.t.repartition.C", zlib.crc32(b"bob") % 4)]
+    assert decode_watermark(b'{"t": 2000, "id": "w1"}') == (2000, "w1")
+    assert routing.barrier_targets == [("kepl.t.repartition.C", p) for p in range(4)]
+
+
+@pytest.mark.parametrize(("topic", "header", "value", "message"), [
+    ("T1", None, b"x", "not JSON"),
+    ("T1", None, None, "empty record (no value)"),
+    ("T1", None, b"[1]", "an event of T1 must be a JSON object"),
+    ("T1", b"T9", b"{}", "topic T1 does not carry event type 'T9'"),
+])
+def test_routing_refuses_what_is_not_an_event_of_the_topic(
+        topic: str, header: bytes | None, value: bytes | None, message: str) -> None:
+    from app.runtime.catalog import EventTypeError
+
+    routing = Routing(plan([KEYED, "context C select count(*) as n from T1"]))
+    with pytest.raises(EventTypeError) as e:
+        routing.decode(topic, header, value)
+    assert str(e.value).startswith(message)
+
+
+def test_malformed_watermark_and_dead_letter_headers() -> None:
+    with pytest.raises(ValueError) as e:
+        decode_watermark(b'{"t": 1}')
+    assert str(e.value) == "malformed watermark: 'id'"
+    assert dead_letter_headers([("kepl.type", b"T1"), ("kepl.error", b"old")], "bad", "T1",
+                               2, 17) == [("kepl.type", b"T1"), ("kepl.error", b"bad"),
+                                          ("kepl.source", b"T1/2/17")]
 
 
 def test_hash_context_group_and_its_tables() -> None:
@@ -176,33 +209,31 @@ def test_global_table_used_from_one_single_partition_group() -> None:
              context_partitions={"C": 4})
 
 
-def test_router_batch_travels_as_bundles_in_order() -> None:
-    from app.runtime.kafka.router import BUNDLE_MAX_BYTES, OutRecord, bundle
-    from app.runtime.kafka.worker import decode_repartition
-
+def test_a_batch_travels_as_bundles_in_order() -> None:
     t = plan([KEYED, "context C select count(*) as n from T1"], context_partitions={"C": 2})
-    router = Router(t)
-    outs: list[OutRecord] = []
-    for i in range(3000):
-        cust = f"c{i % 7}"
-        outs += router.route(SourceRecord("T1", 0, i, 1000 + i, {}, json.dumps(
-            {"custId": cust, "v": i}).encode()))
-    outs += router.route(SourceRecord("T1", 0, 3000, 0, {"kepl.control": b"watermark"},
-                                      b'{"t": 5000, "id": "w1"}'))
-    outs.append(router.dead_letter(SourceRecord("T1", 0, 3001, 0, {}, b"x"), "bad"))
-    bundles = bundle(outs, {"kepl.t.repartition.C"})
-    assert bundles[0].topic == "kepl.t.dlq"
-    assert all(len(b.value) <= BUNDLE_MAX_BYTES for b in bundles[1:])
-    assert len(bundles) < 40
+    routing = Routing(t)
+    lanes: dict[tuple[str, int], list[Any]] = {}
+    for i in range(5000):
+        type_name, event = routing.decode("T1", None, json.dumps(
+            {"custId": f"c{i % 7}", "v": i}).encode())
+        for target in routing.targets("T1", type_name, event):
+            lanes.setdefault(target, []).append(
+                event_entry(type_name, "T1:0", i, 1000 + i, None, event))
+    for target in routing.barrier_targets:
+        lanes.setdefault(target, []).append(barrier_entry("T1:0", 5000, 5000, "w1"))
     for p in (0, 1):
-        mine = [b for b in bundles if b.topic == "kepl.t.repartition.C" and b.partition == p]
-        got = [r for b in mine for r in decode_repartition(dict(b.headers), b.value)]
-        want = [o for o in outs if o.topic == "kepl.t.repartition.C" and o.partition == p]
+        entries = lanes[("kepl.t.repartition.C", p)]
+        values = encode_bundles(entries)
+        assert len(values) == -(-len(entries) // BUNDLE_MAX_ENTRIES)
+        assert all(len(v) < 1024 * 1024 for v in values)
+        got = [r for n, v in enumerate(values)
+               for r in decode_bundle(v, f"kepl.t.repartition.C:{p}", n)]
         assert [(r.kind, r.type_name, r.upstream, r.offset, r.ts, r.payload) for r in got] == [
-            (dict(o.headers)["kepl.kind"].decode(), dict(o.headers).get("kepl.type", b"")
-             .decode(), "T1:0", int(dict(o.headers)["kepl.offset"]),
-             int(dict(o.headers).get("kepl.ts", b"0")), json.loads(o.value)) for o in want]
+            tuple(e[:5]) + (e[6],) for e in entries]
         assert got[-1].kind == "barrier" and got[-1].payload == {"t": 5000, "id": "w1"}
+        assert {r.via for r in got} == {f"kepl.t.repartition.C:{p}"}
+        assert [r.payload["custId"] for r in got if r.kind == "event"] == [
+            f"c{i % 7}" for i in range(5000) if zlib.crc32(f"c{i % 7}".encode()) % 2 == p]
 
 
 def test_global_variable_assigned_in_one_group_and_read_in_another_is_refused() -> None:
