@@ -15,7 +15,6 @@ from typing import Any
 import orjson
 
 
-
 def loads(data: bytes) -> Any:
     """Parse JSON; what orjson refuses goes through the standard library, which also
     takes ``NaN`` and ``Infinity`` and words its errors as the embedded runtime does."""

@@ -155,7 +155,8 @@ def test_context_partitions_must_name_a_keyed_context(
     ([1], "'context_partitions' must map keyed context names to partition counts"),
     ({"C": 0}, "'context_partitions.C' must be an integer from 1 to 10000 or 'source', got 0"),
     ({"C": "4"}, "'context_partitions.C' must be an integer from 1 to 10000 or 'source', got '4'"),
-    ({"C": True}, "'context_partitions.C' must be an integer from 1 to 10000 or 'source', got True"),
+    ({"C": True},
+     "'context_partitions.C' must be an integer from 1 to 10000 or 'source', got True"),
 ])
 def test_context_partitions_shape(raw: Any, message: str) -> None:
     with pytest.raises(ConfigError) as e:
