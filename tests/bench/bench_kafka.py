@@ -1,71 +1,314 @@
-"""Kafka mode end to end (prints figures, not a test): events/s through router and engine.
+"""The Kafka data plane, end to end on one broker (prints figures and ratios, not a test).
 
-Produces N events to a fresh app's source topic, publishes a watermark after them and
-waits until the worker reports it processed everything (progress topic), for a filter
-statement and for ``count(*)``/``sum`` over ``#length(1000)``.  Uses
-``KAFKA_BOOTSTRAP_SERVERS`` when set, else the local broker (started if needed).
+Every row of the table drains the same kind of backlog: N JSON events (1,000 accounts,
+keyed by account) in a source topic of 4 partitions, on the broker this machine runs.
 
-Run: .venv/bin/python tests/bench/bench_kafka.py [N]
+- ``raw``: confluent-kafka ``consume(1000)``, JSON decode, count and sum per key: what
+  the client library alone reads (the ratios' denominator).
+- ``faust``: a minimal faust-streaming agent doing the same job (``faust_agent.py``).
+- kepl jobs with 1 and 2 workers, exactly-once and at-least-once: the workers start, take
+  their partitions and restore, are stopped (SIGSTOP) while the backlog is produced, and
+  are timed from SIGCONT until the progress topic reports the closing watermark.
+
+Then, for jobs whose rows do not wait on time, latency at half the measured rate: events
+carry their send time, a ``read_committed`` reader takes the time a row becomes visible.
+
+Run: .venv/bin/python tests/bench/bench_kafka.py [--events N] [--quick]
+(``KAFKA_BOOTSTRAP_SERVERS`` when set, else the local broker, started when needed.)
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
+import signal
+import statistics
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 import uuid
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from app.kafka import local_broker
 from app.runtime.kafka.config import AppConfig
-from app.runtime.kafka.reader import RowReader
-from app.runtime.kafka.runner import KafkaApp
+from app.runtime.kafka.runner import KafkaApp, WorkerProcess
+from app.runtime.kafka.topology import ensure_topics
 
-STATEMENTS = {
-    "filter": "select * from Withdrawal(amount >= 200)",
-    "length_agg": "select count(*) as cnt, sum(amount) as total from Withdrawal#length(1000)",
+PARTITIONS = 4
+ACCOUNTS = 1000
+SCHEMAS = {"Withdrawal": {"account": "string", "amount": "double", "sent": "long"}}
+KEYED = "create context ByAccount partition by account from Withdrawal"
+HASHED = ("create context ByHash coalesce by consistent_hash_crc32(account) from Withdrawal "
+          "granularity 16")
+
+JOBS: dict[str, dict[str, Any]] = {
+    "filter": {"statements": ["select * from Withdrawal(amount >= 200)"], "latency": True},
+    "keyed count/sum #length(100)": {
+        "statements": [KEYED, "context ByAccount select account, count(*) as cnt, "
+                              "sum(amount) as total, max(sent) as sent "
+                              "from Withdrawal#length(100)"],
+        "context_partitions": {"ByAccount": 4}, "latency": True},
+    "keyed, source-partitioned": {
+        "statements": [KEYED, "context ByAccount select account, count(*) as cnt, "
+                              "sum(amount) as total, max(sent) as sent "
+                              "from Withdrawal#length(100)"],
+        "context_partitions": {"ByAccount": "source"}, "latency": True},
+    "#time(10 sec) output every 1 sec": {
+        "statements": ["select account, count(*) as cnt, sum(amount) as total "
+                       "from Withdrawal#time(10 sec) group by account "
+                       "output last every 1 sec"], "latency": False},
+    "hash context (16) count/sum": {
+        "statements": [HASHED, "context ByHash select account, count(*) as cnt, "
+                               "sum(amount) as total from Withdrawal group by account"],
+        "latency": False},
 }
 
 
 def bootstrap() -> str:
-    env = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
-    if env:
-        return env
-    return local_broker.start().bootstrap
+    return os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or local_broker.start().bootstrap
 
 
-def run(bs: str, name: str, epl: str, n: int) -> tuple[float, float, int]:
-    """(seconds from first send to all processed, worker start-up seconds, rows)."""
-    app = f"bench-{name}-{uuid.uuid4().hex[:6]}"
-    config = AppConfig.from_dict({
-        "app": app, "schemas": {"Withdrawal": {"account": "string", "amount": "double"}},
-        "topics": {"Withdrawal": f"{app}.withdrawal"},
-        "statements": [{"name": name, "epl": epl}]})
-    t0 = time.perf_counter()
-    kapp = KafkaApp(config, bs, start=True)
-    kapp.settle(timeout_s=120)
-    started = time.perf_counter() - t0
-    reader = RowReader(bs, [config.output_topic(name)])
-    try:
-        t1 = time.perf_counter()
-        for i in range(n):
-            kapp.send("Withdrawal", {"account": f"A{i % 100}", "amount": float(i % 400)})
-        kapp.settle(timeout_s=600)
-        elapsed = time.perf_counter() - t1
-        rows = len(reader.read_available())
-        return elapsed, started, rows
-    finally:
+def event(i: int, sent_ms: int) -> tuple[bytes, bytes]:
+    account = f"A{(i * 7919) % ACCOUNTS}"
+    value = json.dumps({"account": account, "amount": float(i % 400), "sent": sent_ms})
+    return account.encode(), value.encode()
+
+
+def produce_backlog(bs: str, topic: str, n: int, tick: Any = None) -> None:
+    """``n`` events keyed by account; ``tick(i)`` after every 10,000 (watermarks)."""
+    p = Producer({"bootstrap.servers": bs, "linger.ms": 20, "batch.size": 1 << 20,
+                  "queue.buffering.max.messages": 1_000_000, "log_level": 3})
+    for i in range(n):
+        key, value = event(i, 0)
+        while True:
+            try:
+                p.produce(topic, value, key=key, timestamp=1 + i // 20)
+                break
+            except BufferError:
+                p.poll(0.05)
+        if tick is not None and i % 10_000 == 9_999:
+            p.flush(60)
+            tick(i)
+    p.flush(60)
+
+
+# -- baselines ---------------------------------------------------------------------
+
+
+def raw_rate(bs: str, topic: str, n: int) -> float:
+    """confluent-kafka alone: consume(1000), JSON, count/sum per key."""
+    c = Consumer({"bootstrap.servers": bs, "group.id": f"raw-{uuid.uuid4().hex}",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                  "fetch.max.bytes": 64 << 20, "log_level": 3})
+    c.subscribe([topic])
+    counts: dict[str, list[float]] = {}
+    seen = 0
+    t0 = 0.0
+    while seen < n:
+        msgs = c.consume(1000, 1.0)
+        if msgs and not t0:
+            t0 = time.perf_counter()
+        for m in msgs:
+            if m.error() is not None:
+                continue
+            e = json.loads(m.value())
+            s = counts.setdefault(e["account"], [0, 0.0])
+            s[0] += 1
+            s[1] += e["amount"]
+            seen += 1
+    elapsed = time.perf_counter() - t0
+    c.close()
+    return n / elapsed
+
+
+def faust_rate(bs: str, topic: str, n: int) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        result = Path(tmp) / "result.json"
+        env = {**os.environ, "BENCH_BOOTSTRAP": bs, "BENCH_TOPIC": topic,
+               "BENCH_EVENTS": str(n), "BENCH_RESULT": str(result), "BENCH_DIR": tmp}
+        proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("faust_agent.py")), "worker",
+             "-l", "warning"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            cwd=tmp)
+        try:
+            proc.wait(600)
+        finally:
+            proc.kill()
+        got = json.loads(result.read_text())
+        return got["events"] / got["seconds"]
+
+
+# -- kepl --------------------------------------------------------------------------
+
+
+def app_config(job: dict[str, Any], guarantee: str) -> AppConfig:
+    name = f"bench-{uuid.uuid4().hex[:8]}"
+    return AppConfig.from_dict({
+        "app": name, "schemas": SCHEMAS, "topics": {"Withdrawal": f"{name}.withdrawal"},
+        "partitions": PARTITIONS, "processing_guarantee": guarantee,
+        "context_partitions": job.get("context_partitions", {}),
+        "statements": [{"name": f"s{i}", "epl": e} for i, e in enumerate(job["statements"])]})
+
+
+class Run:
+    """An app with ``workers`` workers, ready (partitions taken) when constructed."""
+
+    def __init__(self, bs: str, job: dict[str, Any], guarantee: str, workers: int) -> None:
+        self.config = app_config(job, guarantee)
+        self.kapp = KafkaApp(self.config, bs)
+        self.workers = [self.kapp.worker] + [
+            WorkerProcess(self.config, bs, self._dir(i)) for i in range(1, workers)]
+        for w in self.workers:
+            w.start()
+        self.kapp.settle(timeout_s=120)
+        time.sleep(0.5 * (workers - 1))  # a late joiner's rebalance settles too
+        self.kapp.settle(timeout_s=120)
+
+    def _dir(self, i: int) -> Path:
+        d = self.kapp.workdir / f"w{i}"
+        d.mkdir()
+        return d
+
+    def signal(self, sig: int) -> None:
+        for w in self.workers:
+            assert w.proc is not None
+            os.kill(w.proc.pid, sig)
+
+    def drain_rate(self, n: int, timed: bool) -> float:
+        """Events/s through the stopped workers' backlog of ``n`` events."""
+        self.signal(signal.SIGSTOP)
+        t = [0]
+
+        def tick(i: int) -> None:
+            if timed:
+                t[0] += 1000
+                self.kapp.advance(t[0])
+
+        try:
+            produce_backlog(self.kapp.bootstrap, self.config.topic_of("Withdrawal"), n, tick)
+        finally:
+            self.signal(signal.SIGCONT)
+        t0 = time.perf_counter()
+        self.kapp.now = t[0] + 1000
+        self.kapp.settle(timeout_s=600)
+        return n / (time.perf_counter() - t0)
+
+    def latency(self, rate: float, seconds: float) -> tuple[float, float, int]:
+        """(p50 ms, p99 ms, rows) at ``rate`` events/s."""
+        topics = [self.config.output_topic(s) for s in self.kapp.topology.output_topics()]
+        lat: list[float] = []
+        stop = threading.Event()
+        reader = Consumer({"bootstrap.servers": self.kapp.bootstrap,
+                           "group.id": f"lat-{uuid.uuid4().hex}", "log_level": 3,
+                           "auto.offset.reset": "latest", "enable.auto.commit": False,
+                           "isolation.level": "read_committed", "fetch.wait.max.ms": 5})
+        reader.assign([TopicPartition(t, p, -1) for t in topics for p in range(16)
+                       if p < self._partitions(t)])
+
+        def read() -> None:
+            while not stop.is_set():
+                for m in reader.consume(1000, 0.05):
+                    if m.error() is None:
+                        now = time.time() * 1000
+                        sent = json.loads(m.value()).get("sent")
+                        if sent:
+                            lat.append(now - sent)
+
+        th = threading.Thread(target=read)
+        th.start()
+        time.sleep(1.0)
+        p = Producer({"bootstrap.servers": self.kapp.bootstrap, "linger.ms": 1,
+                      "log_level": 3})
+        topic = self.config.topic_of("Withdrawal")
+        t0 = time.perf_counter()
+        i = 0
+        while (el := time.perf_counter() - t0) < seconds:
+            due = int(el * rate)
+            while i < due:
+                key, value = event(i, int(time.time() * 1000))
+                p.produce(topic, value, key=key)
+                i += 1
+            p.poll(0)
+            time.sleep(0.002)
+        p.flush(30)
+        time.sleep(1.0)
+        stop.set()
+        th.join()
         reader.close()
-        kapp.close(graceful=False)
-        kapp.delete_topics()
+        lat.sort()
+        if not lat:
+            return float("nan"), float("nan"), 0
+        return (statistics.median(lat), lat[min(len(lat) - 1, int(0.99 * len(lat)))],
+                len(lat))
+
+    def _partitions(self, topic: str) -> int:
+        return next(n for t, n in self.kapp.topology.output_topics().values() if t == topic)
+
+    def close(self) -> None:
+        for w in self.workers[1:]:
+            w.kill()
+        self.kapp.close(graceful=False)
+        self.kapp.delete_topics()
 
 
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 50_000
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=200_000)
+    ap.add_argument("--quick", action="store_true", help="1 worker, exactly-once only")
+    ap.add_argument("--jobs", default="", help="comma-separated job name prefixes")
+    args = ap.parse_args()
+    n = args.events
     bs = bootstrap()
-    for name, epl in STATEMENTS.items():
-        elapsed, started, rows = run(bs, name, epl, n)
-        print(f"{name:<11} {n:,} events in {elapsed:.2f} s: {n / elapsed:>9,.0f} ev/s "
-              f"end to end ({rows:,} output rows; worker ready in {started:.1f} s)")
+    print(f"kepl Kafka data plane: {n:,} events, {PARTITIONS} source partitions, "
+          f"{ACCOUNTS} keys, broker {bs}, {os.cpu_count()} cores\n", flush=True)
+
+    base = f"bench-base-{uuid.uuid4().hex[:8]}"
+    ensure_topics(bs, {base: (PARTITIONS, {})})
+    produce_backlog(bs, base, n)
+    raw = raw_rate(bs, base, n)
+    rows: list[tuple[str, float]] = [("confluent-kafka consume(1000) + JSON + count/sum", raw)]
+    print(f"{rows[0][0]:<58} {raw:>9,.0f} ev/s  1.00x raw", flush=True)
+    fa = faust_rate(bs, base, n)
+    print(f"{'faust-streaming agent, take(1000), same job':<58} {fa:>9,.0f} ev/s  "
+          f"{fa / raw:.2f}x raw", flush=True)
+
+    print(f"\n{'kepl job':<34} {'guarantee':<14} {'workers':>7} {'ev/s':>9} {'x raw':>6} "
+          f"{'x faust':>7}", flush=True)
+    best: dict[str, float] = {}
+    for name, job in JOBS.items():
+        if args.jobs and not any(name.startswith(j) for j in args.jobs.split(",")):
+            continue
+        for guarantee in ("exactly_once",) if args.quick else ("exactly_once",
+                                                               "at_least_once"):
+            for workers in (1,) if args.quick else (1, 2):
+                run = Run(bs, job, guarantee, workers)
+                try:
+                    rate = run.drain_rate(n, timed=not job["latency"])
+                finally:
+                    run.close()
+                if workers == 1 and guarantee == "exactly_once":
+                    best[name] = rate
+                print(f"{name:<34} {guarantee:<14} {workers:>7} {rate:>9,.0f} "
+                      f"{rate / raw:>6.2f} {rate / fa:>7.2f}", flush=True)
+
+    print(f"\n{'latency at half the 1-worker rate':<34} {'rate':>9} {'p50 ms':>8} "
+          f"{'p99 ms':>8} {'rows':>7}", flush=True)
+    for name, job in JOBS.items():
+        if not job["latency"] or name not in best:
+            continue
+        run = Run(bs, job, "exactly_once", 1)
+        try:
+            rate = best[name] / 2
+            p50, p99, got = run.latency(rate, 5.0)
+        finally:
+            run.close()
+        print(f"{name:<34} {rate:>9,.0f} {p50:>8.1f} {p99:>8.1f} {got:>7}", flush=True)
 
 
 if __name__ == "__main__":
