@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 Key = Any
 ChangelogSink = Callable[[bytes, bytes | None], None]
 
@@ -82,12 +84,29 @@ def decode_key(data: bytes) -> Key:
 
 
 def encode_value(value: Any) -> bytes:
-    """The one value codec: compact JSON."""
-    return json.dumps(value, separators=(",", ":")).encode()
+    """The one value codec: compact JSON (orjson).  What orjson cannot write as it is
+    (NaN and infinities, integer dict keys, integers beyond 64 bits) is written by the
+    standard library after a leading space, which ``decode_value`` reads the same way."""
+    try:
+        out = orjson.dumps(value)
+    except TypeError:
+        return b" " + json.dumps(value, separators=(",", ":")).encode()
+    if b"null" in out and _non_finite(value):
+        return b" " + json.dumps(value, separators=(",", ":")).encode()
+    return out
 
 
 def decode_value(data: bytes) -> Any:
-    return json.loads(data)
+    if data[:1] == b" ":
+        return json.loads(data)
+    return orjson.loads(data)
+
+
+def _non_finite(value: Any) -> bool:
+    """Whether a value holds NaN or an infinity (orjson wrote ``null`` for it).  Their
+    repr is ``nan``/``inf``; a string holding those letters only costs the slower path."""
+    r = repr(value)
+    return "nan" in r or "inf" in r
 
 
 class MemoryNamespace:

@@ -134,7 +134,7 @@ def faust_rate(bs: str, topic: str, n: int) -> float:
                "BENCH_EVENTS": str(n), "BENCH_RESULT": str(result), "BENCH_DIR": tmp}
         proc = subprocess.Popen(
             [sys.executable, str(Path(__file__).with_name("faust_agent.py")), "worker",
-             "-l", "warning"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+             "-l", "warn"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             cwd=tmp)
         try:
             proc.wait(600)

@@ -4,7 +4,7 @@ It reads JSON events from one topic and keeps a count and a sum per key, in batc
 (``stream.take``), and writes ``{"events", "seconds"}`` (first to last event handled) to
 the file named by ``BENCH_RESULT`` once ``BENCH_EVENTS`` events were seen.
 
-Run by the bench: python tests/bench/faust_agent.py worker -l warning
+Run by the bench: python tests/bench/faust_agent.py worker -l warn
 (environment: BENCH_BOOTSTRAP, BENCH_TOPIC, BENCH_EVENTS, BENCH_RESULT, BENCH_DIR)
 """
 

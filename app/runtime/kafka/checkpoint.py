@@ -70,6 +70,7 @@ class Checkpoint:
         self.exactly_once = transactional_id is not None
         self.producer = Producer(producer_config(bootstrap, transactional_id))
         self._produce = self.producer.produce
+        self._default_cb: OnDelivery | None = None if self.exactly_once else self._check
         self.open = False
         self.records = 0
         self.errors: list[str] = []
@@ -83,19 +84,22 @@ class Checkpoint:
     def produce(self, topic: str, value: bytes, partition: int,
                 headers: Headers | None = None, key: bytes | None = None,
                 on_delivery: OnDelivery | None = None) -> None:
-        """Add a record to the current checkpoint."""
+        """Add a record to the current checkpoint.
+
+        Under exactly-once a record without ``on_delivery`` gets no delivery callback: a
+        record that fails makes the transaction abortable, and its commit raises.
+        """
         if not self.open:
             self.begin()
         self.records += 1
+        cb = on_delivery or self._default_cb
         try:
-            self._produce(topic, value, key, partition, on_delivery or self._check,
-                          headers=headers)
+            self._produce(topic, value, key, partition, cb, headers=headers)
         except BufferError:
             while True:
                 self.producer.poll(0.05)
                 try:
-                    self._produce(topic, value, key, partition, on_delivery or self._check,
-                                  headers=headers)
+                    self._produce(topic, value, key, partition, cb, headers=headers)
                     return
                 except BufferError:
                     continue

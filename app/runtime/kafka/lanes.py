@@ -23,8 +23,8 @@ from app.runtime.engine import Engine
 from app.runtime.kafka import codec
 from app.runtime.plan import StatementPlan
 
-Emit = Callable[[str, str, str, int, int, Any], None]
-"""emit(statement, stream, context partition, time, sequence, row)."""
+Emit = Callable[[str, str, str, int, int, Any, int], None]
+"""emit(statement, stream, context partition, time, sequence, row, source partition)."""
 
 
 @dataclass(slots=True)
@@ -95,7 +95,7 @@ class Lane:
             c = self.cursor
             for stmt, stream, row in rows:
                 c.seq += 1
-                self._emit(stmt, stream, self.cp, c.now, c.seq, row)
+                self._emit(stmt, stream, self.cp, c.now, c.seq, row, self.partition)
             rows.clear()
 
     def advance(self, t: int, wid: str) -> None:

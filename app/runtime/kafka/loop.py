@@ -79,6 +79,8 @@ EXIT_FENCED = 3
 CRASH_EXIT_CODE = 70
 
 _W = b"watermark"
+_INSERT = (H_STREAM, b"insert")
+_REMOVE = (H_STREAM, b"remove")
 
 
 def _tp(name: str) -> tuple[str, int]:
@@ -128,6 +130,8 @@ class Worker:
                            for s in g.statements}
         self.out_topics.update({p.name: cfg.output_topic(p.name) for p in topology.lanes})
         self.out_parts = {s: n for s, (_, n) in topology.output_topics().items()}
+        self.row_meta = {s: (self.out_topics[s], self.out_parts[s], (H_STATEMENT, s.encode()),
+                             s.encode()) for s in self.out_topics}
         self.routed = topology.routed_groups()
         self.repartition = {cfg.repartition_topic(g.name): g for g in self.routed}
         self.direct = [g for g in topology.active_groups() if g.direct]
@@ -141,6 +145,8 @@ class Worker:
         for p in topology.lanes:
             topic = cfg.topic_of(p.pipeline.stream.type_name)
             self.lane_plans.setdefault(topic, list(declarations)).append(p)
+        self.routes = {t: self.routing.routes(t) for t in cfg.source_topics}
+        self.upstream_names: dict[tuple[str, int], str] = {}
         self.direct_of: dict[str, list[Group]] = {
             t: [g for g in self.direct if t in g.topics] for t in cfg.source_topics}
         # state of the current assignment
@@ -276,9 +282,13 @@ class Worker:
                     type_hdr = v
                 elif k == H_SEQ:
                     seq = v
-        upstream = f"{topic}:{p}"
+        upstream = self.upstream_names.get(key) or self.upstream_names.setdefault(
+            key, f"{topic}:{p}")
         if control == _W:
             self._barrier(m, topic, p, upstream, off, fresh, cur)
+            return
+        direct = self.direct_of[topic]
+        if not fresh and not direct:
             return
         try:
             type_name, event = self.routing.decode(topic, type_hdr, m.value())
@@ -287,8 +297,6 @@ class Worker:
                 self._dead_letter(m, str(e) or type(e).__name__)
                 cur.applied = off
             return
-        ts = m.timestamp()[1]
-        seq_n = int(seq) if seq is not None else None
         self.stats["events"] += 1
         if fresh:
             lane = self.lanes.get(key)
@@ -297,16 +305,19 @@ class Worker:
                     lane.send(type_name, event)
                 except Exception as e:  # noqa: BLE001 - a statement failing on one event
                     self._dead_letter(m, f"engine error: {type(e).__name__}: {e}")
-            targets = self.routing.targets(topic, type_name, event)
-            if targets:
-                entry = event_entry(type_name, upstream, off, ts, seq_n, event)
-                for target in targets:
-                    self.bundles.setdefault(target, []).append(entry)
+            if self.routes[topic]:
+                targets = self.routing.targets(topic, type_name, event)
+                if targets:
+                    entry = event_entry(type_name, upstream, off, m.timestamp()[1],
+                                        int(seq) if seq is not None else None, event)
+                    for target in targets:
+                        self.bundles.setdefault(target, []).append(entry)
             cur.applied = off
-        for g in self.direct_of[topic]:
+        for g in direct:
             if type_name in g.types:
                 self.pending.setdefault((g.name, p), []).append(
-                    InRecord("event", upstream, off, type_name, ts, seq_n, event, b"",
+                    InRecord("event", upstream, off, type_name, m.timestamp()[1],
+                             int(seq) if seq is not None else None, event, b"",
                              upstream, off))
 
     def _barrier(self, m: Any, topic: str, p: int, upstream: str, off: int, fresh: bool,
@@ -353,18 +364,15 @@ class Worker:
         self.checkpoint.produce(self.config.dlq_topic, m.value() or b"", 0, headers)
 
     # -- output --------------------------------------------------------------------
-    def _emit_lane(self, topic: str, p: int) -> Callable[..., None]:
-        def emit(stmt: str, stream: str, cp: str, now: int, seq: int, row: Any) -> None:
-            self._row(stmt, stream, cp, now, seq, row, p)
-        return emit
-
     def _row(self, stmt: str, stream: str, cp: str, now: int, seq: int, row: Any,
              p: int) -> None:
+        """One output record: the row as JSON, keyed by its context partition."""
+        topic, parts, h_stmt, stmtb = self.row_meta[stmt]
         cpb = cp.encode()
         self.checkpoint.produce(
-            self.out_topics[stmt], codec.dumps(row), p % self.out_parts[stmt],
-            [(H_STATEMENT, stmt.encode()), (H_STREAM, stream.encode()), (H_PARTITION, cpb),
-             (H_TIME, str(now).encode()), (H_ID, f"{stmt}/{cp}/{seq}".encode())], cpb)
+            topic, codec.dumps(row), p % parts,
+            [h_stmt, _INSERT if stream == "insert" else _REMOVE, (H_PARTITION, cpb),
+             (H_TIME, b"%d" % now), (H_ID, b"%s/%s/%d" % (stmtb, cpb, seq))], cpb)
 
     # -- checkpoint ------------------------------------------------------------------
     def commit(self) -> None:
@@ -571,7 +579,7 @@ class Worker:
 
     def _open_lane(self, key: tuple[str, int], cur: LaneCursor) -> None:
         self.lanes[key] = Lane(self.lane_plans[key[0]], key[1], cur,
-                               self._emit_lane(*key))
+                               self._row)
 
     def _restore(self, g: Group, p: int) -> EnginePartition:
         t0 = time.monotonic()

@@ -1,7 +1,7 @@
 """The routing stage: what a source record is, and where it goes.  Pure logic, no I/O.
 
 - An event record is decoded (a JSON object) and checked against its type with
-  ``coerce_event``; ``Routing.targets`` names the repartition partition of every routed
+  ``event_coercer``; ``Routing.targets`` names the repartition partition of every routed
   group that consumes its type.  A record that fails goes to the dead-letter topic with
   the original bytes and headers ``kepl.error`` (the reason) and ``kepl.source``
   (``topic/partition/offset``): ``dead_letter_headers``.
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.runtime.catalog import Catalog, EventTypeError, coerce_event
+from app.runtime.catalog import Catalog, EventTypeError, event_coercer
 from app.runtime.kafka import codec
 from app.runtime.kafka.partition import InRecord
 from app.runtime.kafka.topology import Group, Topology
@@ -58,6 +58,7 @@ class Routing:
         cfg = topology.config
         self.catalog: Catalog = topology.catalog
         self.types_of = {t: cfg.types_of_topic(t) for t in cfg.source_topics}
+        self.coerce = {t: event_coercer(self.catalog, t) for t in cfg.schemas}
         routed = topology.routed_groups()
         self.barrier_targets = [(cfg.repartition_topic(g.name), q)
                                 for g in routed for q in range(g.partitions)]
@@ -91,7 +92,11 @@ class Routing:
             raise EventTypeError(f"not JSON: {e}") from None
         if not isinstance(raw, dict):
             raise EventTypeError(f"an event of {type_name} must be a JSON object")
-        return type_name, coerce_event(self.catalog, type_name, raw)
+        return type_name, self.coerce[type_name](raw)
+
+    def routes(self, topic: str) -> bool:
+        """Whether some routed group takes events of ``topic``."""
+        return bool(self._route_of[topic])
 
     def targets(self, topic: str, type_name: str,
                 event: dict[str, Any]) -> list[tuple[str, int]]:
