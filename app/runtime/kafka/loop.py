@@ -72,7 +72,12 @@ commits; ``after_flush``: after it committed, before the local databases are wri
 or ``mid_snapshot`` (the first part of the n-th snapshot of several parts is written)."""
 COMMIT_INTERVAL_ENV = "KEPL_COMMIT_INTERVAL_MS"
 DEFAULT_COMMIT_INTERVAL_MS = 100
+"""A checkpoint at least this often while input keeps coming (Kafka Streams' EOS value)."""
+CAUGHT_UP_COMMIT_MS = 20
+"""Once a consume call drained what was there, a checkpoint after this long already:
+rows become visible soon at moderate load, and a backlog still commits per interval."""
 CONSUME_BATCH = 2000
+CONSUME_TIMEOUT_S = 0.01
 MAX_CHECKPOINT_RECORDS = 50_000
 """Input records per checkpoint at most (bounds a changelog record)."""
 EXIT_FENCED = 3
@@ -105,6 +110,7 @@ class Worker:
         self.changelog = KafkaChangelog(bootstrap)
         interval = os.environ.get(COMMIT_INTERVAL_ENV, "").strip()
         self.interval_s = (int(interval) if interval else DEFAULT_COMMIT_INTERVAL_MS) / 1000
+        self.caught_up_s = min(self.interval_s, CAUGHT_UP_COMMIT_MS / 1000)
         eos = config.processing_guarantee == "exactly_once"
         self.checkpoint = Checkpoint(bootstrap, identity if eos else None)
         self.consumer = Consumer({
@@ -216,17 +222,19 @@ class Worker:
 
     def step(self) -> None:
         """One consume batch, then a checkpoint when one is due."""
-        msgs = self.consumer.consume(CONSUME_BATCH, 0.05)
+        msgs = self.consumer.consume(CONSUME_BATCH, CONSUME_TIMEOUT_S)
         if self._callback_error is not None:
             err, self._callback_error = self._callback_error, None
             raise err
         if msgs:
             self.handle(msgs)
         self.checkpoint.poll()
-        if (self.checkpoint.open or self.progress_due or self.lane_progress
-                or self._dirty_offsets()) and (
-                self.since_commit >= MAX_CHECKPOINT_RECORDS
-                or time.monotonic() - self.last_commit >= self.interval_s):
+        if not (self.checkpoint.open or self.progress_due or self.lane_progress
+                or self._dirty_offsets()):
+            return
+        elapsed = time.monotonic() - self.last_commit
+        if (elapsed >= self.interval_s or self.since_commit >= MAX_CHECKPOINT_RECORDS
+                or (len(msgs) < CONSUME_BATCH and elapsed >= self.caught_up_s)):
             self.commit()
 
     def _dirty_offsets(self) -> bool:
