@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 KEPL   := $(VENV)/bin/kepl
 
-.PHONY: demo test install lint bench scenarios broker-start broker-stop clean
+.PHONY: demo test install lint bench bench-kafka scenarios broker-start broker-stop clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,9 @@ lint: install
 
 bench: install
 	$(PY) tests/bench/bench_embedded.py
+
+bench-kafka: install
+	$(PY) tests/bench/bench_kafka.py
 
 broker-start: install
 	$(KEPL) kafka start
