@@ -127,19 +127,27 @@ def raw_rate(bs: str, topic: str, n: int) -> float:
     return n / elapsed
 
 
-def faust_rate(bs: str, topic: str, n: int) -> float:
+def faust_rate(bs: str, topic: str, n: int) -> float | None:
+    """The faust agent's rate, or None (and why, on stderr) when it did not finish."""
     with tempfile.TemporaryDirectory() as tmp:
         result = Path(tmp) / "result.json"
         env = {**os.environ, "BENCH_BOOTSTRAP": bs, "BENCH_TOPIC": topic,
                "BENCH_EVENTS": str(n), "BENCH_RESULT": str(result), "BENCH_DIR": tmp}
-        proc = subprocess.Popen(
-            [sys.executable, str(Path(__file__).with_name("faust_agent.py")), "worker",
-             "-l", "warn"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            cwd=tmp)
-        try:
-            proc.wait(600)
-        finally:
-            proc.kill()
+        with open(Path(tmp) / "faust.log", "wb") as log:
+            proc = subprocess.Popen(
+                [sys.executable, str(Path(__file__).with_name("faust_agent.py")), "worker",
+                 "-l", "info"], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
+            try:
+                proc.wait(max(120, n // 2000))
+            except subprocess.TimeoutExpired:
+                pass
+            finally:
+                proc.kill()
+        if not result.exists():
+            tail = (Path(tmp) / "faust.log").read_text(errors="replace").splitlines()[-15:]
+            print("faust agent did not finish; its log ends:\n  " + "\n  ".join(tail),
+                  file=sys.stderr)
+            return None
         got = json.loads(result.read_text())
         return got["events"] / got["seconds"]
 
@@ -282,8 +290,11 @@ def main() -> None:
     rows: list[tuple[str, float]] = [("confluent-kafka consume(1000) + JSON + count/sum", raw)]
     print(f"{rows[0][0]:<58} {raw:>9,.0f} ev/s  1.00x raw", flush=True)
     fa = faust_rate(bs, base, n)
-    print(f"{'faust-streaming agent, take(1000), same job':<58} {fa:>9,.0f} ev/s  "
-          f"{fa / raw:.2f}x raw", flush=True)
+    if fa is None:
+        print(f"{'faust-streaming agent, take(1000), same job':<58} did not finish")
+    else:
+        print(f"{'faust-streaming agent, take(1000), same job':<58} {fa:>9,.0f} ev/s  "
+              f"{fa / raw:.2f}x raw", flush=True)
 
     print(f"\n{'kepl job':<34} {'guarantee':<14} {'workers':>7} {'ev/s':>9} {'x raw':>6} "
           f"{'x faust':>7}", flush=True)
@@ -301,8 +312,9 @@ def main() -> None:
                     run.close()
                 if workers == 1 and guarantee == "exactly_once":
                     best[name] = rate
+                vs_faust = f"{rate / fa:>7.2f}" if fa else f"{'-':>7}"
                 print(f"{name:<34} {guarantee:<14} {workers:>7} {rate:>9,.0f} "
-                      f"{rate / raw:>6.2f} {rate / fa:>7.2f}", flush=True)
+                      f"{rate / raw:>6.2f} {vs_faust}", flush=True)
 
     print(f"\n{'latency at half the 1-worker rate':<34} {'rate':>9} {'p50 ms':>8} "
           f"{'p99 ms':>8} {'rows':>7}", flush=True)
