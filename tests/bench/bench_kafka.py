@@ -175,8 +175,23 @@ class Run:
         for w in self.workers:
             w.start()
         self.kapp.settle(timeout_s=120)
-        time.sleep(0.5 * (workers - 1))  # a late joiner's rebalance settles too
+        self._wait_members(bs, workers)
         self.kapp.settle(timeout_s=120)
+
+    def _wait_members(self, bs: str, n: int) -> None:
+        """Until the group is stable with ``n`` members that each hold partitions."""
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": bs, "log_level": 3})
+        group = f"kepl.{self.config.app}"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            d = admin.describe_consumer_groups([group])[group].result(10)
+            if (str(d.state).endswith("STABLE") and len(d.members) == n
+                    and all(m.assignment.topic_partitions for m in d.members)):
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"group {group} did not become stable with {n} members")
 
     def _dir(self, i: int) -> Path:
         d = self.kapp.workdir / f"w{i}"

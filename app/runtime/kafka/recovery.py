@@ -90,14 +90,18 @@ class KafkaChangelog:
                 return
             c.assign([TopicPartition(topic, partition, start)])
             nxt = start
-            while nxt < high:
-                # ask for exactly what is left: consume() waits for the count or the timeout
-                for m in c.consume(min(1000, high - nxt), 5.0):
+            while True:
+                # transaction markers take offsets but are never delivered: the end is
+                # reached at EOF or once the position passes the high watermark
+                msgs = c.consume(max(1, min(1000, high - nxt)), 0.05)
+                for m in msgs:
                     if m.error() is not None:
                         if m.error().code() == KafkaError._PARTITION_EOF:
                             return
                         raise RuntimeError(f"reading {topic}[{partition}]: {m.error()}")
                     nxt = m.offset() + 1
                     yield m.offset(), m.value()
+                if not msgs and c.position([tp])[0].offset >= high:
+                    return
         finally:
             c.close()
