@@ -35,7 +35,7 @@ KEYED_EPL = ("context ByCust select custId, count(*) as cnt, sum(amount) as tota
 
 
 BATCH = 2000
-"""Events per committed batch in the Kafka-mode measurement (the worker's ENGINE_BATCH)."""
+"""Events per committed batch in the engine-step measurement (a worker's consume batch)."""
 
 
 def keyed_rate(keys: int, n: int, rocks_dir: str | None = None) -> float:
