@@ -68,14 +68,35 @@ def cmd_send(args: argparse.Namespace, bootstrap: str) -> int:
     sf = load_statement_file(args.file)
     if args.type not in sf.schemas:
         raise ConfigError(f"{args.file}: unknown event type '{args.type}'")
-    producer = Producer({"bootstrap.servers": bootstrap})
     lines = args.events or [ln for ln in sys.stdin if ln.strip()]
+    _validate_events(sf.schemas, args.type, lines)
+    producer = Producer({"bootstrap.servers": bootstrap})
     topic = sf.topic_of(args.type)
     for raw in lines:
         producer.produce(topic, raw.strip().encode())
     producer.flush(30)
     print(f"sent {len(lines)} event(s) to {topic}")
     return 0
+
+
+def _validate_events(schemas: dict[str, Any], type_name: str, lines: list[str]) -> None:
+    """Check every event as a worker would (``Routing.decode``) before producing any:
+    the first one that would be a dead letter stops the command, naming it."""
+    from app.runtime.catalog import Catalog, EventTypeError, event_coercer
+    from app.runtime.kafka import codec
+
+    coerce = event_coercer(Catalog.from_schemas(schemas), type_name)
+    for n, raw in enumerate(lines, 1):
+        try:
+            try:
+                event = codec.loads(raw.strip().encode())
+            except ValueError as e:
+                raise EventTypeError(f"not JSON: {e}") from None
+            if not isinstance(event, dict):
+                raise EventTypeError(f"an event of {type_name} must be a JSON object")
+            coerce(event)
+        except EventTypeError as e:
+            raise ConfigError(f"send: event {n} not sent (nothing was): {e}") from None
 
 
 def cmd_clock(args: argparse.Namespace, bootstrap: str) -> int:

@@ -7,6 +7,7 @@ against them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,8 @@ from app.runtime.plan import StatementPlan
 
 JSON_TYPES = {"string": str, "int": int, "long": int, "short": int, "byte": int,
               "double": float, "float": float, "boolean": bool}
+INT_BITS = {"long": 64, "int": 32, "short": 16, "byte": 8}
+"""Integer types are signed, of Java's widths (an event value outside is refused)."""
 
 
 class NotSupported(Exception):
@@ -88,23 +91,44 @@ def coerce_event(catalog: Catalog, type_name: str, event: dict) -> dict:
 
 def event_coercer(catalog: Catalog, type_name: str) -> Callable[[dict], dict]:
     """``coerce_event`` for one type, with a fast path: an event that already has every
-    property, in schema order, each of its exact JSON type, is returned as it is."""
+    property, in schema order, each of its exact JSON type and valid (a finite double,
+    an integer in range), is returned as it is."""
     props = catalog.type_props(type_name)
     if props is None:
         raise EventTypeError(f"unknown event type '{type_name}'")
     names = tuple(props)
-    exact = tuple((p, JSON_TYPES[t]) for p, t in props.items() if t in JSON_TYPES)
+    checks: list[tuple[str, type, int]] = []
+    for p, t in props.items():
+        want = JSON_TYPES.get(t)
+        if want is not None:
+            checks.append((p, want, INT_BITS.get(t, 0)))
 
     def coerce(event: dict) -> dict:
         if type(event) is dict and tuple(event) == names:
-            for p, want in exact:
-                if type(event[p]) is not want:
+            for p, want, bits in checks:
+                v = event[p]
+                if type(v) is not want:
+                    break
+                if want is float:
+                    if v - v != 0.0:  # NaN or an infinity
+                        break
+                elif bits and not -(1 << (bits - 1)) <= v < (1 << (bits - 1)):
                     break
             else:
                 return event
         return coerce_event(catalog, type_name, event)
 
     return coerce
+
+
+def _a(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
+
+
+def _short(v: Any) -> str:
+    """A value for an error message, at most 40 characters."""
+    r = repr(v)
+    return r if len(r) <= 40 else f"{r[:37]}..."
 
 
 def _coerce_value(type_name: str, prop: str, t: str, v: Any) -> Any:
@@ -114,12 +138,23 @@ def _coerce_value(type_name: str, prop: str, t: str, v: Any) -> Any:
     if want is float:
         if isinstance(v, bool) or not isinstance(v, int | float):
             raise EventTypeError(f"{type_name}.{prop} must be a {t}, got {v!r}")
-        return float(v)
+        try:
+            f = float(v)
+        except OverflowError:
+            f = math.inf
+        if not math.isfinite(f):
+            raise EventTypeError(f"{type_name}.{prop} must be a finite {t}, got {_short(v)}")
+        return f
     if want is int:
         if isinstance(v, bool) or not (isinstance(v, int) or (
                 isinstance(v, float) and v.is_integer())):
             raise EventTypeError(f"{type_name}.{prop} must be a {t}, got {v!r}")
-        return int(v)
+        n = int(v)
+        bits = INT_BITS.get(t, 64)
+        if not -(1 << (bits - 1)) <= n < (1 << (bits - 1)):
+            raise EventTypeError(f"{type_name}.{prop} is out of range for {_a(t)} {t} "
+                                 f"({bits}-bit signed), got {_short(v)}")
+        return n
     if want is bool:
         if not isinstance(v, bool):
             raise EventTypeError(f"{type_name}.{prop} must be a boolean, got {v!r}")

@@ -37,3 +37,33 @@ def test_coercer_refuses_what_coerce_event_refuses(event: dict[str, Any], messag
     with pytest.raises(EventTypeError) as e:
         event_coercer(CATALOG, "T")(event)
     assert str(e.value) == message
+
+
+NUMBERS = Catalog.from_schemas(
+    {"N": {"d": "double", "l": "long", "i": "int", "s": "short", "b": "byte"}})
+
+
+@pytest.mark.parametrize(("event", "message"), [
+    ({"d": float("nan")}, "N.d must be a finite double, got nan"),
+    ({"d": float("-inf")}, "N.d must be a finite double, got -inf"),
+    ({"d": 10 ** 400}, "N.d must be a finite double, got 1000000000000000000000000000000000000..."),
+    ({"l": 10 ** 26}, "N.l is out of range for a long (64-bit signed), "
+                      "got 100000000000000000000000000"),
+    ({"l": 1e300}, "N.l is out of range for a long (64-bit signed), got 1e+300"),
+    ({"l": 2 ** 63}, "N.l is out of range for a long (64-bit signed), got 9223372036854775808"),
+    ({"i": 2 ** 31}, "N.i is out of range for an int (32-bit signed), got 2147483648"),
+    ({"s": -(2 ** 15) - 1}, "N.s is out of range for a short (16-bit signed), got -32769"),
+    ({"b": 128}, "N.b is out of range for a byte (8-bit signed), got 128"),
+])
+def test_values_a_type_cannot_hold_are_refused(event: dict[str, Any], message: str) -> None:
+    full = {"d": 1.0, "l": 1, "i": 1, "s": 1, "b": 1, **event}
+    for check in (lambda e: coerce_event(NUMBERS, "N", e), event_coercer(NUMBERS, "N")):
+        with pytest.raises(EventTypeError) as e:
+            check(dict(full))
+        assert str(e.value) == message
+
+
+def test_the_widest_values_pass() -> None:
+    event = {"d": -1.7976931348623157e308, "l": -(2 ** 63), "i": 2 ** 31 - 1,
+             "s": 2 ** 15 - 1, "b": -128}
+    assert event_coercer(NUMBERS, "N")(dict(event)) == event

@@ -31,6 +31,10 @@ def app(kafka_bootstrap: str) -> Iterator[KafkaApp]:
     kapp.send("Withdrawal", b"[1, 2]")  # offset 2
     kapp.send("Withdrawal", {"account": "A2", "amount": 12, "colour": "red"})  # offset 3
     kapp.send("Withdrawal", {"account": "A3", "amount": 250})  # offset 4: good
+    kapp.send("Withdrawal", b'{"account": "A4", "amount": NaN}')  # offset 5
+    kapp.send("Withdrawal", b'{"account": "A5", "amount": 1e999}')  # offset 6
+    kapp.send("Withdrawal", b'{"account": "A6", "amount": -Infinity}')  # offset 7
+    kapp.send("Withdrawal", {"account": "A7", "amount": 5})  # offset 8: good
     kapp.settle()
     yield kapp
     kapp.close()
@@ -66,11 +70,18 @@ def test_bad_records_land_on_the_dlq_with_the_reason(app: KafkaApp) -> None:
         (b"[1, 2]", "an event of Withdrawal must be a JSON object", f"{src}/0/2"),
         (b'{"account": "A2", "amount": 12, "colour": "red"}',
          "Withdrawal has no property 'colour'", f"{src}/0/3"),
+        (b'{"account": "A4", "amount": NaN}',
+         "Withdrawal.amount must be a finite double, got nan", f"{src}/0/5"),
+        (b'{"account": "A5", "amount": 1e999}',
+         "Withdrawal.amount must be a finite double, got inf", f"{src}/0/6"),
+        (b'{"account": "A6", "amount": -Infinity}',
+         "Withdrawal.amount must be a finite double, got -inf", f"{src}/0/7"),
     ]
     assert all(h["kepl.seq"] for _, h in got)  # the original headers are kept
 
 
 def test_the_worker_goes_on_with_the_next_good_record(app: KafkaApp) -> None:
     rows = list(read_rows(app.bootstrap, app.config.output_topic("all")))
-    assert [(r.row, r.id) for r in rows] == [({"account": "A3", "amount": 250.0}, "all/0/1")]
+    assert [(r.row, r.id) for r in rows] == [({"account": "A3", "amount": 250.0}, "all/0/1"),
+                                             ({"account": "A7", "amount": 5.0}, "all/0/2")]
     assert app.worker.alive()
