@@ -63,18 +63,36 @@ def cmd_worker(args: argparse.Namespace, bootstrap: str) -> int:
 
 
 def cmd_send(args: argparse.Namespace, bootstrap: str) -> int:
+    """Produce events and wait for every acknowledgement: what was not acknowledged in
+    ``--timeout`` seconds is reported (exit 1), never announced as sent."""
     from confluent_kafka import Producer
 
     sf = load_statement_file(args.file)
     if args.type not in sf.schemas:
         raise ConfigError(f"{args.file}: unknown event type '{args.type}'")
     lines = args.events or [ln for ln in sys.stdin if ln.strip()]
-    _validate_events(sf.schemas, args.type, lines)
-    producer = Producer({"bootstrap.servers": bootstrap})
+    if not args.no_validate:
+        _validate_events(sf.schemas, args.type, lines)
+    timeout_ms = max(1, int(args.timeout * 1000))
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
+                         "message.timeout.ms": timeout_ms, "log_level": 0})
     topic = sf.topic_of(args.type)
+    errors: list[str] = []
+
+    def done(err: Any, _msg: Any) -> None:
+        if err is not None:
+            errors.append(err.str())
+
     for raw in lines:
-        producer.produce(topic, raw.strip().encode())
-    producer.flush(30)
+        producer.produce(topic, raw.strip().encode(), on_delivery=done)
+    left = producer.flush(args.timeout + 5)
+    failed = len(errors) + left
+    if failed:
+        cause = errors[0] if errors else "no acknowledgement"
+        print(f"kepl: send: {failed} of {len(lines)} event(s) not delivered to {topic} at "
+              f"{bootstrap}: {cause} (is the broker up? kepl kafka start; is the app "
+              f"deployed? kepl deploy {args.file})", file=sys.stderr)
+        return 1
     print(f"sent {len(lines)} event(s) to {topic}")
     return 0
 

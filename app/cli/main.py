@@ -108,9 +108,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("send", help="produce events to an event type's topic",
                        description="Produce each JSON EVENT (or JSON lines from stdin) to the "
                                    "topic of TYPE.")
-    p.add_argument("file")
-    p.add_argument("type")
-    p.add_argument("events", nargs="*", metavar="EVENT")
+    p.add_argument("file", help="the app's statement file (YAML)")
+    p.add_argument("type", help="the event type (a schema of FILE)")
+    p.add_argument("events", nargs="*", metavar="EVENT", help="JSON events (default: stdin)")
+    p.add_argument("--no-validate", action="store_true",
+                   help="produce without checking the events against the schema")
+    p.add_argument("--timeout", type=float, default=10.0,
+                   help="seconds to wait for the broker's acknowledgements (default 10)")
     _add_bootstrap(p)
 
     p = sub.add_parser("clock", help="publish a watermark (runtime time) to the workers",
