@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     sr.add_argument("--kafka", action="store_true",
                     help="run against a real broker instead of in-process")
     sr.add_argument("-v", "--verbose", action="store_true", help="print failure details")
+    sr.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS",
+                    help="per-scenario time limit; a scenario still running is a FAIL "
+                         "'time limit' and the run goes on (default 60, 0: no limit)")
     _add_bootstrap(sr)
 
     p = sub.add_parser("kafka", help="start, stop or inspect the local Kafka broker",
@@ -373,7 +376,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_scenario(args: argparse.Namespace) -> int:
-    from app.conformance.runner import run_file, run_scenario_embedded, scenario_files
+    from app.conformance.limits import LimitedRunner
+    from app.conformance.runner import run_scenario_embedded, scenario_files
 
     if args.kafka:
         from app.runtime.kafka.runner import run_scenario_kafka
@@ -384,19 +388,18 @@ def cmd_scenario(args: argparse.Namespace) -> int:
             return run_scenario_kafka(doc, bootstrap)
     else:
         runner = run_scenario_embedded
-    files = scenario_files(args.paths)
+    files = [Path(f) for f in scenario_files(args.paths) if Path(f).name != "INDEX.md"]
     passed = failed = 0
-    for f in files:
-        if f.name == "INDEX.md":
-            continue
-        out = run_file(Path(f), runner)
-        if out.passed:
-            passed += 1
-            print(f"PASS {out.name}", flush=True)
-        else:
-            failed += 1
-            print(f"FAIL {out.name}: {out.detail}", flush=True)
-    print(f"{passed} passed, {failed} failed")
+    with LimitedRunner(runner, args.time_limit) as limited:
+        for f in files:
+            out = limited.run(f)
+            if out.passed:
+                passed += 1
+                print(f"PASS {out.name}", flush=True)
+            else:
+                failed += 1
+                print(f"FAIL {out.name}: {out.detail}", flush=True)
+    print(f"{passed} passed, {failed} failed ({len(files)} file{'' if len(files) == 1 else 's'})")
     return 1 if failed else 0
 
 

@@ -46,12 +46,17 @@ class Collected:
 
 
 def values_equal(expected: Any, actual: Any) -> bool:
-    """FORMAT.md: numbers compare with relative tolerance 1e-9; int equals same float."""
+    """FORMAT.md: numbers compare with relative tolerance 1e-9; int equals same float.
+
+    NaN (YAML ``.nan``) equals NaN: a scenario states the value the engine must output,
+    and an undefined statistic is NaN (001 §14.4 derived-value windows)."""
     if expected is None or actual is None:
         return expected is None and actual is None
     if isinstance(expected, bool) or isinstance(actual, bool):
         return expected == actual
     if isinstance(expected, int | float) and isinstance(actual, int | float):
+        if math.isnan(expected) or math.isnan(actual):
+            return math.isnan(expected) and math.isnan(actual)
         return math.isclose(expected, actual, rel_tol=1e-9, abs_tol=1e-12)
     if isinstance(expected, dict) and isinstance(actual, dict):
         return rows_equal(expected, actual)

@@ -77,4 +77,4 @@ def test_cli_prints_pass_fail_and_totals(tmp_path: Path, capsys) -> None:  # noq
     assert code == 1
     assert out[0] == "PASS tiny"
     assert out[1].startswith("FAIL tiny2: step 5 (t=0) s0.new[2]")
-    assert out[-1] == "1 passed, 1 failed"
+    assert out[-1] == "1 passed, 1 failed (2 files)"
