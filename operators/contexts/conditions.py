@@ -37,6 +37,11 @@ class CondInstance:
     def next_timer(self) -> int | None:
         return None
 
+    def planned_end(self) -> int | None:
+        """When this condition, armed as an end condition, will end its partition, if the
+        clock alone decides that (a time period or crontab); else None (``context.endTime``)."""
+        return None
+
     def types(self) -> frozenset[str]:
         return frozenset()
 
@@ -177,6 +182,9 @@ class _AtInstance(CondInstance):
     def next_timer(self) -> int | None:
         return self.due
 
+    def planned_end(self) -> int | None:
+        return self.due
+
 
 @dataclass(frozen=True)
 class CondNeverSpec:
@@ -246,6 +254,9 @@ class _NowAndInstance(CondInstance):
 
     def next_timer(self) -> int | None:
         return self.inner.next_timer()
+
+    def planned_end(self) -> int | None:
+        return self.inner.planned_end()
 
     def dump(self) -> dict[str, Any]:
         return self.inner.dump()

@@ -20,6 +20,16 @@ def _tags(fired: Fired) -> dict[str, Any]:
     return {k: v for k, v in fired.items() if not k.startswith("\x00")}
 
 
+def _builtin(name: str, pid: int, start_ms: int, end: CondInstance,
+             tags: dict[str, Any]) -> dict[str, Any]:
+    """Built-in properties of a temporal partition (000 §4.2.6.2): ``endTime`` is the planned
+    end, known only when the end condition is a time period or a crontab; an end by event or
+    pattern leaves it null, also once the partition has ended (properties are fixed when the
+    partition is allocated, as in Esper)."""
+    return {"name": name, "id": pid, "startTime": start_ms, "endTime": end.planned_end(),
+            **tags}
+
+
 def _crontab_inside(start: CondCrontabSpec, end: Any, now_ms: int) -> bool:
     """Whether ``now_ms`` falls between a start and the following end firing (notes:
     a crontab context deployed inside its window starts at once)."""
@@ -116,17 +126,16 @@ class NonOverlappingManager(Manager):
         self.active = pid
         tags = _tags(fired)
         self.tags = tags
-        self.pprops = {"name": self.name, "id": pid, "startTime": now_ms, **tags}
         self.state.child("start").clear()
         self.armed_at = now_ms
         self.cond = self.spec.end.arm(self.state.child("end"), self.ctx, now_ms, tags)
+        self.pprops = _builtin(self.name, pid, now_ms, self.cond, tags)
         self._save()
         return [Change("start", pid, exclude)]
 
     def _end(self, now_ms: int) -> list[Change]:
         pid = self.active
         self.active = None
-        self.pprops["endTime"] = now_ms
         self.state.child("end").clear()
         return [Change("end", pid), *self._arm_start(now_ms)]
 
@@ -257,7 +266,7 @@ class OverlappingManager(Manager):
         pid = self.next_id
         self.next_id += 1
         cond = self.spec.terminated.arm(self.state.child(("t", pid)), self.ctx, now_ms, tags)
-        props = {"name": self.name, "id": pid, "startTime": now_ms, **tags}
+        props = _builtin(self.name, pid, now_ms, cond, tags)
         if key is not None:
             self.distinct_seen[key] = pid
             props["\x00distinct"] = key
@@ -268,7 +277,6 @@ class OverlappingManager(Manager):
 
     def _end(self, pid: int, now_ms: int) -> Change:
         cond, props = self.parts.pop(pid)
-        props["endTime"] = now_ms
         self.state.child(("t", pid)).clear()
         self.state.delete(("p", pid))
         key = props.get("\x00distinct")
