@@ -66,8 +66,12 @@ class _WholeWords:
 
 @functools.cache
 def _lark() -> Lark:
-    """Build the LALR parser once per process (grammar.lark; see its header)."""
-    return Lark(
+    """Build the LALR parser once per process (grammar.lark; see its header); its tables
+    come from the user's cache directory after the first run (app.epl.lark_cache)."""
+    from app.epl.lark_cache import cached_lark
+
+    return cached_lark(
+        "epl",
         _GRAMMAR_PATH.read_text(encoding="utf-8"),
         parser="lalr",
         lexer="contextual",
