@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 KEPL   := $(VENV)/bin/kepl
 
-.PHONY: demo test install lint bench bench-kafka scenarios broker-start broker-stop clean
+.PHONY: demo test install lint bench bench-kafka chaos scenarios broker-start broker-stop clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ bench: install
 
 bench-kafka: install
 	$(PY) tests/bench/bench_kafka.py
+
+chaos: install
+	$(KEPL) kafka start
+	$(PY) -m tests.app.runtime.kafka.chaos --kills 50 --events 20000
 
 broker-start: install
 	$(KEPL) kafka start

@@ -17,7 +17,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -67,6 +68,10 @@ def _container_broker() -> Iterator[str]:
         container.stop()
 
 
+_OWNED: dict[str, Path] = {}
+"""bootstrap -> data dir of the local broker this session started (it may restart it)."""
+
+
 def _local_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     data_dir = tmp_path_factory.mktemp("kafka-broker")
     failure = ""
@@ -80,6 +85,7 @@ def _local_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         pytest.fail(
             f"local Kafka broker did not start (data dir {data_dir}): {failure}", pytrace=False
         )
+    _OWNED[info.bootstrap] = data_dir
     try:
         yield info.bootstrap
     finally:
@@ -96,3 +102,19 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield from _container_broker()
     else:
         yield from _local_broker(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def kafka_broker_restart(kafka_bootstrap: str) -> Callable[[], None] | None:
+    """Stops and starts the session's broker (same port and data), or None where the
+    broker is not this session's own (an external cluster, a container)."""
+    data_dir = _OWNED.get(kafka_bootstrap)
+    if data_dir is None:
+        return None
+
+    def restart() -> None:
+        port = int(kafka_bootstrap.rpartition(":")[2])
+        local_broker.stop(data_dir=data_dir, timeout_s=30)
+        local_broker.start(port=port, data_dir=data_dir, wait_s=90, die_with_parent=True)
+
+    return restart

@@ -38,6 +38,7 @@ from typing import Any
 from app.runtime.kafka import codec
 from app.runtime.kafka.checkpoint import Checkpoint, Fenced, Rewind
 from app.runtime.kafka.config import AppConfig
+from app.runtime.kafka.health import DEFAULT_STALL_S, STALL_ENV, Health, Metrics, serve
 from app.runtime.kafka.lanes import Lane, LaneCursor
 from app.runtime.kafka.partition import EnginePartition, InRecord, SnapshotPolicy
 from app.runtime.kafka.recovery import KafkaChangelog
@@ -81,6 +82,8 @@ CONSUME_TIMEOUT_S = 0.01
 MAX_CHECKPOINT_RECORDS = 50_000
 """Input records per checkpoint at most (bounds a changelog record)."""
 EXIT_FENCED = 3
+WATCH_EVERY_S = 1.0
+LAG_EVERY_S = 5.0
 CRASH_EXIT_CODE = 70
 
 _W = b"watermark"
@@ -98,7 +101,9 @@ class Worker:
 
     def __init__(self, config: AppConfig, topology: Topology, bootstrap: str,
                  data_dir: Path, identity: str,
-                 snapshots: SnapshotPolicy | None = None) -> None:
+                 snapshots: SnapshotPolicy | None = None,
+                 metrics_port: int | None = None) -> None:
+        """``metrics_port``: serve /metrics, /healthz and /readyz there (None: off)."""
         from confluent_kafka import Consumer
 
         self.config = config
@@ -173,7 +178,18 @@ class Worker:
         self._crash_at = (hook.split(":")[0], int(hook.split(":")[1])) if ":" in hook else None
         self._crash_count = 0
         self._callback_error: BaseException | None = None
-        self.stats = {"events": 0, "checkpoints": 0, "dead": 0}
+        self.stats = {"events": 0, "checkpoints": 0, "dead": 0, "changelog_bytes": 0}
+        self.rows_out: dict[str, int] = {}
+        self.health = Health()
+        self.metrics_port = metrics_port
+        self.metrics = Metrics(config.app) if metrics_port is not None else None
+        self.http: Any = None
+        stall = os.environ.get(STALL_ENV, "").strip()
+        self.stall_s = float(stall) if stall else DEFAULT_STALL_S
+        self._waits: dict[tuple[str, int], tuple[tuple[str, int], float]] = {}
+        self._last_watch = self._last_consumed = time.monotonic()
+        self._last_lag = 0.0
+        self._last_stall_log = 0.0
 
     # -- life cycle ------------------------------------------------------------------
     def run(self) -> None:
@@ -184,6 +200,10 @@ class Worker:
                                 on_lost=self._guarded(self._on_lost))
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._stop)
+        if self.metrics is not None and self.metrics_port is not None:
+            self.http = serve(self.metrics_port, self.health, self.metrics)
+            log.info("metrics and probes on port %d (/metrics, /healthz, /readyz)",
+                     self.http.server_address[1])
         try:
             while not self.stopping:
                 self.step()
@@ -210,6 +230,8 @@ class Worker:
         self.stopping = True
 
     def close(self) -> None:
+        if self.http is not None:
+            self.http.shutdown()
         try:
             self.consumer.close()
         except Exception:  # noqa: BLE001 - going down
@@ -226,8 +248,13 @@ class Worker:
         if self._callback_error is not None:
             err, self._callback_error = self._callback_error, None
             raise err
+        now = time.monotonic()
+        self.health.last_loop = now
         if msgs:
+            self._last_consumed = now
             self.handle(msgs)
+        if now - self._last_watch >= WATCH_EVERY_S:
+            self._watch(now)
         self.checkpoint.poll()
         if not (self.checkpoint.open or self.progress_due or self.lane_progress
                 or self._dirty_offsets()):
@@ -376,6 +403,8 @@ class Worker:
              p: int) -> None:
         """One output record: the row as JSON, keyed by its context partition."""
         topic, parts, h_stmt, stmtb = self.row_meta[stmt]
+        rows_out = self.rows_out
+        rows_out[stmt] = rows_out.get(stmt, 0) + 1
         cpb = cp.encode()
         self.checkpoint.produce(
             topic, codec.dumps(row), p % parts,
@@ -386,11 +415,89 @@ class Worker:
     def commit(self) -> None:
         """Seal every engine partition, produce its records, commit the transaction with
         the input offsets, then write the local databases."""
+        t0 = time.monotonic()
         try:
             self._commit()
         except Rewind as e:
             log.warning("checkpoint aborted (%s): rewinding to the last commit", e)
             self.rewind()
+            return
+        m = self.metrics
+        if m is not None:
+            m.checkpoint_s.observe(time.monotonic() - t0)
+            m.add("events", self.stats["events"])
+            m.add("dead", self.stats["dead"])
+            m.add("checkpoints", self.stats["checkpoints"])
+            m.add("changelog_bytes", self.stats["changelog_bytes"])
+            m.add_rows(self.rows_out)
+
+    # -- watching ------------------------------------------------------------------
+    def _watch(self, now: float) -> None:
+        """Say so when nothing moves: an engine partition whose oldest waiting record
+        was not released for ``stall_s`` (a watermark missing from an upstream), or
+        input lag while nothing was consumed for that long.  Also refreshes the lag and
+        waiting-records metrics."""
+        self._last_watch = now
+        stalls: list[str] = []
+        held = 0
+        for key, part in self.parts.items():
+            w = part.waiting()
+            if w is None:
+                self._waits.pop(key, None)
+                continue
+            held += w.records
+            sig = (w.upstream, w.offset)
+            seen = self._waits.get(key)
+            if seen is None or seen[0] != sig:
+                self._waits[key] = (sig, now)
+            elif now - seen[1] >= self.stall_s:
+                stalls.append(f"engine partition {key[0]}[{key[1]}]: {w.describe()}, "
+                              f"for {now - seen[1]:.0f} s (watermarks come from "
+                              f"`kepl clock`)")
+        lags: dict[tuple[str, int], int] | None = None
+        idle = now - self._last_consumed
+        if idle >= self.stall_s or (self.metrics is not None
+                                    and now - self._last_lag >= LAG_EVERY_S):
+            lags = self._lags()
+            self._last_lag = now
+            if idle >= self.stall_s:
+                behind = {k: n for k, n in lags.items() if n > 0}
+                if behind:
+                    where = ", ".join(f"{t}[{p}] {n}" for (t, p), n in sorted(behind.items()))
+                    stalls.append(f"input lag ({where}) but nothing consumed for "
+                                  f"{idle:.0f} s")
+        if self.metrics is not None:
+            self.metrics.waiting.set(held)
+            self.metrics.stalled.set(1 if stalls else 0)
+            if lags is not None:
+                self.metrics.set_lag(lags)
+        text = "; ".join(stalls)
+        if text and (not self.health.stalled or now - self._last_stall_log >= self.stall_s):
+            log.warning("no progress: %s", text)
+            self._last_stall_log = now
+        elif not text and self.health.stalled:
+            log.warning("progress again")
+        self.health.stalled = text
+
+    def _lags(self) -> dict[tuple[str, int], int]:
+        """Records between the read position and the end of each assigned partition."""
+        from confluent_kafka import TopicPartition
+
+        out: dict[tuple[str, int], int] = {}
+        try:
+            assigned = self.consumer.position(self.consumer.assignment())
+        except Exception:  # noqa: BLE001 - mid-rebalance: try next time
+            return out
+        for tp in assigned:
+            key = (tp.topic, tp.partition)
+            try:
+                low, high = self.consumer.get_watermark_offsets(
+                    TopicPartition(tp.topic, tp.partition), timeout=1.0, cached=False)
+            except Exception:  # noqa: BLE001 - a metadata hiccup: try next time
+                continue
+            pos = tp.offset if tp.offset >= 0 else self.committed.get(key, low)
+            out[key] = max(0, high - pos)
+        return out
 
     def _commit(self) -> None:
         from confluent_kafka import TopicPartition
@@ -422,7 +529,9 @@ class Worker:
                 else:
                     cp.errors.append(str(err))
 
-            cp.produce(self.config.changelog_topic(key[0]), rec.encode(), p, on_delivery=done)
+            data = rec.encode()
+            self.stats["changelog_bytes"] += len(data)
+            cp.produce(self.config.changelog_topic(key[0]), data, p, on_delivery=done)
             sealed.append((key, part))
             if part.barrier is not None and part.barrier != part.progress:
                 self._progress(f"{key[0]}/{p}", part.barrier)
@@ -582,6 +691,7 @@ class Worker:
         for key in sorted(opened):
             if key not in self.parts:
                 self.parts[key] = self._restore(opened[key], key[1])
+        self.health.assigned = True
         log.info("assigned %d partition(s), %d engine partition(s) ready in %.3f s",
                  len(tps), len(opened), time.monotonic() - t0)
 
@@ -597,6 +707,8 @@ class Worker:
                                adjacent=not self.checkpoint.exactly_once)
         part.restore(self.changelog)
         part.progress = part.barrier  # already on the progress topic with its state
+        if self.metrics is not None:
+            self.metrics.restore_s.observe(time.monotonic() - t0)
         log.info("restored %s[%d] in %.3f s (changelog at %d)", g.name, p,
                  time.monotonic() - t0, part.cl_offset)
         return part

@@ -143,6 +143,26 @@ class InRecord:
     via_offset: int = -1
 
 
+@dataclass(frozen=True)
+class Waiting:
+    """Records an engine partition holds until every upstream closed the epoch with a
+    watermark: how many, the upstreams whose watermark is missing, and the oldest."""
+
+    records: int
+    missing: tuple[str, ...]
+    upstream: str
+    offset: int
+    via: str
+    via_offset: int
+
+    def describe(self) -> str:
+        where = (f"{self.upstream} offset {self.offset}" if self.via == self.upstream
+                 else f"{self.upstream} offset {self.offset}, carried by {self.via} "
+                      f"offset {self.via_offset}")
+        return (f"{self.records} record(s) wait for a watermark from "
+                f"{', '.join(self.missing) or '(none missing)'}; oldest: {where}")
+
+
 @dataclass
 class DeadLetter:
     """An event the engine could not process (it failed inside a statement)."""
@@ -316,6 +336,20 @@ class EnginePartition:
                 if r.via_offset < out.get(r.via, r.via_offset + 1):
                     out[r.via] = r.via_offset
         return out
+
+    def waiting(self) -> Waiting | None:
+        """What this partition waits for, or None if nothing is held."""
+        oldest: InRecord | None = None
+        count = 0
+        for q in self.queues:
+            count += len(q)
+            if q and (oldest is None or q[0].via_offset < oldest.via_offset):
+                oldest = q[0]
+        if oldest is None:
+            return None
+        missing = tuple(u for u, n in zip(self.upstreams, self.barriers_queued) if not n)
+        return Waiting(count, missing, oldest.upstream, oldest.offset, oldest.via,
+                       oldest.via_offset)
 
     def _handle(self, r: InRecord) -> None:
         up = r.upstream

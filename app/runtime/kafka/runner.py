@@ -54,13 +54,16 @@ class WorkerProcess:
         self.loglevel = loglevel or os.environ.get("KEPL_WORKER_LOGLEVEL", "warning")
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self, env: dict[str, str] | None = None) -> None:
-        """Start the subprocess (``env``: extra environment variables)."""
+    def start(self, env: dict[str, str] | None = None, args: list[str] | None = None
+              ) -> None:
+        """Start the subprocess (``env``: extra environment variables; ``args``: extra
+        worker arguments)."""
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "app.runtime.kafka.worker",
                  "--config", str(self.config_path), "--bootstrap", self.bootstrap,
-                 "--data-dir", str(self.data_dir), "--loglevel", self.loglevel],
+                 "--data-dir", str(self.data_dir), "--loglevel", self.loglevel,
+                 *(args or [])],
                 cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=log,
                 stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
 

@@ -21,7 +21,9 @@ transactional id) fences its previous incarnation and continues exactly.
 Snapshots keep the changelog bounded (``partition`` module docstring); thresholds come
 from ``KEPL_SNAPSHOT_MIN_BYTES`` (floor, default 1 MiB, ``off`` writes none),
 ``KEPL_SNAPSHOT_FACTOR`` (default 4) and ``KEPL_SNAPSHOT_PART_BYTES`` (default 8 MiB).
-The checkpoint interval is ``KEPL_COMMIT_INTERVAL_MS`` (default 100).
+The checkpoint interval is ``KEPL_COMMIT_INTERVAL_MS`` (default 100).  A worker that
+holds records or has input lag without progress for ``KEPL_STALL_WARN_S`` (default 30)
+says what it waits for and reports unready (``health``).
 """
 
 from __future__ import annotations
@@ -71,15 +73,16 @@ def instance_id(config: AppConfig, data_dir: Path) -> str:
     return f"kepl.{config.app}.{hashlib.sha1(key.encode()).hexdigest()[:12]}"
 
 
-def build_worker(config: AppConfig, bootstrap: str, data_dir: Path) -> Worker:
+def build_worker(config: AppConfig, bootstrap: str, data_dir: Path,
+                 metrics_port: int | None = None) -> Worker:
     """Create the topics, plan the layout on the broker's source partitions, and build
-    the consumer loop."""
+    the consumer loop (``metrics_port``: serve metrics and probes there)."""
     topology = plan_on_broker(config, bootstrap)
     ensure_topics(bootstrap, topology.topic_specs())
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     return Worker(config, topology, bootstrap, data_dir, instance_id(config, data_dir),
-                  snapshot_policy_from_env())
+                  snapshot_policy_from_env(), metrics_port)
 
 
 def plan_on_broker(config: AppConfig, bootstrap: str) -> Topology:
@@ -102,9 +105,9 @@ def create_topics(config: AppConfig, bootstrap: str) -> list[str]:
 
 
 def run_worker(config: AppConfig, bootstrap: str, data_dir: Path,
-               loglevel: str = "warning") -> None:
+               loglevel: str = "warning", metrics_port: int | None = None) -> None:
     """Run a worker until it is stopped (SIGTERM/SIGINT); blocks."""
-    build_worker(config, bootstrap, Path(data_dir)).run()
+    build_worker(config, bootstrap, Path(data_dir), metrics_port).run()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,11 +118,13 @@ def main(argv: list[str] | None = None) -> int:
                                                           "127.0.0.1:9092"))
     ap.add_argument("--data-dir", required=True, help="directory for the RocksDB state")
     ap.add_argument("--loglevel", default="warning")
+    ap.add_argument("--metrics-port", type=int, default=None,
+                    help="serve /metrics, /healthz and /readyz on this port (0: any free)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=args.loglevel.upper(), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     run_worker(AppConfig.from_file(args.config), args.bootstrap, Path(args.data_dir),
-               args.loglevel)
+               args.loglevel, args.metrics_port)
     return 0
 
 
