@@ -80,21 +80,38 @@ def load_statement_file(path: str | Path) -> StatementFile:
     """Read a ``.yaml`` statement file or an ``.epl`` module."""
     p = Path(path)
     try:
-        text = p.read_text()
+        data = p.read_bytes()
     except OSError as e:
         raise ConfigError(f"{p}: cannot read: {e.strerror}") from None
+    text = _decode(p, data)
     if p.suffix == ".epl":
         name = "".join(ch if ch.isalnum() or ch in "_.-" else "_" for ch in p.stem)
         return StatementFile(name, {}, {}, [StatementDef(f"s{i}", epl) for i, epl in
                                             enumerate(split_module(text))], 1, str(p))
     try:
         doc = yaml.safe_load(text)
+    except RecursionError:
+        raise ConfigError(f"{p}: YAML nested too deeply to read (a statement file is a "
+                          "mapping of a few levels: app, schemas, statements)") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "somewhere"
         raise ConfigError(f"{p}: not valid YAML at {where}: "
                           f"{getattr(e, 'problem', e)}") from None
     return parse_statement_file(doc, str(p))
+
+
+def _decode(p: Path, data: bytes) -> str:
+    """The file's text (UTF-8); a byte that is not names its line and column."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        before = data[: e.start]
+        line = before.count(b"\n") + 1
+        column = e.start - (before.rfind(b"\n") + 1) + 1
+        raise ConfigError(f"{p}: line {line}, column {column}: not UTF-8 text (byte "
+                          f"0x{data[e.start]:02x}); statement files and EPL modules are "
+                          "UTF-8") from None
 
 
 def split_module(text: str) -> list[str]:

@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help="validate statement files and EPL modules",
                        description="Parse and validate every statement of each FILE. Exit 0 "
-                                   "when all are valid, 1 with every error listed otherwise.")
+                                   "when all are valid, 2 with every error listed otherwise.")
     p.add_argument("files", nargs="+", metavar="FILE")
 
     p = sub.add_parser("explain", help="print the plan of each statement",
@@ -361,7 +361,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                 print(f"{f}: statement '{s.name}': valid, but not supported yet: {e}")
     if failures:
         print(f"{failures} error(s)")
-        return 1
+        return 2
     print(f"{len(args.files)} file(s) valid")
     return 0
 

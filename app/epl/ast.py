@@ -209,8 +209,13 @@ class TimePeriod(Node):
         for amount, unit in self.parts:
             if not isinstance(amount, Literal) or amount.type not in ("int", "long", "double"):
                 return None
-            total += amount.value * UNIT_MS[unit]  # type: ignore[operator]
-        return int(total) if float(total).is_integer() else total
+            try:
+                total += amount.value * UNIT_MS[unit]  # type: ignore[operator]
+            except OverflowError:  # an integer amount too large for a float unit
+                return float("inf")
+        if isinstance(total, float) and total.is_integer():
+            return int(total)
+        return total
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from typing import Any
 
 from app.epl import ast
 from app.epl.errors import EplValidationError, closest
+from app.epl.walk import LONG_CHAIN, chain_length, iter_nodes, spine
 from operators.aggregates import AGGREGATE_NAMES, make_aggregator
 from operators.base import Expr, PartitionCtx
 from operators.resultset import AggregateDef
@@ -362,15 +363,27 @@ _CASTS: dict[str, Callable[[Any], Any]] = {
 }
 
 
+MAX_MS = (1 << 63) - 1
+"""The longest time span, in milliseconds (Esper keeps time in a Java long)."""
+
+
 def time_period_ms(node: Any) -> int:
     """Milliseconds of a constant TimePeriod (or a number of seconds)."""
+    ms: Any = None
     if isinstance(node, ast.TimePeriod):
-        return int(round(node.ms()))
-    if isinstance(node, ast.Literal) and isinstance(node.value, int | float):
-        return int(round(node.value * 1000))
-    pos = getattr(node, "pos", None)
-    raise EplValidationError("expected a time period", pos.line if pos else None,
-                             pos.column if pos else None)
+        ms = node.ms()
+        if ms is None:
+            raise _err(f"time period '{text_of(node)}' must be constant here", node,
+                       "write its amounts as numbers, as in '10 sec'")
+    elif (isinstance(node, ast.Literal) and isinstance(node.value, int | float)
+          and not isinstance(node.value, bool)):
+        ms = node.value * 1000
+    else:
+        raise _err("expected a time period", node, "write a time period such as '10 sec'")
+    if (isinstance(ms, float) and not math.isfinite(ms)) or abs(ms) > MAX_MS:
+        raise _err(f"time period '{text_of(node)}' is out of range", node,
+                   "the longest time period is about 292 million years")
+    return int(round(ms))
 
 
 def constant_value(node: Any) -> Any:
@@ -393,6 +406,8 @@ def compile_expr(node: Any, scope: Scope) -> Expr:
     if kind == "Name":
         return _compile_name(node, scope)
     if kind == "Binary":
+        if chain_length(node) > LONG_CHAIN:
+            return _compile_chain(node, scope)
         a = compile_expr(node.left, scope)
         b = compile_expr(node.right, scope)
         if node.op == "and":
@@ -481,6 +496,8 @@ def compile_expr(node: Any, scope: Scope) -> Expr:
             raise NotSupportedExpr(f"cast to {node.type_name}")
         return lambda r, c: None if (v := e(r, c)) is None else conv(v)
     if kind == "TimePeriod":
+        if node.ms() is None:
+            return _compile_period(node, scope)
         ms = time_period_ms(node)
         return lambda r, c: ms
     if kind == "Call":
@@ -490,6 +507,84 @@ def compile_expr(node: Any, scope: Scope) -> Expr:
     if kind == "Star":
         return lambda r, c: r
     raise NotSupportedExpr(kind)
+
+
+def _step(op: str, b: Expr) -> Callable[[Any, Any, PartitionCtx], Any]:
+    """One link of a folded chain: the value so far combined with the right operand,
+    with the same null and short-circuit rules as the nested closures above."""
+    if op == "and":
+        def and_step(x: Any, r: Any, c: PartitionCtx) -> Any:
+            if x is False:
+                return False
+            y = b(r, c)
+            if y is False:
+                return False
+            if x is None or y is None:
+                return None
+            return bool(x) and bool(y)
+        return and_step
+    if op == "or":
+        def or_step(x: Any, r: Any, c: PartitionCtx) -> Any:
+            if x is True or (x is not None and x):
+                return True
+            y = b(r, c)
+            if y is True or (y is not None and y):
+                return True
+            if x is None or y is None:
+                return None
+            return False
+        return or_step
+    fn = _BINARY.get(op)
+    if fn is None:
+        raise NotSupportedExpr(f"operator {op}")
+
+    def step(x: Any, r: Any, c: PartitionCtx) -> Any:
+        if x is None:
+            return None
+        y = b(r, c)
+        if y is None:
+            return None
+        return fn(x, y)
+    return step
+
+
+def _compile_chain(node: Any, scope: Scope) -> Expr:
+    """A long left-deep chain (``1 + 1 + ... + 1``) as a loop, not as nested closures
+    that would recurse once per operator."""
+    first, links = spine(node)
+    start = compile_expr(first, scope)
+    steps = tuple(_step(link.op, compile_expr(link.right, scope)) for link in links)
+
+    def chain(r: Any, c: PartitionCtx) -> Any:
+        v = start(r, c)
+        for step in steps:
+            v = step(v, r, c)
+        return v
+    return chain
+
+
+def _compile_period(node: Any, scope: Scope) -> Expr:
+    """A time period with variable amounts (``n sec``): milliseconds, null when a
+    variable is null (Esper §5.2.1 allows variables as time-period amounts)."""
+    parts: list[tuple[Expr, float]] = []
+    for amount, unit in node.parts:
+        if isinstance(amount, ast.Name):
+            name = ".".join(amount.parts)
+            if len(amount.parts) != 1 or name not in scope.variables:
+                raise _err(f"'{name}' in time period '{text_of(node)}' is not a variable",
+                           amount, _did_you_mean(name, scope.variables)
+                           or "a time-period amount is a number or a variable")
+        parts.append((compile_expr(amount, scope), ast.UNIT_MS[unit]))
+
+    def period(r: Any, c: PartitionCtx) -> Any:
+        total = 0.0
+        for fn, factor in parts:
+            v = fn(r, c)
+            if v is None:
+                return None
+            total += v * factor
+        return total
+    return period
 
 
 def _compile_call(node: Any, scope: Scope) -> Expr:
@@ -583,38 +678,11 @@ def _compile_call(node: Any, scope: Scope) -> Expr:
 
 
 def has_aggregate(node: Any) -> bool:
-    """Whether an expression contains an aggregate call (outside of prev/prior)."""
-    if isinstance(node, ast.Call):
-        if node.name.lower() in AGGREGATE_NAMES:
-            return True
-    for child in _children(node):
-        if has_aggregate(child):
-            return True
-    return False
-
-
-def _children(node: Any) -> list[Any]:
-    out: list[Any] = []
-    if not hasattr(node, "__dataclass_fields__"):
-        return out
-    for f in node.__dataclass_fields__:
-        if f == "pos":
-            continue
-        v = getattr(node, f)
-        if hasattr(v, "__dataclass_fields__"):
-            out.append(v)
-        elif isinstance(v, tuple):
-            for x in v:
-                if hasattr(x, "__dataclass_fields__"):
-                    out.append(x)
-                elif isinstance(x, tuple):
-                    out += [y for y in x if hasattr(y, "__dataclass_fields__")]
-    return out
+    """Whether an expression contains an aggregate call."""
+    return any(isinstance(n, ast.Call) and n.name.lower() in AGGREGATE_NAMES
+               for n in iter_nodes(node))
 
 
 def names_in(node: Any) -> list[Any]:
-    """Every Name node in an expression."""
-    out = [node] if isinstance(node, ast.Name) else []
-    for child in _children(node):
-        out += names_in(child)
-    return out
+    """Every Name node in an expression, in source order."""
+    return [n for n in iter_nodes(node) if isinstance(n, ast.Name)]

@@ -27,6 +27,7 @@ from lark.lexer import PatternStr
 
 from app.epl import ast as A
 from app.epl.errors import EplSyntaxError, closest
+from app.epl.walk import MAX_DEPTH, too_deep
 
 __all__ = [
     "parse_statement",
@@ -46,6 +47,7 @@ _UNITS_SPELLINGS = (
 )
 _STARTS = ["single_start", "module_start", "expr_start", "pattern_start"]
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_LONG_MAX = (1 << 63) - 1
 
 
 class _WholeWords:
@@ -179,7 +181,7 @@ def _run(text: str, start: str) -> Any:
     except RecursionError:  # pragma: no cover - the LALR driver is iterative
         raise EplSyntaxError("statement is nested too deeply", 1, 1, text) from None
     try:
-        return _Builder(text).transform(tree)
+        built = _Builder(text).transform(tree)
     except VisitError as exc:
         orig = exc.orig_exc
         if isinstance(orig, EplSyntaxError):
@@ -191,6 +193,19 @@ def _run(text: str, start: str) -> Any:
         raise EplSyntaxError("statement is nested too deeply", 1, 1, text) from None
     except Exception as exc:  # noqa: BLE001 - contract: only EplSyntaxError escapes
         raise EplSyntaxError(f"cannot build syntax tree: {exc!r}", 1, 1, text) from None
+    _check_depth(built, text)
+    return built
+
+
+def _check_depth(built: Any, text: str) -> None:
+    """Refuse nesting deeper than the compiler follows (long operator chains are fine)."""
+    for root in built if isinstance(built, list | tuple) else (built,):
+        deep = too_deep(root)
+        if deep is not None:
+            pos = getattr(deep, "pos", A.NOPOS)
+            raise EplSyntaxError(f"expression nested too deeply (more than {MAX_DEPTH} "
+                                 "levels)", pos.line or 1, pos.column or 1, text,
+                                 "split it with variables or simpler sub-expressions")
 
 
 # Plain-word descriptions of regex terminals for 'expected ...' hints.
@@ -1501,8 +1516,13 @@ class _Builder(Transformer_NonRecursive):
         return A.Cast(items[0], items[1].value, pos=pos)
 
     def r_time_period(self, c: list[Any], pos: A.Pos) -> A.TimePeriod:
-        """Sequence of (amount unit) parts."""
-        return A.TimePeriod(tuple(p.value for p in _present(c)), pos=pos)
+        """Sequence of (amount unit) parts; a constant one must fit in a Java long of ms."""
+        period = A.TimePeriod(tuple(p.value for p in _present(c)), pos=pos)
+        ms = period.ms()
+        if ms is not None and not (ms == ms and abs(ms) <= _LONG_MAX):
+            raise self._error("time period is out of range", pos,
+                              "the longest time period is about 292 million years")
+        return period
 
     def r_tp_part(self, c: list[Any], pos: A.Pos) -> _Wrapped:
         """'5 sec' or 'VAR sec'."""
@@ -1525,13 +1545,28 @@ class _Builder(Transformer_NonRecursive):
         if suffix == "l":
             if not body.isdigit():
                 raise self._error(f"'{text}' is not a valid long literal", pos)
-            return A.Literal(int(body), "long", pos=pos)
+            return A.Literal(self._integer(body, text, pos), "long", pos=pos)
         if suffix in ("d", "f") or any(ch in body for ch in ".eE"):
             value = float(body)
             if value != value or value in (float("inf"), float("-inf")):
-                raise self._error(f"number '{text}' is out of range", pos)
+                raise self._error(f"number '{text}' is out of range", pos,
+                                  "the largest double is about 1.8e308")
+            mantissa = re.split("[eE]", body)[0]
+            if value == 0 and any(ch in "123456789" for ch in mantissa):
+                raise self._error(f"number '{text}' is too small to be a double", pos,
+                                  "the smallest positive double is about 4.9e-324")
             return A.Literal(value, "double", pos=pos)
-        return A.Literal(int(body), "int", pos=pos)
+        return A.Literal(self._integer(body, text, pos), "int", pos=pos)
+
+    def _integer(self, body: str, text: str, pos: A.Pos) -> int:
+        """An integer literal, at most a Java long (as Esper reads them)."""
+        digits = body.lstrip("0")
+        if len(digits) > 19 or int(body or "0") > _LONG_MAX:
+            shown = f"'{text}'" if len(text) <= 30 else (
+                f"'{text[:12]}...{text[-4:]}' ({len(text)} digits)")
+            raise self._error(f"number {shown} is out of range", pos,
+                              f"the largest integer is {_LONG_MAX}")
+        return int(body)
 
     def r_number(self, c: list[Any], pos: A.Pos) -> A.Literal:
         """Number literal."""

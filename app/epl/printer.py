@@ -15,7 +15,9 @@ import re
 from collections.abc import Callable, Iterable
 
 from app.epl import ast as A
+from app.epl import walk
 from app.epl.errors import EplSyntaxError
+from app.epl.walk import spine
 
 __all__ = ["to_epl"]
 
@@ -50,7 +52,7 @@ def to_epl(node: A.Node) -> str:
     if check is None:
         return text
     try:
-        same = check(text) == node
+        same = walk.same(check(text), node)
     except EplSyntaxError:
         same = False
     if same:
@@ -164,8 +166,7 @@ class _Printer:
         if isinstance(node, A.Name):
             return ".".join(self.ident(p) for p in node.parts)
         if isinstance(node, A.Binary):
-            p = _BINARY_PREC[node.op]
-            return f"{self.expr(node.left, p)} {node.op} {self.expr(node.right, p + 1)}"
+            return self.binary(node)
         if isinstance(node, A.Unary):
             if node.op == "not":
                 return f"not {self.expr(node.operand, _NOT)}"
@@ -266,6 +267,20 @@ class _Printer:
             return f"{self.ident(node.name)}: {self.expr(node.value)}"
         return self.expr(node)
 
+    def binary(self, node: A.Binary) -> str:
+        """A left-deep operator chain, printed as a loop (chains may be thousands long):
+        each operand is parenthesised where it binds looser than its operator needs."""
+        first, links = spine(node)
+        out = [self.expr(first, _BINARY_PREC[links[0].op])]
+        opens = 0
+        for i, link in enumerate(links):
+            p = _BINARY_PREC[link.op]
+            out.append(f" {link.op} {self.expr(link.right, p + 1)}")
+            if i + 1 < len(links) and _BINARY_PREC[links[i + 1].op] > p:
+                opens += 1  # a looser chain under a tighter operator: (a or b) and c
+                out.append(")")
+        return "(" * opens + "".join(out)
+
     def range_text(self, low: A.Node | None, high: A.Node | None) -> str:
         """'a:b', spaced when a bound is not a literal (so 'x:f(' never lexes as ns:f)."""
         lo = self.expr(low) if low is not None else ""
@@ -278,7 +293,7 @@ class _Printer:
         parts = []
         for amount, unit in node.parts:
             if isinstance(amount, A.Literal) and amount.type in ("int", "long", "double"):
-                if float(amount.value) < 0:  # type: ignore[arg-type]
+                if amount.value < 0:  # type: ignore[operator]
                     raise ValueError("a time period amount cannot be negative")
                 parts.append(f"{self.literal(amount)} {unit}")
             elif isinstance(amount, A.Name) and len(amount.parts) == 1:

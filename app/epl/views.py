@@ -7,6 +7,7 @@ from typing import Any
 from app.epl import ast
 from app.epl.errors import closest
 from app.epl.expr import Scope, compile_expr, constant_value, text_of
+from app.epl.walk import iter_nodes
 from operators.aggregates import AGGREGATE_NAMES
 from operators.resultset import AggregateDef
 from operators.windows.registry import WINDOWS, WindowParam, make_view_chain, make_view_spec
@@ -57,15 +58,7 @@ def _check_param(node: Any, window: str, index: int) -> None:
 
 
 def _calls(node: Any) -> list[Any]:
-    out = [node] if isinstance(node, ast.Call) else []
-    for f in getattr(node, "__dataclass_fields__", ()):
-        if f == "pos":
-            continue
-        v = getattr(node, f)
-        for c in (v if isinstance(v, tuple) else (v,)):
-            if hasattr(c, "__dataclass_fields__"):
-                out += _calls(c)
-    return out
+    return [n for n in iter_nodes(node) if isinstance(n, ast.Call)]
 
 
 def view_spec(view: Any, scope: Scope) -> Any:
@@ -100,4 +93,13 @@ def apama_view(node: Any) -> Any:
     params: list[Any] = []
     for i, p in enumerate((node.within, node.every, node.retain)):
         params.append(None if p is None else _param(p, scope, "apama_batched", i))
-    return make_view_spec("apama_batched", params)
+    try:
+        return make_view_spec("apama_batched", params)
+    except ValueError as e:
+        from app.epl.planner import verr
+
+        given = [p for p in (node.within, node.every, node.retain) if p is not None]
+        at = next((p for p in given if f"'{text_of(p)}'" in str(e)), given[0] if given else node)
+        raise verr(str(e), at,
+                   hint="003: 'within D every P' takes seconds, 'retain N every M' "
+                        "positive whole numbers of items") from None

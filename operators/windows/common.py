@@ -7,6 +7,7 @@ namespace restores the window exactly (checkpoint/restore).
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -105,11 +106,22 @@ class Deferred:
         return check_value(value, self.kind, self.text)
 
 
+MAX_MS = (1 << 63) - 1
+"""The longest time span in milliseconds (Esper keeps time in a Java long)."""
+
+
+def in_ms_range(ms: float) -> bool:
+    """Whether a number of milliseconds is finite and fits a Java long."""
+    return not (isinstance(ms, float) and not math.isfinite(ms)) and abs(ms) <= MAX_MS
+
+
 def check_value(value: Any, kind: str, text: str) -> Any:
     """Convert/validate a parameter value of the given kind."""
     if kind == "time":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ValueError(f"parameter '{text}' must be a time period or number of seconds")
+        if not in_ms_range(value * 1000):
+            raise ValueError(f"parameter '{text}' is out of range")
         return int(round(value * 1000))
     if kind == "count":
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:

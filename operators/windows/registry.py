@@ -21,7 +21,7 @@ from operators.derived.univariate import UnivariateView
 from operators.derived.weighted_avg import WeightedAverageView
 from operators.windows.apama_batched import ApamaBatchedSpec
 from operators.windows.chain import ChainSpec
-from operators.windows.common import Deferred, WindowSpec, check_value, const_expr
+from operators.windows.common import Deferred, WindowSpec, check_value, const_expr, in_ms_range
 from operators.windows.expiry_expr import ExpiryExprSpec
 from operators.windows.expiry_expr_batch import ExpiryExprBatchSpec
 from operators.windows.ext_timed import ExtTimedSpec
@@ -79,6 +79,8 @@ def _time(name: str, p: WindowParam, what: str = "time period") -> int | Deferre
     if p.is_time:
         if isinstance(p.value, bool) or not isinstance(p.value, (int, float)):
             raise _fail(name, f"parameter '{p.text}' is not a valid {what}")
+        if not in_ms_range(p.value):
+            raise _fail(name, f"{what} '{p.text}' is out of range")
         return int(round(p.value))
     if p.is_constant and p.value is not None:
         try:

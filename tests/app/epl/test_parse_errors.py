@@ -154,7 +154,23 @@ def test_lexical_errors() -> None:
         ("select f(a, distinct b) from T", "'distinct' may only precede the first argument",
          13, None),
         ("select 1.5L from T", "'1.5L' is not a valid long literal", 8, None),
-        ("select 1e999 from T", "number '1e999' is out of range", 8, None),
+        ("select 1e999 from T", "number '1e999' is out of range", 8,
+         "the largest double is about 1.8e308"),
+        ("select 1e-400 from T", "number '1e-400' is too small to be a double", 8,
+         "the smallest positive double is about 4.9e-324"),
+        ("select 0e-400, 9223372036854775808 from T", "number '9223372036854775808' is out of "
+         "range", 16, "the largest integer is 9223372036854775807"),
+        ("select 99999999999999999999L from T", "number '99999999999999999999L' is out of "
+         "range", 8, "the largest integer is 9223372036854775807"),
+        ("select " + "9" * 400 + " from T", "number '999999999999...9999' (400 digits) is out "
+         "of range", 8, "the largest integer is 9223372036854775807"),
+        ("select * from T#time(1e308 sec)", "time period is out of range", 22,
+         "the longest time period is about 292 million years"),
+        ("select * from T#time(" + "9" * 17 + " years)", "time period is out of range", 22,
+         "the longest time period is about 292 million years"),
+        ("select " + "f(" * 101 + "1" + ")" * 101 + " from T",
+         "expression nested too deeply (more than 100 levels)", 206,
+         "split it with variables or simpler sub-expressions"),
     ],
 )
 def test_errors_found_while_building_the_tree(text: str, message: str, column: int,
@@ -192,8 +208,13 @@ def test_deep_nesting_is_not_a_recursion_error() -> None:
     depth = 5000
     got = parse_expression("(" * depth + "1" + ")" * depth)
     assert got == A.Literal(1, "int")
-    unary = parse_expression("not " * 2000 + "x")
+    unary = parse_expression("not " * 100 + "x")
     assert isinstance(unary, A.Unary)
+    err = error_of("not " * 2000 + "x", parse_expression)
+    assert (err.message, err.line, err.column) == (
+        "expression nested too deeply (more than 100 levels)", 1, 405)
+    chain = parse_expression(" + ".join(["x"] * 5000))
+    assert isinstance(chain, A.Binary) and chain.right == A.Name(("x",))
     err = error_of("(" * depth, parse_expression)
     assert err.message == "unexpected end of input"
 
