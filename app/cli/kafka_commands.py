@@ -16,6 +16,40 @@ from typing import Any
 from app.statements import ConfigError, StatementFile, load_statement_file
 
 ROOT = Path(__file__).resolve().parent.parent.parent
+PROBE_TIMEOUT_S = 5.0
+"""How long a command waits for the broker's metadata before saying none answers."""
+
+
+class Unavailable(Exception):
+    """The broker does not answer, the app is not deployed or records were not delivered:
+    one line saying what failed, where and what to run (exit 1)."""
+
+
+def probe_broker(command: str, bootstrap: str) -> set[str]:
+    """The topics at ``bootstrap``, asked with a short timeout before a command starts its
+    work, so a broker that is down is one line, not a traceback after minutes."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    try:
+        return set(admin.list_topics(timeout=PROBE_TIMEOUT_S).topics)
+    except KafkaException as e:
+        cause = e.args[0].str().removeprefix("Failed to get metadata: ")
+        raise Unavailable(f"{command}: no Kafka broker answers at {bootstrap}: {cause} "
+                          "(is the broker up? kepl kafka start)") from None
+
+
+def require_deployed(command: str, bootstrap: str, file: str | Path, config: Any) -> None:
+    """Probe the broker and check that every topic of the app exists (``kepl deploy``)."""
+    from app.runtime.kafka.topology import Topology
+
+    missing = sorted(set(Topology.plan(config).topic_specs()) - probe_broker(command, bootstrap),
+                     key=lambda t: (t not in config.source_topics, t))
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise Unavailable(f"{command}: app {config.app} is not deployed at {bootstrap}: "
+                          f"topic {missing[0]}{more} does not exist (kepl deploy {file})")
 
 
 def _config(sf: StatementFile) -> Any:
@@ -46,6 +80,7 @@ def cmd_deploy(args: argparse.Namespace, bootstrap: str) -> int:
     sf = load_statement_file(args.file)
     config = _config(sf)
     _check_topology(sf, config)
+    probe_broker("deploy", bootstrap)
     for line in create_topics(config, bootstrap):
         print(line)
     return 0
@@ -58,6 +93,7 @@ def cmd_worker(args: argparse.Namespace, bootstrap: str) -> int:
     data_dir = Path(args.data_dir) if args.data_dir else Path(".kepl") / sf.app
     config = _config(sf)
     _check_topology(sf, config)
+    probe_broker("worker", bootstrap)
     run_worker(config, bootstrap, data_dir)
     return 0
 
@@ -118,19 +154,72 @@ def _validate_events(schemas: dict[str, Any], type_name: str, lines: list[str]) 
 
 
 def cmd_clock(args: argparse.Namespace, bootstrap: str) -> int:
-    from app.runtime.kafka.clock import publish_watermark
+    """Publish watermark TIME (or the wall clock, repeatedly, with ``--wall``) once the
+    broker answers and the app is deployed; a time before the last watermark on the
+    app's watermark topic is refused (exit 2), as the embedded engine refuses it."""
+    from confluent_kafka import KafkaException
+
+    from app.runtime.kafka.clock import NotDelivered, publish_watermark
 
     sf = load_statement_file(args.file)
     cfg = _config(sf)
-    if args.wall:
-        while True:
-            publish_watermark(bootstrap, cfg, int(time.time() * 1000))
-            time.sleep(args.interval / 1000)
-    if args.time is None:
-        raise ConfigError("kepl clock: give a time in ms or --wall")
-    publish_watermark(bootstrap, cfg, args.time)
-    print(f"watermark {args.time} published")
-    return 0
+    if args.time is None and not args.wall:
+        raise ConfigError("clock: give a time in ms or --wall")
+    _check_topology(sf, cfg)
+    require_deployed("clock", bootstrap, args.file, cfg)
+    last = last_watermark(bootstrap, cfg.watermark_topic)
+    t = int(time.time() * 1000) if args.wall else args.time
+    if last is not None and t < last:
+        raise ConfigError(f"clock: time cannot move backwards ({t} < {last}, the last "
+                          f"watermark on {cfg.watermark_topic})")
+    while True:
+        try:
+            publish_watermark(bootstrap, cfg, t, args.timeout)
+        except (NotDelivered, KafkaException) as e:
+            cause = e.cause if isinstance(e, NotDelivered) else e.args[0].str()
+            raise Unavailable(f"clock: watermark {t} not delivered at {bootstrap}: {cause} "
+                              "(is the broker up? kepl kafka start)") from None
+        if not args.wall:
+            print(f"watermark {t} published")
+            return 0
+        time.sleep(args.interval / 1000)
+        t = max(t, int(time.time() * 1000))
+
+
+def last_watermark(bootstrap: str, topic: str) -> int | None:
+    """The time of the last watermark on the app's watermark topic (None: none yet).
+
+    Reads the last few records of each partition; the greatest time wins."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from app.runtime.kafka.router import decode_watermark
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kepl-clock",
+                         "enable.auto.commit": False, "log_level": 0})
+    last: int | None = None
+    try:
+        md = consumer.list_topics(topic, timeout=PROBE_TIMEOUT_S)
+        for p in sorted(md.topics[topic].partitions):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p),
+                                                       timeout=PROBE_TIMEOUT_S)
+            if high <= low:
+                continue
+            consumer.assign([TopicPartition(topic, p, max(low, high - 16))])
+            deadline = time.monotonic() + PROBE_TIMEOUT_S
+            while time.monotonic() < deadline:
+                msg = consumer.poll(0.2)
+                if msg is None or msg.error():
+                    continue
+                try:
+                    t, _ = decode_watermark(msg.value())
+                    last = t if last is None else max(last, t)
+                except ValueError:
+                    pass
+                if msg.offset() >= high - 1:
+                    break
+    finally:
+        consumer.close()
+    return last
 
 
 def cmd_tail(args: argparse.Namespace, bootstrap: str) -> int:
@@ -141,6 +230,9 @@ def cmd_tail(args: argparse.Namespace, bootstrap: str) -> int:
     if not stmts:
         raise ConfigError(f"{args.file}: no statement named '{args.statement}'")
     topics = {sf.output_topic(s): s.name for s in stmts}
+    config = _config(sf)
+    _check_topology(sf, config)
+    require_deployed("tail", bootstrap, args.file, config)
     for rec in follow_rows(bootstrap, list(topics), from_beginning=args.from_beginning):
         print(json.dumps(rec, default=str), flush=True)
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,12 +23,54 @@ def _add_bootstrap(p: argparse.ArgumentParser) -> None:
                    "$KAFKA_BOOTSTRAP_SERVERS, else 127.0.0.1:9092)")
 
 
+EXIT_CODES = """\
+exit codes:
+  0    success
+  1    runtime failure: no broker answers, the app is not deployed, events or
+       watermarks not delivered, steps or events rejected (run), scenarios failed
+  2    usage or validation error: bad arguments, an invalid statement file, an event
+       or a time the app refuses (e.g. a watermark that goes backwards)
+  130  interrupted (Ctrl-C)
+  141  the reader closed the output early (kepl run ... | head): stopped quietly
+"""
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed package's version, looked up only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the version of kepl and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            v = version("kepl")
+        except PackageNotFoundError:
+            v = "unknown (not installed)"
+        print(f"kepl {v}")
+        parser.exit()
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Wrapped descriptions, the epilog (exit codes) printed as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("exit codes:"):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kepl",
         description="kepl runs Esper-style EPL statements over event streams: embedded "
                     "in-process with an explicit clock, or on Kafka with per-partition "
-                    "workers and RocksDB state.")
+                    "workers and RocksDB state.",
+        epilog=EXIT_CODES, formatter_class=_Formatter)
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("run", help="run a statement file in-process over events from a file",
@@ -62,12 +105,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="validate statement files and EPL modules",
                        description="Parse and validate every statement of each FILE. Exit 0 "
                                    "when all are valid, 2 with every error listed otherwise.")
-    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="statement file (.yaml) or EPL module (.epl)")
 
     p = sub.add_parser("explain", help="print the plan of each statement",
                        description="Print, per statement, the operator chain, its state, the "
                                    "context partitioning and the Kafka topics it uses.")
-    p.add_argument("file")
+    p.add_argument("file", help="statement file (.yaml) or EPL module (.epl)")
 
     p = sub.add_parser("scenario", help="run conformance scenarios",
                        description="Conformance scenarios (see FORMAT.md).")
@@ -75,7 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     sr = ssub.add_parser("run", help="run scenario files or folders",
                          description="Run each scenario; print PASS/FAIL per scenario and a "
                                      "closing 'N passed, N failed' line; exit 1 if any failed.")
-    sr.add_argument("paths", nargs="+", metavar="PATH")
+    sr.add_argument("paths", nargs="+", metavar="PATH",
+                    help="a scenario file (.yaml) or a folder searched for them")
     sr.add_argument("--kafka", action="store_true",
                     help="run against a real broker instead of in-process")
     sr.add_argument("-v", "--verbose", action="store_true", help="print failure details")
@@ -88,24 +133,26 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Manage the project's own Apache Kafka broker (KRaft, no "
                                    "Docker). Run 'kepl kafka start --help' for options.",
                        add_help=False)
-    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p.add_argument("rest", nargs=argparse.REMAINDER, metavar="ACTION ...",
+                   help="start, stop, status, ... and their options")
 
     p = sub.add_parser("spark", help="PySpark jobs over output topics (read, to-parquet, "
                        "summary)", description="Downstream analysis of output rows with a local "
                        "PySpark session. Run 'kepl spark --help' for the jobs.", add_help=False)
-    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p.add_argument("rest", nargs=argparse.REMAINDER, metavar="JOB ...",
+                   help="read, to-parquet or summary and their options")
 
     p = sub.add_parser("worker", help="run a Kafka worker for a statement file",
                        description="Consume the input topics of FILE, run its statements per "
                                    "partition with RocksDB state and changelogs, and write "
                                    "output rows to the output topics. Stop with Ctrl-C.")
-    p.add_argument("file")
+    p.add_argument("file", help="the app's statement file (YAML)")
     p.add_argument("--data-dir", default=None, help="RocksDB state directory")
     _add_bootstrap(p)
 
     p = sub.add_parser("deploy", help="create the Kafka topics a statement file needs",
                        description="Create input, internal and output topics of FILE.")
-    p.add_argument("file")
+    p.add_argument("file", help="the app's statement file (YAML)")
     _add_bootstrap(p)
 
     p = sub.add_parser("send", help="produce events to an event type's topic",
@@ -121,20 +168,27 @@ def build_parser() -> argparse.ArgumentParser:
     _add_bootstrap(p)
 
     p = sub.add_parser("clock", help="publish a watermark (runtime time) to the workers",
-                       description="Publish watermark T (ms) to every input partition of FILE; "
-                                   "with --wall, publish the wall clock every --interval ms.")
-    p.add_argument("file")
-    p.add_argument("time", nargs="?", type=int)
-    p.add_argument("--wall", action="store_true")
-    p.add_argument("--interval", type=int, default=1000)
+                       description="Publish watermark TIME (ms) to every input partition of "
+                                   "FILE and wait for the broker's acknowledgements; with "
+                                   "--wall, publish the wall clock every --interval ms. A "
+                                   "time before the last published watermark is refused.")
+    p.add_argument("file", help="the app's statement file (YAML)")
+    p.add_argument("time", nargs="?", type=int,
+                   help="runtime time in ms, not before the last watermark (or use --wall)")
+    p.add_argument("--wall", action="store_true", help="publish the wall clock repeatedly")
+    p.add_argument("--interval", type=int, default=1000,
+                   help="ms between watermarks with --wall (default 1000)")
+    p.add_argument("--timeout", type=float, default=10.0,
+                   help="seconds to wait for the broker's acknowledgements (default 10)")
     _add_bootstrap(p)
 
     p = sub.add_parser("tail", help="print output rows as they arrive",
                        description="Follow the output topics of FILE (or of one STATEMENT) "
                                    "and print each row once (repeats after a crash dropped).")
-    p.add_argument("file")
-    p.add_argument("statement", nargs="?")
-    p.add_argument("--from-beginning", action="store_true")
+    p.add_argument("file", help="the app's statement file (YAML)")
+    p.add_argument("statement", nargs="?", help="only this statement's rows (default: all)")
+    p.add_argument("--from-beginning", action="store_true",
+                   help="print the rows already on the topics first")
     _add_bootstrap(p)
 
     p = sub.add_parser("demo", help="the main job: broker, worker, sample events, output",
@@ -147,6 +201,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``kepl`` command; its exit code (``EXIT_CODES``)."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # The reader closed the pipe (`kepl run ... | head`): stop without a traceback;
+        # stdout goes to /dev/null so the flush at exit does not fail again.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 128 + signal.SIGPIPE
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     if argv and argv[0] == "kafka":
@@ -186,8 +257,12 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         if args.command in ("worker", "deploy", "send", "clock", "tail", "demo"):
             from app.cli import kafka_commands
 
-            return int(getattr(kafka_commands, f"cmd_{args.command}")(args, _bootstrap(args)
-                       if hasattr(args, "bootstrap") else DEFAULT_BOOTSTRAP))
+            try:
+                return int(getattr(kafka_commands, f"cmd_{args.command}")(
+                    args, _bootstrap(args) if hasattr(args, "bootstrap") else DEFAULT_BOOTSTRAP))
+            except kafka_commands.Unavailable as e:
+                print(f"kepl: {e}", file=sys.stderr)
+                return 1
     except ConfigError as e:
         print(f"kepl: {e}", file=sys.stderr)
         return 2
@@ -215,12 +290,14 @@ def _embedded(path: str) -> tuple[Any, Any] | None:
     return catalog, engine
 
 
-def _replay(events: str, catalog: Any, engine: Any) -> None:
-    """Apply JSON-lines steps ({"time": ms} or {"send": Type, "event": {...}})."""
+def _replay(events: str, catalog: Any, engine: Any) -> int:
+    """Apply JSON-lines steps ({"time": ms} or {"send": Type, "event": {...}}); a step the
+    engine refuses is reported on stderr and skipped. Returns how many were refused."""
     from app.conformance.runner import ScenarioError
     from app.runtime.catalog import EventTypeError, coerce_event
 
     src = sys.stdin if events == "-" else open(events)  # noqa: SIM115
+    rejected = 0
     for n, line in enumerate(src, 1):
         line = line.strip()
         if not line or line.startswith("#"):
@@ -236,12 +313,15 @@ def _replay(events: str, catalog: Any, engine: Any) -> None:
                 raise ScenarioError("a step needs 'time' or 'send'")
         except (ValueError, EventTypeError, ScenarioError) as e:
             print(f"kepl: {events}:{n}: {e}", file=sys.stderr)
+            rejected += 1
+    return rejected
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    """Embedded run: exit 2 for invalid statements, 1 when a step or event was rejected."""
     deployed = _embedded(args.file)
     if deployed is None:
-        return 1
+        return 2
     catalog, engine = deployed
 
     def show(stmt: str, new: list, old: list, pid: Any) -> None:
@@ -251,7 +331,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                                   "time": engine.now_ms, "row": r}, default=str), flush=True)
 
     engine.listeners.append(show)
-    _replay(args.events, catalog, engine)
+    rejected = _replay(args.events, catalog, engine)
+    if rejected:
+        print(f"kepl: run: {rejected} step(s) rejected", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -302,13 +385,20 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 def _query_kafka(args: argparse.Namespace, select: Any) -> int:
     """``kepl query --kafka``: the query over every engine partition's restored state."""
-    from app.cli.kafka_commands import _config
+    from app.cli.kafka_commands import Unavailable, _check_topology, _config, require_deployed
     from app.epl.errors import EplError
     from app.runtime.catalog import NotSupported
     from app.runtime.kafka.inspect import restored_engines
     from app.statements import load_statement_file
 
-    config = _config(load_statement_file(args.file))
+    sf = load_statement_file(args.file)
+    config = _config(sf)
+    _check_topology(sf, config)
+    try:
+        require_deployed("query", _bootstrap(args), args.file, config)
+    except Unavailable as e:
+        print(f"kepl: {e}", file=sys.stderr)
+        return 1
     catalog = None
     with restored_engines(config, _bootstrap(args)) as engines:
         if not any(args.iterate in e.statements for _, _, e in engines) and args.iterate:

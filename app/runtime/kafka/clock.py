@@ -18,19 +18,34 @@ from app.runtime.kafka.config import AppConfig
 from app.runtime.kafka.router import H_CONTROL
 
 
+class NotDelivered(RuntimeError):
+    """A watermark the broker did not acknowledge in time; ``cause`` says why."""
+
+    def __init__(self, wid: str, cause: str) -> None:
+        super().__init__(f"watermark {wid} not written: {cause}")
+        self.cause = cause
+
+
 class Clock:
     """Publishes watermarks of one app; keeps its producer and partition list."""
 
-    def __init__(self, bootstrap: str, config: AppConfig) -> None:
+    def __init__(self, bootstrap: str, config: AppConfig,
+                 timeout_s: float | None = None) -> None:
+        """``timeout_s``: every watermark is acknowledged within it or ``publish`` raises
+        ``NotDelivered``; None waits 30 s and leaves what is still queued to the producer."""
         from confluent_kafka import Producer
 
         self.config = config
-        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
-                                  "linger.ms": 0, "log_level": 0})
+        self.timeout_s = timeout_s
+        settings: dict[str, Any] = {"bootstrap.servers": bootstrap, "enable.idempotence": True,
+                                    "linger.ms": 0, "log_level": 0}
+        if timeout_s is not None:
+            settings["message.timeout.ms"] = max(1, int(timeout_s * 1000))
+        self.producer = Producer(settings)
         self.partitions = self._partitions()
 
     def _partitions(self) -> list[tuple[str, int]]:
-        md = self.producer.list_topics(timeout=30)
+        md = self.producer.list_topics(timeout=30 if self.timeout_s is None else self.timeout_s)
         out: list[tuple[str, int]] = []
         for t in self.config.source_topics:
             if t not in md.topics or not md.topics[t].partitions:
@@ -54,18 +69,21 @@ class Clock:
                                   timestamp=max(int(t_ms), 0), on_delivery=check)
         self.producer.produce(self.config.watermark_topic, value, headers=headers,
                               on_delivery=check)
-        self.producer.flush(30)
-        if errors:
-            raise RuntimeError(f"watermark {wid} not written: {errors[0]}")
+        left = self.producer.flush(30 if self.timeout_s is None else self.timeout_s + 5)
+        if errors or (left and self.timeout_s is not None):
+            cause = errors[0].str() if errors else f"{left} record(s) not acknowledged"
+            raise NotDelivered(wid, cause)
         return wid
 
     def close(self) -> None:
         self.producer.flush(30)
 
 
-def publish_watermark(bootstrap: str, app_config: AppConfig, t_ms: int) -> str:
-    """Publish one watermark at ``t_ms`` for ``app_config``'s source topics; its id."""
-    clock = Clock(bootstrap, app_config)
+def publish_watermark(bootstrap: str, app_config: AppConfig, t_ms: int,
+                      timeout_s: float | None = None) -> str:
+    """Publish one watermark at ``t_ms`` for ``app_config``'s source topics and wait for
+    every acknowledgement (``NotDelivered`` after ``timeout_s``); its id."""
+    clock = Clock(bootstrap, app_config, timeout_s)
     try:
         return clock.publish(t_ms)
     finally:
