@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 KEPL   := $(VENV)/bin/kepl
 
-.PHONY: demo test install lint bench bench-kafka chaos scenarios broker-start broker-stop clean
+.PHONY: demo test install lint bench bench-kafka bench-startup chaos scenarios broker-start broker-stop clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,9 @@ bench: install
 
 bench-kafka: install
 	$(PY) tests/bench/bench_kafka.py
+
+bench-startup: install
+	$(PY) tests/bench/bench_cli_startup.py
 
 chaos: install
 	$(KEPL) kafka start
