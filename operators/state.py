@@ -221,12 +221,14 @@ class MemoryStore:
 class RocksNamespace:
     """A key prefix inside a RocksDB database; writes go through the codec."""
 
-    __slots__ = ("db", "prefix", "sink")
+    __slots__ = ("db", "prefix", "sink", "_put_value")
 
     def __init__(self, db: Any, prefix: bytes, sink: ChangelogSink | None) -> None:
         self.db = db
         self.prefix = prefix
         self.sink = sink
+        # a database that encodes values itself, later (a batch overlay), takes objects
+        self._put_value = getattr(db, "put_value", None) if sink is None else None
 
     def get(self, key: Key, default: Any = None) -> Any:
         raw = self.db.get(self.prefix + b"\x00K" + encode_key(key))
@@ -234,6 +236,9 @@ class RocksNamespace:
 
     def put(self, key: Key, value: Any) -> None:
         k = self.prefix + b"\x00K" + encode_key(key)
+        if self._put_value is not None:
+            self._put_value(k, value)
+            return
         v = encode_value(value)
         self.db[k] = v
         if self.sink is not None:

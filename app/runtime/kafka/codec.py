@@ -31,12 +31,30 @@ def dumps(value: Any) -> bytes:
     return out
 
 
+_INF = float("inf")
+
+
 def _non_finite(value: Any) -> bool:
-    r = repr(value)  # NaN and infinities print as nan/inf (a string may match: no harm)
-    return "nan" in r or "inf" in r
+    """Whether a value holds NaN or an infinity (where orjson wrote ``null``)."""
+    t = type(value)
+    if t is float:
+        return value != value or value == _INF or value == -_INF
+    if t is dict:
+        value = value.values()
+    elif t is not list and t is not tuple:
+        return False  # other objects are written as their str() by ``default``
+    for v in value:
+        t = type(v)
+        if t is float:
+            if v != v or v == _INF or v == -_INF:
+                return True
+        elif (t is dict or t is list or t is tuple) and _non_finite(v):
+            return True
+    return False
 
 
 def bundle(entries: list[list[Any]]) -> bytes:
     """A repartition record: entries ``[kind, type, upstream, offset, ts, seq, value]``
-    in routing order (one record per stage batch and partition)."""
-    return dumps(entries)
+    in routing order.  No NaN check: events are routed only after their type accepted
+    them, and a type takes no non-finite double (``catalog.event_coercer``)."""
+    return orjson.dumps(entries, default=str)

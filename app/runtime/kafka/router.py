@@ -138,7 +138,7 @@ def barrier_entry(upstream: str, offset: int, t: int, wid: str) -> Entry:
 
 def encode_bundles(entries: list[Entry]) -> list[bytes]:
     """Bundle record values for entries bound to one repartition partition, in order."""
-    return [codec.dumps(entries[i:i + BUNDLE_MAX_ENTRIES])
+    return [codec.bundle(entries[i:i + BUNDLE_MAX_ENTRIES])
             for i in range(0, len(entries), BUNDLE_MAX_ENTRIES)]
 
 

@@ -9,7 +9,9 @@ is killed mid-batch can trust it after a restart: it only replays the changelog 
 after the marker.  ``rollback`` forgets the overlay (an engine error, or a crash test).
 
 The overlay is also what goes into the batch's changelog record: the last value of every
-key written during the batch (a key written 500 times costs one entry).
+key written during the batch (a key written 500 times costs one entry).  Values put
+through a namespace are kept as objects and encoded once, when the batch's writes are
+taken: an aggregation state rewritten on every event is encoded once per batch.
 
 A changelog record is either a *batch* record (state writes and output rows) or one
 *part* of a snapshot: the whole committed state (``state_items``: every key but the
@@ -33,7 +35,7 @@ from typing import Any
 
 from rocksdict import Options, Rdict, WriteBatch, WriteOptions
 
-from operators.state import RocksStore
+from operators.state import RocksStore, encode_value
 
 MARKER_KEY = b"\xffkepl.changelog.offset"
 """Local-only key: offset of the last changelog record reflected in this database."""
@@ -45,6 +47,7 @@ the database is as of its last memtable flush, a consistent batch boundary with 
 marker, and the worker replays the changelog records after that marker."""
 
 _MISSING = object()
+_DEFERRED = object()
 _DELETED = 0xFFFFFFFF
 _U32 = struct.Struct(">I")
 _MAGIC = b"KCL1"
@@ -140,11 +143,17 @@ class OverlayDB:
     ``transient`` holds the keys deleted after a put of the same batch: only for those
     can the delete be a no-op for the database (a row that entered and left a window
     within the batch), so only those are looked up when the batch's writes are taken.
+
+    ``put_value`` keeps a value unencoded (``_DEFERRED`` in ``pending``, the object in
+    ``values``) until ``materialize``; operators store the objects they keep (the
+    embedded memory store holds the same references), so the value encoded is the one
+    the operator holds at the batch's end.
     """
 
     def __init__(self, base: Rdict) -> None:
         self.base = base
-        self.pending: dict[bytes, bytes | None] = {}
+        self.pending: dict[bytes, Any] = {}
+        self.values: dict[bytes, Any] = {}
         self.transient: set[bytes] = set()
         self._order: list[bytes] = []
         """Pending keys in key order, as of the last scan."""
@@ -154,6 +163,7 @@ class OverlayDB:
     def reset(self) -> None:
         """Forget the overlay (committed or rolled back)."""
         self.pending.clear()
+        self.values.clear()
         self.transient.clear()
         self._order.clear()
         self._recent.clear()
@@ -163,6 +173,8 @@ class OverlayDB:
 
         A new context partition scans its empty namespaces: this costs a bisection, not
         a pass over the batch's writes."""
+        if self.values:
+            self.materialize()
         recent = self._recent
         order = self._order
         if recent:
@@ -179,9 +191,28 @@ class OverlayDB:
         return [(k, pending[k]) for k in order[i:j]]
 
     def get(self, key: bytes) -> bytes | None:
-        if key in self.pending:
-            return self.pending[key]
+        pending = self.pending
+        if key in pending:
+            v = pending[key]
+            return encode_value(self.values[key]) if v is _DEFERRED else v
         return self.base.get(key)
+
+    def put_value(self, key: bytes, value: Any) -> None:
+        """Put an object, encoded at ``materialize``."""
+        pending = self.pending
+        if key not in pending:
+            self._recent.append(key)
+        pending[key] = _DEFERRED
+        self.values[key] = value
+
+    def materialize(self) -> dict[bytes, bytes | None]:
+        """Encode the deferred values; the pending writes as bytes."""
+        pending = self.pending
+        for k, v in self.values.items():
+            if pending.get(k) is _DEFERRED:
+                pending[k] = encode_value(v)
+        self.values.clear()
+        return pending
 
     def __getitem__(self, key: bytes) -> bytes:
         v = self.get(key)
@@ -241,7 +272,7 @@ class PartitionStore(RocksStore):
     @property
     def pending(self) -> dict[bytes, bytes | None]:
         """Uncommitted writes of the current batch (key -> value, None = deleted)."""
-        return self.db.pending
+        return self.db.materialize() if self.db.values else self.db.pending
 
     def batch_writes(self) -> list[tuple[bytes, bytes | None]]:
         """The batch's net writes: a key put and deleted within the batch (a row that
@@ -250,7 +281,7 @@ class PartitionStore(RocksStore):
         Only keys put before their delete in this batch may be absent from the database;
         they are looked up in one multi-get, every other delete is kept as it is (no read
         per delete: the cost of a batch does not grow with the size of the state)."""
-        pending = self.db.pending
+        pending = self.pending
         transient = [k for k in self.db.transient if pending.get(k, b"") is None]
         if not transient:
             return list(pending.items())

@@ -69,13 +69,26 @@ def consumed_types(plan: StatementPlan) -> set[str]:
     return set()
 
 
+ROUTE_CACHE = 1 << 16
+
+
 def keyed_text(spec: KeyedSpec, type_name: str, event: Row, ctx: PartitionCtx
                ) -> str | None:
     """Key text of an event under a keyed context; None if the context ignores it."""
-    item = next((i for i in spec.items if i.type_name == type_name), None)
-    if item is None or (item.filter is not None and not item.filter(event, ctx)):
+    for item in spec.items:
+        if item.type_name == type_name:
+            break
+    else:
         return None
-    return key_text([k(event, ctx) for k in item.keys])
+    if item.filter is not None and not item.filter(event, ctx):
+        return None
+    keys = item.keys
+    if len(keys) == 1:
+        v = keys[0](event, ctx)
+        if type(v) is str:
+            return v  # key_text of a lone string is the string
+        return key_text([v])
+    return key_text([k(event, ctx) for k in keys])
 
 
 @dataclass
@@ -93,6 +106,8 @@ class Group:
     topics: list[str] = field(default_factory=list)
     """Source topics of the group's event types, sorted."""
     _ctx: PartitionCtx = field(default_factory=PartitionCtx, repr=False)
+    _routes: dict[str, int] = field(default_factory=dict, repr=False)
+    """Key text -> partition, for the keys seen lately (bounded by ``ROUTE_CACHE``)."""
 
     def upstreams(self, partition: int, all_sources: list[str]) -> list[str]:
         """``topic:partition`` names whose barriers engine partition ``partition`` waits
@@ -120,7 +135,15 @@ class Group:
             return self.hash_spec.partition_of(type_name, event, self._ctx)
         if self.keyed_spec is not None:
             text = keyed_text(self.keyed_spec, type_name, event, self._ctx)
-            return None if text is None else zlib.crc32(text.encode()) % self.partitions
+            if text is None:
+                return None
+            cache = self._routes
+            q = cache.get(text)
+            if q is None:
+                if len(cache) >= ROUTE_CACHE:
+                    cache.clear()
+                q = cache[text] = zlib.crc32(text.encode()) % self.partitions
+            return q
         return 0
 
 
