@@ -59,3 +59,15 @@ def test_check_and_explain_load_no_kafka_spark_or_rocksdb_package() -> None:
     out = subprocess.run([sys.executable, "-c", code, str(BANK)], cwd=ROOT, check=True,
                          capture_output=True, text=True, env=dict(os.environ)).stdout
     assert out.splitlines()[-1] == "[]"
+
+
+def test_check_pauses_the_collector_only_while_it_runs(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import gc
+
+    from app.cli.main import main
+
+    assert gc.isenabled()
+    assert main(["check", str(BANK)]) == 0
+    assert gc.isenabled()
+    assert capsys.readouterr().out == "1 file(s) valid\n"
