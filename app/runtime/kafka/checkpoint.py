@@ -40,6 +40,19 @@ class Fenced(Exception):
     producer error): it must stop."""
 
 
+class _NotFatal(logging.Filter):
+    """Drops librdkafka's fatal-error lines: the worker reports a fatal error itself, in
+    the one line it exits with."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno < logging.CRITICAL
+
+
+KAFKA_LOG = logging.getLogger("kepl.kafka")
+"""librdkafka's log lines (consumer and producer of the worker) as Python log records."""
+KAFKA_LOG.addFilter(_NotFatal())
+
+
 def producer_config(bootstrap: str, transactional_id: str | None) -> dict[str, Any]:
     conf: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
@@ -52,6 +65,7 @@ def producer_config(bootstrap: str, transactional_id: str | None) -> dict[str, A
         "message.max.bytes": 64 * 1024 * 1024,
         "compression.type": "none",
         "log_level": 3,
+        "logger": KAFKA_LOG,
     }
     if transactional_id is not None:
         conf["transactional.id"] = transactional_id

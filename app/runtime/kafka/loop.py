@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from app.runtime.kafka import codec
-from app.runtime.kafka.checkpoint import Checkpoint, Fenced, Rewind
+from app.runtime.kafka.checkpoint import KAFKA_LOG, Checkpoint, Fenced, Rewind
 from app.runtime.kafka.config import AppConfig
 from app.runtime.kafka.health import DEFAULT_STALL_S, STALL_ENV, Health, Metrics, serve
 from app.runtime.kafka.lanes import Lane, LaneCursor
@@ -87,6 +87,7 @@ LAG_EVERY_S = 5.0
 CRASH_EXIT_CODE = 70
 
 _W = b"watermark"
+_FATAL = -150  # librdkafka RD_KAFKA_RESP_ERR__FATAL (static member fenced, and the like)
 _INSERT = (H_STREAM, b"insert")
 _REMOVE = (H_STREAM, b"remove")
 
@@ -135,6 +136,7 @@ class Worker:
             "max.partition.fetch.bytes": 16 * 1024 * 1024,
             "queued.max.messages.kbytes": 262_144,
             "log_level": 3,
+            "logger": KAFKA_LOG,
         })
         cfg = config
         self.out_topics = {s: cfg.output_topic(s) for g in topology.active_groups()
@@ -274,7 +276,7 @@ class Worker:
         for m in msgs:
             err = m.error()
             if err is not None:
-                if err.fatal():
+                if err.fatal() or err.code() == _FATAL:
                     raise Fenced(f"consumer: {err.str()}")
                 log.warning("consumer: %s", err.str())
                 continue

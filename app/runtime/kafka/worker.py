@@ -64,10 +64,18 @@ def snapshot_policy_from_env(env: dict[str, str] | None = None) -> SnapshotPolic
         part_bytes=int(env.get(SNAPSHOT_PART_BYTES_ENV) or default.part_bytes))
 
 
+INSTANCE_ID_ENV = "KEPL_INSTANCE_ID"
+
+
 def instance_id(config: AppConfig, data_dir: Path) -> str:
-    """A stable consumer-group instance id: the worker's identity is its state directory."""
+    """A stable consumer-group instance id (also the transactional id): ``KEPL_INSTANCE_ID``
+    if set (a StatefulSet pod name), else derived from the host and the state directory."""
     import hashlib
     import socket
+
+    given = os.environ.get(INSTANCE_ID_ENV, "").strip()
+    if given:
+        return f"kepl.{config.app}.{given}"
 
     key = f"{socket.gethostname()}:{Path(data_dir).resolve()}"
     return f"kepl.{config.app}.{hashlib.sha1(key.encode()).hexdigest()[:12]}"

@@ -7,7 +7,11 @@ context (one engine partition waiting on the watermarks of three source partitio
 a stateless filter (lanes).  Events go round-robin to three source partitions with a
 watermark every ``per_tick`` events.  ``workers`` workers run in one consumer group; a
 random one is killed every ``min_gap_s``–``max_gap_s`` seconds and started again; once
-(``broker_restart``) the broker itself is stopped and started.
+(``broker_restart``) the broker itself is stopped and started.  ``pauses`` workers are
+instead frozen (SIGSTOP) for ``pause_s``, longer than the session timeout, so the group
+gives their partitions to another worker and they wake up as zombies: a zombie must not
+write anything that counts (its transaction is fenced or aborted), and either rejoins or
+exits with the fenced exit code, after which it is started again as a supervisor would.
 
 Pass: every row of the embedded run is on the output topics exactly once, read raw
 (``read_committed``, no deduplication by ``kepl.id``), in the same order within each
@@ -125,6 +129,8 @@ class Outcome:
     watermarks: int
     kills: int
     broker_restarts: int
+    pauses: int
+    fenced_exits: int
     expected: int
     read: int
     lost: int
@@ -139,7 +145,8 @@ class Outcome:
 
     def summary(self) -> str:
         return (f"chaos: {self.events} events, {self.watermarks} watermarks, "
-                f"{self.kills} kills, {self.broker_restarts} broker restart(s); "
+                f"{self.kills} kills, {self.broker_restarts} broker restart(s), "
+                f"{self.pauses} zombie pause(s) ({self.fenced_exits} fenced exit(s)); "
                 f"rows expected {self.expected}, read raw {self.read}: lost {self.lost}, "
                 f"duplicated {self.duplicated}, mismatched {self.mismatched}; "
                 f"{self.wall_s:.1f} s")
@@ -220,6 +227,7 @@ class Chaos:
     def __init__(self, bootstrap: str, *, events: int, kills: int, workers: int = 2,
                  per_tick: int = 100, min_gap_s: float = 0.5, max_gap_s: float = 3.0,
                  restart_broker: Callable[[], None] | None = None, seed: int = 7,
+                 pauses: int = 0, pause_s: float = 14.0,
                  log: Callable[[str], None] = print) -> None:
         self.bootstrap = bootstrap
         self.n_events = events
@@ -240,6 +248,10 @@ class Chaos:
             self.workers.append(WorkerProcess(self.config, bootstrap, d))
         self.kills = 0
         self.broker_restarts = 0
+        self.pauses_wanted = pauses
+        self.pause_s = pause_s
+        self.pauses = 0
+        self.fenced_exits = 0
         self.sent_all = threading.Event()
         self.failure: BaseException | None = None
         self.now = 0
@@ -259,16 +271,15 @@ class Chaos:
                 raise self.failure
             if producer.is_alive():
                 raise TimeoutError("the producer did not finish in time")
-            for w in self.workers:
-                if not w.alive():
-                    w.start()
+            self._revive()
             self._settle(max(60.0, t0 + timeout_s - time.monotonic()))
             expected = embedded_rows(self.config, plan)
             topics = sorted({t for t, _ in self.topology.output_topics().values()})
             raw = read_raw(self.bootstrap, topics)
             lost, duplicated, mismatched, problems = compare(expected, raw)
             return Outcome(self.n_events, sum(1 for k, _ in plan if k == "time"),
-                           self.kills, self.broker_restarts,
+                           self.kills, self.broker_restarts, self.pauses,
+                           self.fenced_exits,
                            sum(len(v) for v in expected.values()), len(raw), lost,
                            duplicated, mismatched, time.monotonic() - t0, problems)
         finally:
@@ -316,12 +327,42 @@ class Chaos:
         finally:
             self.sent_all.set()
 
+    def _revive(self) -> None:
+        """Start workers that exited on their own (a fenced zombie), as a supervisor."""
+        from app.runtime.kafka.loop import EXIT_FENCED
+
+        for w in self.workers:
+            if w.proc is not None and w.proc.poll() is not None:
+                if w.proc.returncode == EXIT_FENCED:
+                    self.fenced_exits += 1
+                w.start()
+
+    def _pause(self) -> None:
+        """Freeze a worker past the session timeout while the others go on."""
+        import signal
+
+        w = self.rnd.choice(self.workers)
+        assert w.proc is not None
+        w.proc.send_signal(signal.SIGSTOP)
+        self.log(f"chaos: worker frozen for {self.pause_s:.0f} s")
+        time.sleep(self.pause_s)
+        w.proc.send_signal(signal.SIGCONT)
+        self.pauses += 1
+        time.sleep(3.0)
+        self._revive()
+
     def _kill_loop(self, deadline: float) -> None:
         restart_at = self.kills_wanted // 2 if self.restart_broker else -1
+        pause_at = {max(1, (i + 1) * self.kills_wanted // (self.pauses_wanted + 1))
+                    for i in range(self.pauses_wanted)}
         while self.kills < self.kills_wanted and time.monotonic() < deadline:
             time.sleep(self.rnd.uniform(*self.gaps))
             if self.failure is not None:
                 return
+            self._revive()
+            if self.kills in pause_at:
+                pause_at.discard(self.kills)
+                self._pause()
             w = self.rnd.choice(self.workers)
             w.kill()
             self.kills += 1
@@ -376,6 +417,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="restart this local broker once mid-run (default: the broker "
                         "`kepl kafka start --port PORT` runs for a local --bootstrap)")
     p.add_argument("--no-broker-restart", action="store_true")
+    p.add_argument("--pauses", type=int, default=2,
+                   help="workers frozen past the session timeout (zombies)")
     args = p.parse_args(argv)
     restart = None
     if not args.no_broker_restart:
@@ -388,7 +431,8 @@ def main(argv: list[str] | None = None) -> int:
         if data_dir is not None:
             restart = local_broker_restarter(data_dir)
     chaos = Chaos(args.bootstrap, events=args.events, kills=args.kills,
-                  workers=args.workers, seed=args.seed, restart_broker=restart)
+                  workers=args.workers, seed=args.seed, restart_broker=restart,
+                  pauses=args.pauses)
     try:
         outcome = chaos.run()
     finally:

@@ -43,18 +43,20 @@ def test_the_embedded_reference_has_rows_of_every_statement() -> None:
 
 @pytest.mark.kafka
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("workers,kills,events,gaps,broker", [
-    (2, KILLS, EVENTS, (0.5, 2.5), True),
+@pytest.mark.parametrize("workers,kills,events,gaps,broker,pauses", [
+    (2, KILLS, EVENTS, (0.5, 2.5), True, 0),
     # the crash loop of a single worker that once stopped making progress: 28 kills,
     # 20,000 events, 201 watermarks
-    (1, 28, 20_000, (0.3, 1.5), False),
-], ids=["two-workers", "one-worker-28-kills"])
+    (1, 28, 20_000, (0.3, 1.5), False, 0),
+    # a worker frozen past its session timeout wakes up as a zombie
+    (2, 2, 6000, (0.5, 1.5), False, 1),
+], ids=["two-workers", "one-worker-28-kills", "zombie"])
 def test_random_kills_lose_and_repeat_nothing(
         kafka_bootstrap: str, kafka_broker_restart: Callable[[], None] | None,
         workers: int, kills: int, events: int, gaps: tuple[float, float],
-        broker: bool) -> None:
+        broker: bool, pauses: int) -> None:
     chaos = Chaos(kafka_bootstrap, events=events, kills=kills, workers=workers,
-                  min_gap_s=gaps[0], max_gap_s=gaps[1], seed=11,
+                  min_gap_s=gaps[0], max_gap_s=gaps[1], seed=11, pauses=pauses,
                   restart_broker=kafka_broker_restart if broker else None)
     try:
         outcome = chaos.run(timeout_s=480)
@@ -62,6 +64,7 @@ def test_random_kills_lose_and_repeat_nothing(
         chaos.close()
     print(outcome.summary())
     assert outcome.kills == kills
+    assert outcome.pauses == pauses
     assert outcome.expected > events
     assert (outcome.lost, outcome.duplicated, outcome.mismatched) == (0, 0, 0), \
         outcome.problems
