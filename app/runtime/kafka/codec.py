@@ -1,9 +1,9 @@
 """The bytes of the data plane: events in, bundles between stages, rows out.
 
 One codec (orjson) for every record the worker reads or writes, so that an event is
-decoded once and a row encoded once.  orjson writes NaN and infinities as ``null``;
-a row holding one is written with the standard library instead, which keeps them
-(``NaN``, ``Infinity``), as the embedded runtime and ``kepl tail`` print them.
+decoded once and a row encoded once.  Output rows are strict JSON (``encode_row``).
+Internal values (progress, lane cursors) that hold NaN or an infinity are written with
+the standard library, which keeps them (``NaN``, ``Infinity``).
 """
 
 from __future__ import annotations
@@ -21,6 +21,62 @@ def loads(data: bytes) -> Any:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         return json.loads(data)
+
+
+NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+
+
+def encode_row(row: Any) -> tuple[bytes, bytes | None]:
+    """An output row as strict JSON (RFC 8259), and the ``kepl.nonfinite`` header value
+    if it held a non-finite double (else None).
+
+    Such a double (NaN, an infinity) is written as the string ``"NaN"``, ``"Infinity"``
+    or ``"-Infinity"``, as Jackson writes them and Spark's JSON reader takes them for a
+    double column; the header lists the row's fields that held one (a JSON array), so
+    that kepl's readers turn exactly those back into numbers (``decode_row``)."""
+    out = orjson.dumps(row, default=str)
+    if b"null" in out and _non_finite(row):
+        if type(row) is dict:
+            fields = [k for k, v in row.items() if _non_finite(v)]
+            fixed = {k: _as_strings(v) if k in fields else v for k, v in row.items()}
+            return orjson.dumps(fixed, default=str), orjson.dumps(fields)
+        return orjson.dumps(_as_strings(row), default=str), b"true"
+    return out, None
+
+
+def decode_row(data: bytes, nonfinite: bytes | None = None) -> Any:
+    """A row written by ``encode_row`` (``nonfinite``: its ``kepl.nonfinite`` header)."""
+    row = orjson.loads(data)
+    if nonfinite is None:
+        return row
+    fields = orjson.loads(nonfinite)
+    if fields is True or type(row) is not dict:
+        return _as_numbers(row)
+    for k in fields:
+        if k in row:
+            row[k] = _as_numbers(row[k])
+    return row
+
+
+def _as_strings(value: Any) -> Any:
+    t = type(value)
+    if t is float and (value != value or value in (_INF, -_INF)):
+        return "NaN" if value != value else "Infinity" if value > 0 else "-Infinity"
+    if t is dict:
+        return {k: _as_strings(v) for k, v in value.items()}
+    if t is list or t is tuple:
+        return [_as_strings(v) for v in value]
+    return value
+
+
+def _as_numbers(value: Any) -> Any:
+    if type(value) is str:
+        return NON_FINITE.get(value, value)
+    if type(value) is dict:
+        return {k: _as_numbers(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_as_numbers(v) for v in value]
+    return value
 
 
 def dumps(value: Any) -> bytes:

@@ -46,6 +46,7 @@ from app.runtime.kafka.router import (
     H_CONTROL,
     H_ERROR,
     H_ID,
+    H_NONFINITE,
     H_PARTITION,
     H_SEQ,
     H_SOURCE,
@@ -408,10 +409,12 @@ class Worker:
         rows_out = self.rows_out
         rows_out[stmt] = rows_out.get(stmt, 0) + 1
         cpb = cp.encode()
-        self.checkpoint.produce(
-            topic, codec.dumps(row), p % parts,
-            [h_stmt, _INSERT if stream == "insert" else _REMOVE, (H_PARTITION, cpb),
-             (H_TIME, b"%d" % now), (H_ID, b"%s/%s/%d" % (stmtb, cpb, seq))], cpb)
+        data, nonfinite = codec.encode_row(row)
+        headers = [h_stmt, _INSERT if stream == "insert" else _REMOVE, (H_PARTITION, cpb),
+                   (H_TIME, b"%d" % now), (H_ID, b"%s/%s/%d" % (stmtb, cpb, seq))]
+        if nonfinite is not None:
+            headers.append((H_NONFINITE, nonfinite))
+        self.checkpoint.produce(topic, data, p % parts, headers, cpb)
 
     # -- checkpoint ------------------------------------------------------------------
     def commit(self) -> None:

@@ -9,13 +9,14 @@ of context partitions) memory.  Reads are ``read_committed``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from app.runtime.kafka import codec
 from app.runtime.kafka.router import (
     H_ID,
+    H_NONFINITE,
     H_PARTITION,
     H_STATEMENT,
     H_STREAM,
@@ -74,7 +75,7 @@ def decode_row(msg: Any) -> OutputRow:
         context_partition=h.get(H_PARTITION, b"").decode(),
         time_ms=int(h.get(H_TIME, b"0")),
         id=h.get(H_ID, b"").decode(),
-        row=json.loads(msg.value()),
+        row=codec.decode_row(msg.value(), h.get(H_NONFINITE)),
         topic=msg.topic(),
         partition=msg.partition(),
         offset=msg.offset(),

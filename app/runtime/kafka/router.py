@@ -35,6 +35,8 @@ H_STREAM = "kepl.stream"
 H_PARTITION = "kepl.context_partition"
 H_TIME = "kepl.time"
 H_ID = "kepl.id"
+H_NONFINITE = "kepl.nonfinite"
+"""On an output record whose row held NaN or an infinity, written as a string."""
 
 BUNDLE_MAX_ENTRIES = 2000
 """Entries per bundle record at most (keeps a record well under the broker's 1 MiB)."""
