@@ -10,6 +10,10 @@ keyed by account) in a source topic of 4 partitions, on the broker this machine 
   their partitions and restore, are stopped (SIGSTOP) while the backlog is produced, and
   are timed from SIGCONT until the progress topic reports the closing watermark.
 
+Each drain also prints the CPU seconds the workers and the broker spent per 10,000
+events (from /proc): on a 2-core machine that runs the broker too, what a second worker
+can add is bounded by the core the broker and the first worker leave idle.
+
 Then, for jobs whose rows do not wait on time, latency at half the measured rate: events
 carry their send time, a ``read_committed`` reader takes the time a row becomes visible.
 
@@ -73,6 +77,25 @@ JOBS: dict[str, dict[str, Any]] = {
 
 def bootstrap() -> str:
     return os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or local_broker.start().bootstrap
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU seconds of a process so far (0 if unknown)."""
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def broker_pid(bs: str) -> int | None:
+    """The local broker's process id when ``bs`` is a broker this machine started."""
+    host, _, port = bs.rpartition(":")
+    if host not in ("127.0.0.1", "localhost"):
+        return None
+    return local_broker._read_pid(local_broker.default_data_dir(int(port)))
 
 
 def event(i: int, sent_ms: int) -> tuple[bytes, bytes]:
@@ -204,7 +227,8 @@ class Run:
             os.kill(w.proc.pid, sig)
 
     def drain_rate(self, n: int, timed: bool) -> float:
-        """Events/s through the stopped workers' backlog of ``n`` events."""
+        """Events/s through the stopped workers' backlog of ``n`` events (``self.cpu``:
+        CPU seconds of the workers and of the broker while they drained it)."""
         self.signal(signal.SIGSTOP)
         t = [0]
 
@@ -217,10 +241,16 @@ class Run:
             produce_backlog(self.kapp.bootstrap, self.config.topic_of("Withdrawal"), n, tick)
         finally:
             self.signal(signal.SIGCONT)
+        pids = [w.proc.pid for w in self.workers if w.proc is not None]
+        bpid = broker_pid(self.kapp.bootstrap)
+        c0 = sum(cpu_seconds(p) for p in pids), cpu_seconds(bpid)
         t0 = time.perf_counter()
         self.kapp.now = t[0] + 1000
         self.kapp.settle(timeout_s=600)
-        return n / (time.perf_counter() - t0)
+        dt = time.perf_counter() - t0
+        c1 = sum(cpu_seconds(p) for p in pids), cpu_seconds(bpid)
+        self.cpu = (c1[0] - c0[0], c1[1] - c0[1], dt)
+        return n / dt
 
     def latency(self, rate: float, seconds: float, watermarks_ms: int = 0
                 ) -> tuple[float, float, int]:
@@ -315,7 +345,8 @@ def main() -> None:
               f"{fa / raw:.2f}x raw", flush=True)
 
     print(f"\n{'kepl job':<34} {'guarantee':<14} {'workers':>7} {'ev/s':>9} {'x raw':>6} "
-          f"{'x faust':>7}", flush=True)
+          f"{'x faust':>7} {'cpu s/10k ev: workers':>22} {'broker':>7} {'cores busy':>10}",
+          flush=True)
     best: dict[str, float] = {}
     for name, job in JOBS.items():
         if args.latency_only:
@@ -333,8 +364,10 @@ def main() -> None:
                 if workers == 1 and guarantee == "exactly_once":
                     best[name] = rate
                 vs_faust = f"{rate / fa:>7.2f}" if fa else f"{'-':>7}"
+                wcpu, bcpu, dt = run.cpu
                 print(f"{name:<34} {guarantee:<14} {workers:>7} {rate:>9,.0f} "
-                      f"{rate / raw:>6.2f} {vs_faust}", flush=True)
+                      f"{rate / raw:>6.2f} {vs_faust} {wcpu / n * 1e4:>22.2f} "
+                      f"{bcpu / n * 1e4:>7.2f} {(wcpu + bcpu) / dt:>10.2f}", flush=True)
 
     print(f"\n{'latency (exactly-once, 1 worker)':<34} {'rate':>9} {'p50 ms':>8} "
           f"{'p99 ms':>8} {'rows':>7}", flush=True)

@@ -84,6 +84,7 @@ MAX_CHECKPOINT_RECORDS = 50_000
 """Input records per checkpoint at most (bounds a changelog record)."""
 EXIT_FENCED = 3
 WATCH_EVERY_S = 1.0
+DEAD_LOG_PER_S = 5
 LAG_EVERY_S = 5.0
 CRASH_EXIT_CODE = 70
 
@@ -193,6 +194,8 @@ class Worker:
         self._last_watch = self._last_consumed = time.monotonic()
         self._last_lag = 0.0
         self._last_stall_log = 0.0
+        self._dead_window = 0.0
+        self._dead_lines = self._dead_quiet = 0
 
     # -- life cycle ------------------------------------------------------------------
     def run(self) -> None:
@@ -396,10 +399,27 @@ class Worker:
 
     def _dead_letter(self, m: Any, reason: str) -> None:
         self.stats["dead"] += 1
-        log.warning("dead letter %s/%d/%d: %s", m.topic(), m.partition(), m.offset(), reason)
+        self._dead_log(f"{m.topic()}/{m.partition()}/{m.offset()}", reason)
         headers = dead_letter_headers(m.headers(), reason, m.topic(), m.partition(),
                                       m.offset())
         self.checkpoint.produce(self.config.dlq_topic, m.value() or b"", 0, headers)
+
+    def _dead_log(self, where: str, reason: str) -> None:
+        """One warning per dead letter, at most ``DEAD_LOG_PER_S`` a second; the rest are
+        counted and summed up in the next line."""
+        now = time.monotonic()
+        if now - self._dead_window >= 1.0:
+            if self._dead_quiet:
+                log.warning("%d more dead letter(s) to %s in the last second",
+                            self._dead_quiet, self.config.dlq_topic)
+            self._dead_window, self._dead_lines, self._dead_quiet = now, 0, 0
+        if not where:
+            return
+        if self._dead_lines < DEAD_LOG_PER_S:
+            self._dead_lines += 1
+            log.warning("dead letter %s to %s: %s", where, self.config.dlq_topic, reason)
+        else:
+            self._dead_quiet += 1
 
     # -- output --------------------------------------------------------------------
     def _row(self, stmt: str, stream: str, cp: str, now: int, seq: int, row: Any,
@@ -443,6 +463,8 @@ class Worker:
         input lag while nothing was consumed for that long.  Also refreshes the lag and
         waiting-records metrics."""
         self._last_watch = now
+        if self._dead_quiet and now - self._dead_window >= 1.0:
+            self._dead_log("", "")  # sums up the quiet ones
         stalls: list[str] = []
         held = 0
         for key, part in self.parts.items():
@@ -514,8 +536,8 @@ class Worker:
             rec = part.seal()
             for d in part.dead:
                 self.stats["dead"] += 1
-                log.warning("dead letter from %s[%d]: %s at %s/%d", key[0], key[1],
-                            d.reason, d.record.upstream, d.record.offset)
+                self._dead_log(f"{d.record.upstream.replace(':', '/')}/{d.record.offset}",
+                               d.reason)
                 cp.produce(self.config.dlq_topic, d.record.raw or codec.dumps(d.record.payload),
                            0, [(H_ERROR, d.reason.encode()),
                                (H_SOURCE, d.record.upstream.replace(":", "/").encode()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -85,3 +86,29 @@ def test_the_worker_goes_on_with_the_next_good_record(app: KafkaApp) -> None:
     assert [(r.row, r.id) for r in rows] == [({"account": "A3", "amount": 250.0}, "all/0/1"),
                                              ({"account": "A7", "amount": 5.0}, "all/0/2")]
     assert app.worker.alive()
+
+
+def test_the_worker_log_names_each_dead_letter_and_the_topic(app: KafkaApp) -> None:
+    src = app.config.topic_of("Withdrawal")
+    dlq = app.config.dlq_topic
+    deadline = time.monotonic() + 10
+    while True:
+        log = app.worker.log_path.read_text().splitlines()
+        lines = [line.split(" ", 2)[2] for line in log if " dead letter" in line]
+        if len(lines) >= 6 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    # at most five a second, the rest summed up: seven bad records in one batch
+    assert lines == [
+        f"kepl.worker WARNING dead letter {src}/0/0 to {dlq}: not JSON: Expecting value: "
+        "line 1 column 1 (char 0)",
+        f"kepl.worker WARNING dead letter {src}/0/1 to {dlq}: Withdrawal.amount must be a "
+        "double, got 'lots'",
+        f"kepl.worker WARNING dead letter {src}/0/2 to {dlq}: an event of Withdrawal must "
+        "be a JSON object",
+        f"kepl.worker WARNING dead letter {src}/0/3 to {dlq}: Withdrawal has no property "
+        "'colour'",
+        f"kepl.worker WARNING dead letter {src}/0/5 to {dlq}: Withdrawal.amount must be a "
+        "finite double, got nan",
+        f"kepl.worker WARNING 2 more dead letter(s) to {dlq} in the last second",
+    ]
