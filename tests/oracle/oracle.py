@@ -1,0 +1,444 @@
+"""A differential oracle: conformance scenarios run through real Esper 9 and through kepl.
+
+Each Esper-syntax scenario (FORMAT.md; Apama and SPL ones are skipped) is turned into
+JSON for ``EsperOracle.java``, which replays it in an Esper runtime with an external
+clock (at 0 before the first step; a ``time`` step is ``advanceTimeSpan``, so every
+timer fires at its own due time). At every ``expect`` step the rows Esper produced are
+compared with the scenario's expectation and with kepl's embedded output; a step agrees
+when all three are equal.
+
+The Java side is built once per version of its sources: Maven copies Esper's jars and
+javac compiles the oracle into ``${KEPL_HOME:-~/.cache/kepl}/oracle/<hash>``.
+
+    python -m tests.oracle.oracle [-v] [--strict] PATH...
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.conformance.runner import (
+    Collected,
+    ScenarioError,
+    compare_rows,
+    load_scenario,
+    rows_equal,
+    scenario_files,
+)
+from app.kafka.local_broker import file_lock, java_bin, kepl_home
+from app.maven import copy_dependencies
+
+HERE = Path(__file__).resolve().parent
+POM = HERE / "pom.xml"
+MAIN_CLASS = "dev.kepl.oracle.EsperOracle"
+NON_ESPER_TAGS = {"apama": "Apama stream query", "spl": "SPL window clause"}
+# Names an EPL statement gives to a new event type: configuring the same name from the
+# scenario's schemas would make Esper refuse the statement.
+CREATES_TYPE = re.compile(r"\bcreate\s+(?:schema|window|table)\s+(\w+)", re.IGNORECASE)
+
+
+class OracleUnavailable(Exception):
+    """Java, javac or Maven is missing, or the oracle could not be built."""
+
+
+# --------------------------------------------------------------------------- build
+
+def sources() -> list[Path]:
+    """The files the built oracle depends on."""
+    return [POM, *sorted((HERE / "src").rglob("*.java"))]
+
+
+def source_hash() -> str:
+    """A short hash of the pom and the Java sources: the cache key of a build."""
+    h = hashlib.sha256()
+    for p in sources():
+        h.update(str(p.relative_to(HERE)).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def build_dir() -> Path:
+    return kepl_home() / "oracle" / source_hash()
+
+
+def _tool(name: str) -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home and name in ("java", "javac") and (Path(home) / "bin" / name).is_file():
+        return str(Path(home) / "bin" / name)
+    found = shutil.which(name)
+    if found is None:
+        raise OracleUnavailable(f"{name} is not on PATH")
+    return found
+
+
+def missing_tools() -> list[str]:
+    """Which of java, javac and mvn cannot be found (empty when the oracle can run)."""
+    out = []
+    for name in ("java", "javac", "mvn"):
+        try:
+            _tool(name)
+        except OracleUnavailable:
+            out.append(name)
+    return out
+
+
+def ensure_built() -> Path:
+    """Build the oracle unless this version is cached; return its directory.
+
+    The build goes to a scratch directory renamed into place at the end, so an
+    interrupted build never leaves a half-filled cache behind."""
+    home = build_dir()
+    if (home / "classes").is_dir():
+        return home
+    with file_lock(home.parent / ".build.lock"):
+        if (home / "classes").is_dir():
+            return home
+        mvn, javac = _tool("mvn"), _tool("javac")
+        scratch = home.parent / f"{home.name}.partial-{os.getpid()}"
+        shutil.rmtree(scratch, ignore_errors=True)
+        print(f"esper oracle: building into {home} (one-time)...", file=sys.stderr, flush=True)
+        t0 = time.monotonic()
+        proc = copy_dependencies(mvn, POM, scratch / "libs", {"includeScope": "runtime"})
+        if proc.returncode != 0 or not any((scratch / "libs").glob("esper-runtime-*.jar")):
+            shutil.rmtree(scratch, ignore_errors=True)
+            tail = "\n".join(proc.stdout.strip().splitlines()[-15:])
+            raise OracleUnavailable(
+                f"Maven failed to fetch Esper (exit {proc.returncode}):\n{tail}")
+        java_files = [str(p) for p in sources() if p.suffix == ".java"]
+        proc = subprocess.run(
+            [javac, "-nowarn", "-encoding", "UTF-8", "-d", str(scratch / "classes"),
+             "-cp", str(scratch / "libs" / "*"), *java_files],
+            check=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if proc.returncode != 0:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise OracleUnavailable(f"javac failed:\n{proc.stdout[-3000:]}")
+        scratch.rename(home)
+        print(f"esper oracle: built in {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
+    return home
+
+
+# --------------------------------------------------------------------------- scenarios
+
+def skip_reason(doc: dict) -> str | None:
+    """Why a scenario is not Esper syntax (FORMAT.md: the tags say so), or None."""
+    tags = {str(t).lower() for t in doc.get("tags") or []}
+    for tag, what in NON_ESPER_TAGS.items():
+        if tag in tags:
+            return f"not Esper syntax ({what})"
+    return None
+
+
+def statement_names(doc: dict) -> list[str]:
+    return [str(s.get("name") or f"s{i}") for i, s in enumerate(doc["statements"])]
+
+
+def to_oracle_json(doc: dict) -> dict:
+    """The scenario as the Java side reads it."""
+    created = {m.group(1) for s in doc["statements"] for m in CREATES_TYPE.finditer(str(s["epl"]))}
+    schemas = {t: props for t, props in (doc.get("schemas") or {}).items() if t not in created}
+    steps: list[dict] = []
+    for step in doc["steps"]:
+        if "time" in step:
+            steps.append({"time": step["time"]})
+        elif "send" in step:
+            steps.append({"send": step["send"], "event": step.get("event") or {}})
+        elif "expect" in step:
+            steps.append({"expect": True})
+        else:
+            raise ScenarioError(f"unknown step {sorted(step)}")
+    return {"schemas": schemas,
+            "statements": [{"name": n, "epl": str(s["epl"])}
+                           for n, s in zip(statement_names(doc), doc["statements"])],
+            "steps": steps}
+
+
+@dataclass
+class EsperRun:
+    """What Esper did with one scenario."""
+
+    rows: dict[int, dict[str, Collected]] = field(default_factory=dict)  # by step number
+    deploy_error: str | None = None
+    error: str | None = None
+    error_step: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _from_json(v: Any) -> Any:
+    """Undo the Java side's encoding of NaN and infinities."""
+    if isinstance(v, dict):
+        if set(v) == {"$double"}:
+            return float(v["$double"].replace("Infinity", "inf"))
+        return {k: _from_json(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_from_json(x) for x in v]
+    return v
+
+
+def _column(name: str) -> str:
+    """FORMAT.md: an unaliased column is the expression text with its whitespace removed."""
+    return re.sub(r"\s+", "", name)
+
+
+def run_esper(docs: list[dict], timeout: float = 900.0) -> list[EsperRun]:
+    """Run scenarios through Esper, all in one JVM; one EsperRun per scenario."""
+    home = ensure_built()
+    cmd = [java_bin(), "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss4m",
+           "-cp", f"{home / 'classes'}{os.pathsep}{home / 'libs' / '*'}", MAIN_CLASS]
+    stdin = "".join(json.dumps(to_oracle_json(d)) + "\n" for d in docs)
+    proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout,
+                          check=False)
+    runs = [EsperRun() for _ in docs]
+    done = set()
+    for line in proc.stdout.splitlines():
+        try:
+            msg = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        run = runs[msg["scenario"]]
+        if msg.get("done"):
+            done.add(msg["scenario"])
+        elif "quoted" in msg:
+            run.notes.append(f"statement {msg['statement']} ran with its reserved keywords "
+                             f"escaped: {msg['quoted']}")
+        elif "deploy_error" in msg:
+            run.deploy_error = f"statement {msg['statement']}: {msg['deploy_error']}"
+        elif "error" in msg:
+            run.error, run.error_step = msg["error"], msg.get("step")
+        elif "rows" in msg:
+            run.rows[msg["step"]] = {
+                stmt: Collected(new=[{_column(k): v for k, v in _from_json(r).items()}
+                                     for r in got["new"]],
+                                old=[{_column(k): v for k, v in _from_json(r).items()}
+                                     for r in got["old"]])
+                for stmt, got in msg["rows"].items()}
+    for i, run in enumerate(runs):
+        if i not in done and run.error is None:
+            tail = " | ".join(proc.stderr.strip().splitlines()[-5:])
+            run.error = f"the oracle stopped (exit {proc.returncode}): {tail}"
+    return runs
+
+
+def run_kepl(doc: dict) -> tuple[dict[int, dict[str, Collected]], str | None]:
+    """kepl's embedded output at every expect step, and the error that stopped it, if any.
+
+    The same deployment and replay as app/conformance/runner.py, except that the rows
+    are kept per step instead of compared."""
+    from app.runtime.catalog import Catalog, coerce_event
+    from app.runtime.engine import Engine
+
+    rows: dict[int, dict[str, Collected]] = {}
+    try:
+        catalog = Catalog.from_schemas(doc.get("schemas") or {})
+        engine = Engine()
+        names = statement_names(doc)
+        for name, s in zip(names, doc["statements"]):
+            engine.deploy(catalog.plan(str(s["epl"]), name))
+        collected = {n: Collected() for n in names}
+
+        def listen(stmt: str, new: list, old: list, pid: Any) -> None:
+            collected[stmt].new.extend(new)
+            collected[stmt].old.extend(old)
+
+        engine.listeners.append(listen)
+        for n, step in enumerate(doc["steps"], 1):
+            if "time" in step:
+                engine.advance_time(step["time"])
+            elif "send" in step:
+                event = coerce_event(catalog, step["send"], step.get("event") or {})
+                engine.send(step["send"], event)
+            elif "expect" in step:
+                rows[n] = {k: Collected(list(c.new), list(c.old)) for k, c in collected.items()}
+                for c in collected.values():
+                    c.new.clear()
+                    c.old.clear()
+    except Exception as e:  # noqa: BLE001 - reported, the comparison goes on with Esper
+        render = getattr(e, "render", None)
+        text = render().replace("\n", " | ") if callable(render) else f"{type(e).__name__}: {e}"
+        return rows, text
+    return rows, None
+
+
+# --------------------------------------------------------------------------- comparison
+
+@dataclass
+class StepResult:
+    """One expect step: the first difference for each label/statement checked."""
+
+    step: int
+    clock: int
+    differences: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ScenarioResult:
+    name: str
+    path: str
+    status: str  # agree | disagree | esper-error | skipped | invalid
+    detail: str = ""
+    steps: list[StepResult] = field(default_factory=list)
+    kepl_error: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _same_multiset(a: list[dict], b: list[dict]) -> bool:
+    rest = list(b)
+    for row in a:
+        for i, other in enumerate(rest):
+            if rows_equal(row, other):
+                del rest[i]
+                break
+        else:
+            return False
+    return not rest
+
+
+def _differs(a: list, b: list) -> str | None:
+    """None when two row lists are equal, else "order" or "rows"."""
+    if compare_rows("", a, b) is None:
+        return None
+    return "order" if len(a) == len(b) and _same_multiset(a, b) else "rows"
+
+
+def _difference(label: str, expected: list, esper: list, kepl: list | None) -> str | None:
+    """Describe how Esper, kepl and the expectation differ for one row list, or None."""
+    e_x = _differs(expected, esper)
+    k_e = "kepl failed" if kepl is None else _differs(esper, kepl)
+    if e_x is None and k_e is None:
+        return None
+    k_x = None if kepl is None else _differs(expected, kepl)
+    if kepl is None:
+        who = "kepl failed" + ("" if e_x is None else ", esper differs from expected")
+    elif e_x is None:
+        who = "kepl differs"
+    elif k_x is None:
+        who = "esper differs"
+    elif k_e is None:
+        who = "expected differs from both"
+    else:
+        who = "all three differ"
+    if "rows" not in (e_x, k_e, k_x):
+        who += ", order only"
+    kepl_text = "-" if kepl is None else json.dumps(kepl, default=str)
+    return (f"{label} [{who}]: esper={json.dumps(esper, default=str)} "
+            f"kepl={kepl_text} expected={json.dumps(expected, default=str)}")
+
+
+def compare(doc: dict, path: str, esper: EsperRun) -> ScenarioResult:
+    """Compare Esper's rows with the expectations and kepl's rows, step by step."""
+    name = str(doc["name"])
+    if esper.deploy_error is not None:
+        return ScenarioResult(name, path, "esper-error", esper.deploy_error, notes=esper.notes)
+    kepl_rows, kepl_error = run_kepl(doc)
+    result = ScenarioResult(name, path, "agree", kepl_error=kepl_error, notes=esper.notes)
+    clock = 0
+    for n, step in enumerate(doc["steps"], 1):
+        if "time" in step:
+            clock = step["time"]
+        if "expect" not in step:
+            continue
+        if n not in esper.rows:
+            where = f"at step {esper.error_step}" if esper.error_step else ""
+            result.status, result.detail = "esper-error", f"{where}: {esper.error}".strip(": ")
+            return result
+        sr = StepResult(n, clock)
+        for stmt, rows in (step["expect"] or {}).items():
+            if rows == "none":
+                rows = {"new": [], "old": []}
+            got_esper = esper.rows[n].get(stmt)
+            got_kepl = kepl_rows.get(n, {}).get(stmt)
+            if got_esper is None:
+                sr.differences.append(f"{stmt}: unknown statement")
+                continue
+            for label in ("new", "old"):
+                if label in rows:
+                    diff = _difference(label, rows[label] or [], getattr(got_esper, label),
+                                       None if got_kepl is None else getattr(got_kepl, label))
+                    if diff:
+                        sr.differences.append(f"{stmt}.{diff}")
+        result.steps.append(sr)
+        if sr.differences:
+            result.status = "disagree"
+    return result
+
+
+def run_paths(paths: Iterable[str]) -> list[ScenarioResult]:
+    """Load, run and compare every scenario under ``paths``."""
+    results: list[ScenarioResult | None] = []
+    todo: list[tuple[int, dict, str]] = []
+    for path in scenario_files(paths):
+        try:
+            doc = load_scenario(path)
+            reason = skip_reason(doc)
+            if reason:
+                results.append(ScenarioResult(str(doc["name"]), str(path), "skipped", reason))
+                continue
+            to_oracle_json(doc)
+        except ScenarioError as e:
+            results.append(ScenarioResult(path.stem, str(path), "invalid", str(e)))
+            continue
+        todo.append((len(results), doc, str(path)))
+        results.append(None)
+    runs = run_esper([doc for _, doc, _ in todo]) if todo else []
+    for (i, doc, path), run in zip(todo, runs):
+        results[i] = compare(doc, path, run)
+    return [r for r in results if r is not None]
+
+
+def report(results: list[ScenarioResult], verbose: bool = False) -> str:
+    """The per-scenario lines (with a line per disagreeing step) and a summary line."""
+    lines = []
+    for r in results:
+        head = f"{r.status.upper():<12}{r.name}"
+        if r.status == "agree":
+            lines.append(f"{head} ({len(r.steps)} expect steps)")
+        elif r.status in ("esper-error", "skipped", "invalid"):
+            lines.append(f"{head}: {r.detail}")
+        else:
+            lines.append(head)
+        lines += [f"    note: {n}" for n in r.notes]
+        if r.kepl_error:
+            lines.append(f"    kepl error: {r.kepl_error}")
+        for s in r.steps:
+            if s.differences or verbose:
+                what = "; ".join(s.differences) if s.differences else "agree"
+                lines.append(f"    step {s.step} (t={s.clock}): {what}")
+    counts = Counter(r.status for r in results)
+    lines.append(", ".join(f"{counts.get(k, 0)} {k}"
+                           for k in ("agree", "disagree", "esper-error", "skipped", "invalid")))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m tests.oracle.oracle",
+        description="Run conformance scenarios through Esper 9 and kepl; report agreement "
+                    "per scenario and step.")
+    ap.add_argument("paths", nargs="+", metavar="PATH", help="scenario files or folders")
+    ap.add_argument("-v", "--verbose", action="store_true", help="list agreeing steps too")
+    ap.add_argument("--strict", action="store_true",
+                    help="exit 1 when any scenario disagrees or Esper refuses it")
+    args = ap.parse_args(argv)
+    try:
+        results = run_paths(args.paths)
+    except OracleUnavailable as e:
+        print(f"esper oracle unavailable: {e}", file=sys.stderr)
+        return 2
+    print(report(results, args.verbose))
+    bad = any(r.status in ("disagree", "esper-error", "invalid") for r in results)
+    return 1 if args.strict and bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
