@@ -94,11 +94,20 @@ def load_statement_file(path: str | Path) -> StatementFile:
         raise ConfigError(f"{p}: YAML nested too deeply to read (a statement file is a "
                           "mapping of a few levels: app, schemas, statements)") from None
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "somewhere"
-        raise ConfigError(f"{p}: not valid YAML at {where}: "
-                          f"{getattr(e, 'problem', e)}") from None
+        raise ConfigError(f"{p}: not valid YAML at {_yaml_problem(text, e)}") from None
     return parse_statement_file(doc, str(p))
+
+
+def _yaml_problem(text: str, e: yaml.YAMLError) -> str:
+    """'line L, column C: what' for a YAML error, on one line."""
+    if isinstance(e, yaml.reader.ReaderError):
+        before = text[: e.position]
+        line, column = before.count("\n") + 1, e.position - (before.rfind("\n") + 1) + 1
+        return f"line {line}, column {column}: character {chr(e.character)!r} is not allowed"
+    mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "line 1, column 1"
+    what = getattr(e, "problem", None) or getattr(e, "context", None) or "cannot parse"
+    return f"{where}: {' '.join(str(what).split())}"
 
 
 def _decode(p: Path, data: bytes) -> str:

@@ -16,6 +16,21 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
+        "long: long-running fuzzing (10^4 inputs and more); deselected unless -m names it, "
+        "as in 'pytest -m long'",
+    )
+    config.addinivalue_line(
+        "markers",
         "spark: needs a real local PySpark session (the session-scoped spark fixture of "
         "tests/app/analytics; the Kafka connector jars are fetched once with Maven)",
     )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect ``long`` tests unless the -m expression names them."""
+    if "long" in (config.getoption("markexpr") or ""):
+        return
+    long_ = [i for i in items if i.get_closest_marker("long") is not None]
+    if long_:
+        config.hook.pytest_deselected(items=long_)
+        items[:] = [i for i in items if i.get_closest_marker("long") is None]

@@ -447,7 +447,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         try:
             sf = load_statement_file(f)
         except (ConfigError, EplError) as e:
-            print(e.render() if isinstance(e, EplError) else str(e))
+            print(f"{f}:\n{e.render()}" if isinstance(e, EplError) else str(e))
             failures += 1
             continue
         catalog = Catalog.from_schemas(sf.schemas)

@@ -290,7 +290,8 @@ def _syntax_error(exc: UnexpectedInput, text: str) -> EplSyntaxError:
             return EplSyntaxError("unexpected end of input", line, column, text,
                                   _hint_for(expected, None))
         value = str(token.value)
-        shown = value if len(value) <= 40 else value[:37] + "..."
+        first = value.split("\n", 1)[0].rstrip("\r")  # the message stays on one line
+        shown = value if len(value) <= 40 and first == value else first[:37] + "..."
         line = token.line if token.line is not None else 1
         column = token.column if token.column is not None else 1
         return EplSyntaxError(f"unexpected '{shown}'", line, column, text,

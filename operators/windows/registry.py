@@ -83,6 +83,9 @@ def _time(name: str, p: WindowParam, what: str = "time period") -> int | Deferre
             raise _fail(name, f"{what} '{p.text}' is out of range")
         return int(round(p.value))
     if p.is_constant and p.value is not None:
+        if (isinstance(p.value, (int, float)) and not isinstance(p.value, bool)
+                and not in_ms_range(p.value * 1000)):
+            raise _fail(name, f"{what} '{p.text}' is out of range")
         try:
             return check_value(p.value, "time", p.text)
         except ValueError:
