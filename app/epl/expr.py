@@ -18,6 +18,7 @@ from typing import Any
 
 from app.epl import ast
 from app.epl.errors import EplValidationError, closest
+from app.epl.properties import nested as _nested
 from app.epl.walk import LONG_CHAIN, chain_length, iter_nodes, spine
 from operators.aggregates import AGGREGATE_NAMES, make_aggregator
 from operators.base import Expr, PartitionCtx
@@ -74,17 +75,6 @@ def text_of(node: Any) -> str:
     from app.epl.printer import to_epl
 
     return to_epl(node)
-
-
-def _nested(value: Any, path: tuple[str, ...]) -> Any:
-    for p in path:
-        if value is None:
-            return None
-        if isinstance(value, dict):
-            value = value.get(p)
-        else:
-            value = getattr(value, p, None)
-    return value
 
 
 def _compile_name(node: Any, scope: Scope) -> Expr:

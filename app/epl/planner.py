@@ -26,6 +26,7 @@ from app.epl.expr import (
     time_period_ms,
 )
 from app.epl.parser import parse_statement, source_text
+from app.epl.properties import path_error
 from app.runtime.catalog import Catalog, NotSupported
 from app.runtime.plan import StatementPlan
 from operators.aggregates import Sum
@@ -299,6 +300,7 @@ class Planner:
             pattern = plan_pattern(self, src.pattern)
             scope = Scope("tags", tags=frozenset(pattern.tag_names()), variables=variables,
                           tables=self.tenv)
+            self._check_tag_names(node, pattern)
         else:
             raise NotSupported(_construct_name(type(src).__name__))
         if node.context is not None:
@@ -619,9 +621,39 @@ class Planner:
                     parts = parts[1:]
                     if not parts:
                         continue
-                if parts[0] not in props:
-                    raise verr(f"unknown property '{parts[0]}' of {type_name}", n,
-                        hint=_did_you_mean(parts[0], props))
+                problem = path_error(parts, props, self.catalog.type_props, type_name)
+                if problem is not None:
+                    raise self._path_err(n, len(n.parts) - len(parts), problem)
+
+    def _check_tag_names(self, node: Any, pattern: Any) -> None:
+        """Properties of pattern tags (``a.price``) must be properties of the tag's type."""
+        from operators.patterns.spec import Filter
+
+        tag_types = {n.tag: n.type_name for n in pattern.plan.nodes
+                     if isinstance(n, Filter) and n.tag}
+        exprs = [item.expr for item in node.select_items
+                 if type(item).__name__ == "SelectItem"]
+        exprs += [e for e in (node.where, node.having, *(node.group_by or ())) if e is not None]
+        for e in exprs:
+            for n in names_in(e):
+                t = tag_types.get(n.parts[0])
+                props = self.catalog.type_props(t) if t is not None else None
+                if props is None or len(n.parts) < 2:
+                    continue
+                problem = path_error(n.parts[1:], props, self.catalog.type_props, t)
+                if problem is not None:
+                    raise self._path_err(n, 1, problem)
+
+    def _path_err(self, n: Any, skipped: int, problem: tuple[int, str, str | None]
+                  ) -> EplValidationError:
+        """A property-path error pointing at the part in error when the name is written
+        plainly (``a.b.c``), else at the name."""
+        index, message, hint = problem
+        err = verr(message, n, hint=hint)
+        k = skipped + index
+        if err.column is not None and source_text(self.source, n.pos) == ".".join(n.parts):
+            err.column += len(".".join(n.parts[:k])) + (1 if k else 0)
+        return err
 
     def result_set(self, node: Any, scope: Scope, empty_sum: Any = None,
                    agg_texts: dict[str, int] | None = None) -> ResultSetSpec:
