@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 KEPL   := $(VENV)/bin/kepl
 
-.PHONY: demo test install lint bench bench-kafka bench-startup chaos scenarios broker-start broker-stop clean
+.PHONY: demo test install lint bench bench-kafka bench-startup chaos scenarios oracle broker-start broker-stop clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ test: install
 
 scenarios: install
 	$(KEPL) scenario run ../shared/conformance/cases
+
+# Esper 9 differential oracle (tests/oracle): every Esper-syntax scenario through Esper and kepl.
+oracle: install
+	$(PY) -m tests.oracle.oracle ../shared/conformance/cases tests/scenarios
 
 lint: install
 	$(VENV)/bin/ruff check app operators tests

@@ -1,0 +1,76 @@
+"""The Esper 9 oracle agrees with kepl and the expectations on a handful of public scenarios.
+
+Runs real Esper (built once per session into ~/.cache/kepl/oracle); skipped, with the
+reason shown, only where java, javac or mvn is missing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.oracle import oracle
+
+CASES = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "cases"
+# One scenario per area: windows, time windows, batches, contexts, output rate limiting.
+AGREEING = [
+    "basics_length_window_walkthrough",
+    "basics_time_window_walkthrough",
+    "window_time_batch_reference_point",
+    "context_keyed_group_by",
+    "context_initiated_correlated_terminated",
+    "output_last_when_terminated",
+]
+
+needs_java = pytest.mark.skipif(
+    bool(oracle.missing_tools()),
+    reason=f"the Esper oracle needs {', '.join(oracle.missing_tools())} (not on PATH)")
+
+
+def test_skips_other_syntaxes() -> None:
+    doc = {"name": "q", "tags": ["apama", "batched"], "statements": [], "steps": []}
+    assert oracle.skip_reason(doc) == "not Esper syntax (Apama stream query)"
+    assert oracle.skip_reason({"tags": ["window"]}) is None
+
+
+def test_oracle_json_leaves_types_created_by_statements() -> None:
+    doc = {"schemas": {"Order": {"id": "string"}, "Orders": {"id": "string"}},
+           "statements": [{"epl": "create window Orders#keepall as Order"}],
+           "steps": [{"time": 5}, {"send": "Order", "event": {"id": "a"}},
+                     {"expect": {"s0": "none"}}]}
+    got = oracle.to_oracle_json(doc)
+    assert got["schemas"] == {"Order": {"id": "string"}}
+    assert got["statements"] == [{"name": "s0", "epl": "create window Orders#keepall as Order"}]
+    assert got["steps"] == [{"time": 5}, {"send": "Order", "event": {"id": "a"}}, {"expect": True}]
+
+
+@pytest.fixture(scope="module")
+def built() -> Path:
+    if not CASES.is_dir():
+        pytest.skip(f"the public scenarios are not at {CASES}")
+    return oracle.ensure_built()
+
+
+@needs_java
+@pytest.mark.timeout(900)
+def test_public_scenarios_agree(built: Path, tmp_path: Path) -> None:
+    # A copy with one expectation changed must be reported as Esper and kepl against it.
+    doc = yaml.safe_load((CASES / "basics_length_window_walkthrough.yaml").read_text())
+    doc["name"] = "changed"
+    step = next(s for s in doc["steps"] if "expect" in s)
+    step["expect"]["s0"]["new"][0]["total"] = 501.0
+    changed = tmp_path / "changed.yaml"
+    changed.write_text(yaml.safe_dump(doc))
+
+    results = oracle.run_paths([str(CASES / f"{n}.yaml") for n in AGREEING] + [str(changed)])
+    by_name = {r.name: r for r in results}
+    summary = oracle.report(results)
+    for name in AGREEING:
+        assert by_name[name].status == "agree", summary
+        assert by_name[name].steps, summary
+    bad = by_name["changed"]
+    assert bad.status == "disagree", summary
+    assert "expected differs from both" in bad.steps[0].differences[0], summary
+    assert summary.splitlines()[-1].startswith(f"{len(AGREEING)} agree, 1 disagree")
