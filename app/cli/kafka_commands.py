@@ -1,9 +1,11 @@
-"""Kafka-mode subcommands of ``kepl``: deploy, worker, send, clock, tail, demo."""
+"""Kafka-mode subcommands of ``kepl``: deploy, worker, send, clock, tail, status,
+undeploy, reset, demo."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import random
 import signal
 import subprocess
@@ -86,15 +88,28 @@ def cmd_deploy(args: argparse.Namespace, bootstrap: str) -> int:
     return 0
 
 
+def data_dir_of(args: argparse.Namespace, app: str) -> Path:
+    """``--data-dir``, else ``.kepl/<app>``: where ``kepl worker`` keeps its state."""
+    return Path(args.data_dir) if args.data_dir else Path(".kepl") / app
+
+
 def cmd_worker(args: argparse.Namespace, bootstrap: str) -> int:
+    """Run a worker; a banner, its rebalances and restores and a closing line go to
+    stderr whatever ``--log-level`` says, the worker's own logs by ``--log-level``."""
     from app.runtime.kafka.worker import run_worker
 
     sf = load_statement_file(args.file)
-    data_dir = Path(args.data_dir) if args.data_dir else Path(".kepl") / sf.app
+    data_dir = data_dir_of(args, sf.app)
     config = _config(sf)
     _check_topology(sf, config)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
     probe_broker("worker", bootstrap)
-    run_worker(config, bootstrap, data_dir)
+
+    def announce(line: str) -> None:
+        print(f"kepl worker: {line}", file=sys.stderr, flush=True)
+
+    run_worker(config, bootstrap, data_dir, args.log_level, args.metrics_port, announce)
     return 0
 
 
@@ -222,20 +237,185 @@ def last_watermark(bootstrap: str, topic: str) -> int | None:
     return last
 
 
+class BrokerWatch:
+    """One line per change of the broker's reachability, instead of librdkafka's log
+    lines: its logs go to a silent logger, its errors to ``error_cb``."""
+
+    DOWN = ("_ALL_BROKERS_DOWN", "_TRANSPORT", "_RESOLVE")
+
+    def __init__(self, command: str, bootstrap: str) -> None:
+        self.command = command
+        self.bootstrap = bootstrap
+        self.down = False
+        quiet = logging.getLogger(f"kepl.{command}.kafka")
+        quiet.propagate = False
+        quiet.addHandler(logging.NullHandler())
+        self.conf: dict[str, Any] = {"logger": quiet, "error_cb": self.error,
+                                     "log.connection.close": False}
+
+    def say(self, text: str) -> None:
+        print(f"kepl: {self.command}: {text}", file=sys.stderr, flush=True)
+
+    def error(self, err: Any) -> None:
+        from confluent_kafka import KafkaError
+
+        codes = {getattr(KafkaError, name) for name in self.DOWN}
+        if err.code() in codes and not self.down:
+            self.down = True
+            self.say(f"broker {self.bootstrap} unreachable, retrying")
+
+    def check(self, client: Any) -> None:
+        """While down: ask ``client`` for metadata; an answer means connected again."""
+        from confluent_kafka import KafkaException
+
+        if not self.down:
+            return
+        try:
+            client.list_topics(timeout=1.0)
+        except KafkaException:
+            return
+        self.down = False
+        self.say(f"connected to {self.bootstrap}")
+
+
 def cmd_tail(args: argparse.Namespace, bootstrap: str) -> int:
-    from app.runtime.kafka.reader import follow_rows
+    """Rows of the output topics, each once (by row id): from the beginning (default) or
+    the end, then as they arrive (``--follow``, default) or up to the current end."""
+    from app.runtime.kafka.reader import RowReader
 
     sf = load_statement_file(args.file)
-    stmts = [s for s in sf.statements if args.statement in (None, s.name)]
+    if args.statement and args.statement_opt and args.statement != args.statement_opt:
+        raise ConfigError(f"tail: two statements given ({args.statement}, "
+                          f"{args.statement_opt}); give one")
+    name = args.statement_opt or args.statement
+    stmts = [s for s in sf.statements if name in (None, s.name)]
     if not stmts:
-        raise ConfigError(f"{args.file}: no statement named '{args.statement}'")
-    topics = {sf.output_topic(s): s.name for s in stmts}
+        raise ConfigError(f"{args.file}: no statement named '{name}'")
+    topics = sorted({sf.output_topic(s) for s in stmts})
     config = _config(sf)
     _check_topology(sf, config)
     require_deployed("tail", bootstrap, args.file, config)
-    for rec in follow_rows(bootstrap, list(topics), from_beginning=args.from_beginning):
-        print(json.dumps(rec, default=str), flush=True)
+    if not args.follow and not args.from_beginning:
+        return 0  # from the end, up to the end: nothing
+    watch = BrokerWatch("tail", bootstrap)
+    reader = RowReader(bootstrap, topics, from_beginning=args.from_beginning, conf=watch.conf)
+    try:
+        if not args.follow:
+            for row in reader.read_available():
+                print(json.dumps(row.as_dict(), default=str), flush=True)
+            return 0
+        for row in reader.follow(on_poll=lambda: watch.check(reader.consumer)):
+            print(json.dumps(row.as_dict(), default=str), flush=True)
+    finally:
+        reader.close()
     return 0
+
+
+def _ops_config(args: argparse.Namespace, command: str, bootstrap: str) -> Any:
+    sf = load_statement_file(args.file)
+    config = _config(sf)
+    _check_topology(sf, config)
+    probe_broker(command, bootstrap)
+    return config
+
+
+def cmd_status(args: argparse.Namespace, bootstrap: str) -> int:
+    """The app's topics, consumer group, lag, watermark, dead letters and changelogs."""
+    from app.runtime.kafka.ops import app_status, render_status
+
+    config = _ops_config(args, "status", bootstrap)
+    st = app_status(config, bootstrap, last_watermark,
+                    Path(args.data_dir) if args.data_dir else None)
+    if args.json:
+        print(json.dumps(st, indent=2))
+    else:
+        print("\n".join(render_status(st)))
+    return 0
+
+
+def _confirm(command: str, plan: list[str], yes: bool) -> bool:
+    """Without ``--yes``: print what ``command`` would do and say how to do it."""
+    if yes:
+        return True
+    print(f"{command} would:")
+    for line in plan:
+        print(f"  {line}")
+    print(f"kepl: {command}: nothing done; add --yes to do it", file=sys.stderr)
+    return False
+
+
+def cmd_undeploy(args: argparse.Namespace, bootstrap: str) -> int:
+    """Delete the app's internal and output topics and its consumer group (and, with
+    ``--delete-state``, the local state); refused while workers run."""
+    from app.runtime.kafka.ops import Broker, Busy, group_id, planned_topics, require_idle
+    from app.runtime.kafka.ops import undeploy as do_undeploy
+
+    config = _ops_config(args, "undeploy", bootstrap)
+    state = data_dir_of(args, config.app) if args.delete_state else None
+    try:
+        require_idle(Broker(bootstrap), config, "undeploy")
+        topics = [t for _, t, _ in planned_topics(config, bootstrap, (
+            "repartition", "changelog", "output", "dlq", "watermark", "progress"))]
+        plan = [f"delete topic {t}" for t in topics]
+        plan.append(f"delete consumer group {group_id(config)}")
+        if state is not None:
+            plan.append(f"delete state directory {state}")
+        if not _confirm("undeploy", plan, args.yes):
+            return 2
+        for line in do_undeploy(config, bootstrap, topics, state):
+            print(line)
+    except Busy as e:
+        raise Unavailable(str(e)) from None
+    return 0
+
+
+def cmd_reset(args: argparse.Namespace, bootstrap: str) -> int:
+    """Rewind the app to the beginning of its inputs with fresh state; refused while
+    workers run."""
+    from app.runtime.kafka.ops import (
+        RESET_ROLES,
+        Broker,
+        Busy,
+        group_id,
+        planned_topics,
+        require_idle,
+    )
+    from app.runtime.kafka.ops import reset as do_reset
+
+    config = _ops_config(args, "reset", bootstrap)
+    state = data_dir_of(args, config.app)
+    try:
+        require_idle(Broker(bootstrap), config, "reset")
+        topics = planned_topics(config, bootstrap, RESET_ROLES)
+        plan = [f"delete consumer group {group_id(config)} (its committed offsets)"]
+        plan += [f"delete and recreate topic {t}" for _, t, _ in topics]
+        plan.append(f"delete state directory {state}")
+        if not _confirm("reset", plan, args.yes):
+            return 2
+        for line in do_reset(config, bootstrap, topics, state):
+            print(line)
+    except Busy as e:
+        raise Unavailable(str(e)) from None
+    return 0
+
+
+def demo_file(sf: StatementFile, data_dir: Path) -> Path:
+    """A copy of the statement file whose app (``<app>-demo``) and topics
+    (``<app>-demo.<topic>``) are the demo's own, so the demo never feeds nor reads the
+    app the README's steps deploy.  Written into ``data_dir``."""
+    import yaml
+
+    doc = dict(sf.raw)
+    app = f"{sf.app}-demo"
+    doc["app"] = app
+    doc["topics"] = {t: f"{app}.{sf.topic_of(t)}" for t in sf.schemas}
+    doc["statements"] = [
+        {**s, "output_topic": f"{app}.{s['output_topic']}"} if s.get("output_topic") else s
+        for s in doc.get("statements") or []]
+    data_dir.mkdir(parents=True, exist_ok=True)
+    out = data_dir / f"{app}.yaml"
+    out.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return out
 
 
 def cmd_demo(args: argparse.Namespace, bootstrap: str) -> int:
@@ -245,7 +425,9 @@ def cmd_demo(args: argparse.Namespace, bootstrap: str) -> int:
     from app.runtime.kafka.reader import follow_rows
     from app.runtime.kafka.worker import create_topics
 
-    file = Path(args.file) if args.file else ROOT / "examples" / "bank.yaml"
+    given = Path(args.file) if args.file else ROOT / "examples" / "bank.yaml"
+    data_dir = Path(".kepl") / f"demo-{int(time.time())}"
+    file = demo_file(load_statement_file(given), data_dir)
     sf = load_statement_file(file)
     cfg = _config(sf)
     print(f"kepl demo: starting the local Kafka broker on 127.0.0.1:{args.port} ...",
@@ -255,7 +437,6 @@ def cmd_demo(args: argparse.Namespace, bootstrap: str) -> int:
     print(f"kepl demo: broker up ({bootstrap}); creating topics", flush=True)
     for line in create_topics(cfg, bootstrap):
         print(f"  {line}", flush=True)
-    data_dir = Path(".kepl") / f"demo-{int(time.time())}"
     worker = subprocess.Popen(
         [sys.executable, "-m", "app.cli.main", "worker", str(file), "--bootstrap", bootstrap,
          "--data-dir", str(data_dir)], cwd=ROOT)

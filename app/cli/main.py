@@ -148,7 +148,15 @@ def build_parser() -> argparse.ArgumentParser:
                                    "partition with RocksDB state and changelogs, and write "
                                    "output rows to the output topics. Stop with Ctrl-C.")
     p.add_argument("file", help="the app's statement file (YAML)")
-    p.add_argument("--data-dir", default=None, help="RocksDB state directory")
+    p.add_argument("--data-dir", default=None,
+                   help="RocksDB state directory (default .kepl/<app>)")
+    p.add_argument("--metrics-port", type=int, default=None, metavar="N",
+                   help="serve /metrics, /healthz and /readyz on port N (0: any free port; "
+                        "default: off)")
+    p.add_argument("--log-level", default="warning",
+                   choices=["debug", "info", "warning", "error", "critical"],
+                   help="the worker's log level (default warning); the start-up banner, "
+                        "rebalances and the closing line are printed at any level")
     _add_bootstrap(p)
 
     p = sub.add_parser("deploy", help="create the Kafka topics a statement file needs",
@@ -183,13 +191,67 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds to wait for the broker's acknowledgements (default 10)")
     _add_bootstrap(p)
 
-    p = sub.add_parser("tail", help="print output rows as they arrive",
-                       description="Follow the output topics of FILE (or of one STATEMENT) "
-                                   "and print each row once (repeats after a crash dropped).")
+    p = sub.add_parser("tail", help="print output rows, each once",
+                       description="Print the rows of the output topics of FILE (or of one "
+                                   "statement), each once: repeats a crash left are dropped "
+                                   "by row id. From the beginning of the topics unless "
+                                   "--from-end; then new rows as they arrive unless "
+                                   "--no-follow. A broker that goes away is one line on "
+                                   "stderr, and one more when it answers again.")
     p.add_argument("file", help="the app's statement file (YAML)")
-    p.add_argument("statement", nargs="?", help="only this statement's rows (default: all)")
-    p.add_argument("--from-beginning", action="store_true",
-                   help="print the rows already on the topics first")
+    p.add_argument("statement", nargs="?", help="only this statement's rows (as --statement)")
+    p.add_argument("--statement", dest="statement_opt", metavar="NAME", default=None,
+                   help="only this statement's rows (default: all)")
+    start = p.add_mutually_exclusive_group()
+    start.add_argument("--from-beginning", dest="from_beginning", action="store_true",
+                       default=True, help="start at the beginning of the topics (default)")
+    start.add_argument("--from-end", dest="from_beginning", action="store_false",
+                       help="start at the end: only rows written from now on")
+    p.add_argument("--follow", action=argparse.BooleanOptionalAction, default=True,
+                   help="keep printing new rows (default); --no-follow stops at the end "
+                        "of the topics, exit 0")
+    _add_bootstrap(p)
+
+    p = sub.add_parser("status", help="topics, consumer group, lag, DLQ of a deployed app",
+                       description="Print the app's statements and topics (partitions), its "
+                                   "consumer group (state, members, their partitions), the "
+                                   "lag of every partition it consumes (end offset minus "
+                                   "committed offset, as kafka-consumer-groups --describe), "
+                                   "the last watermark, the dead-letter count, changelog "
+                                   "offsets and snapshots, and local state directories "
+                                   "(--data-dir).")
+    p.add_argument("file", help="the app's statement file (YAML)")
+    p.add_argument("--json", action="store_true", help="one JSON document instead of text")
+    p.add_argument("--data-dir", default=None,
+                   help="also list the engine partition directories of this state directory")
+    _add_bootstrap(p)
+
+    p = sub.add_parser("undeploy", help="delete a stopped app's topics and consumer group",
+                       description="Delete the app's internal and output topics (not its "
+                                   "input topics) and its consumer group; with --delete-state "
+                                   "also its local state directory. Without --yes, print "
+                                   "what would be deleted and exit 2. Refused (exit 1) while "
+                                   "the consumer group has members.")
+    p.add_argument("file", help="the app's statement file (YAML)")
+    p.add_argument("--delete-state", action="store_true",
+                   help="also delete the local state directory")
+    p.add_argument("--data-dir", default=None,
+                   help="the state directory (default .kepl/<app>, as kepl worker)")
+    p.add_argument("--yes", action="store_true", help="delete (default: only say what)")
+    _add_bootstrap(p)
+
+    p = sub.add_parser("reset", help="rewind a stopped app to the start of its inputs",
+                       description="Delete the consumer group (its committed offsets), "
+                                   "delete and recreate the topics derived from the inputs "
+                                   "(repartition, changelog, output, dead-letter, progress) "
+                                   "and the local state directory: the next worker reads "
+                                   "every input from the beginning into fresh state. Without "
+                                   "--yes, print what would be done and exit 2. Refused "
+                                   "(exit 1) while the consumer group has members.")
+    p.add_argument("file", help="the app's statement file (YAML)")
+    p.add_argument("--data-dir", default=None,
+                   help="the state directory (default .kepl/<app>, as kepl worker)")
+    p.add_argument("--yes", action="store_true", help="reset (default: only say what)")
     _add_bootstrap(p)
 
     p = sub.add_parser("demo", help="the main job: broker, worker, sample events, output",
@@ -264,7 +326,8 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             if args.scenario_command != "run":
                 parser.parse_args(["scenario", "--help"])
             return cmd_scenario(args)
-        if args.command in ("worker", "deploy", "send", "clock", "tail", "demo"):
+        if args.command in ("worker", "deploy", "send", "clock", "tail", "status", "undeploy",
+                            "reset", "demo"):
             from app.cli import kafka_commands
 
             try:

@@ -9,7 +9,7 @@ of context partitions) memory.  Reads are ``read_committed``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,12 +85,14 @@ def decode_row(msg: Any) -> OutputRow:
 class RowReader:
     """An incremental, deduplicating reader of output topics (``kepl tail``, tests)."""
 
-    def __init__(self, bootstrap: str, topics: list[str], from_beginning: bool = True) -> None:
+    def __init__(self, bootstrap: str, topics: list[str], from_beginning: bool = True,
+                 conf: dict[str, Any] | None = None) -> None:
+        """``conf``: extra client settings (``kepl tail``: its logger and error_cb)."""
         from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, TopicPartition
 
         conf = {"bootstrap.servers": bootstrap, "group.id": "kepl-reader",
                 "enable.auto.commit": False, "isolation.level": "read_committed",
-                "enable.partition.eof": False, "log_level": 3}
+                "enable.partition.eof": False, "log_level": 3, **(conf or {})}
         self.consumer = Consumer(conf)
         # End offsets come from a client that never fetches: on the fetching client an
         # offsets request queues behind the fetch long-poll (up to fetch.wait.max.ms).
@@ -146,9 +148,12 @@ class RowReader:
                     self.duplicates += 1
         return out
 
-    def follow(self, poll_s: float = 0.5) -> Iterator[OutputRow]:
-        """New unique rows as they arrive, forever."""
+    def follow(self, poll_s: float = 0.5,
+               on_poll: Callable[[], None] | None = None) -> Iterator[OutputRow]:
+        """New unique rows as they arrive, forever (``on_poll`` runs before each poll)."""
         while True:
+            if on_poll is not None:
+                on_poll()
             for m in self.consumer.consume(500, poll_s):
                 if m.error() is not None:
                     continue

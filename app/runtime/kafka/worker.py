@@ -32,17 +32,20 @@ import argparse
 import logging
 import os
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from app.runtime.kafka.clock import publish_watermark
 from app.runtime.kafka.config import AppConfig
 from app.runtime.kafka.loop import CRASH_HOOK_ENV, Worker
-from app.runtime.kafka.partition import SnapshotPolicy
+from app.runtime.kafka.partition import EnginePartition, SnapshotPolicy
 from app.runtime.kafka.recovery import KafkaChangelog
 from app.runtime.kafka.topology import Topology, ensure_topics, source_partitions
 
-__all__ = ["CRASH_HOOK_ENV", "KafkaChangelog", "build_worker", "create_topics", "main",
-           "publish_watermark", "run_worker"]
+__all__ = ["CRASH_HOOK_ENV", "AnnouncingWorker", "KafkaChangelog", "build_worker",
+           "create_topics", "main", "publish_watermark", "run_worker"]
 
 log = logging.getLogger("kepl.worker")
 
@@ -112,10 +115,66 @@ def create_topics(config: AppConfig, bootstrap: str) -> list[str]:
             for name, (parts, _) in sorted(specs.items())]
 
 
+class AnnouncingWorker(Worker):
+    """A worker that says what it does in a few lines (``kepl worker``): its partitions
+    after each rebalance, the restore time of each engine partition, where its metrics
+    are served and what it did when it stops.  Only rebalances and stops announce."""
+
+    def __init__(self, *args: Any, announce: Callable[[str], None], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.announce = announce
+        self._port_told = False
+
+    def _on_assign(self, consumer: Any, tps: list[Any]) -> None:
+        t0 = time.monotonic()
+        super()._on_assign(consumer, tps)
+        if self.http is not None and not self._port_told:
+            self._port_told = True
+            self.announce(f"metrics and probes on port {self.http.server_address[1]} "
+                          "(/metrics, /healthz, /readyz)")
+        names = ", ".join(f"{tp.topic}[{tp.partition}]"
+                          for tp in sorted(tps, key=lambda tp: (tp.topic, tp.partition)))
+        self.announce(f"assigned {len(tps)} partition(s){': ' + names if names else ''} "
+                      f"(ready in {time.monotonic() - t0:.3f} s)")
+
+    def _on_revoke(self, consumer: Any, tps: list[Any]) -> None:
+        super()._on_revoke(consumer, tps)
+        if tps:
+            self.announce(f"revoked {len(tps)} partition(s)")
+
+    def _restore(self, g: Any, p: int) -> EnginePartition:
+        t0 = time.monotonic()
+        part = super()._restore(g, p)
+        self.announce(f"restored {g.name}[{p}] in {time.monotonic() - t0:.3f} s "
+                      f"(changelog at {part.cl_offset})")
+        return part
+
+
 def run_worker(config: AppConfig, bootstrap: str, data_dir: Path,
-               loglevel: str = "warning", metrics_port: int | None = None) -> None:
-    """Run a worker until it is stopped (SIGTERM/SIGINT); blocks."""
-    build_worker(config, bootstrap, Path(data_dir), metrics_port).run()
+               loglevel: str = "warning", metrics_port: int | None = None,
+               announce: Callable[[str], None] | None = None) -> None:
+    """Run a worker until it is stopped (SIGTERM/SIGINT); blocks.  ``announce``: a
+    start-up banner, rebalances, restores and a closing line go there."""
+    if announce is None:
+        build_worker(config, bootstrap, Path(data_dir), metrics_port).run()
+        return
+    topology = plan_on_broker(config, bootstrap)
+    ensure_topics(bootstrap, topology.topic_specs())
+    data_dir = Path(data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    identity = instance_id(config, data_dir)
+    metrics = ("off" if metrics_port is None else
+               "any free port" if metrics_port == 0 else f"port {metrics_port}")
+    announce(f"app {config.app}, bootstrap {bootstrap}, consumer group kepl.{config.app}, "
+             f"instance {identity}, state {data_dir}, metrics {metrics}")
+    worker = AnnouncingWorker(config, topology, bootstrap, data_dir, identity,
+                              snapshot_policy_from_env(), metrics_port, announce=announce)
+    worker._port_told = metrics_port != 0
+    t0 = time.monotonic()
+    worker.run()
+    s = worker.stats
+    announce(f"stopped after {time.monotonic() - t0:.1f} s: {s['events']} event(s), "
+             f"{s['checkpoints']} checkpoint(s), {s['dead']} dead letter(s)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,339 @@
+"""What an operator asks of a deployed app: its status, and removing or rewinding it.
+
+``app_status`` gathers, without touching the workers: the app's topics with their
+partition counts, its consumer group (``kepl.<app>``: state, members and their
+partitions), the lag of every partition the group consumes, the last watermark, the
+dead-letter count, each changelog partition's offsets and visible snapshot, and the
+local state directories.  Lag is what ``kafka-consumer-groups --describe`` shows: the
+partition's end offset (transaction markers included, so a caught-up transactional
+topic such as a repartition topic shows 1) minus the group's committed offset; a
+partition the group never committed counts from its first offset, where a worker
+starts.
+
+``undeploy`` deletes the app's internal and output topics and its consumer group;
+``reset`` deletes the group and recreates the topics derived from the inputs, so the
+next worker reads every input from the beginning into fresh state.  Both refuse while
+the group has members (``Busy``): a worker writing into topics being deleted would
+recreate them half-way.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.runtime.kafka.config import AppConfig
+from app.runtime.kafka.topology import Topology
+
+TIMEOUT_S = 10.0
+ROLES = ("input", "repartition", "changelog", "output", "dlq", "watermark", "progress")
+RESET_ROLES = ("repartition", "changelog", "output", "dlq", "progress")
+"""Topics whose records derive from the inputs: emptied by ``reset`` (the watermark
+topic stays: the clock's last time is still the last time in the inputs)."""
+
+
+LastWatermark = Callable[[str, str], "int | None"]
+
+
+class Busy(Exception):
+    """The consumer group has active members: workers still run."""
+
+
+def group_id(config: AppConfig) -> str:
+    """The consumer group of the app's workers (``loop.Worker``)."""
+    return f"kepl.{config.app}"
+
+
+def app_topics(config: AppConfig, counts: dict[str, int] | None = None
+               ) -> list[tuple[str, str, int]]:
+    """(role, topic, partitions the app plans) of every topic of the app, in ``ROLES``
+    order; ``counts``: source partitions as the broker has them."""
+    topology = Topology.plan(config, counts)
+    specs = topology.topic_specs()
+    out = [("input", t, specs[t][0]) for t in config.source_topics]
+    groups = topology.active_groups()
+    out += [("repartition", config.repartition_topic(g.name), g.partitions)
+            for g in groups if not g.direct]
+    out += [("changelog", config.changelog_topic(g.name), g.partitions) for g in groups]
+    outputs = sorted({t: n for t, n in topology.output_topics().values()}.items())
+    out += [("output", t, n) for t, n in outputs]
+    out += [("dlq", config.dlq_topic, 1), ("watermark", config.watermark_topic, 1),
+            ("progress", config.progress_topic, 1)]
+    return out
+
+
+@dataclass
+class Broker:
+    """An admin client and the topic metadata of one broker."""
+
+    bootstrap: str
+
+    def __post_init__(self) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        self.admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        self.refresh()
+
+    def refresh(self) -> None:
+        self.topics = {name: sorted(t.partitions)
+                       for name, t in self.admin.list_topics(timeout=TIMEOUT_S).topics.items()
+                       if t.error is None}
+
+    def offsets(self, tps: list[tuple[str, int]], latest: bool) -> dict[tuple[str, int], int]:
+        """End (``latest``) or start offsets of partitions, as the tools list them."""
+        from confluent_kafka import IsolationLevel, TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        if not tps:
+            return {}
+        spec = OffsetSpec.latest() if latest else OffsetSpec.earliest()
+        futures = self.admin.list_offsets(
+            {TopicPartition(t, p): spec for t, p in tps},
+            isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=TIMEOUT_S)
+        return {(tp.topic, tp.partition): int(f.result().offset) for tp, f in futures.items()}
+
+    def group(self, gid: str) -> tuple[str, list[dict[str, Any]]]:
+        """(state, members) of a consumer group; a group that never existed is ``dead``."""
+        desc = self.admin.describe_consumer_groups([gid], request_timeout=TIMEOUT_S)[gid].result()
+        members = []
+        for m in sorted(desc.members, key=lambda m: (m.group_instance_id or "", m.member_id)):
+            tps = m.assignment.topic_partitions if m.assignment else []
+            members.append({
+                "member_id": m.member_id, "instance_id": m.group_instance_id,
+                "client_id": m.client_id, "host": m.host,
+                "partitions": [f"{tp.topic}[{tp.partition}]" for tp in
+                               sorted(tps, key=lambda tp: (tp.topic, tp.partition))]})
+        return desc.state.name.lower(), members
+
+    def committed(self, gid: str) -> dict[tuple[str, int], int]:
+        from confluent_kafka import ConsumerGroupTopicPartitions
+
+        fut = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(gid)],
+                                                     request_timeout=TIMEOUT_S)[gid]
+        return {(tp.topic, tp.partition): int(tp.offset)
+                for tp in fut.result().topic_partitions if tp.offset >= 0}
+
+
+def app_status(config: AppConfig, bootstrap: str, last_watermark: LastWatermark,
+               data_dir: Path | None = None) -> dict[str, Any]:
+    """Everything ``kepl status`` shows, as a JSON-friendly dict (module docstring);
+    ``last_watermark(bootstrap, topic)`` reads the watermark topic's last time."""
+    from app.runtime.kafka.recovery import KafkaChangelog
+
+    broker = Broker(bootstrap)
+    counts = {t: len(broker.topics[t]) for t in config.source_topics if t in broker.topics}
+    topics = [{"role": role, "topic": t, "partitions":
+               len(broker.topics[t]) if t in broker.topics else None}
+              for role, t, _ in app_topics(config, counts)]
+    present = [(d["topic"], p) for d in topics for p in broker.topics.get(d["topic"], [])]
+    ends = broker.offsets(present, latest=True)
+    starts = broker.offsets(present, latest=False)
+    gid = group_id(config)
+    state, members = broker.group(gid)
+    committed = broker.committed(gid)
+    lag = []
+    for d in topics:
+        if d["role"] not in ("input", "repartition"):
+            continue
+        for p in broker.topics.get(d["topic"], []):
+            key = (d["topic"], p)
+            c = committed.get(key)
+            lag.append({"topic": d["topic"], "partition": p, "committed": c,
+                        "end": ends[key], "lag": ends[key] - (starts[key] if c is None else c)})
+    by_role = {d["role"]: d["topic"] for d in topics}
+    log = KafkaChangelog(bootstrap)
+    dlq = by_role["dlq"]
+    dead = (sum(1 for p in broker.topics[dlq] for _ in log.read(dlq, p, 0))
+            if dlq in broker.topics else None)
+    wm_topic = by_role["watermark"]
+    changelogs = []
+    for d in topics:
+        if d["role"] != "changelog":
+            continue
+        for p in broker.topics.get(d["topic"], []):
+            key = (d["topic"], p)
+            changelogs.append({"topic": d["topic"], "partition": p, "start": starts[key],
+                               "end": ends[key],
+                               "snapshot": _first_snapshot(log, d["topic"], p, starts[key])})
+    return {
+        "app": config.app, "bootstrap": bootstrap,
+        "statements": [{"name": s.name, "output_topic": config.output_topic(s.name)}
+                       for s in config.statements],
+        "topics": topics,
+        "group": {"id": gid, "state": state, "members": members},
+        "lag": lag, "total_lag": sum(d["lag"] for d in lag),
+        "watermark": {"topic": wm_topic, "last": last_watermark(bootstrap, wm_topic)
+                      if wm_topic in broker.topics else None},
+        "dlq": {"topic": dlq, "records": dead},
+        "changelogs": changelogs,
+        "state_dirs": None if data_dir is None else state_dirs(data_dir),
+    }
+
+
+def _first_snapshot(log: Any, topic: str, partition: int, start: int
+                    ) -> dict[str, int] | None:
+    """The snapshot the changelog partition begins with (a snapshot deletes the records
+    before it, so a visible one is the last complete one), or None."""
+    from app.runtime.kafka.store import ChangelogRecord
+
+    for offset, value in log.read(topic, partition, start):
+        try:
+            snap = ChangelogRecord.decode(value).snapshot
+        except (ValueError, KeyError):
+            return None
+        if snap is None:
+            return None
+        return {"offset": offset, "id": snap.get("id"), "parts": snap.get("parts"),
+                "bytes": snap.get("bytes")}
+    return None
+
+
+def state_dirs(data_dir: Path) -> list[dict[str, Any]]:
+    """Engine partition directories (``<group>/<partition>``) under a worker's data dir,
+    with their size on disk."""
+    out = []
+    root = Path(data_dir)
+    if not root.is_dir():
+        return out
+    for d in sorted(p for p in root.glob("*/*") if p.is_dir()):
+        size = sum(f.stat().st_size for f in d.rglob("*") if f.is_file())
+        out.append({"path": str(d), "bytes": size})
+    return out
+
+
+def render_status(st: dict[str, Any]) -> list[str]:
+    """``kepl status`` as text lines."""
+    lines = [f"app {st['app']} at {st['bootstrap']}", "statements:"]
+    lines += [f"  {s['name']} -> {s['output_topic']}" for s in st["statements"]]
+    lines.append("topics:")
+    width = max(len(d["topic"]) for d in st["topics"])
+    for d in st["topics"]:
+        n = d["partitions"]
+        have = "missing" if n is None else f"{n} partition{'s' if n != 1 else ''}"
+        lines.append(f"  {d['role']:<12}{d['topic']:<{width + 2}}{have}")
+    g = st["group"]
+    if g["state"] == "dead" and not g["members"]:
+        lines.append(f"consumer group {g['id']}: does not exist (no worker joined yet)")
+    else:
+        lines.append(f"consumer group {g['id']}: {g['state']}, {len(g['members'])} member(s)")
+    for m in g["members"]:
+        who = m["instance_id"] or m["member_id"]
+        lines.append(f"  {who} ({m['client_id']} on {m['host']}): "
+                     + (", ".join(m["partitions"]) or "no partitions"))
+    lines.append("lag (end offset - committed offset):")
+    rows = [("TOPIC", "PARTITION", "COMMITTED", "END", "LAG")] + [
+        (d["topic"], str(d["partition"]), "-" if d["committed"] is None else str(d["committed"]),
+         str(d["end"]), str(d["lag"])) for d in st["lag"]]
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    for r in rows:
+        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    lines.append(f"  total lag {st['total_lag']}")
+    wm = st["watermark"]
+    lines.append(f"last watermark: {'none' if wm['last'] is None else wm['last']} "
+                 f"({wm['topic']})")
+    dlq = st["dlq"]
+    lines.append(f"dead letters: {'-' if dlq['records'] is None else dlq['records']} "
+                 f"({dlq['topic']})")
+    for c in st["changelogs"]:
+        snap = c["snapshot"]
+        seen = ("no snapshot" if snap is None else
+                f"snapshot {snap['id']} at offset {snap['offset']} ({snap['bytes']} bytes)")
+        lines.append(f"changelog {c['topic']}[{c['partition']}]: offsets {c['start']}.."
+                     f"{c['end']}, {seen}")
+    if st["state_dirs"] is not None:
+        lines.append("state dirs:" if st["state_dirs"] else "state dirs: none")
+        for d in st["state_dirs"]:
+            lines.append(f"  {d['path']} ({d['bytes']} bytes)")
+    return lines
+
+
+# -- undeploy and reset ----------------------------------------------------------------
+def require_idle(broker: Broker, config: AppConfig, command: str) -> None:
+    """``Busy`` if the app's consumer group has members."""
+    state, members = broker.group(group_id(config))
+    if members:
+        names = ", ".join(m["instance_id"] or m["member_id"] for m in members)
+        raise Busy(f"{command}: consumer group {group_id(config)} has {len(members)} active "
+                   f"member(s) ({names}): stop the app's workers first (a stopped worker "
+                   f"leaves the group after its 10 s session timeout)")
+
+
+def planned_topics(config: AppConfig, bootstrap: str, roles: tuple[str, ...]
+                   ) -> list[tuple[str, str, int]]:
+    """(role, topic, partitions) of the app's topics of ``roles`` that exist."""
+    broker = Broker(bootstrap)
+    counts = {t: len(broker.topics[t]) for t in config.source_topics if t in broker.topics}
+    return [(r, t, n) for r, t, n in app_topics(config, counts)
+            if r in roles and t in broker.topics]
+
+
+def delete_topics(broker: Broker, topics: list[str]) -> None:
+    """Delete topics and wait until the broker's metadata no longer lists them."""
+    if not topics:
+        return
+    for fut in broker.admin.delete_topics(topics, operation_timeout=TIMEOUT_S).values():
+        fut.result()
+    deadline = time.monotonic() + 30
+    while True:
+        broker.refresh()
+        if not set(topics) & set(broker.topics):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"topics still listed after deletion: "
+                               f"{', '.join(sorted(set(topics) & set(broker.topics)))}")
+        time.sleep(0.1)
+
+
+def delete_group(broker: Broker, gid: str) -> bool:
+    """Delete a consumer group; False if there was none."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    try:
+        broker.admin.delete_consumer_groups([gid], request_timeout=TIMEOUT_S)[gid].result()
+    except KafkaException as e:
+        if e.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND:
+            return False
+        raise
+    return True
+
+
+def undeploy(config: AppConfig, bootstrap: str, topics: list[str],
+             state_dir: Path | None) -> list[str]:
+    """Delete ``topics`` and the group (and ``state_dir``): one line per thing removed."""
+    broker = Broker(bootstrap)
+    require_idle(broker, config, "undeploy")
+    delete_topics(broker, topics)
+    lines = [f"deleted topic {t}" for t in topics]
+    if delete_group(broker, group_id(config)):
+        lines.append(f"deleted consumer group {group_id(config)}")
+    if state_dir is not None and state_dir.exists():
+        shutil.rmtree(state_dir)
+        lines.append(f"deleted state directory {state_dir}")
+    return lines
+
+
+def reset(config: AppConfig, bootstrap: str, topics: list[tuple[str, str, int]],
+          state_dir: Path) -> list[str]:
+    """Delete the group and local state, delete and recreate ``topics`` (role, name,
+    partitions) with the app's topic settings: one line per step."""
+    from app.runtime.kafka.topology import ensure_topics
+
+    broker = Broker(bootstrap)
+    require_idle(broker, config, "reset")
+    lines = []
+    if delete_group(broker, group_id(config)):
+        lines.append(f"deleted consumer group {group_id(config)} (its committed offsets)")
+    delete_topics(broker, [t for _, t, _ in topics])
+    counts = {t: len(broker.topics[t]) for t in config.source_topics if t in broker.topics}
+    specs = Topology.plan(config, counts).topic_specs()
+    ensure_topics(bootstrap, {t: specs[t] for _, t, _ in topics})
+    lines += [f"recreated topic {t} ({n} partition{'s' if n != 1 else ''})"
+              for _, t, n in topics]
+    if state_dir.exists():
+        shutil.rmtree(state_dir)
+        lines.append(f"deleted state directory {state_dir}")
+    return lines
