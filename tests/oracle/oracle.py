@@ -285,7 +285,7 @@ class StepResult:
 class ScenarioResult:
     name: str
     path: str
-    status: str  # agree | disagree | esper-error | skipped | invalid
+    status: str  # agree | disagree | esper-error | kepl-error | skipped | invalid
     detail: str = ""
     steps: list[StepResult] = field(default_factory=list)
     kepl_error: str | None = None
@@ -335,8 +335,11 @@ def _difference(label: str, expected: list, esper: list, kepl: list | None) -> s
             f"kepl={kepl_text} expected={json.dumps(expected, default=str)}")
 
 
-def compare(doc: dict, path: str, esper: EsperRun) -> ScenarioResult:
-    """Compare Esper's rows with the expectations and kepl's rows, step by step."""
+def compare(doc: dict, path: str, esper: EsperRun, everything: bool = False) -> ScenarioResult:
+    """Compare Esper's rows with the expectations and kepl's rows, step by step.
+
+    With ``everything``, the rows an expect step does not check (unlisted statements,
+    omitted ``new``/``old``) are compared between Esper and kepl as well."""
     name = str(doc["name"])
     if esper.deploy_error is not None:
         return ScenarioResult(name, path, "esper-error", esper.deploy_error, notes=esper.notes)
@@ -367,13 +370,38 @@ def compare(doc: dict, path: str, esper: EsperRun) -> ScenarioResult:
                                        None if got_kepl is None else getattr(got_kepl, label))
                     if diff:
                         sr.differences.append(f"{stmt}.{diff}")
+        if everything:
+            sr.differences += _unchecked(step["expect"] or {}, esper.rows[n], kepl_rows.get(n))
         result.steps.append(sr)
         if sr.differences:
             result.status = "disagree"
+    if kepl_error and result.status == "agree":
+        result.status = "kepl-error"
     return result
 
 
-def run_paths(paths: Iterable[str]) -> list[ScenarioResult]:
+def _unchecked(expect: dict, esper: dict[str, Collected],
+               kepl: dict[str, Collected] | None) -> list[str]:
+    """Esper/kepl differences in the rows an expect step leaves unchecked."""
+    if kepl is None:
+        return []
+    out = []
+    for stmt, got in esper.items():
+        rows = expect.get(stmt)
+        rows = {"new": [], "old": []} if rows == "none" else rows or {}
+        for label in ("new", "old"):
+            if label in rows or stmt not in kepl:
+                continue
+            e, k = getattr(got, label), getattr(kepl[stmt], label)
+            how = _differs(e, k)
+            if how:
+                order = ", order only" if how == "order" else ""
+                out.append(f"{stmt}.{label} [unchecked, kepl differs{order}]: "
+                           f"esper={json.dumps(e, default=str)} kepl={json.dumps(k, default=str)}")
+    return out
+
+
+def run_paths(paths: Iterable[str], everything: bool = False) -> list[ScenarioResult]:
     """Load, run and compare every scenario under ``paths``."""
     results: list[ScenarioResult | None] = []
     todo: list[tuple[int, dict, str]] = []
@@ -392,7 +420,7 @@ def run_paths(paths: Iterable[str]) -> list[ScenarioResult]:
         results.append(None)
     runs = run_esper([doc for _, doc, _ in todo]) if todo else []
     for (i, doc, path), run in zip(todo, runs):
-        results[i] = compare(doc, path, run)
+        results[i] = compare(doc, path, run, everything)
     return [r for r in results if r is not None]
 
 
@@ -416,7 +444,8 @@ def report(results: list[ScenarioResult], verbose: bool = False) -> str:
                 lines.append(f"    step {s.step} (t={s.clock}): {what}")
     counts = Counter(r.status for r in results)
     lines.append(", ".join(f"{counts.get(k, 0)} {k}"
-                           for k in ("agree", "disagree", "esper-error", "skipped", "invalid")))
+                           for k in ("agree", "disagree", "esper-error", "kepl-error", "skipped",
+                                     "invalid")))
     return "\n".join(lines)
 
 
@@ -427,16 +456,19 @@ def main(argv: list[str] | None = None) -> int:
                     "per scenario and step.")
     ap.add_argument("paths", nargs="+", metavar="PATH", help="scenario files or folders")
     ap.add_argument("-v", "--verbose", action="store_true", help="list agreeing steps too")
+    ap.add_argument("--all", action="store_true",
+                    help="also compare Esper and kepl on the rows the expectations leave "
+                         "unchecked (unlisted statements, omitted new/old)")
     ap.add_argument("--strict", action="store_true",
                     help="exit 1 when any scenario disagrees or Esper refuses it")
     args = ap.parse_args(argv)
     try:
-        results = run_paths(args.paths)
+        results = run_paths(args.paths, args.all)
     except OracleUnavailable as e:
         print(f"esper oracle unavailable: {e}", file=sys.stderr)
         return 2
     print(report(results, args.verbose))
-    bad = any(r.status in ("disagree", "esper-error", "invalid") for r in results)
+    bad = any(r.status in ("disagree", "esper-error", "kepl-error", "invalid") for r in results)
     return 1 if args.strict and bad else 0
 
 
