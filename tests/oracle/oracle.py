@@ -197,8 +197,12 @@ def run_esper(docs: list[dict], timeout: float = 900.0) -> list[EsperRun]:
     cmd = [java_bin(), "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss4m",
            "-cp", f"{home / 'classes'}{os.pathsep}{home / 'libs' / '*'}", MAIN_CLASS]
     stdin = "".join(json.dumps(to_oracle_json(d)) + "\n" for d in docs)
-    proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout,
-                          check=False)
+    try:
+        proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout,
+                              check=False)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else e.stdout or ""
+        proc = subprocess.CompletedProcess(cmd, -1, out, f"timed out after {timeout:.0f} s")
     runs = [EsperRun() for _ in docs]
     done = set()
     for line in proc.stdout.splitlines():
