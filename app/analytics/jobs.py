@@ -1,8 +1,10 @@
 """Spark jobs over kepl output topics: batch read, Parquet export, a summary.
 
-An output record is a JSON object (the row) with headers ``kepl.statement``,
-``kepl.stream`` (insert|remove), ``kepl.context_partition``, ``kepl.time`` (runtime
-ms) and ``kepl.id``. A worker that crashes may publish a row twice, always with the
+An output record is a JSON object (the row), keyed by its context partition, with
+headers ``kepl.id`` (``statement/context partition/sequence``), ``kepl.time`` (runtime
+ms) and, on a remove row, ``kepl.stream: remove``; records that carry
+``kepl.statement`` and ``kepl.context_partition`` headers (older workers) are read
+too. A worker that crashes may publish a row twice, always with the
 same ``kepl.id``: every job here drops such repeats. Reads are ``read_committed`` so
 rows of aborted transactions are never seen.
 
@@ -82,9 +84,11 @@ def parse_output(raw: DataFrame, schema: Schema = None) -> DataFrame:
     value_json = F.col("value").cast("string")
     value_type = schema if schema is not None else MapType(StringType(), StringType())
     return raw.select(
-        _header(H_STATEMENT).alias("statement"),
+        F.coalesce(_header(H_STATEMENT),
+                   F.substring_index(_header(H_ID), "/", 1)).alias("statement"),
         F.coalesce(_header(H_STREAM), F.lit("insert")).alias("stream"),
-        _header(H_PARTITION).alias("context_partition"),
+        F.coalesce(_header(H_PARTITION), F.col("key").cast("string")).alias(
+            "context_partition"),
         _header(H_TIME).try_cast("long").alias("runtime_ms"),
         _header(H_ID).alias("row_id"),
         F.from_json(value_json, value_type).alias("value"),

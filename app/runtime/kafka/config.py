@@ -84,6 +84,9 @@ class AppConfig:
             if not isinstance(s, dict) or not isinstance(s.get("epl"), str):
                 raise ConfigError(f"statement {i} must be a mapping with 'epl'")
             name = str(s.get("name") or f"s{i}")
+            if not _NAME.match(name):
+                raise ConfigError(f"statement name {name!r} must be topic-safe "
+                                  "([A-Za-z0-9._-]+): it names an output topic")
             if name in seen:
                 raise ConfigError(f"duplicate statement name '{name}'")
             seen.add(name)

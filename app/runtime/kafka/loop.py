@@ -48,10 +48,8 @@ from app.runtime.kafka.router import (
     H_ERROR,
     H_ID,
     H_NONFINITE,
-    H_PARTITION,
     H_SEQ,
     H_SOURCE,
-    H_STATEMENT,
     H_STREAM,
     H_TIME,
     H_TYPE,
@@ -97,7 +95,6 @@ CRASH_EXIT_CODE = 70
 
 _W = b"watermark"
 _FATAL = -150  # librdkafka RD_KAFKA_RESP_ERR__FATAL (static member fenced, and the like)
-_INSERT = (H_STREAM, b"insert")
 _REMOVE = (H_STREAM, b"remove")
 
 
@@ -152,8 +149,8 @@ class Worker:
                            for s in g.statements}
         self.out_topics.update({p.name: cfg.output_topic(p.name) for p in topology.lanes})
         self.out_parts = {s: n for s, (_, n) in topology.output_topics().items()}
-        self.row_meta = {s: (self.out_topics[s], self.out_parts[s], (H_STATEMENT, s.encode()),
-                             s.encode()) for s in self.out_topics}
+        self.row_meta = {s: (self.out_topics[s], self.out_parts[s], s.encode())
+                         for s in self.out_topics}
         self.routed = topology.routed_groups()
         self.repartition = {cfg.repartition_topic(g.name): g for g in self.routed}
         self.direct = [g for g in topology.active_groups() if g.direct]
@@ -434,14 +431,18 @@ class Worker:
     # -- output --------------------------------------------------------------------
     def _row(self, stmt: str, stream: str, cp: str, now: int, seq: int, row: Any,
              p: int) -> None:
-        """One output record: the row as JSON, keyed by its context partition."""
-        topic, parts, h_stmt, stmtb = self.row_meta[stmt]
+        """One output record: the row as JSON, keyed by its context partition; headers
+        ``kepl.id`` (statement/partition/sequence), ``kepl.time``, and ``kepl.stream``
+        on a remove row only (each header costs about as much as the rest of the
+        record's produce call)."""
+        topic, parts, stmtb = self.row_meta[stmt]
         rows_out = self.rows_out
         rows_out[stmt] = rows_out.get(stmt, 0) + 1
         cpb = cp.encode()
         data, nonfinite = codec.encode_row(row)
-        headers = [h_stmt, _INSERT if stream == "insert" else _REMOVE, (H_PARTITION, cpb),
-                   (H_TIME, b"%d" % now), (H_ID, b"%s/%s/%d" % (stmtb, cpb, seq))]
+        headers = [(H_ID, b"%s/%s/%d" % (stmtb, cpb, seq)), (H_TIME, b"%d" % now)]
+        if stream != "insert":
+            headers.append(_REMOVE)
         if nonfinite is not None:
             headers.append((H_NONFINITE, nonfinite))
         self.checkpoint.produce(topic, data, p % parts, headers, cpb)

@@ -69,12 +69,15 @@ class Deduper:
 def decode_row(msg: Any) -> OutputRow:
     """A confluent-kafka message of an output topic as an ``OutputRow``."""
     h = headers_dict(msg.headers())
+    row_id = h.get(H_ID, b"").decode()
+    stmt = h.get(H_STATEMENT)
+    cp = h.get(H_PARTITION)
     return OutputRow(
-        statement=h.get(H_STATEMENT, b"").decode(),
+        statement=stmt.decode() if stmt is not None else row_id.split("/", 1)[0],
         stream=h.get(H_STREAM, b"insert").decode(),
-        context_partition=h.get(H_PARTITION, b"").decode(),
+        context_partition=cp.decode() if cp is not None else (msg.key() or b"").decode(),
         time_ms=int(h.get(H_TIME, b"0")),
-        id=h.get(H_ID, b"").decode(),
+        id=row_id,
         row=codec.decode_row(msg.value(), h.get(H_NONFINITE)),
         topic=msg.topic(),
         partition=msg.partition(),

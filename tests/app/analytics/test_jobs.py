@@ -104,14 +104,15 @@ def _produce(bootstrap: str, app: str, committed: list[Out], aborted: list[Out])
     for records, commit in ((committed, True), (aborted, False)):
         producer.begin_transaction()
         for out in records:
+            # as a worker writes them: keyed by the context partition, the statement
+            # inside the id, the stream only on a remove row
             headers = [
-                ("kepl.statement", out.statement.encode()),
-                ("kepl.stream", out.stream.encode()),
-                ("kepl.context_partition", out.context_partition.encode()),
-                ("kepl.time", str(out.runtime_ms).encode()),
                 ("kepl.id", out.row_id.encode()),
-            ] if out.headers else None
+                ("kepl.time", str(out.runtime_ms).encode()),
+            ] + ([("kepl.stream", b"remove")] if out.stream == "remove" else []) \
+                if out.headers else None
             producer.produce(_topic(app, out.statement), json.dumps(out.row).encode(),
+                             key=out.context_partition.encode() if out.headers else None,
                              partition=out.partition, headers=headers)
         producer.flush(30)
         if commit:
