@@ -123,7 +123,7 @@ def cmd_send(args: argparse.Namespace, bootstrap: str) -> int:
         raise ConfigError(f"{args.file}: unknown event type '{args.type}'")
     lines = args.events or [ln for ln in sys.stdin if ln.strip()]
     if not args.no_validate:
-        _validate_events(sf.schemas, args.type, lines)
+        _validate_events(sf.schemas, args.type, lines, sf.raw.get("max_string_length"))
     timeout_ms = max(1, int(args.timeout * 1000))
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
                          "message.timeout.ms": timeout_ms, "log_level": 0})
@@ -148,13 +148,15 @@ def cmd_send(args: argparse.Namespace, bootstrap: str) -> int:
     return 0
 
 
-def _validate_events(schemas: dict[str, Any], type_name: str, lines: list[str]) -> None:
+def _validate_events(schemas: dict[str, Any], type_name: str, lines: list[str],
+                     max_string_length: Any = None) -> None:
     """Check every event as a worker would (``Routing.decode``) before producing any:
     the first one that would be a dead letter stops the command, naming it."""
-    from app.runtime.catalog import Catalog, EventTypeError, event_coercer
+    from app.runtime.catalog import Catalog, EventTypeError, event_coercer, string_limits
     from app.runtime.kafka import codec
 
-    coerce = event_coercer(Catalog.from_schemas(schemas), type_name)
+    coerce = event_coercer(Catalog.from_schemas(schemas, string_limits(max_string_length)),
+                           type_name)
     for n, raw in enumerate(lines, 1):
         try:
             try:

@@ -346,12 +346,13 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 def _embedded(path: str) -> tuple[Any, Any] | None:
     """Deploy a statement file in an embedded runtime: (catalog, engine), None on error."""
     from app.epl.errors import EplError
-    from app.runtime.catalog import Catalog, NotSupported
+    from app.runtime.catalog import Catalog, NotSupported, string_limits
     from app.runtime.engine import Engine
     from app.statements import load_statement_file
 
     sf = load_statement_file(path)
-    catalog = Catalog.from_schemas(sf.schemas)
+    catalog = Catalog.from_schemas(sf.schemas,
+                                   string_limits(sf.raw.get("max_string_length")))
     engine = Engine()
     try:
         for s in sf.statements:

@@ -18,6 +18,20 @@ JSON_TYPES = {"string": str, "int": int, "long": int, "short": int, "byte": int,
               "double": float, "float": float, "boolean": bool}
 INT_BITS = {"long": 64, "int": 32, "short": 16, "byte": 8}
 """Integer types are signed, of Java's widths (an event value outside is refused)."""
+DEFAULT_MAX_STRING_LENGTH = 65_536
+"""Characters a string property may hold unless the statement file says otherwise
+(``max_string_length``: a number for every type, or per type with ``"*"`` as the rest;
+0 is no limit).  A longer string would become a key, a window row and a changelog
+entry; it goes to the dead-letter topic instead."""
+
+
+def string_limits(value: Any) -> dict[str, int]:
+    """A statement file's ``max_string_length`` (number or mapping) as type -> limit."""
+    if value is None:
+        return {}
+    if isinstance(value, int) and not isinstance(value, bool):
+        return {"*": value}
+    return {str(k): int(v) for k, v in dict(value).items()}
 
 
 class NotSupported(Exception):
@@ -41,10 +55,20 @@ class Catalog:
     variable_values: dict[str, Any] = field(default_factory=dict)
     context_variables: dict[str, str] = field(default_factory=dict)
     tables: dict[str, Any] = field(default_factory=dict)
+    max_string_length: dict[str, int] = field(default_factory=dict)
+    """Event type (or ``"*"``) -> the longest string a property may hold (0: any)."""
 
     @classmethod
-    def from_schemas(cls, schemas: dict[str, dict[str, str]]) -> Catalog:
-        return cls(schemas={k: dict(v) for k, v in schemas.items()})
+    def from_schemas(cls, schemas: dict[str, dict[str, str]],
+                     max_string_length: dict[str, int] | None = None) -> Catalog:
+        return cls(schemas={k: dict(v) for k, v in schemas.items()},
+                   max_string_length=dict(max_string_length or {}))
+
+    def string_limit(self, type_name: str) -> int | None:
+        """The longest string an event of ``type_name`` may carry (None: no limit)."""
+        limits = self.max_string_length
+        n = limits.get(type_name, limits.get("*", DEFAULT_MAX_STRING_LENGTH))
+        return n or None
 
     def type_props(self, name: str) -> dict[str, str] | None:
         """Properties of an event type, an insert-into stream or a table, or None."""
@@ -78,10 +102,14 @@ def coerce_event(catalog: Catalog, type_name: str, event: dict) -> dict:
     if not isinstance(event, dict):
         raise EventTypeError(f"an event of {type_name} must be an object")
     out: dict[str, Any] = {}
+    limit = catalog.string_limit(type_name)
     for p, t in props.items():
         v = event.get(p)
         if v is not None:
             v = _coerce_value(type_name, p, t, v)
+            if limit is not None and type(v) is str and len(v) > limit:
+                raise EventTypeError(f"{type_name}.{p} holds {len(v):,} characters, more "
+                                     f"than the limit of {limit:,} (max_string_length)")
         out[p] = v
     for p in event:
         if p not in props:
@@ -97,11 +125,12 @@ def event_coercer(catalog: Catalog, type_name: str) -> Callable[[dict], dict]:
     if props is None:
         raise EventTypeError(f"unknown event type '{type_name}'")
     names = tuple(props)
+    limit = catalog.string_limit(type_name) or 0
     checks: list[tuple[str, type, int]] = []
     for p, t in props.items():
         want = JSON_TYPES.get(t)
         if want is not None:
-            checks.append((p, want, INT_BITS.get(t, 0)))
+            checks.append((p, want, INT_BITS.get(t, 0) if want is int else limit))
 
     def coerce(event: dict) -> dict:
         if type(event) is dict and tuple(event) == names:
@@ -112,7 +141,10 @@ def event_coercer(catalog: Catalog, type_name: str) -> Callable[[dict], dict]:
                 if want is float:
                     if v - v != 0.0:  # NaN or an infinity
                         break
-                elif bits and not -(1 << (bits - 1)) <= v < (1 << (bits - 1)):
+                elif want is int:
+                    if bits and not -(1 << (bits - 1)) <= v < (1 << (bits - 1)):
+                        break
+                elif bits and want is str and len(v) > bits:  # bits: the string limit
                     break
             else:
                 return event

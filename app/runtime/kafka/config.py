@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.runtime.catalog import string_limits
+
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 MAIN_GROUP = "main"
 
@@ -54,6 +56,8 @@ class AppConfig:
     context's key (producers key each record by its key), so engine partition p reads
     source partition p with no repartition hop.  A keyed context not named here runs in
     the ``main`` group, so its ``context.id`` values are the embedded runtime's."""
+    max_string_length: dict[str, int] = field(default_factory=dict)
+    """Event type (or ``"*"``) -> longest string property accepted (``catalog``)."""
     processing_guarantee: str = "exactly_once"
     """``exactly_once`` (one Kafka transaction per checkpoint: outputs, changelog,
     repartition records and input offsets; readers use read_committed) or
@@ -104,8 +108,17 @@ class AppConfig:
         if guarantee not in GUARANTEES:
             raise ConfigError(f"'processing_guarantee' must be one of {', '.join(GUARANTEES)}, "
                               f"got {guarantee!r}")
+        limits = doc.get("max_string_length")
+        if limits is not None and not (
+                (isinstance(limits, int) and not isinstance(limits, bool) and limits >= 0)
+                or (isinstance(limits, dict) and all(
+                    isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                    for v in limits.values()))):
+            raise ConfigError("'max_string_length' must be a number of characters (0: no "
+                              f"limit) or map event types to one, got {limits!r}")
         return cls(app, {k: dict(v) for k, v in schemas.items()}, tuple(stmts), full_topics,
-                   parts, _context_partitions(doc.get("context_partitions")), guarantee)
+                   parts, _context_partitions(doc.get("context_partitions")),
+                   string_limits(limits), guarantee)
 
     @classmethod
     def from_file(cls, path: Path | str) -> AppConfig:
@@ -125,6 +138,8 @@ class AppConfig:
                if self.context_partitions else {}),
             **({"processing_guarantee": self.processing_guarantee}
                if self.processing_guarantee != "exactly_once" else {}),
+            **({"max_string_length": dict(self.max_string_length)}
+               if self.max_string_length else {}),
             "statements": [
                 {"name": s.name, "epl": s.epl,
                  **({"output_topic": s.output_topic} if s.output_topic else {})}

@@ -67,3 +67,26 @@ def test_the_widest_values_pass() -> None:
     event = {"d": -1.7976931348623157e308, "l": -(2 ** 63), "i": 2 ** 31 - 1,
              "s": 2 ** 15 - 1, "b": -128}
     assert event_coercer(NUMBERS, "N")(dict(event)) == event
+
+
+def test_strings_longer_than_the_limit_are_refused() -> None:
+    from app.runtime.catalog import DEFAULT_MAX_STRING_LENGTH, string_limits
+
+    cat = Catalog.from_schemas({"E": {"s": "string", "n": "long"}, "F": {"s": "string"}},
+                               string_limits({"E": 4}))
+    coerce = event_coercer(cat, "E")
+    assert coerce({"s": "abcd", "n": 1}) == {"s": "abcd", "n": 1}
+    with pytest.raises(EventTypeError) as e:
+        coerce({"s": "abcde", "n": 1})
+    assert str(e.value) == ("E.s holds 5 characters, more than the limit of 4 "
+                            "(max_string_length)")
+    # other types keep the default
+    long_ok = "x" * DEFAULT_MAX_STRING_LENGTH
+    assert event_coercer(cat, "F")({"s": long_ok}) == {"s": long_ok}
+    with pytest.raises(EventTypeError) as e:
+        event_coercer(cat, "F")({"s": long_ok + "x"})
+    assert str(e.value) == ("F.s holds 65,537 characters, more than the limit of 65,536 "
+                            "(max_string_length)")
+    # 0: no limit
+    free = Catalog.from_schemas({"F": {"s": "string"}}, string_limits(0))
+    assert event_coercer(free, "F")({"s": long_ok * 7}) == {"s": long_ok * 7}

@@ -112,3 +112,27 @@ def test_the_worker_log_names_each_dead_letter_and_the_topic(app: KafkaApp) -> N
         "finite double, got nan",
         f"kepl.worker WARNING 2 more dead letter(s) to {dlq} in the last second",
     ]
+
+
+def test_a_string_over_the_limit_is_a_dead_letter(kafka_bootstrap: str) -> None:
+    name = f"dlq-{uuid.uuid4().hex[:8]}"
+    config = AppConfig.from_dict({
+        "app": name, "max_string_length": {"Withdrawal": 8},
+        "schemas": {"Withdrawal": {"account": "string", "amount": "double"}},
+        "topics": {"Withdrawal": f"{name}.withdrawal"},
+        "statements": [{"name": "all", "epl": "select * from Withdrawal"}],
+    })
+    assert AppConfig.from_dict(config.to_dict()) == config  # what the worker reads
+    kapp = KafkaApp(config, kafka_bootstrap, start=True)
+    try:
+        kapp.send("Withdrawal", {"account": "A" * 9, "amount": 1.0})
+        kapp.send("Withdrawal", {"account": "A" * 8, "amount": 2.0})
+        kapp.settle()
+        got = [headers_dict(m.headers())["kepl.error"].decode()
+               for m in dead_letters(kafka_bootstrap, config.dlq_topic)]
+        assert got == ["Withdrawal.account holds 9 characters, more than the limit of 8 "
+                       "(max_string_length)"]
+        rows = list(read_rows(kafka_bootstrap, config.output_topic("all")))
+        assert [r.row for r in rows] == [{"account": "AAAAAAAA", "amount": 2.0}]
+    finally:
+        kapp.close()
