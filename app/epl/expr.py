@@ -265,15 +265,29 @@ def _null_safe(fn: Callable[[Any, Any], Any]) -> Callable[[Expr, Expr], Expr]:
 
 
 def _div(x: Any, y: Any) -> Any:
+    """``/`` always gives a double, ints too, with Java double semantics for a zero
+    divisor: ±Infinity, NaN for 0/0 (Esper's default configuration: no integer division,
+    division by zero not null)."""
     if y == 0:
-        return None
+        if x == 0 or x != x:
+            return math.nan
+        return math.copysign(math.inf, x) * math.copysign(1.0, y)
     return x / y
 
 
 def _mod(x: Any, y: Any) -> Any:
+    """``%`` as Java computes it: the result takes the dividend's sign.  A double operand
+    makes it a double remainder (NaN for a zero divisor or an infinite dividend); two
+    integers give an integer, and null for a zero divisor, where Esper's own evaluation
+    raises an arithmetic exception and drops the event."""
+    if isinstance(x, float) or isinstance(y, float):
+        if y == 0 or math.isinf(x):
+            return math.nan
+        return math.fmod(x, y)
     if y == 0:
         return None
-    return math.fmod(x, y) if isinstance(x, float) or isinstance(y, float) else x % y
+    r = abs(x) % abs(y)
+    return -r if x < 0 else r
 
 
 def _eq(x: Any, y: Any) -> bool:
