@@ -273,12 +273,24 @@ class Window(_Ordered):
 
 
 class Nth(_Ordered):
-    """nth(x, n): the value n events before the newest (0 = newest)."""
+    """nth(x, n): the value n values before the newest (0 = newest).
+
+    Null values neither enter nor leave: like Esper's other value aggregations, nth
+    counts only non-null values, so over ``[2.5, null]`` ``nth(x, 1)`` is null (first,
+    last and window keep nulls: they read events)."""
 
     name = "nth"
 
     def __init__(self, n: int) -> None:
         self.n = n
+
+    def enter(self, state: Any, value: Any) -> Any:
+        if value is not None:
+            state.append(value)
+        return state
+
+    def leave(self, state: Any, value: Any) -> Any:
+        return state if value is None else super().leave(state, value)
 
     def result(self, state: Any) -> Any:
         return state[-1 - self.n] if self.n < len(state) else None

@@ -43,6 +43,11 @@ def test_exact_values() -> None:
     assert run("last", [4, 5, 6]) == 6
     assert run("window", [4, 5, 6], [4]) == [5, 6]
     assert run("nth", [4, 5, 6], extra=(1,)) == 5
+    assert run("nth", [2.5, None], extra=(1,)) is None
+    assert run("nth", [4, None, 6], extra=(1,)) == 4
+    assert run("nth", [4, None, 6], [4, None], extra=(0,)) == 6
+    assert run("last", [2.5, None]) is None
+    assert run("window", [2.5, None]) == [2.5, None]
     assert run("leaving", [1]) is False
     assert run("leaving", [1], [1]) is True
     assert run("countever", [1, 2], [1], star=True) == 2
