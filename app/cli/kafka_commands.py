@@ -18,6 +18,8 @@ from typing import Any
 from app.statements import ConfigError, StatementFile, load_statement_file
 
 ROOT = Path(__file__).resolve().parent.parent.parent
+DEMO_FILE = Path(__file__).with_name("bank.yaml")
+"""The demo's statement file (package data; ``examples/bank.yaml`` links to it)."""
 PROBE_TIMEOUT_S = 5.0
 """How long a command waits for the broker's metadata before saying none answers."""
 
@@ -243,12 +245,14 @@ class BrokerWatch:
     """One line per change of the broker's reachability, instead of librdkafka's log
     lines: its logs go to a silent logger, its errors to ``error_cb``."""
 
-    DOWN = ("_ALL_BROKERS_DOWN", "_TRANSPORT", "_RESOLVE")
+    DOWN = ("_ALL_BROKERS_DOWN",)
 
     def __init__(self, command: str, bootstrap: str) -> None:
         self.command = command
         self.bootstrap = bootstrap
         self.down = False
+        self.closing = False
+        """Set while the clients close: errors they queued while not polled are old news."""
         quiet = logging.getLogger(f"kepl.{command}.kafka")
         quiet.propagate = False
         quiet.addHandler(logging.NullHandler())
@@ -262,7 +266,7 @@ class BrokerWatch:
         from confluent_kafka import KafkaError
 
         codes = {getattr(KafkaError, name) for name in self.DOWN}
-        if err.code() in codes and not self.down:
+        if err.code() in codes and not self.down and not self.closing:
             self.down = True
             self.say(f"broker {self.bootstrap} unreachable, retrying")
 
@@ -303,12 +307,15 @@ def cmd_tail(args: argparse.Namespace, bootstrap: str) -> int:
     reader = RowReader(bootstrap, topics, from_beginning=args.from_beginning, conf=watch.conf)
     try:
         if not args.follow:
-            for row in reader.read_available():
+            # topic by topic, each in its order: the same output for the same topics
+            for row in sorted(reader.read_available(),
+                              key=lambda r: (r.topic, r.partition, r.offset)):
                 print(json.dumps(row.as_dict(), default=str), flush=True)
             return 0
         for row in reader.follow(on_poll=lambda: watch.check(reader.consumer)):
             print(json.dumps(row.as_dict(), default=str), flush=True)
     finally:
+        watch.closing = True
         reader.close()
     return 0
 
@@ -427,7 +434,7 @@ def cmd_demo(args: argparse.Namespace, bootstrap: str) -> int:
     from app.runtime.kafka.reader import follow_rows
     from app.runtime.kafka.worker import create_topics
 
-    given = Path(args.file) if args.file else ROOT / "examples" / "bank.yaml"
+    given = Path(args.file) if args.file else DEMO_FILE
     data_dir = Path(".kepl") / f"demo-{int(time.time())}"
     file = demo_file(load_statement_file(given), data_dir)
     sf = load_statement_file(file)
