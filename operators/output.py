@@ -303,6 +303,63 @@ class OutputLimiter:
             return [], []
         return self._release(now_ms)
 
+    # -- idle clock jumps ------------------------------------------------------
+    def idle(self) -> bool:
+        """Whether, with no input, every coming periodic firing outputs nothing and changes
+        nothing but the due time and ``last_output_timestamp`` (``skip_to`` can jump)."""
+        if not self.spec.limited or self.meta["due"] is None or self.spec.kind == "first":
+            return True  # 'first' at its period only ends the interval (no release)
+        return self._empty_release()
+
+    def _empty_release(self) -> bool:
+        """Whether releasing now would post no row: nothing collected, and the kind adds
+        no standing rows (002 §2.10: a fully aggregated statement posts its row each
+        interval, snapshot posts the window's, 'all' grouped every group's)."""
+        if self.buffer or self.touched or self.last_rows or self.meta["updates"]:
+            return False
+        kind = self.spec.kind
+        rk = self.rs_kind
+        if rk == AGG_ALL:
+            return False
+        if kind == "snapshot":
+            rows = self.contents()
+            return rows is not None and next(iter(rows), None) is None
+        if kind == "all" and rk in (GROUPED, GROUPED_ROWS):
+            return not self.rs.group_keys()
+        return True
+
+    def terminate_quiet(self) -> bool:
+        """Whether the partition ending now posts nothing and sets no variable."""
+        spec = self.spec
+        if not spec.limited or not spec.when_terminated:
+            return True
+        return not spec.terminated_set and (spec.kind == "first" or self._empty_release())
+
+    def skip_to(self, limit: int) -> None:
+        """Every periodic firing due before ``limit`` at once, in closed form; only valid
+        while ``idle()`` and no input arrives before ``limit`` (same state as firing them
+        one by one: due time, last output time, 'first' interval ended)."""
+        m = self.meta
+        due = m["due"]
+        if not self.spec.limited or due is None or due >= limit:
+            return
+        spec = self.spec
+        if spec.at is not None:
+            last = _last_firing_before(spec.at, due, limit)
+            m["due"] = spec.at.next_after(last)
+        else:
+            every = self._every_ms()
+            if every is None:
+                last, m["due"] = due, None
+            else:
+                last = due + (limit - 1 - due) // every * every
+                m["due"] = last + every
+        if spec.kind == "first":
+            m["witnessed"] = False
+        else:
+            m["last_out"] = last
+        self._save()
+
     def on_terminate(self, now_ms: int) -> Emit:
         """The context partition ends: ``when terminated`` releases (000 §4.5)."""
         spec = self.spec
@@ -601,6 +658,24 @@ class OutputLimiter:
         self.first_groups[key] = st
         self.state.put(("f", key), st)
         return passes
+
+
+def _last_firing_before(cron: Any, first: int, limit: int) -> int:
+    """The last crontab instant before ``limit``, ``first`` being one (>= ``first``): look
+    back over a doubling window, so the cost does not grow with the jump."""
+    w = 1000
+    while limit - w > first:
+        t = cron.next_after(limit - w - 1)
+        if t < limit:
+            break
+        w *= 2
+    else:
+        t = first
+    while True:
+        n = cron.next_after(t)
+        if n >= limit:
+            return t
+        t = n
 
 
 def _true(v: Any) -> bool:

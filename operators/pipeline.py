@@ -300,6 +300,28 @@ class Pipeline:
                     due = t
         return due
 
+    def quiet_until(self, limit: int) -> int:
+        """The earliest time before ``limit`` at which a timer of this pipeline may do
+        something; idle periodic output is no such time (it can ``skip_to``)."""
+        due = limit
+        for part in (self.view, self.matcher):
+            nt = getattr(part, "next_timer", None)
+            t = nt() if nt is not None else None
+            if t is not None and t < due:
+                due = t
+        t = self.out.next_timer()
+        if t is not None and t < due and not self.out.idle():
+            due = t
+        return due
+
+    def skip_to(self, limit: int) -> None:
+        """Jump idle periodic output past every firing due before ``limit``."""
+        self.out.skip_to(limit)
+
+    def terminate_quiet(self) -> bool:
+        """Whether ending the partition now outputs nothing and sets no variable."""
+        return self.out.terminate_quiet()
+
     def on_time(self, now_ms: int) -> Emit:
         """Fire whatever is due at ``now_ms``: window expiry before output (notes: Clock)."""
         self.ctx.now_ms = now_ms
@@ -379,11 +401,13 @@ class StreamPipeline(Pipeline):
 
 
 def distinct_rows(rows: Rows) -> Rows:
-    """Rows with duplicates (same values) dropped, first occurrence kept (select distinct)."""
+    """Rows with duplicates (same values) dropped, first occurrence kept (select distinct);
+    the hidden order-by key columns (NUL-prefixed) take no part."""
     seen: set[str] = set()
     out: Rows = []
     for r in rows:
-        k = json.dumps(r, sort_keys=True, default=str)
+        k = json.dumps({c: v for c, v in r.items() if c[:1] != "\x00"}, sort_keys=True,
+                       default=str)
         if k not in seen:
             seen.add(k)
             out.append(r)

@@ -24,6 +24,11 @@ from operators.state import MemoryNamespace, MemoryStore
 from operators.table import GlobalTables, Table, TableSpec
 from operators.variables import VariableDecl, VariableScope, VariableStore
 
+_SKIP_CHECK = 32
+"""Firings within one clock move before the engine first looks for an idle stretch."""
+_SKIP_MAX = 1 << 16
+"""Longest back-off between looks when nothing could be skipped."""
+
 Listener = Callable[[str, Rows, Rows, Any], None]
 """Called as listener(statement name, new rows, old rows, context partition id)."""
 
@@ -81,6 +86,9 @@ class Engine:
         """Per event type: statements that see an event before their context's
         partitions start or end on it (``@Priority`` above the context's)."""
         self._seen: set[tuple[str, Any]] = set()
+        self.skip_idle = True
+        """Jump idle periodic timers in bulk on long clock moves (output is the same)."""
+        self._fresh_quiet: dict[str, bool] = {}
 
     # -- deployment ---------------------------------------------------------
     def deploy(self, plan: StatementPlan) -> None:
@@ -255,13 +263,23 @@ class Engine:
         return self._heap[0][0] if self._heap else None
 
     def advance_time(self, to_ms: int) -> None:
-        """Move the clock to ``to_ms``, firing each due timer at its own due time."""
+        """Move the clock to ``to_ms``, firing each due timer at its own due time.
+
+        A long move does not replay idle periodic timers one by one: every so many
+        firings the engine looks for an idle stretch (``_skip_quiet``) and jumps it."""
         if to_ms < self.now_ms:
             raise ValueError(f"time cannot move backwards ({to_ms} < {self.now_ms})")
+        budget, fired = _SKIP_CHECK, 0
         while self._heap and self._heap[0][0] <= to_ms:
+            if fired >= budget and self.skip_idle:
+                fired = 0
+                budget = _SKIP_CHECK if self._skip_quiet(to_ms + 1) else min(
+                    budget * 2, _SKIP_MAX)
+                continue
             due, prio, key = heapq.heappop(self._heap)
             if self._due.get(key) != due:
                 continue
+            fired += 1
             del self._due[key]
             self.now_ms = due
             if key[0] == "c":
@@ -279,6 +297,78 @@ class Engine:
             self._notify_variables()
             self._drain()
         self.now_ms = to_ms
+
+    # -- idle clock jumps ------------------------------------------------------
+    def _skip_quiet(self, limit: int) -> bool:
+        """Jump every timer due before the first firing that may do something (or
+        ``limit``) in closed form; True if anything was skipped.
+
+        Between now and that horizon no event arrives and no timer outputs, inserts or
+        sets a variable, so each holder can be moved on by itself: idle periodic output
+        (``OutputLimiter.skip_to``) and temporal contexts whose partitions stay empty
+        and silent (``skip_to`` of the manager: ids and the partitions live at the
+        horizon as if every start and end had fired).  FORMAT.md clock rule: the output
+        is that of firing each timer at its own due time."""
+        top = self.next_timer()
+        if top is None or top >= limit:
+            return False
+        horizon = limit
+        for key, due in list(self._due.items()):
+            if due >= horizon:
+                continue
+            if key[0] == "c":
+                q = limit if self._context_quiet(self.contexts[key[1]]) else due
+            else:
+                p = self.statements[key[1]].pipelines.get(key[2])
+                q = p.quiet_until(limit) if p is not None else limit
+            horizon = min(horizon, q)
+        if horizon <= top:
+            return False
+        for key, due in list(self._due.items()):
+            if key[0] == "p" and due < horizon:
+                p = self.statements[key[1]].pipelines.get(key[2])
+                if p is not None:
+                    p.skip_to(horizon)
+                    self._arm(key, p.next_timer)
+        for key, due in list(self._due.items()):
+            if key[0] == "c" and due < horizon:
+                c = self.contexts[key[1]]
+                for t, change in c.manager.skip_to(horizon):
+                    self.now_ms = max(self.now_ms, t)
+                    self._apply(c, [change])
+                self._arm(key, c.manager.next_timer)
+        return True
+
+    def _context_quiet(self, c: _Ctx) -> bool:
+        """Whether a context's starts and ends can be jumped: its manager can, every live
+        partition ends silently, and a new partition of each statement has no timer and
+        ends silently."""
+        can_skip = getattr(c.manager, "can_skip", None)
+        if can_skip is None or not can_skip():
+            return False
+        for st in c.statements:
+            if not self._statement_fresh_quiet(st):
+                return False
+            if not all(p.terminate_quiet() for p in st.pipelines.values()):
+                return False
+        return True
+
+    def _statement_fresh_quiet(self, st: _Stmt) -> bool:
+        """Whether a new partition of a statement, seeing no input, outputs nothing in its
+        whole life: no timer when built, nothing at its end (built once as a probe)."""
+        quiet = self._fresh_quiet.get(st.plan.name)
+        if quiet is None:
+            quiet = False
+            if st.plan.kind == "query" and st.plan.window is None:
+                try:
+                    probe = st.plan.pipeline.build(
+                        MemoryNamespace(), PartitionCtx(variables=self.variables,
+                                                        now_ms=self.now_ms))
+                    quiet = probe.next_timer() is None and probe.terminate_quiet()
+                except Exception:  # noqa: BLE001 - a probe that cannot build is not quiet
+                    quiet = False
+            self._fresh_quiet[st.plan.name] = quiet
+        return quiet
 
     # -- events -------------------------------------------------------------
     def send(self, type_name: str, event: Row) -> None:

@@ -12,12 +12,42 @@ from dataclasses import dataclass
 from typing import Any
 
 from operators.base import PartitionCtx, Row, StateNamespace
-from operators.contexts.conditions import CondCrontabSpec, CondInstance, CondNowSpec, Fired
+from operators.contexts.conditions import (
+    CondAfterSpec,
+    CondCrontabSpec,
+    CondInstance,
+    CondNowAndSpec,
+    CondNowSpec,
+    CondPatternSpec,
+    Fired,
+)
 from operators.contexts.managers import Change, Manager, Pid
+from operators.patterns.spec import Every, TimerInterval
+
+Timed = list[tuple[int, Change]]
+"""Partition changes of an idle clock jump, each at its own time."""
 
 
 def _tags(fired: Fired) -> dict[str, Any]:
     return {k: v for k, v in fired.items() if not k.startswith("\x00")}
+
+
+def _after_ms(cond: Any) -> int | None:
+    """The period of an ``after`` condition, else None."""
+    return cond.ms if isinstance(cond, CondAfterSpec) else None
+
+
+def _periodic_ms(cond: Any) -> int | None:
+    """P for ``pattern [every timer:interval(P)]`` (optionally ``@now and``): a condition
+    that, with no events, fires every P ms from when it was armed; else None."""
+    if isinstance(cond, CondNowAndSpec):
+        cond = cond.cond
+    if not isinstance(cond, CondPatternSpec):
+        return None
+    root = cond.pattern.root
+    if isinstance(root, Every) and isinstance(root.child, TimerInterval) and root.child.ms > 0:
+        return int(root.child.ms)
+    return None
 
 
 def _builtin(name: str, pid: int, start_ms: int, end: CondInstance,
@@ -173,6 +203,51 @@ class NonOverlappingManager(Manager):
     def next_timer(self) -> int | None:
         return self.cond.next_timer() if self.cond is not None else None
 
+    def can_skip(self) -> bool:
+        """Whether ``skip_to`` can jump this context's timers: ``start @now`` or ``start
+        after X`` with ``end after Y`` (the partitions follow each other every X + Y)."""
+        start = self.spec.start
+        end_ms = _after_ms(self.spec.end)
+        return (end_ms is not None and end_ms > 0
+                and (isinstance(start, CondNowSpec) or _after_ms(start) is not None))
+
+    def skip_to(self, limit: int) -> Timed:
+        """Every start and end due before ``limit`` at once, for an idle runtime whose
+        partitions see nothing: the partition live now ends, those that would start and
+        end before ``limit`` only take their ids, the one live at ``limit`` starts (at
+        its own start time).  Same state as ``on_time`` at each due time."""
+        x = _after_ms(self.spec.start) or 0
+        y = _after_ms(self.spec.end) or 0
+        out: Timed = []
+        if self.active is not None:
+            e = self.next_timer()
+            if e is None or e >= limit:
+                return out
+            out.append((e, Change("end", self.active)))
+            self.active = None
+            self.state.child("end").clear()
+            self.armed_at = e
+            self.cond = self.spec.start.arm(self.state.child("start"), self.ctx, e, {})
+            s0 = e + x
+        else:
+            due = self.next_timer()
+            if due is None:
+                return out
+            s0 = due
+        if s0 >= limit:
+            self._save()
+            return out
+        j = (limit - 1 - s0) // (x + y)  # the last start before limit
+        s_j = s0 + j * (x + y)
+        self.next_id += j
+        if s_j + y < limit:  # that one ended too; the start condition is armed again
+            self.next_id += 1
+            self.armed_at = s_j + y
+            self.cond = self.spec.start.arm(self.state.child("start"), self.ctx, s_j + y, {})
+            self._save()
+            return out
+        return out + [(s_j, ch) for ch in self._start({}, s_j)]
+
     def route(self, type_name: str, event: Row, now_ms: int) -> list[Pid]:
         return [self.active] if self.active is not None else []
 
@@ -320,6 +395,54 @@ class OverlappingManager(Manager):
             due.append(self.init.next_timer())
         due2 = [d for d in due if d is not None]
         return min(due2) if due2 else None
+
+    def can_skip(self) -> bool:
+        """Whether ``skip_to`` can jump this context's timers: ``terminated after D`` with
+        ``initiated by pattern [every timer:interval(P)]`` (or ``after X``), not distinct."""
+        init = self.spec.initiated
+        end_ms = _after_ms(self.spec.terminated)
+        return (end_ms is not None and end_ms > 0 and not self.spec.distinct
+                and (_periodic_ms(init) is not None or _after_ms(init) is not None))
+
+    def skip_to(self, limit: int) -> Timed:
+        """Every initiation and termination due before ``limit`` at once, for an idle
+        runtime whose partitions see nothing: live partitions end at their due times,
+        partitions initiated and terminated before ``limit`` only take their ids, those
+        still live at ``limit`` start at their own initiation times."""
+        d = _after_ms(self.spec.terminated) or 0
+        steps: list[tuple[int, int, int]] = []  # (time, 0 end | 1 start, pid or index)
+        for pid, (cond, _) in self.parts.items():
+            t = cond.next_timer()
+            if t is not None and t < limit:
+                steps.append((t, 0, pid))
+        a = self.init.next_timer() if self.init is not None else None
+        period = _periodic_ms(self.spec.initiated)
+        n = 0
+        if a is not None and a < limit:
+            n = 1 if period is None else (limit - 1 - a) // period + 1
+            step = period or 0
+            first_live = 0 if step == 0 else max(0, -((a + d - limit) // step))
+            steps += [(a + j * step, 1, j) for j in range(first_live, n)]
+        steps.sort(key=lambda s: (s[0], s[1]))
+        base = self.next_id
+        out: Timed = []
+        for t, kind, ref in steps:
+            if kind == 0:
+                out.append((t, self._end(ref, t)))
+            else:
+                self.next_id = base + ref
+                out += [(t, ch) for ch in self._start({}, t)]
+        if n:
+            self.next_id = base + n
+            assert a is not None
+            if period is None:
+                self.init.on_time(a)  # type: ignore[union-attr]  # fires once
+            else:
+                last = a + (n - 1) * period
+                self.init_at = last
+                self.init = self.spec.initiated.arm(self.state.child("init"), self.ctx, last, {})
+        self._save_meta()
+        return out
 
     def route(self, type_name: str, event: Row, now_ms: int) -> list[Pid]:
         return list(self.parts)
