@@ -29,6 +29,16 @@ from operators.state import MemoryNamespace
 SIMPLE, AGG_ALL, AGG_ROWS, GROUPED, GROUPED_ROWS = (
     "simple", "agg_all", "agg_rows", "grouped", "grouped_rows")
 
+SORT_KEY = "\x00order"
+"""Prefix of the hidden columns holding order-by keys; no EPL name can start with it."""
+
+
+def sort_key_reader(name: str) -> Expr:
+    """An order-by key read from the hidden column ``name`` of an output row."""
+    def read(row: Row, ctx: PartitionCtx) -> Any:
+        return row.get(name)
+    return read
+
 
 @dataclass(frozen=True)
 class AggregateDef:
@@ -66,6 +76,9 @@ class ResultSetSpec:
     """``into table``: aggregation state lives in this table's rows (000 §4.7)."""
     table_columns: tuple[str, ...] = ()
     """``into table``: the table column each aggregate maintains, by aggregate index."""
+    sort_columns: tuple[tuple[str, Expr], ...] = ()
+    """Hidden columns (name, expression) computing order-by keys at projection time, when
+    the event and the aggregates are at hand; ``ResultSet.order`` drops them."""
 
     def build(self, state: StateNamespace, ctx: PartitionCtx,
               want_old: bool = True) -> ResultSet:
@@ -92,6 +105,19 @@ class ResultSetSpec:
     def projector(self) -> Callable[[Row, PartitionCtx], Row]:
         """The select-clause projection ``(row, ctx) -> output row``, built once per
         statement and shared by its context partitions."""
+        base = self._select_projector()
+        hidden = self.sort_columns
+        if not hidden:
+            return base
+
+        def project_sorted(row: Row, ctx: PartitionCtx) -> Row:
+            out = dict(base(row, ctx))
+            for name, expr in hidden:
+                out[name] = expr(row, ctx)
+            return out
+        return project_sorted
+
+    def _select_projector(self) -> Callable[[Row, PartitionCtx], Row]:
         cols = self.columns
         if self.wildcard and not cols:
             return lambda row, ctx: row
@@ -541,11 +567,14 @@ class ResultSet:
                 rows = sorted(rows, key=lambda r, e=expr: _sort_key(e(r, ctx)), reverse=desc)
         if spec.limit is not None:
             rows = rows[spec.offset: spec.offset + spec.limit]
+        if spec.sort_columns:
+            rows = [{k: v for k, v in r.items() if not k.startswith(SORT_KEY)} for r in rows]
         return rows
 
 
 def _sort_key(v: Any) -> tuple:
-    return (v is None, v if v is not None else 0)
+    """Null sorts before any value: first ascending, last descending (as Esper orders)."""
+    return (v is not None, v if v is not None else 0)
 
 
 class _AggAllResultSet(ResultSet):

@@ -43,9 +43,11 @@ from operators.resultset import (
     GROUPED,
     GROUPED_ROWS,
     SIMPLE,
+    SORT_KEY,
     AggregateDef,
     ResultSetSpec,
     SelectColumn,
+    sort_key_reader,
 )
 
 _WS = re.compile(r"\s+")
@@ -676,8 +678,7 @@ class Planner:
         having = compile_expr(node.having, ascope) if node.having is not None else None
         group_by = tuple(compile_expr(g, scope) for g in (node.group_by or ()))
         group_texts = tuple(_WS.sub("", text_of(g)) for g in (node.group_by or ()))
-        order_by = tuple((compile_expr(o.expr, ascope), bool(o.descending))
-                         for o in (node.order_by or ()))
+        order_by, sort_columns = self._order_by(node.order_by or (), columns, ascope)
         limit = offset = None
         if node.limit is not None:
             limit = int(constant_value(node.limit.count))
@@ -701,7 +702,31 @@ class Planner:
                               if not isinstance(e, ast.Star))
                 kind = GROUPED if grouped and not wildcard else GROUPED_ROWS
         return ResultSetSpec(kind, tuple(columns), tuple(aggs), group_by, having, wildcard,
-                             order_by, limit, offset or 0, group_texts)
+                             order_by, limit, offset or 0, group_texts,
+                             sort_columns=sort_columns)
+
+    @staticmethod
+    def _order_by(items: Any, columns: list[SelectColumn], ascope: Scope
+                  ) -> tuple[tuple[tuple[Any, bool], ...], tuple[tuple[str, Any], ...]]:
+        """Order-by keys and the hidden columns that compute them.
+
+        An item naming only output columns (``order by total``, an alias) reads the output
+        row.  Any other item (``order by sum(px)``, a property not selected) is evaluated
+        with the row, the event and the aggregates it is projected from, as Esper's
+        order-by processor does, into a hidden column that ``ResultSet.order`` drops."""
+        names = {c.name for c in columns}
+        keys: list[tuple[Any, bool]] = []
+        hidden: list[tuple[str, Any]] = []
+        for o in items:
+            refs = names_in(o.expr)
+            if not has_aggregate(o.expr) and all(
+                    len(n.parts) == 1 and n.parts[0] in names for n in refs):
+                keys.append((compile_expr(o.expr, ascope), bool(o.descending)))
+                continue
+            name = f"{SORT_KEY}{len(hidden)}"
+            hidden.append((name, compile_expr(o.expr, ascope)))
+            keys.append((sort_key_reader(name), bool(o.descending)))
+        return tuple(keys), tuple(hidden)
 
     def output(self, node: Any, scope: Scope) -> OutputSpec:
         """The output clause (002 §2.10 output rate limiting, 000 §4.5 when terminated)."""
