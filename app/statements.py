@@ -1,7 +1,7 @@
 """Statement files: the YAML a user deploys (event types, topics, EPL statements).
 
-Validated against ``schemas/statement-file.schema.json``; a bad file gives one line
-saying what is wrong and where.  ``.epl`` modules (statements ended by ``;`` with
+Validated against ``app/schemas/statement-file.schema.json`` (package data); a bad file
+gives one line saying what is wrong and where.  ``.epl`` modules (statements ended by ``;`` with
 ``create schema`` declarations) load into the same shape.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "statement-file.schema.json"
+SCHEMA_PATH = Path(__file__).with_name("schemas") / "statement-file.schema.json"
 
 
 class ConfigError(Exception):

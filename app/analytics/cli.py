@@ -1,6 +1,7 @@
 """Command line of the Spark analytics: ``kepl spark read | to-parquet | summary``.
 
-PySpark is imported only once a subcommand runs, so ``--help`` stays fast.
+PySpark is imported only once a subcommand runs, so ``--help`` stays fast and works
+without it (an optional dependency: ``pip install 'kepl[spark]'``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+PYSPARK_MISSING = "PySpark is not installed: pip install 'kepl[spark]'"
 
 
 def _add_source(p: argparse.ArgumentParser, required: bool = True) -> None:
@@ -136,7 +138,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     if args.command == "summary" and bool(args.parquet) == bool(args.topic or args.app):
         parser.error("summary needs exactly one of --parquet or --topic/--app")
-    from pyspark.sql import SparkSession
+    try:
+        from pyspark.sql import SparkSession
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] != "pyspark":
+            raise
+        print(f"kepl spark: {PYSPARK_MISSING}", file=sys.stderr)
+        return 2
 
     from app.analytics.jars import SparkJarsError
     from app.analytics.session import local_session

@@ -1,6 +1,6 @@
 """The Spark Kafka connector jars, fetched once with Maven into kepl's machine cache.
 
-``deploy/spark/pom.xml`` names the connector and excludes everything pyspark already
+``app/analytics/pom.xml`` (package data) names the connector and excludes everything pyspark already
 ships; Maven copies the remaining jars (connector, token provider, kafka-clients,
 commons-pool2) into ``${KEPL_HOME:-~/.cache/kepl}/spark/<pyspark version>/jars``.
 The copy goes to a scratch directory renamed into place at the end, under a file lock,
@@ -25,8 +25,7 @@ from pathlib import Path
 from app.kafka.local_broker import file_lock, kepl_home
 from app.maven import copy_dependencies
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-POM = REPO_ROOT / "deploy" / "spark" / "pom.xml"
+POM = Path(__file__).with_name("pom.xml")
 CONNECTOR_ARTIFACT = "spark-sql-kafka-0-10_2.13"
 # Maven's words for "this artifact or its POM is not in the repository".
 _MISSING_MARKERS = ("Could not find artifact", "Failed to read artifact descriptor", "not found")
@@ -52,7 +51,7 @@ def jars_dir(version: str | None = None) -> Path:
 
 
 def pom_property(name: str) -> str:
-    """A ``<properties>`` value of ``deploy/spark/pom.xml`` (its single source of truth)."""
+    """A ``<properties>`` value of ``app/analytics/pom.xml`` (its single source of truth)."""
     match = re.search(rf"<{re.escape(name)}>\s*([^<\s]+)\s*</{re.escape(name)}>", POM.read_text())
     if not match:
         raise SparkJarsError(f"no <{name}> in {POM}")

@@ -1,6 +1,6 @@
 """A real single-node Apache Kafka broker run from Maven Central jars, without Docker.
 
-The jars are gathered once by Maven (``deploy/kafka/pom.xml``) into
+The jars are gathered once by Maven (``app/kafka/pom.xml``, package data) into
 ``${KEPL_HOME:-~/.cache/kepl}/kafka/<version>/libs``; the broker runs in KRaft
 combined mode (broker and controller in one JVM) as a detached background process
 whose pid file, config, data and logs live in one data directory.
@@ -27,8 +27,7 @@ from pathlib import Path
 
 from app.maven import copy_dependencies
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-POM = REPO_ROOT / "deploy" / "kafka" / "pom.xml"
+POM = Path(__file__).with_name("pom.xml")
 HOST = "127.0.0.1"
 HEAP_OPTS = ("-Xmx512m", "-Xms256m")
 # Kafka's own broker JVM flags (kafka-run-class.sh), minus the GC log.
@@ -90,7 +89,7 @@ def kepl_home() -> Path:
 
 
 def kafka_version() -> str:
-    """The Kafka version pinned in ``deploy/kafka/pom.xml`` (the single source of truth)."""
+    """The Kafka version pinned in ``app/kafka/pom.xml`` (the single source of truth)."""
     match = re.search(r"<kafka\.version>\s*([^<\s]+)\s*</kafka\.version>", POM.read_text())
     if not match:
         raise BrokerError(f"no <kafka.version> in {POM}")
