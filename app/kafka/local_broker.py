@@ -193,7 +193,8 @@ def _port_free(port: int, host: str = HOST) -> bool:
     return True
 
 
-def _server_properties(port: int, data_dir: Path) -> str:
+def _server_properties(port: int, data_dir: Path,
+                       sasl: tuple[int, dict[str, str]] | None = None) -> str:
     ctl = port + 1
     props = {
         "process.roles": "broker,controller",
@@ -223,6 +224,16 @@ def _server_properties(port: int, data_dir: Path) -> str:
         "min.insync.replicas": "1",
         "log.retention.hours": "168",
     }
+    if sasl is not None:
+        sasl_port, users = sasl
+        listener = f"SASL_PLAINTEXT://{HOST}:{sasl_port}"
+        props["listeners"] = props["listeners"].replace(",CONTROLLER", f",{listener},CONTROLLER")
+        props["advertised.listeners"] += f",{listener}"
+        props["listener.security.protocol.map"] += ",SASL_PLAINTEXT:SASL_PLAINTEXT"
+        props["sasl.enabled.mechanisms"] = "PLAIN"
+        accounts = " ".join(f'user_{u}="{pw}"' for u, pw in users.items())
+        props["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = (
+            f"org.apache.kafka.common.security.plain.PlainLoginModule required {accounts};")
     lines = ["# Written by kepl (app/kafka/local_broker.py) on every start; edits are lost."]
     lines += [f"{k}={v}" for k, v in props.items()]
     return "\n".join(lines) + "\n"
@@ -389,8 +400,13 @@ def start(
     wait_s: float = 60,
     appcds: bool = True,
     die_with_parent: bool = False,
+    sasl_users: dict[str, str] | None = None,
+    sasl_port: int | None = None,
 ) -> BrokerInfo:
     """Start a broker on ``port`` (controller on ``port + 1``) and wait until it answers.
+
+    ``sasl_users`` (name -> password) and ``sasl_port``: one more listener there,
+    ``SASL_PLAINTEXT`` with the PLAIN mechanism, for clients that authenticate.
 
     Idempotent: a broker already running for ``data_dir`` is returned as is.
     With ``appcds`` the first run records the loaded classes into an AppCDS archive
@@ -406,7 +422,8 @@ def start(
     java = java_bin()
     cp = classpath(ensure_jars())
     with file_lock(data_dir / ".start.lock"):  # one starter per data dir at a time
-        return _start_locked(port, data_dir, wait_s, appcds, die_with_parent, java, cp)
+        return _start_locked(port, data_dir, wait_s, appcds, die_with_parent, java, cp,
+                             (sasl_port, sasl_users) if sasl_users and sasl_port else None)
 
 
 def _start_locked(
@@ -417,6 +434,7 @@ def _start_locked(
     die_with_parent: bool,
     java: str,
     cp: str,
+    sasl: tuple[int, dict[str, str]] | None = None,
 ) -> BrokerInfo:
     bootstrap = f"{HOST}:{port}"
     pid = _read_pid(data_dir)
@@ -434,7 +452,7 @@ def _start_locked(
     logs = data_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     props = data_dir / "server.properties"
-    props.write_text(_server_properties(port, data_dir))
+    props.write_text(_server_properties(port, data_dir, sasl))
     log4j = data_dir / "log4j2.properties"
     log4j.write_text(_LOG4J2)
 

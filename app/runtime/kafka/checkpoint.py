@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from app.runtime.kafka import client
+
 log = logging.getLogger("kepl.checkpoint")
 
 Headers = list[tuple[str, bytes]]
@@ -82,7 +84,7 @@ class Checkpoint:
         from confluent_kafka import Producer
 
         self.exactly_once = transactional_id is not None
-        self.producer = Producer(producer_config(bootstrap, transactional_id))
+        self.producer = Producer(client.conf(producer_config(bootstrap, transactional_id)))
         self._produce = self.producer.produce
         self._default_cb: OnDelivery | None = None if self.exactly_once else self._check
         self.open = False

@@ -14,6 +14,7 @@ import json
 import uuid
 from typing import Any
 
+from app.runtime.kafka import client
 from app.runtime.kafka.config import AppConfig
 from app.runtime.kafka.router import H_CONTROL
 
@@ -41,7 +42,7 @@ class Clock:
                                     "linger.ms": 0, "log_level": 0}
         if timeout_s is not None:
             settings["message.timeout.ms"] = max(1, int(timeout_s * 1000))
-        self.producer = Producer(settings)
+        self.producer = Producer(client.conf(settings))
         self.partitions = self._partitions()
 
     def _partitions(self) -> list[tuple[str, int]]:

@@ -58,6 +58,14 @@ class AppConfig:
     the ``main`` group, so its ``context.id`` values are the embedded runtime's."""
     max_string_length: dict[str, int] = field(default_factory=dict)
     """Event type (or ``"*"``) -> longest string property accepted (``catalog``)."""
+    kafka: dict[str, str] = field(default_factory=dict)
+    """Client settings for every Kafka client of the app (``client``: security, SASL,
+    SSL …); values may be ``${ENV}`` or ``file:PATH`` references."""
+    replication_factor: int = 1
+    """Replicas of the topics kepl creates (1 for a single local broker; 3 in
+    production)."""
+    min_insync_replicas: int | None = None
+    """``min.insync.replicas`` of the internal topics kepl creates (None: the broker's)."""
     processing_guarantee: str = "exactly_once"
     """``exactly_once`` (one Kafka transaction per checkpoint: outputs, changelog,
     repartition records and input offsets; readers use read_committed) or
@@ -116,9 +124,20 @@ class AppConfig:
                     for v in limits.values()))):
             raise ConfigError("'max_string_length' must be a number of characters (0: no "
                               f"limit) or map event types to one, got {limits!r}")
+        kafka = doc.get("kafka") or {}
+        if not isinstance(kafka, dict) or not all(
+                isinstance(v, str | int | float | bool) for v in kafka.values()):
+            raise ConfigError("'kafka' must map client properties (security.protocol, "
+                              "sasl.mechanisms, ...) to values")
+        rf = doc.get("replication_factor", 1)
+        isr = doc.get("min_insync_replicas")
+        for key, v in (("replication_factor", rf), ("min_insync_replicas", isr)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise ConfigError(f"'{key}' must be a positive integer, got {v!r}")
         return cls(app, {k: dict(v) for k, v in schemas.items()}, tuple(stmts), full_topics,
                    parts, _context_partitions(doc.get("context_partitions")),
-                   string_limits(limits), guarantee)
+                   string_limits(limits), {str(k): _prop(v) for k, v in kafka.items()},
+                   rf, isr, guarantee)
 
     @classmethod
     def from_file(cls, path: Path | str) -> AppConfig:
@@ -140,6 +159,11 @@ class AppConfig:
                if self.processing_guarantee != "exactly_once" else {}),
             **({"max_string_length": dict(self.max_string_length)}
                if self.max_string_length else {}),
+            **({"kafka": dict(self.kafka)} if self.kafka else {}),
+            **({"replication_factor": self.replication_factor}
+               if self.replication_factor != 1 else {}),
+            **({"min_insync_replicas": self.min_insync_replicas}
+               if self.min_insync_replicas is not None else {}),
             "statements": [
                 {"name": s.name, "epl": s.epl,
                  **({"output_topic": s.output_topic} if s.output_topic else {})}
@@ -183,6 +207,10 @@ class AppConfig:
             if s.name == statement and s.output_topic:
                 return s.output_topic
         return f"kepl.{self.app}.out.{statement}"
+
+
+def _prop(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 MAX_CONTEXT_PARTITIONS = 10_000

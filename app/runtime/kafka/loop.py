@@ -36,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from app.runtime.kafka import codec
+from app.runtime.kafka import client, codec
 from app.runtime.kafka.checkpoint import KAFKA_LOG, Checkpoint, Fenced, Rewind
 from app.runtime.kafka.config import AppConfig
 from app.runtime.kafka.health import DEFAULT_STALL_S, STALL_ENV, Health, Metrics, serve
@@ -125,7 +125,7 @@ class Worker:
         self.caught_up_s = min(self.interval_s, CAUGHT_UP_COMMIT_MS / 1000)
         eos = config.processing_guarantee == "exactly_once"
         self.checkpoint = Checkpoint(bootstrap, identity if eos else None)
-        self.consumer = Consumer({
+        self.consumer = Consumer(client.conf({
             "bootstrap.servers": bootstrap,
             "group.id": f"kepl.{config.app}",
             "group.instance.id": identity,
@@ -143,7 +143,7 @@ class Worker:
             "queued.max.messages.kbytes": 262_144,
             "log_level": 3,
             "logger": KAFKA_LOG,
-        })
+        }))
         cfg = config
         self.out_topics = {s: cfg.output_topic(s) for g in topology.active_groups()
                            for s in g.statements}

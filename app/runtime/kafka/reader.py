@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from app.runtime.kafka import codec
+from app.runtime.kafka import client, codec
 from app.runtime.kafka.router import (
     H_ID,
     H_NONFINITE,
@@ -96,6 +96,7 @@ class RowReader:
         conf = {"bootstrap.servers": bootstrap, "group.id": "kepl-reader",
                 "enable.auto.commit": False, "isolation.level": "read_committed",
                 "enable.partition.eof": False, "log_level": 3, **(conf or {})}
+        conf = client.conf(conf)
         self.consumer = Consumer(conf)
         # End offsets come from a client that never fetches: on the fetching client an
         # offsets request queues behind the fetch long-poll (up to fetch.wait.max.ms).

@@ -13,6 +13,8 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
+from app.runtime.kafka import client
+
 log = logging.getLogger("kepl.recovery")
 
 
@@ -26,12 +28,13 @@ class KafkaChangelog:
     def _consumer(self) -> Any:
         from confluent_kafka import Consumer
 
-        return Consumer({"bootstrap.servers": self.bootstrap, "group.id": "kepl-restore",
+        return Consumer(client.conf({"bootstrap.servers": self.bootstrap,
+                         "group.id": "kepl-restore",
                          "enable.auto.commit": False, "enable.partition.eof": True,
                          "isolation.level": "read_committed", "log_level": 3,
                          "fetch.max.bytes": 64 * 1024 * 1024,
                          # records deleted under a read must fail it, never skip ahead
-                         "auto.offset.reset": "error"})
+                         "auto.offset.reset": "error"}))
 
     def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
         """(low, high): the first retained offset and the next offset to be written."""
@@ -60,7 +63,8 @@ class KafkaChangelog:
         from confluent_kafka.admin import AdminClient
 
         if self._admin is None:
-            self._admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 3})
+            self._admin = AdminClient(client.conf({"bootstrap.servers": self.bootstrap,
+                                                   "log_level": 3}))
 
         def done(fut: Any) -> None:
             try:

@@ -30,6 +30,7 @@ import yaml
 
 from app.conformance.runner import Collected, replay, rows_equal
 from app.runtime.catalog import Catalog
+from app.runtime.kafka import client
 from app.runtime.kafka.clock import Clock
 from app.runtime.kafka.config import AppConfig
 from app.runtime.kafka.reader import OutputRow, RowReader
@@ -98,8 +99,9 @@ class Progress:
     def __init__(self, bootstrap: str, topic: str) -> None:
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kepl-progress",
-                                  "enable.auto.commit": False, "log_level": 3})
+        self.consumer = Consumer(client.conf({"bootstrap.servers": bootstrap,
+                                              "group.id": "kepl-progress",
+                                              "enable.auto.commit": False, "log_level": 3}))
         self.consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
         self.latest: dict[str, str] = {}
 
@@ -130,6 +132,7 @@ class KafkaApp:
 
         self.config = config
         self.bootstrap = bootstrap
+        client.configure(config.kafka)
         self.topology = Topology.plan(config)
         self._own_dir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"kepl-{config.app}-"))
@@ -142,8 +145,9 @@ class KafkaApp:
         if start:
             self.worker.start()
         ensure_topics(bootstrap, specs)
-        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
-                                  "linger.ms": 1, "log_level": 3})
+        self.producer = Producer(client.conf({"bootstrap.servers": bootstrap,
+                                              "enable.idempotence": True,
+                                              "linger.ms": 1, "log_level": 3}))
         self.clock = Clock(bootstrap, config)
         self.progress = Progress(bootstrap, config.progress_topic)
         self.keys = self.topology.progress_keys()
@@ -210,7 +214,8 @@ class KafkaApp:
         """Best effort: drop the app's topics (scenario topics are single-use)."""
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        admin = AdminClient(client.conf({"bootstrap.servers": self.bootstrap,
+                                         "log_level": 0}))
         topics = list(self.topology.topic_specs())
         for fut in admin.delete_topics(topics, operation_timeout=10).values():
             try:

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.runtime.catalog import Catalog, NotSupported
+from app.runtime.kafka import client
 from app.runtime.kafka.config import MAIN_GROUP, SOURCE, AppConfig, ConfigError
 from app.runtime.plan import StatementPlan
 from operators.base import PartitionCtx, Row
@@ -298,7 +299,13 @@ class Topology:
         return out
 
     def topic_specs(self, keep_sources: bool = False) -> dict[str, tuple[int, dict[str, str]]]:
-        """Every topic the app needs: name -> (partitions, topic config).
+        """Every topic the app needs: name -> (partitions, topic config, with the
+        replication factor under ``REPLICATION``).
+
+        Changelog topics are not compacted: a record is one batch of writes chained to
+        the one before it (``store.ChangelogRecord.prev``), not the value of a key, so
+        compaction would break the chain; snapshots bound them instead, deleting the
+        records a complete snapshot made obsolete.
 
         ``keep_sources``: source topics get infinite retention.  Needed when records
         carry old timestamps (scenarios start the clock at 1970): time-based retention
@@ -311,18 +318,22 @@ class Topology:
         big = str(64 * 1024 * 1024)
         keep = {**forever, "max.message.bytes": big, "segment.bytes": big}
         c = self.config
+        # replication: every topic kepl creates; min.insync.replicas: the internal ones
+        rf = {REPLICATION: str(c.replication_factor)}
+        isr = ({"min.insync.replicas": str(c.min_insync_replicas)}
+               if c.min_insync_replicas is not None else {})
         specs: dict[str, tuple[int, dict[str, str]]] = {}
         for t in c.source_topics:
-            specs[t] = (c.source_partitions, dict(forever) if keep_sources else {})
+            specs[t] = (c.source_partitions, {**rf, **(forever if keep_sources else {})})
         for g in self.active_groups():
             if not g.direct:
-                specs[c.repartition_topic(g.name)] = (g.partitions, {})
-            specs[c.changelog_topic(g.name)] = (g.partitions, keep)
+                specs[c.repartition_topic(g.name)] = (g.partitions, {**rf, **isr})
+            specs[c.changelog_topic(g.name)] = (g.partitions, {**rf, **isr, **keep})
         for topic, parts in self.output_topics().values():
-            specs.setdefault(topic, (parts, {}))
-        specs[c.watermark_topic] = (1, {})
-        specs[c.progress_topic] = (1, {"cleanup.policy": "compact"})
-        specs[c.dlq_topic] = (1, {})
+            specs.setdefault(topic, (parts, dict(rf)))
+        specs[c.watermark_topic] = (1, {**rf, **isr})
+        specs[c.progress_topic] = (1, {**rf, **isr, "cleanup.policy": "compact"})
+        specs[c.dlq_topic] = (1, dict(rf))
         return specs
 
 
@@ -477,16 +488,24 @@ def _check_shared_state(groups: dict[str, Group]) -> None:
                         f"'{g.context}' (Kafka mode)")
 
 
+REPLICATION = "replication.factor"
+"""Key of a topic spec's config that is a creation parameter, not a topic config."""
+
+
 def ensure_topics(bootstrap: str, specs: dict[str, tuple[int, dict[str, str]]],
                   timeout_s: float = 30.0) -> None:
     """Create the missing topics; existing ones must have the partitions a group needs."""
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = AdminClient(client.conf({"bootstrap.servers": bootstrap, "log_level": 0}))
     md = admin.list_topics(timeout=timeout_s)
-    missing = [NewTopic(t, num_partitions=n, replication_factor=1, config=cfg)
-               for t, (n, cfg) in specs.items() if t not in md.topics]
+    missing = []
+    for t, (n, cfg) in specs.items():
+        if t not in md.topics:
+            cfg = dict(cfg)
+            rf = int(cfg.pop(REPLICATION, "1"))
+            missing.append(NewTopic(t, num_partitions=n, replication_factor=rf, config=cfg))
     if missing:
         for fut in admin.create_topics(missing, request_timeout=timeout_s).values():
             try:
@@ -513,7 +532,7 @@ def source_partitions(bootstrap: str, topics: list[str], timeout_s: float = 30.0
     """Every (topic, partition) of the source topics, sorted: the barrier's upstreams."""
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = AdminClient(client.conf({"bootstrap.servers": bootstrap, "log_level": 0}))
     md = admin.list_topics(timeout=timeout_s)
     out: list[tuple[str, int]] = []
     for t in topics:

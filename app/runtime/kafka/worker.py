@@ -37,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from app.runtime.kafka import client
 from app.runtime.kafka.clock import publish_watermark
 from app.runtime.kafka.config import AppConfig
 from app.runtime.kafka.loop import CRASH_HOOK_ENV, Worker
@@ -88,6 +89,7 @@ def build_worker(config: AppConfig, bootstrap: str, data_dir: Path,
                  metrics_port: int | None = None) -> Worker:
     """Create the topics, plan the layout on the broker's source partitions, and build
     the consumer loop (``metrics_port``: serve metrics and probes there)."""
+    client.configure(config.kafka)
     topology = plan_on_broker(config, bootstrap)
     ensure_topics(bootstrap, topology.topic_specs())
     data_dir = Path(data_dir)
@@ -155,6 +157,7 @@ def run_worker(config: AppConfig, bootstrap: str, data_dir: Path,
                announce: Callable[[str], None] | None = None) -> None:
     """Run a worker until it is stopped (SIGTERM/SIGINT); blocks.  ``announce``: a
     start-up banner, rebalances, restores and a closing line go there."""
+    client.configure(config.kafka)
     if announce is None:
         build_worker(config, bootstrap, Path(data_dir), metrics_port).run()
         return
@@ -187,10 +190,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--loglevel", default="warning")
     ap.add_argument("--metrics-port", type=int, default=None,
                     help="serve /metrics, /healthz and /readyz on this port (0: any free)")
+    ap.add_argument("--kafka-config", default=None,
+                    help="librdkafka properties file for every Kafka client (security)")
     args = ap.parse_args(argv)
+    if args.kafka_config:
+        os.environ[client.CONFIG_FILE_ENV] = args.kafka_config
     logging.basicConfig(level=args.loglevel.upper(), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    run_worker(AppConfig.from_file(args.config), args.bootstrap, Path(args.data_dir),
+    config = AppConfig.from_file(args.config)
+    try:
+        client.configure(config.kafka)
+        client.probe(args.bootstrap, "worker")
+    except (client.BrokerUnavailable, client.ClientConfigError) as e:
+        print(f"kepl: {e}", file=sys.stderr)
+        return 1
+    run_worker(config, args.bootstrap, Path(args.data_dir),
                args.loglevel, args.metrics_port)
     return 0
 
