@@ -315,16 +315,24 @@ class Planner:
             tables = (node.into_table,)
         where = compile_expr(node.where, scope) if node.where is not None else None
         output = self.output(node.output, scope)
-        pipeline = PipelineSpec(rs, output, stream, pattern, where,
-                                (node.stream_kind or "istream").lower(), bool(node.distinct))
+        select_kind = (node.stream_kind or "istream").lower()
         insert_into = None
         insert_stream = "istream"
+        select_stream = None
         if node.insert_into is not None:
             insert_into = node.insert_into.name
             insert_stream = (node.insert_into.stream_kind or "istream").lower()
             self.catalog.streams.setdefault(insert_into, {c.name: "any" for c in rs.columns})
+            if select_kind != "irstream" and (insert_stream != "istream"
+                                              or select_kind == "rstream"):
+                # the routed stream is not the one listeners get: post both, split later
+                select_stream = select_kind
+        pipeline = PipelineSpec(rs, output, stream, pattern, where,
+                                select_kind if select_stream is None else "irstream",
+                                bool(node.distinct))
         return StatementPlan(name, "query", epl, pipeline, node.context,
                              insert_into=insert_into, insert_stream=insert_stream,
+                             select_stream=select_stream,
                              columns=tuple(c.name for c in rs.columns), window=source_window,
                              tables=tables,
                              table=self.catalog.tables[tables[0]] if tables else None)

@@ -524,8 +524,14 @@ class Engine:
     def _emit(self, st: _Stmt, pid: Any, new: Rows, old: Rows) -> None:
         if not new and not old:
             return
-        for listener in self.listeners:
-            listener(st.plan.name, new, old, pid)
+        if st.plan.select_stream is None:
+            for listener in self.listeners:
+                listener(st.plan.name, new, old, pid)
+        else:
+            ln, lo = st.plan.listened(new, old)
+            if ln or lo:
+                for listener in self.listeners:
+                    listener(st.plan.name, ln, lo, pid)
         if st.plan.kind == "window":
             now = self.now_ms
             window = st.plan.window or ""
@@ -544,8 +550,7 @@ class Engine:
                     self._arm(("p", cst.plan.name, cpid), p.next_timer)
         target = st.plan.insert_into
         if target is not None:
-            rows = old if st.plan.insert_stream == "rstream" else new
-            for r in rows:
+            for r in st.plan.routed(new, old):
                 self._queue.append((target, r))
 
     # -- queries ------------------------------------------------------------

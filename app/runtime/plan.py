@@ -20,6 +20,9 @@ class StatementPlan:
     context_spec: Any = None
     insert_into: str | None = None
     insert_stream: str = "istream"
+    select_stream: str | None = None
+    """Set when the pipeline posts both streams only because ``insert into`` routes one
+    the select clause does not deliver: the stream (istream | rstream) listeners get."""
     schema: dict[str, str] = field(default_factory=dict)
     initial: Any = None
     columns: tuple[str, ...] = ()
@@ -42,6 +45,27 @@ class StatementPlan:
     priority: int = 0
     """``@Priority(n)``: with an event that ends a context partition and that a statement
     of the context also reads, the higher priority goes first (000 §4.2.3 note)."""
+
+    def listened(self, new: list, old: list) -> tuple[list, list]:
+        """What listeners get of a pipeline's output: the select clause's stream, the
+        remove stream posted as new rows for ``select rstream`` (Esper)."""
+        if self.select_stream == "rstream":
+            return old, []
+        if self.select_stream == "istream":
+            return new, []
+        return new, old
+
+    def routed(self, new: list, old: list) -> list:
+        """The rows ``insert [istream|rstream|irstream] into`` routes, insert stream first.
+
+        The insert-into stream selector alone picks them from the statement's insert and
+        remove streams, whatever the select clause delivers to listeners (Esper: ``insert
+        rstream into`` routes the remove stream of a plain ``select``)."""
+        if self.insert_stream == "rstream":
+            return old
+        if self.insert_stream == "irstream":
+            return new + old
+        return new
 
     def explain(self) -> list[str]:
         """Human-readable plan lines for ``kepl explain``."""
