@@ -28,9 +28,12 @@ EXIT_CODES = """\
 exit codes:
   0    success
   1    runtime failure: no broker answers, the app is not deployed, events or
-       watermarks not delivered, steps or events rejected (run), scenarios failed
+       watermarks not delivered, steps or events rejected (run), scenarios failed,
+       undeploy or reset refused while the app's workers run
   2    usage or validation error: bad arguments, an invalid statement file, an event
-       or a time the app refuses (e.g. a watermark that goes backwards)
+       or a time the app refuses (e.g. a watermark that goes backwards), undeploy or
+       reset without --yes
+  3    a worker fenced by a newer one (a zombie) stops
   130  interrupted (Ctrl-C)
   141  the reader closed the output early (kepl run ... | head): stopped quietly
 """

@@ -36,10 +36,11 @@ def test_help_ends_with_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> No
     with pytest.raises(SystemExit):
         main(["--help"])
     assert capsys.readouterr().out.endswith("\n\n" + EXIT_CODES)
-    assert EXIT_CODES.splitlines()[1:4] == [
+    assert EXIT_CODES.splitlines()[1:5] == [
         "  0    success",
         "  1    runtime failure: no broker answers, the app is not deployed, events or",
-        "       watermarks not delivered, steps or events rejected (run), scenarios failed"]
+        "       watermarks not delivered, steps or events rejected (run), scenarios failed,",
+        "       undeploy or reset refused while the app's workers run"]
 
 
 def _parsers(parser: argparse.ArgumentParser, name: str = "kepl"
