@@ -75,7 +75,10 @@ class Broker:
     def __post_init__(self) -> None:
         from confluent_kafka.admin import AdminClient
 
-        self.admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        from app.runtime.kafka import client
+
+        self.admin = AdminClient(client.conf({"bootstrap.servers": self.bootstrap,
+                                              "log_level": 0}))
         self.refresh()
 
     def refresh(self) -> None:
