@@ -170,11 +170,15 @@ class OnActionSpec:
             out.append(row)
         return out
 
-    def run_set(self, trigger: Row, ctx: PartitionCtx) -> None:
-        """``on T set var = expr``: assignments see the triggering event."""
+    def run_set(self, trigger: Row, ctx: PartitionCtx) -> Row:
+        """``on T set var = expr``: assignments see the triggering event, apply in order.
+
+        Returns the statement's output row: each variable assigned, by name, with its
+        value after all the assignments (Esper posts it for every triggering event)."""
         env = self._trigger_env(trigger)
         for a in self.assignments:
             ctx.variables[a.variable] = a.expr(env, ctx)
+        return {a.variable: ctx.variables.get(a.variable) for a in self.assignments}
 
     # -- the actions ---------------------------------------------------------
     def run(self, trigger: Row, rows: Rows, ctx: PartitionCtx) -> ActionResult:

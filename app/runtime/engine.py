@@ -487,7 +487,7 @@ class Engine:
         if not action.matches(event, ctx):
             return
         if action.kind == "set":
-            action.run_set(event, ctx)
+            self._emit(st, pid, [action.run_set(event, ctx)], [])
             return
         if action.target == "table":
             table = self._table(action.window, pid)
