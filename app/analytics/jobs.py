@@ -57,11 +57,14 @@ def kafka_source_options(
     """Options of Spark's Kafka source: from the start, committed records only, headers."""
     if (topics is None) == (pattern is None):
         raise ValueError("give exactly one of topics or pattern")
+    from app.runtime.kafka import client
+
     options = {
         "kafka.bootstrap.servers": bootstrap,
         "startingOffsets": "earliest",
         "kafka.isolation.level": "read_committed",
         "includeHeaders": "true",
+        **client.spark_options(),  # security settings (KEPL_KAFKA_*, --kafka-config)
     }
     if pattern is not None:
         options["subscribePattern"] = pattern

@@ -31,17 +31,14 @@ class Unavailable(Exception):
 
 def probe_broker(command: str, bootstrap: str) -> set[str]:
     """The topics at ``bootstrap``, asked with a short timeout before a command starts its
-    work, so a broker that is down is one line, not a traceback after minutes."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
+    work, so a broker that is down, or one that refuses the credentials, is one line,
+    not a traceback after minutes."""
+    from app.runtime.kafka import client
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
     try:
-        return set(admin.list_topics(timeout=PROBE_TIMEOUT_S).topics)
-    except KafkaException as e:
-        cause = e.args[0].str().removeprefix("Failed to get metadata: ")
-        raise Unavailable(f"{command}: no Kafka broker answers at {bootstrap}: {cause} "
-                          "(is the broker up? kepl kafka start)") from None
+        return client.probe(bootstrap, command, PROBE_TIMEOUT_S)
+    except (client.BrokerUnavailable, client.ClientConfigError) as e:
+        raise Unavailable(str(e)) from None
 
 
 def require_deployed(command: str, bootstrap: str, file: str | Path, config: Any) -> None:
@@ -57,12 +54,29 @@ def require_deployed(command: str, bootstrap: str, file: str | Path, config: Any
 
 
 def _config(sf: StatementFile) -> Any:
+    """The app config of a statement file; its ``kafka:`` settings become this process's
+    client settings (``app.runtime.kafka.client``)."""
+    from app.runtime.kafka import client
     from app.runtime.kafka.config import AppConfig
     from app.runtime.kafka.config import ConfigError as KafkaConfigError
 
     try:
-        return AppConfig.from_dict(sf.raw)
-    except KafkaConfigError as e:
+        config = AppConfig.from_dict(sf.raw)
+        client.configure(config.kafka)
+    except (KafkaConfigError, client.ClientConfigError) as e:
+        raise ConfigError(f"{sf.path}: {e}") from None
+    return config
+
+
+def client_conf(sf: StatementFile, base: dict[str, Any]) -> dict[str, Any]:
+    """A client configuration for a command that reads a statement file but needs no
+    app config (``kepl send``): its ``kafka:`` settings laid over ``base``."""
+    from app.runtime.kafka import client
+
+    try:
+        client.configure(sf.raw.get("kafka"))
+        return client.conf(base)
+    except client.ClientConfigError as e:
         raise ConfigError(f"{sf.path}: {e}") from None
 
 
@@ -127,8 +141,9 @@ def cmd_send(args: argparse.Namespace, bootstrap: str) -> int:
     if not args.no_validate:
         _validate_events(sf.schemas, args.type, lines, sf.raw.get("max_string_length"))
     timeout_ms = max(1, int(args.timeout * 1000))
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
-                         "message.timeout.ms": timeout_ms, "log_level": 0})
+    producer = Producer(client_conf(sf, {"bootstrap.servers": bootstrap,
+                                         "enable.idempotence": True,
+                                         "message.timeout.ms": timeout_ms, "log_level": 0}))
     topic = sf.topic_of(args.type)
     errors: list[str] = []
 
@@ -211,10 +226,11 @@ def last_watermark(bootstrap: str, topic: str) -> int | None:
     Reads the last few records of each partition; the greatest time wins."""
     from confluent_kafka import Consumer, TopicPartition
 
+    from app.runtime.kafka import client
     from app.runtime.kafka.router import decode_watermark
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kepl-clock",
-                         "enable.auto.commit": False, "log_level": 0})
+    consumer = Consumer(client.conf({"bootstrap.servers": bootstrap, "group.id": "kepl-clock",
+                                     "enable.auto.commit": False, "log_level": 0}))
     last: int | None = None
     try:
         md = consumer.list_topics(topic, timeout=PROBE_TIMEOUT_S)
@@ -454,7 +470,9 @@ def cmd_demo(args: argparse.Namespace, bootstrap: str) -> int:
     def produce() -> None:
         from confluent_kafka import Producer
 
-        producer = Producer({"bootstrap.servers": bootstrap})
+        from app.runtime.kafka import client
+
+        producer = Producer(client.conf({"bootstrap.servers": bootstrap}))
         rnd = random.Random(7)
         topic = sf.topic_of("Withdrawal")
         t = 1000

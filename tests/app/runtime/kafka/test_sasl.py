@@ -4,6 +4,7 @@ its producer-side and reader-side clients authenticate with the statement file's
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from app.kafka import local_broker
 from app.runtime.kafka import client
@@ -72,6 +74,25 @@ def test_the_worker_and_its_clients_authenticate(sasl_bootstrap: str,
         finally:
             reader.close()
         assert "s3cret" not in kapp.worker.config_path.read_text()
+        # the CLI: kepl send and kepl tail with the statement file's kafka: settings
+        sf = kapp.workdir / "cli.yaml"
+        sf.write_text(yaml.safe_dump({
+            "app": kapp.config.app, "kafka": dict(kapp.config.kafka),
+            "schemas": kapp.config.schemas, "topics": dict(kapp.config.topics),
+            "statements": [{"name": s.name, "epl": s.epl} for s in kapp.config.statements],
+        }))
+        kepl = [sys.executable, "-m", "app.cli.main"]
+        sent = subprocess.run([*kepl, "send", "--bootstrap", sasl_bootstrap, str(sf), "Trade",
+                               '{"symbol": "S9", "price": 50.0}'],
+                              cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+        assert sent.returncode == 0, sent.stderr
+        kapp.settle()
+        tail = subprocess.run([*kepl, "tail", str(sf), "--no-follow", "--bootstrap",
+                               sasl_bootstrap], cwd=REPO_ROOT, capture_output=True,
+                              text=True, timeout=60)
+        assert tail.returncode == 0, tail.stderr
+        assert [json.loads(line)["row"] for line in tail.stdout.splitlines()] == [
+            {"symbol": "S1"}, {"symbol": "S2"}, {"symbol": "S9"}]
     finally:
         kapp.close()
         client.configure(None)
@@ -80,8 +101,6 @@ def test_the_worker_and_its_clients_authenticate(sasl_bootstrap: str,
 def test_a_wrong_password_is_one_line(sasl_bootstrap: str, tmp_path: Path) -> None:
     config = app_config("wrong")
     path = tmp_path / "app.yaml"
-    import yaml
-
     path.write_text(yaml.safe_dump(config.to_dict()))
     proc = subprocess.run(
         [sys.executable, "-m", "app.runtime.kafka.worker", "--config", str(path),
