@@ -75,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "workers and RocksDB state.",
         epilog=EXIT_CODES, formatter_class=_Formatter)
     parser.add_argument("--version", action=_Version)
+    parser.add_argument("--kafka-config", metavar="FILE",
+                        help="librdkafka properties file for every Kafka client (security, "
+                             "SASL, SSL); before or after the command; as KEPL_KAFKA_CONFIG")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("run", help="run a statement file in-process over events from a file",
@@ -283,8 +286,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 128 + signal.SIGPIPE
 
 
+def _take_kafka_config(argv: list[str]) -> list[str]:
+    """``--kafka-config FILE`` wherever it stands: it becomes ``KEPL_KAFKA_CONFIG``, which
+    every Kafka client of this process reads (``app.runtime.kafka.client``)."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--kafka-config" and i + 1 < len(argv):
+            os.environ["KEPL_KAFKA_CONFIG"] = argv[i + 1]
+            i += 2
+            continue
+        if a.startswith("--kafka-config="):
+            os.environ["KEPL_KAFKA_CONFIG"] = a.partition("=")[2]
+        else:
+            out.append(a)
+        i += 1
+    return out
+
+
 def _main(argv: Sequence[str] | None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = _take_kafka_config(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
     if argv and argv[0] == "kafka":
         from app.kafka.cli import main as kafka_main

@@ -93,6 +93,18 @@ def test_the_worker_and_its_clients_authenticate(sasl_bootstrap: str,
         assert tail.returncode == 0, tail.stderr
         assert [json.loads(line)["row"] for line in tail.stdout.splitlines()] == [
             {"symbol": "S1"}, {"symbol": "S2"}, {"symbol": "S9"}]
+        # the same from a properties file (--kafka-config), the statement file plain
+        props = kapp.workdir / "client.properties"
+        props.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanisms=PLAIN\n"
+                         "sasl.username=kepl\nsasl.password=${" + PASSWORD_ENV + "}\n")
+        plain = yaml.safe_load(sf.read_text())
+        del plain["kafka"]
+        sf.write_text(yaml.safe_dump(plain))
+        tail = subprocess.run([*kepl, "tail", str(sf), "--no-follow", "--bootstrap",
+                               sasl_bootstrap, "--kafka-config", str(props)],
+                              cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+        assert tail.returncode == 0, tail.stderr
+        assert len(tail.stdout.splitlines()) == 3
     finally:
         kapp.close()
         client.configure(None)
