@@ -55,14 +55,23 @@ def _where(path: Any) -> str:
     return "".join(parts).lstrip(".") or "top level"
 
 
-def parse_statement_file(doc: Any, path: str = "<memory>") -> StatementFile:
-    """Validate a decoded statement file and build a StatementFile."""
+def schema_errors(doc: Any) -> list[jsonschema.ValidationError]:
+    """Every JSON-Schema violation of a decoded statement file, ordered by where."""
     schema = json.loads(SCHEMA_PATH.read_text())
     validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
+    return sorted(validator.iter_errors(doc),
+                  key=lambda e: [(0, p, "") if isinstance(p, int) else (1, 0, str(p))
+                                 for p in e.path])
+
+
+def parse_statement_file(doc: Any, path: str = "<memory>") -> StatementFile:
+    """Validate a decoded statement file and build a StatementFile."""
+    errors = schema_errors(doc)
     if errors:
         e = errors[0]
-        raise ConfigError(f"{path}: at {_where(e.absolute_path)}: {e.message}")
+        more = (f" (and {len(errors) - 1} more error(s): kepl check lists them)"
+                if len(errors) > 1 else "")
+        raise ConfigError(f"{path}: at {_where(e.absolute_path)}: {e.message}{more}")
     stmts = []
     seen: set[str] = set()
     for i, s in enumerate(doc["statements"]):

@@ -527,27 +527,12 @@ def _query_kafka(args: argparse.Namespace, select: Any) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from app.epl.errors import EplError
-    from app.runtime.catalog import Catalog, NotSupported
-    from app.statements import ConfigError, load_statement_file
+    """Every error of every file, positioned in the file; exit 2 if there is any."""
+    from app.cli.check import check_paths
 
-    failures = 0
-    for f in args.files:
-        try:
-            sf = load_statement_file(f)
-        except (ConfigError, EplError) as e:
-            print(f"{f}:\n{e.render()}" if isinstance(e, EplError) else str(e))
-            failures += 1
-            continue
-        catalog = Catalog.from_schemas(sf.schemas)
-        for s in sf.statements:
-            try:
-                catalog.plan(s.epl, s.name)
-            except EplError as e:
-                failures += 1
-                print(f"{f}: statement '{s.name}':\n{e.render()}")
-            except NotSupported as e:
-                print(f"{f}: statement '{s.name}': valid, but not supported yet: {e}")
+    lines, failures = check_paths(args.files)
+    for line in lines:
+        print(line)
     if failures:
         print(f"{failures} error(s)")
         return 2
