@@ -368,8 +368,9 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     return 2
 
 
-def _embedded(path: str) -> tuple[Any, Any] | None:
-    """Deploy a statement file in an embedded runtime: (catalog, engine), None on error."""
+def _embedded(path: str) -> tuple[Any, Any, Any] | None:
+    """Deploy a statement file in an embedded runtime: (statement file, catalog, engine),
+    None on error."""
     from app.epl.errors import EplError
     from app.runtime.catalog import Catalog, NotSupported, string_limits
     from app.runtime.engine import Engine
@@ -386,7 +387,23 @@ def _embedded(path: str) -> tuple[Any, Any] | None:
         print(e.render() if isinstance(e, EplError) else f"not supported yet: {e}",
               file=sys.stderr)
         return None
-    return catalog, engine
+    return sf, catalog, engine
+
+
+def _kafka_layout(sf: Any) -> Any:
+    """The Topology a Kafka worker would run the file with (None: an EPL module, or a
+    file that runs embedded only), so that ``kepl run`` numbers rows as the worker."""
+    from app.epl.errors import EplError
+    from app.runtime.catalog import NotSupported
+    from app.runtime.kafka.config import AppConfig, ConfigError
+    from app.runtime.kafka.topology import Topology
+
+    if not sf.raw:
+        return None
+    try:
+        return Topology.plan(AppConfig.from_dict(sf.raw))
+    except (ConfigError, EplError, NotSupported):
+        return None
 
 
 def _replay(events: str, catalog: Any, engine: Any) -> int:
@@ -418,16 +435,17 @@ def _replay(events: str, catalog: Any, engine: Any) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Embedded run: exit 2 for invalid statements, 1 when a step or event was rejected."""
+    from app.runtime.rows import RowNumbering
+
     deployed = _embedded(args.file)
     if deployed is None:
         return 2
-    catalog, engine = deployed
+    sf, catalog, engine = deployed
+    numbering = RowNumbering(engine, _kafka_layout(sf))
 
     def show(stmt: str, new: list, old: list, pid: Any) -> None:
-        for stream, rows in (("insert", new), ("remove", old)):
-            for r in rows:
-                print(json.dumps({"statement": stmt, "stream": stream, "partition": pid,
-                                  "time": engine.now_ms, "row": r}, default=str), flush=True)
+        for row in numbering.rows(stmt, new, old, pid):
+            print(json.dumps(row, default=str), flush=True)
 
     engine.listeners.append(show)
     rejected = _replay(args.events, catalog, engine)
@@ -460,7 +478,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     deployed = _embedded(args.file)
     if deployed is None:
         return 1
-    catalog, engine = deployed
+    _, catalog, engine = deployed
     plan = None
     if args.query is not None:
         try:

@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import json
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -58,7 +57,7 @@ from typing import Any, Protocol
 from app.runtime.engine import Engine
 from app.runtime.kafka.store import ChangelogRecord, PartitionStore, entry_size
 from app.runtime.kafka.topology import Group
-from operators.contexts.managers import key_text
+from app.runtime.rows import keyed_text, pid_text
 
 
 class ChangelogLog(Protocol):
@@ -425,10 +424,10 @@ class EnginePartition:
         if g.hash_spec is not None:
             return str(self.partition)
         if g.keyed_spec is not None and self.engine is not None:
-            key = self.engine.contexts[g.keyed_spec.name].manager.key(pid)
-            if key is not None:
-                return key_text(key)
-        return _pid_text(pid)
+            text = keyed_text(self.engine, g.keyed_spec.name, pid)
+            if text is not None:
+                return text
+        return pid_text(pid)
 
     def _on_rows(self, stmt: str, new: list, old: list, pid: Any) -> None:
         cp = self._context_partition(pid)
@@ -567,9 +566,3 @@ class EnginePartition:
         self.dead = []
         self._since_commit = []
         self.sealed = None
-
-
-def _pid_text(pid: Any) -> str:
-    if isinstance(pid, int | str):
-        return str(pid)
-    return json.dumps(pid, default=str, separators=(",", ":"))

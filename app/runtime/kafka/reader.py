@@ -23,6 +23,7 @@ from app.runtime.kafka.router import (
     H_TIME,
     headers_dict,
 )
+from app.runtime.rows import row_dict
 
 
 @dataclass(frozen=True)
@@ -44,10 +45,9 @@ class OutputRow:
         return int(self.id.rsplit("/", 1)[1])
 
     def as_dict(self) -> dict[str, Any]:
-        """A JSON-friendly view (``kepl tail``)."""
-        return {"statement": self.statement, "stream": self.stream,
-                "context_partition": self.context_partition, "time": self.time_ms,
-                "id": self.id, "row": self.row}
+        """A JSON-friendly view (``kepl tail``; ``kepl run`` prints the same shape)."""
+        return row_dict(self.statement, self.stream, self.context_partition, self.time_ms,
+                        self.id, self.row)
 
 
 class Deduper:
