@@ -445,9 +445,10 @@ def demo_file(sf: StatementFile, data_dir: Path) -> Path:
 
 def cmd_demo(args: argparse.Namespace, bootstrap: str) -> int:
     """Broker, topics, worker, sample events and the clock; output printed until Ctrl-C."""
+    from app.cli.progress import Progress
     from app.kafka.local_broker import start, stop
     from app.runtime.kafka.clock import publish_watermark
-    from app.runtime.kafka.reader import follow_rows
+    from app.runtime.kafka.reader import RowReader
     from app.runtime.kafka.worker import create_topics
 
     given = Path(args.file) if args.file else DEMO_FILE
@@ -476,28 +477,47 @@ def cmd_demo(args: argparse.Namespace, bootstrap: str) -> int:
         rnd = random.Random(7)
         topic = sf.topic_of("Withdrawal")
         t = 1000
-        n = 0
         while not stop_flag.is_set():
-            n += 1
             event = {"account": f"A{rnd.randint(1, 9)}", "amount": float(rnd.choice(
                 [50, 100, 150, 200, 250, 300, 500]))}
             producer.produce(topic, json.dumps(event).encode(), timestamp=t)
             producer.flush(10)
             publish_watermark(bootstrap, cfg, t)
+            seen["events"] += 1
+            seen["clock"] = t
             t += 1000
             stop_flag.wait(1.0)
 
+    # events produced, the last watermark, rows read and the newest row's time
+    seen = {"events": 0, "clock": 0, "rows": 0, "time": 0}
+
+    def line(final: bool) -> str:
+        text = f"kepl demo: {seen['events']} events, {seen['rows']} rows"
+        if final:
+            return text
+        lag = max(0, seen["clock"] - seen["time"]) if seen["rows"] else seen["clock"]
+        return text + f", {progress.rate(seen['rows']):.1f} rows/s, lag {lag} ms"
+
+    progress = Progress(line)
     threading.Thread(target=produce, daemon=True).start()
     print("kepl demo: worker started; producing one Withdrawal a second. Output rows "
           "(Ctrl-C stops):", flush=True)
     topics = [sf.output_topic(s) for s in sf.statements]
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    reader = None
     try:
-        for rec in follow_rows(bootstrap, topics, from_beginning=True):
-            print(json.dumps(rec, default=str), flush=True)
+        reader = RowReader(bootstrap, topics, from_beginning=True)
+        for row in reader.follow(on_poll=progress.tick):
+            seen["rows"] += 1
+            seen["time"] = max(seen["time"], row.time_ms)
+            progress.out(json.dumps(row.as_dict(), default=str))
+            progress.tick()
     except KeyboardInterrupt:
         pass
     finally:
+        progress.close()
+        if reader is not None:
+            reader.close()
         stop_flag.set()
         worker.terminate()
         try:

@@ -7,6 +7,7 @@ import gc
 import json
 import os
 import signal
+import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -85,18 +86,24 @@ def build_parser() -> argparse.ArgumentParser:
                                    "feed it the steps of EVENTS (JSON lines: {\"time\": ms} or "
                                    "{\"send\": Type, \"event\": {...}}; '-' reads stdin). "
                                    "Output rows are printed as JSON lines.")
-    p.add_argument("file", help="statement file (.yaml) or EPL module (.epl)")
+    p.add_argument("file", metavar="FILE", nargs="?",
+                   help="statement file (.yaml) or EPL module (.epl)")
+    p.add_argument("--file", dest="file_opt", metavar="FILE", default=None,
+                   help="the statement file, as the FILE argument")
     p.add_argument("--events", default="-", help="JSON-lines steps (default: stdin)")
 
     p = sub.add_parser("query", help="on-demand query over a named window or table",
-                       description="Deploy the statements of --file in an embedded runtime, "
+                       description="Deploy the statements of FILE in an embedded runtime, "
                                    "replay the steps of --events (JSON lines as for 'run'), "
                                    "then run QUERY (a select over a named window or a table) "
                                    "against the current rows and print the result rows as "
-                                   "JSON lines.")
+                                   "JSON lines. The form QUERY --file FILE is also accepted.")
+    p.add_argument("file", metavar="FILE", nargs="?",
+                   help="statement file (.yaml) or EPL module (.epl)")
     p.add_argument("query", metavar="QUERY", nargs="?",
                    help="e.g. 'select * from MyWindow where x > 1' (or use --iterate)")
-    p.add_argument("--file", required=True, help="statement file (.yaml) or EPL module (.epl)")
+    p.add_argument("--file", dest="file_opt", metavar="FILE", default=None,
+                   help="the statement file; then the one positional argument is QUERY")
     p.add_argument("--events", default=None,
                    help="JSON-lines steps to replay first ('-' reads stdin; default: none)")
     p.add_argument("--iterate", metavar="STATEMENT", default=None,
@@ -317,6 +324,8 @@ def _main(argv: Sequence[str] | None) -> int:
 
         return int(spark_main(argv[1:]) or 0)
     args = parser.parse_args(argv)
+    if args.command in ("run", "query"):
+        _statement_file_arg(args, parser)
     if args.command is None:
         parser.print_help()
         return 0
@@ -333,6 +342,23 @@ def _main(argv: Sequence[str] | None) -> int:
     finally:
         if paused:
             gc.enable()
+
+
+def _statement_file_arg(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """``run`` and ``query`` take FILE first; ``--file FILE`` (the older form of
+    ``query``) also works, and then ``query``'s one positional argument is QUERY."""
+    if args.file_opt is None:
+        if args.file is None:
+            parser.error(f"{args.command}: the statement file FILE is required")
+        return
+    if args.command == "query":
+        if args.query is not None:
+            parser.error("query: give the statement file once (FILE or --file)")
+        args.query, args.file = args.file, args.file_opt
+    elif args.file is not None and args.file != args.file_opt:
+        parser.error("run: give the statement file once (FILE or --file)")
+    else:
+        args.file = args.file_opt
 
 
 def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -406,15 +432,54 @@ def _kafka_layout(sf: Any) -> Any:
         return None
 
 
-def _replay(events: str, catalog: Any, engine: Any) -> int:
+class _Replayed:
+    """What a replay did so far, and the progress line that shows it (``kepl run``)."""
+
+    def __init__(self, progress: Any = None) -> None:
+        self.events = 0
+        self.rows = 0
+        self.read = 0
+        self.size: int | None = None
+        self.progress = progress
+
+    def line(self, final: bool) -> str:
+        """'kepl run: N events, N rows' and, while running, the rate and what is left."""
+        text = f"kepl run: {self.events} events, {self.rows} rows"
+        if final:
+            return text + ", done"
+        text += f", {self.progress.rate(self.rows):.0f} rows/s"
+        if self.size:
+            text += f", lag {max(0, 100 - 100 * self.read // self.size)}% of the steps"
+        return text
+
+    def say(self, text: str) -> None:
+        """A line on stderr (a refused step), clearing the progress line first."""
+        if self.progress is not None:
+            self.progress.out(text, sys.stderr)
+        else:
+            print(text, file=sys.stderr)
+
+
+def _replay(events: str, catalog: Any, engine: Any, done: _Replayed | None = None) -> int:
     """Apply JSON-lines steps ({"time": ms} or {"send": Type, "event": {...}}); a step the
     engine refuses is reported on stderr and skipped. Returns how many were refused."""
     from app.conformance.runner import ScenarioError
     from app.runtime.catalog import EventTypeError, coerce_event
 
     src = sys.stdin if events == "-" else open(events)  # noqa: SIM115
+    done = done if done is not None else _Replayed()
+    progress = done.progress
+    if progress is not None and progress.enabled:
+        try:
+            st = os.fstat(src.fileno())
+            done.size = st.st_size if stat.S_ISREG(st.st_mode) else None
+        except (OSError, ValueError):
+            done.size = None
     rejected = 0
     for n, line in enumerate(src, 1):
+        if progress is not None:
+            done.read += len(line)
+            progress.tick()
         line = line.strip()
         if not line or line.startswith("#"):
             continue
@@ -425,16 +490,18 @@ def _replay(events: str, catalog: Any, engine: Any) -> int:
             elif "send" in step:
                 engine.send(step["send"], coerce_event(catalog, step["send"],
                                                         step.get("event") or {}))
+                done.events += 1
             else:
                 raise ScenarioError("a step needs 'time' or 'send'")
         except (ValueError, EventTypeError, ScenarioError) as e:
-            print(f"kepl: {events}:{n}: {e}", file=sys.stderr)
+            done.say(f"kepl: {events}:{n}: {e}")
             rejected += 1
     return rejected
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Embedded run: exit 2 for invalid statements, 1 when a step or event was rejected."""
+    from app.cli.progress import Progress
     from app.runtime.rows import RowNumbering
 
     deployed = _embedded(args.file)
@@ -442,13 +509,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 2
     sf, catalog, engine = deployed
     numbering = RowNumbering(engine, _kafka_layout(sf))
+    done = _Replayed()
+    progress = done.progress = Progress(done.line)
 
     def show(stmt: str, new: list, old: list, pid: Any) -> None:
         for row in numbering.rows(stmt, new, old, pid):
-            print(json.dumps(row, default=str), flush=True)
+            done.rows += 1
+            progress.out(json.dumps(row, default=str))
 
     engine.listeners.append(show)
-    rejected = _replay(args.events, catalog, engine)
+    with progress:
+        rejected = _replay(args.events, catalog, engine, done)
     if rejected:
         print(f"kepl: run: {rejected} step(s) rejected", file=sys.stderr)
         return 1
@@ -580,17 +651,30 @@ def cmd_scenario(args: argparse.Namespace) -> int:
             return run_scenario_kafka(doc, bootstrap)
     else:
         runner = run_scenario_embedded
+    from app.cli.progress import Progress
+
     files = [Path(f) for f in scenario_files(args.paths) if Path(f).name != "INDEX.md"]
     passed = failed = 0
-    with LimitedRunner(runner, args.time_limit) as limited:
+    current = ""
+
+    def line(final: bool) -> str:
+        text = f"kepl scenario run: {passed + failed}/{len(files)} scenarios, {failed} failed"
+        if final:
+            return text + ", done"
+        return text + f", {progress.rate(passed + failed):.1f}/s, running {current}"
+
+    progress = Progress(line, interval=0.0)
+    with LimitedRunner(runner, args.time_limit) as limited, progress:
         for f in files:
+            current = f.stem
+            progress.tick()
             out = limited.run(f)
             if out.passed:
                 passed += 1
-                print(f"PASS {out.name}", flush=True)
+                progress.out(f"PASS {out.name}")
             else:
                 failed += 1
-                print(f"FAIL {out.name}: {out.detail}", flush=True)
+                progress.out(f"FAIL {out.name}: {out.detail}")
     print(f"{passed} passed, {failed} failed ({len(files)} file{'' if len(files) == 1 else 's'})")
     return 1 if failed else 0
 
