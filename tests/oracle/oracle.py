@@ -23,6 +23,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -191,47 +192,102 @@ def _column(name: str) -> str:
     return re.sub(r"\s+", "", name)
 
 
-def run_esper(docs: list[dict], timeout: float = 900.0) -> list[EsperRun]:
-    """Run scenarios through Esper, all in one JVM; one EsperRun per scenario."""
+SCENARIO_LIMIT_S = 60.0
+"""Wall time one scenario may take in Esper (a clock jump of years replays every timer
+firing one by one there): past it the JVM is stopped, the scenario reported, and the
+rest run in a new JVM."""
+
+
+def run_esper(docs: list[dict], limit_s: float = SCENARIO_LIMIT_S) -> list[EsperRun]:
+    """Run scenarios through Esper, in one JVM while none hangs; one EsperRun each."""
+    import selectors
+    import threading
+    import time
+
     home = ensure_built()
     cmd = [java_bin(), "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss4m",
            "-cp", f"{home / 'classes'}{os.pathsep}{home / 'libs' / '*'}", MAIN_CLASS]
-    stdin = "".join(json.dumps(to_oracle_json(d)) + "\n" for d in docs)
-    try:
-        proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout,
-                              check=False)
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout.decode() if isinstance(e.stdout, bytes) else e.stdout or ""
-        proc = subprocess.CompletedProcess(cmd, -1, out, f"timed out after {timeout:.0f} s")
     runs = [EsperRun() for _ in docs]
-    done = set()
-    for line in proc.stdout.splitlines():
-        try:
-            msg = json.loads(line)
-        except json.JSONDecodeError:
+    first = 0
+    while first < len(docs):
+        errfile = tempfile.TemporaryFile(mode="w+")  # a pipe could fill and stall the JVM
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=errfile, text=True)
+        stdin = "".join(json.dumps(to_oracle_json(d)) + "\n" for d in docs[first:])
+
+        def feed(proc: subprocess.Popen[str] = proc, text: str = stdin) -> None:
+            try:
+                assert proc.stdin is not None
+                proc.stdin.write(text)
+                proc.stdin.close()
+            except (BrokenPipeError, OSError):
+                pass
+
+        threading.Thread(target=feed, daemon=True).start()
+        assert proc.stdout is not None
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        done: set[int] = set()
+        current = first
+        deadline = time.monotonic() + limit_s
+        hung = False
+        while True:
+            if not sel.select(timeout=max(0.0, deadline - time.monotonic())):
+                hung = True
+                break
+            line = proc.stdout.readline()
+            if not line:
+                break
+            i = _take(line, runs, first)
+            if i is not None:
+                done.add(i)
+                while current in done:
+                    current += 1
+                deadline = time.monotonic() + limit_s
+        if hung:
+            errfile.close()
+            proc.kill()
+            proc.wait()
+            runs[current].error = (f"time limit: Esper did not finish this scenario within "
+                                   f"{limit_s:.0f} s")
+            first = current + 1
             continue
-        run = runs[msg["scenario"]]
-        if msg.get("done"):
-            done.add(msg["scenario"])
-        elif "quoted" in msg:
-            run.notes.append(f"statement {msg['statement']} ran with its reserved keywords "
-                             f"escaped: {msg['quoted']}")
-        elif "deploy_error" in msg:
-            run.deploy_error = f"statement {msg['statement']}: {msg['deploy_error']}"
-        elif "error" in msg:
-            run.error, run.error_step = msg["error"], msg.get("step")
-        elif "rows" in msg:
-            run.rows[msg["step"]] = {
-                stmt: Collected(new=[{_column(k): v for k, v in _from_json(r).items()}
-                                     for r in got["new"]],
-                                old=[{_column(k): v for k, v in _from_json(r).items()}
-                                     for r in got["old"]])
-                for stmt, got in msg["rows"].items()}
-    for i, run in enumerate(runs):
-        if i not in done and run.error is None:
-            tail = " | ".join(proc.stderr.strip().splitlines()[-5:])
-            run.error = f"the oracle stopped (exit {proc.returncode}): {tail}"
+        proc.wait()
+        errfile.seek(0)
+        err = errfile.read()
+        for i in range(first, len(docs)):
+            if i not in done and runs[i].error is None:
+                tail = " | ".join(err.strip().splitlines()[-5:])
+                runs[i].error = f"the oracle stopped (exit {proc.returncode}): {tail}"
+        break
     return runs
+
+
+def _take(line: str, runs: list[EsperRun], first: int) -> int | None:
+    """Record one message of the Java side; the scenario's index when it is done."""
+    try:
+        msg = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    i = msg["scenario"] + first
+    run = runs[i]
+    if msg.get("done"):
+        return i
+    if "quoted" in msg:
+        run.notes.append(f"statement {msg['statement']} ran with its reserved keywords "
+                         f"escaped: {msg['quoted']}")
+    elif "deploy_error" in msg:
+        run.deploy_error = f"statement {msg['statement']}: {msg['deploy_error']}"
+    elif "error" in msg:
+        run.error, run.error_step = msg["error"], msg.get("step")
+    elif "rows" in msg:
+        run.rows[msg["step"]] = {
+            stmt: Collected(new=[{_column(k): v for k, v in _from_json(r).items()}
+                                 for r in got["new"]],
+                            old=[{_column(k): v for k, v in _from_json(r).items()}
+                                 for r in got["old"]])
+            for stmt, got in msg["rows"].items()}
+    return None
 
 
 def run_kepl(doc: dict) -> tuple[dict[int, dict[str, Collected]], str | None]:
