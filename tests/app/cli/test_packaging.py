@@ -82,7 +82,9 @@ def test_kepl_spark_help_does_not_import_pyspark() -> None:
 
 def test_kepl_spark_without_pyspark_says_what_to_install(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setitem(sys.modules, "pyspark", None)  # as if it were not installed
+    # as if it were not installed, also where an earlier test imported it
+    for name in ["pyspark", *(m for m in sys.modules if m.startswith("pyspark."))]:
+        monkeypatch.setitem(sys.modules, name, None)
     assert main(["spark", "read", "--topic", "t"]) == 2
     assert capsys.readouterr().err == (
         "kepl spark: PySpark is not installed: pip install 'kepl[spark]'\n")
