@@ -473,16 +473,32 @@ def cmd_demo(args: argparse.Namespace, bootstrap: str) -> int:
 
         from app.runtime.kafka import client
 
-        producer = Producer(client.conf({"bootstrap.servers": bootstrap}))
+        producer = Producer(client.conf({"bootstrap.servers": bootstrap,
+                                         "message.timeout.ms": 10_000}))
         rnd = random.Random(7)
         topic = sf.topic_of("Withdrawal")
         t = 1000
+        failed: list[str] = []
+
+        def done(err: Any, _msg: Any) -> None:
+            if err is not None:
+                failed.append(err.str())
+
         while not stop_flag.is_set():
             event = {"account": f"A{rnd.randint(1, 9)}", "amount": float(rnd.choice(
                 [50, 100, 150, 200, 250, 300, 500]))}
-            producer.produce(topic, json.dumps(event).encode(), timestamp=t)
-            producer.flush(10)
-            publish_watermark(bootstrap, cfg, t)
+            producer.produce(topic, json.dumps(event).encode(), timestamp=t,
+                             on_delivery=done)
+            if producer.flush(15) or failed:
+                cause = failed[0] if failed else "no acknowledgement within 15 s"
+                print(f"kepl demo: an event was not delivered to {topic} at {bootstrap}: "
+                      f"{cause}; the producer stops", file=sys.stderr, flush=True)
+                return
+            try:
+                publish_watermark(bootstrap, cfg, t)
+            except RuntimeError as e:
+                print(f"kepl demo: {e}; the producer stops", file=sys.stderr, flush=True)
+                return
             seen["events"] += 1
             seen["clock"] = t
             t += 1000
