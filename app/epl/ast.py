@@ -740,9 +740,12 @@ class KeyedItem(Node):
 
 @dataclass(frozen=True, slots=True)
 class KeyedContext(Node):
-    """``partition by ...`` (000 §4.2.2)."""
+    """``partition by ... [initiated by ...] [terminated by ...]`` (000 §4.2.2; the
+    lifecycle as in Esper's keyed segmented context with initiation and termination)."""
 
     items: tuple[KeyedItem, ...]
+    initiated: tuple[Node, ...] = ()
+    terminated: Node | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -294,6 +294,9 @@ def _syntax_error(exc: UnexpectedInput, text: str) -> EplSyntaxError:
         shown = value if len(value) <= 40 and first == value else first[:37] + "..."
         line = token.line if token.line is not None else 1
         column = token.column if token.column is not None else 1
+        slip = _alias_slip(text, token.start_pos, value, expected)
+        if slip is not None:
+            return slip
         return EplSyntaxError(f"unexpected '{shown}'", line, column, text,
                               _hint_for(expected, value))
     if isinstance(exc, UnexpectedCharacters):
@@ -312,6 +315,30 @@ def _syntax_error(exc: UnexpectedInput, text: str) -> EplSyntaxError:
     line = getattr(exc, "line", 1) or 1
     column = getattr(exc, "column", 1) or 1
     return EplSyntaxError("syntax error", line, column, text)
+
+
+_SLIP_KEYWORDS = ("terminated", "initiated", "end", "output", "where", "unidirectional")
+"""Keywords that follow a filter, where a misspelling reads as a bare stream name."""
+
+
+def _alias_slip(text: str, pos: int | None, value: str, expected: set[str]
+                ) -> EplSyntaxError | None:
+    """A word taken as a stream name without 'as' that is a misspelt keyword (``A
+    terminatd after 1 sec``): the error is reported at that word, not at the next one."""
+    if pos is None or (_IDENT_RE.match(value) and
+                       closest(value, _keyword_candidates(expected), cutoff=0.7)):
+        return None
+    m = re.search(r"(?<![A-Za-z0-9_.`])([A-Za-z_][A-Za-z0-9_]*)\s*$", text[:pos])
+    if m is None or m.group(1).lower() in _SLIP_KEYWORDS:
+        return None
+    guess = closest(m.group(1), list(_SLIP_KEYWORDS), cutoff=0.8)
+    if guess is None:
+        return None
+    start = m.start(1)
+    line = text.count("\n", 0, start) + 1
+    column = start - (text.rfind("\n", 0, start) + 1) + 1
+    return EplSyntaxError(f"unexpected '{m.group(1)}'", line, column, text,
+                          f"did you mean '{guess}'?")
 
 
 def _word_at(text: str, pos: int) -> str | None:
@@ -1037,16 +1064,26 @@ class _Builder(Transformer_NonRecursive):
         return A.CreateContext((), items[0], items[-1], pos=pos)
 
     def r_keyed_spec(self, c: list[Any], pos: A.Pos) -> A.KeyedContext:
-        """partition [by] items (000 §4.2.2)."""
-        return A.KeyedContext(_all(_present(c), A.KeyedItem), pos=pos)
+        """partition [by] items [initiated by filters] [terminated by cond] (000 §4.2.2)."""
+        items = _present(c)
+        return A.KeyedContext(_all(items, A.KeyedItem), _wrapped(items, "initiated") or (),
+                              _wrapped(items, "terminated"), pos=pos)
 
     def r_keyed_item(self, c: list[Any], pos: A.Pos) -> A.KeyedItem:
-        """p [and p] from Type[(filter)] [as alias]."""
+        """p [and|, p] from Type[(filter)] [[as] alias]."""
         items = _present(c)
         props = _all(items, A.Name)
         names = [i for i in items if isinstance(i, str)]
-        return A.KeyedItem(props, names[0], _wrapped(items, "filter"),
-                           names[1] if len(names) > 1 else None, pos=pos)
+        return A.KeyedItem(props, names[0], _wrapped(items, "filter"), _alias(items),
+                           pos=pos)
+
+    def r_keyed_init(self, c: list[Any], pos: A.Pos) -> _Wrapped:
+        """initiated [by] filter [[as] alias], ... of a keyed context."""
+        return _Wrapped("initiated", _all(_present(c), A.CondFilter))
+
+    def r_keyed_term(self, c: list[Any], pos: A.Pos) -> _Wrapped:
+        """terminated [by] cond of a keyed context."""
+        return _Wrapped("terminated", _present(c)[0])
 
     def r_hash_spec(self, c: list[Any], pos: A.Pos) -> A.HashContext:
         """coalesce [by] items granularity N [preallocate] (000 §4.2.3)."""
@@ -1134,9 +1171,7 @@ class _Builder(Transformer_NonRecursive):
     def r_cond_filter(self, c: list[Any], pos: A.Pos) -> A.CondFilter:
         """Type[(filter)] [as alias] (000 §4.2.7.1)."""
         items = _present(c)
-        names = [i for i in items if isinstance(i, str)]
-        return A.CondFilter(names[0], _wrapped(items, "filter"),
-                            names[1] if len(names) > 1 else None, pos=pos)
+        return A.CondFilter(items[0], _wrapped(items, "filter"), _alias(items), pos=pos)
 
     def r_cond_pattern(self, c: list[Any], pos: A.Pos) -> A.CondPattern:
         """pattern [..] [@inclusive] [as alias] (000 §4.2.7.2)."""

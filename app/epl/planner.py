@@ -856,6 +856,8 @@ class Planner:
         kind = type(spec).__name__
         variables = frozenset(self.catalog.variables)
         if kind == "KeyedContext":
+            if spec.initiated or spec.terminated is not None:
+                raise NotSupported("keyed context with 'initiated by' or 'terminated by'")
             items = []
             seen: set[str] = set()
             key_types: list[str] | None = None

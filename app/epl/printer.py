@@ -729,7 +729,12 @@ class _Printer:
 
     def p_KeyedContext(self, node: A.KeyedContext) -> str:
         """partition by ..."""
-        return "partition by " + self.join(node.items)
+        out = "partition by " + self.join(node.items)
+        if node.initiated:
+            out += " initiated by " + self.join(node.initiated)
+        if node.terminated is not None:
+            out += f" terminated by {self.node(node.terminated)}"
+        return out
 
     def p_HashItem(self, node: A.HashItem) -> str:
         """f(args) from Type[(filter)]."""

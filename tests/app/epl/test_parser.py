@@ -456,6 +456,41 @@ def test_keyed_context() -> None:
     )))
 
 
+def test_keyed_context_comma_keys_bare_alias_and_lifecycle() -> None:
+    """Esper's keyed context grammar: keys separated by ',' as by 'and', a stream name
+    without 'as', 'initiated by' filters and a 'terminated by' condition."""
+    got = parse_statement(
+        "create context C partition by p00, p01 from S0 s0, p10 and p11 from S1 "
+        "initiated by S1(id > 0) as s1, S0 terminated by pattern [S0(id = s1.id)]")
+    assert got.spec == A.KeyedContext(
+        (A.KeyedItem((n("p00"), n("p01")), "S0", None, "s0"),
+         A.KeyedItem((n("p10"), n("p11")), "S1")),
+        (A.CondFilter("S1", A.Binary(">", n("id"), i(0)), "s1"), A.CondFilter("S0")),
+        A.CondPattern(A.PFilter(None, "S0", A.Binary("=", n("id"), n("s1", "id")))))
+    term = parse_statement("create context C partition by a from T terminated after 10 sec")
+    assert term.spec.terminated == A.CondAfter(tp((10, "second")))
+    assert term.spec.initiated == ()
+
+
+def test_context_filters_named_without_as() -> None:
+    """A context condition's filter may be named without 'as' (Esper's grammar)."""
+    got = parse_statement(
+        "create context C initiated by distinct(s0.x) S0(x > 1) s0 terminated by S1 s1")
+    assert got.spec == A.OverlappingContext(
+        A.CondFilter("S0", A.Binary(">", n("x"), i(1)), "s0"), A.CondFilter("S1", None, "s1"),
+        (n("s0", "x"),))
+    start = parse_statement("create context C start S0 s0 end S1(id = s0.id)")
+    assert start.spec.start == A.CondFilter("S0", None, "s0")
+
+
+def test_misspelt_keyword_read_as_a_stream_name_is_reported_there() -> None:
+    """'A terminatd after ..': the misspelling parses as a name, the error points at it."""
+    with pytest.raises(EplSyntaxError) as info:
+        parse_statement("create context C partition by a from T terminatd after 1 sec")
+    assert (info.value.line, info.value.column, info.value.hint) == (
+        1, 40, "did you mean 'terminated'?")
+
+
 def test_hash_context() -> None:
     """000 §4.2.3; 'as' after the name (4.6); computeHash(*) keeps the star."""
     got = parse_statement(
