@@ -149,6 +149,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     from app.analytics.jars import SparkJarsError
     from app.analytics.session import local_session
 
+    if getattr(args, "topic", None) or getattr(args, "app", None):
+        from app.runtime.kafka import client
+
+        try:  # before Spark starts: its Kafka source would wait minutes, then a stack trace
+            client.probe(_bootstrap(args), "spark")
+        except (client.BrokerUnavailable, client.ClientConfigError) as exc:
+            print(f"kepl: {exc}", file=sys.stderr)
+            return 1
+
     owned = SparkSession.getActiveSession() is None  # stop only a session we started
     try:
         spark = local_session(f"kepl-spark-{args.command}")

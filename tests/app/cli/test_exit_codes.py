@@ -109,3 +109,11 @@ def test_a_reader_closing_the_pipe_early_stops_run_quietly(tmp_path: Path) -> No
     assert proc.wait(60) == 141
     assert json.loads(first)["statement"] == "large_withdrawals"
     assert err == b""
+
+
+def test_spark_with_the_broker_down_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    # before any Spark session: its Kafka source would wait minutes for the broker
+    assert main(["spark", "read", "--topic", "t", "--bootstrap", "127.0.0.1:1"]) == 1
+    assert capsys.readouterr().err == (
+        "kepl: spark: no Kafka broker answers at 127.0.0.1:1: Local: Broker transport "
+        "failure (is the broker up? kepl kafka start)\n")
