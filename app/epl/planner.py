@@ -856,8 +856,6 @@ class Planner:
         kind = type(spec).__name__
         variables = frozenset(self.catalog.variables)
         if kind == "KeyedContext":
-            if spec.initiated or spec.terminated is not None:
-                raise NotSupported("keyed context with 'initiated by' or 'terminated by'")
             items = []
             seen: set[str] = set()
             key_types: list[str] | None = None
@@ -895,8 +893,9 @@ class Planner:
                 keys = tuple(compile_expr(p, scope) for p in it.props)
                 filt = compile_expr(it.filter, scope) if it.filter is not None else None
                 items.append(KeyedItem(it.type_name, keys, filt,
-                                       tuple(text_of(p) for p in it.props)))
-            return KeyedSpec(name, tuple(items))
+                                       tuple(text_of(p) for p in it.props), it.alias))
+            init, term = self._keyed_lifecycle(spec, seen)
+            return KeyedSpec(name, tuple(items), init, term)
         if kind == "HashContext":
             hitems = []
             for it in spec.items:
@@ -934,6 +933,35 @@ class Planner:
                 out = NestedSpec(name, outer, out)
             return out
         raise NotSupported(_construct_name(kind))
+
+    def _keyed_lifecycle(self, spec: Any, listed: set[str]) -> tuple[tuple[Any, ...], Any]:
+        """``initiated by`` filters and the ``terminated by`` condition of a keyed context,
+        validated as Esper does: initiating types are listed in ``partition by``, streams
+        are named in one of the two places, each name once; the terminating condition
+        may read the starting event by its name."""
+        item_names = [it.alias for it in spec.items if it.alias]
+        init_names = [c.alias for c in spec.initiated if c.alias]
+        if item_names and init_names:
+            raise verr("a keyed context names its streams in partition by or in initiated "
+                       "by, not both", spec.initiated[0],
+                       hint="keep the names of the initiating filters")
+        seen: dict[str, str] = {}
+        for name, type_name in [*((it.alias, it.type_name) for it in spec.items if it.alias),
+                                *((c.alias, c.type_name) for c in spec.initiated if c.alias)]:
+            if name in seen:
+                raise verr(f"name '{name}' already used for type '{seen[name]}'", spec)
+            seen[name] = type_name
+        init = []
+        for c in spec.initiated:
+            if c.type_name not in listed:
+                raise verr(f"initiated by '{c.type_name}': every initiating event type must "
+                           "be listed in partition by", c,
+                           hint=f"listed: {', '.join(sorted(listed))}")
+            init.append(self.condition(c, frozenset(), is_start=True))
+        term = None
+        if spec.terminated is not None:
+            term = self.condition(spec.terminated, frozenset(seen), is_start=False)
+        return tuple(init), term
 
     def _routing_env(self, props: dict[str, str]) -> TableEnv:
         """Keyed and hash context items route events to partitions, in Kafka mode before

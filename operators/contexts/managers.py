@@ -60,30 +60,66 @@ class Manager:
 
 @dataclass(frozen=True)
 class KeyedItem:
-    """``p1 and p2 from Type(filter)`` of a keyed context."""
+    """``p1 and p2 from Type(filter) [as alias]`` of a keyed context."""
 
     type_name: str
     keys: tuple[Expr, ...]
     filter: Expr | None = None
     key_texts: tuple[str, ...] = field(default=(), compare=False)
+    alias: str | None = None
 
 
 @dataclass(frozen=True)
 class KeyedSpec:
-    """``partition by`` (000 §4.2.2)."""
+    """``partition by ... [initiated by ...] [terminated by ...]`` (000 §4.2.2).
+
+    ``initiated``: filter conditions (``CondFilterSpec``) of which one must match an event
+    for its key's partition to start; ``terminated``: the condition that ends one key's
+    partition (Esper's keyed segmented context with initiation and termination)."""
 
     name: str
     items: tuple[KeyedItem, ...]
+    initiated: tuple[Any, ...] = ()
+    terminated: Any = None
 
-    def build(self, state: StateNamespace, ctx: PartitionCtx) -> KeyedManager:
+    @property
+    def lifecycle(self) -> bool:
+        """Partitions start on conditions, end, or carry their starting event."""
+        return bool(self.initiated) or self.terminated is not None or any(
+            i.alias for i in self.items)
+
+    def build(self, state: StateNamespace, ctx: PartitionCtx) -> Manager:
+        if self.lifecycle:
+            return KeyedLifecycleManager(self, state, ctx)
         return KeyedManager(self, state, ctx)
 
     def describe(self) -> str:
-        return "keyed by " + ", ".join(
+        out = "keyed by " + ", ".join(
             f"{'+'.join(i.key_texts)} from {i.type_name}" for i in self.items)
+        if self.initiated:
+            out += " initiated by " + ", ".join(c.describe() for c in self.initiated)
+        if self.terminated is not None:
+            out += " terminated by " + self.terminated.describe()
+        return out
 
     def types(self) -> frozenset[str]:
-        return frozenset(i.type_name for i in self.items)
+        out = frozenset(i.type_name for i in self.items)
+        if self.terminated is not None:
+            out |= self.terminated.types()
+        return out
+
+    def unkeyed_types(self) -> frozenset[str]:
+        """Event types of the terminating condition not listed in ``partition by``: such
+        an event ends the partitions of every key."""
+        if self.terminated is None:
+            return frozenset()
+        return self.terminated.types() - frozenset(i.type_name for i in self.items)
+
+    def aliases(self) -> tuple[str, ...]:
+        """Names of the starting event (``context.<name>``), in declaration order."""
+        names = [i.alias for i in self.items if i.alias]
+        names += [c.alias for c in self.initiated if c.alias]
+        return tuple(names)
 
 
 class KeyedManager(Manager):
@@ -140,6 +176,152 @@ class KeyedManager(Manager):
     def key(self, pid: Pid) -> list | None:
         """The key values of a partition (None if it was never allocated)."""
         return self.keys.get(pid)
+
+
+class KeyedLifecycleManager(Manager):
+    """Keyed partitions that start on an initiating filter (or any event of their key)
+    and end on a terminating condition, each key at most one partition at a time.
+
+    Esper's keyed segmented context with initiation and termination: the terminating
+    condition is armed per partition when it starts, so the starting event never ends
+    it; its filters of an event type listed in ``partition by`` match only events of the
+    partition's key (computed without the item's filter), those of other types end every
+    key's partition.  The event that ends a partition neither counts in it nor starts a
+    new one; the next event of the key does.  The starting event is ``context.<alias>``.
+    """
+
+    def __init__(self, spec: KeyedSpec, state: StateNamespace, ctx: PartitionCtx) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.ctx = ctx
+        self.state = state
+        self.by_type = {i.type_name: i for i in spec.items}
+        self.has_end_condition = spec.terminated is not None or bool(spec.initiated)
+        """Partitions start or end on conditions (``@Priority`` may order statements first)."""
+        self.term = spec.terminated
+        if self.term is None:
+            from operators.contexts.conditions import CondNeverSpec
+
+            self.term = CondNeverSpec()
+        self.pids: dict[Any, int] = {}
+        self.keys: dict[int, list] = {}
+        self.conds: dict[int, Any] = {}
+        self.pprops: dict[int, dict[str, Any]] = {}
+        self.ended: dict[int, list] = {}
+        """Keys of the partitions the last lifecycle call ended (rows flushed at their end
+        still name their key)."""
+        self.next_id = state.get("next", 0)
+        for k, rec in sorted(((k, v) for k, v in state.items() if k != "next"),
+                             key=lambda kv: kv[0][1]):
+            pid = k[1]
+            key = rec["key"]
+            self.pids[_hashable(key)] = pid
+            self.keys[pid] = key
+            self.pprops[pid] = rec["props"]
+            self.conds[pid] = self.term.arm(state.child(("t", pid)), ctx, rec["at"],
+                                            rec["tags"], rec["cond"])
+
+    def _key(self, item: KeyedItem, event: Row) -> list:
+        return [k(event, self.ctx) for k in item.keys]
+
+    def _save(self, pid: int, at: int, tags: dict[str, Any]) -> None:
+        self.state.put(("p", pid), {"key": self.keys[pid], "props": self.pprops[pid],
+                                    "tags": tags, "at": at, "cond": self.conds[pid].dump()})
+
+    def _end(self, pid: int) -> Change:
+        key = self.keys.pop(pid)
+        self.pids.pop(_hashable(key), None)
+        self.conds.pop(pid)
+        self.pprops.pop(pid)
+        self.ended[pid] = key
+        self.state.child(("t", pid)).clear()
+        self.state.delete(("p", pid))
+        return Change("end", pid)
+
+    def _start(self, key: list, alias: str | None, event: Row, now_ms: int) -> Change:
+        pid = self.next_id
+        self.next_id += 1
+        self.state.put("next", self.next_id)
+        tags: dict[str, Any] = dict.fromkeys(self.spec.aliases())
+        if alias:
+            tags[alias] = event
+        self.pids[_hashable(key)] = pid
+        self.keys[pid] = key
+        self.pprops[pid] = {"name": self.name, "id": pid,
+                            **{f"key{i}": v for i, v in enumerate(key, 1)}, **tags}
+        self.conds[pid] = self.term.arm(self.state.child(("t", pid)), self.ctx, now_ms, tags)
+        self._save(pid, now_ms, tags)
+        return Change("start", pid)
+
+    def _initiator(self, type_name: str, event: Row) -> tuple[bool, str | None]:
+        """Whether the event may start its key's partition, and the name it gets."""
+        item = self.by_type[type_name]
+        if not self.spec.initiated:
+            if item.filter is not None and not item.filter(event, self.ctx):
+                return False, None
+            return True, item.alias
+        for cond in self.spec.initiated:
+            if cond.type_name != type_name:
+                continue
+            if cond.predicate is None or cond.predicate((event, {}), self.ctx):
+                return True, cond.alias
+        return False, None
+
+    def on_event(self, type_name: str, event: Row, now_ms: int) -> list[Change]:
+        self.ended.clear()
+        changes: list[Change] = []
+        item = self.by_type.get(type_name)
+        key = self._key(item, event) if item is not None else None
+        hk = _hashable(key) if key is not None else None
+        if self.conds and type_name in self.term.types():
+            if item is not None:  # correlated: only the partition of the event's key
+                pid = self.pids.get(hk)
+                targets = [pid] if pid is not None else []
+            else:
+                targets = list(self.conds)
+            for pid in targets:
+                if self.conds[pid].on_event(type_name, event, now_ms) is not None:
+                    changes.append(self._end(pid))
+                    if item is not None:
+                        return changes  # the ending event starts no partition
+        if item is not None and hk not in self.pids:
+            ok, alias = self._initiator(type_name, event)
+            if ok:
+                changes.append(self._start(key, alias, event, now_ms))
+        return changes
+
+    def on_time(self, now_ms: int) -> list[Change]:
+        self.ended.clear()
+        changes: list[Change] = []
+        for pid, cond in list(self.conds.items()):
+            t = cond.next_timer()
+            if t is not None and t <= now_ms and cond.on_time(now_ms) is not None:
+                changes.append(self._end(pid))
+        return changes
+
+    def next_timer(self) -> int | None:
+        due = [d for d in (c.next_timer() for c in self.conds.values()) if d is not None]
+        return min(due) if due else None
+
+    def route(self, type_name: str, event: Row, now_ms: int) -> list[Pid]:
+        item = self.by_type.get(type_name)
+        if item is None:
+            return []
+        if item.filter is not None and not item.filter(event, self.ctx):
+            return []
+        pid = self.pids.get(_hashable(self._key(item, event)))
+        return [pid] if pid is not None else []
+
+    def props(self, pid: Pid) -> dict[str, Any]:
+        return self.pprops.get(pid) or {"name": self.name, "id": pid}
+
+    def live(self) -> list[Pid]:
+        return sorted(self.keys)
+
+    def key(self, pid: Pid) -> list | None:
+        """The key values of a partition, live or just ended (None if unknown)."""
+        key = self.keys.get(pid)
+        return key if key is not None else self.ended.get(pid)
 
 
 def key_text(key: list) -> str:

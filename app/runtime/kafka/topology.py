@@ -81,7 +81,9 @@ def keyed_text(spec: KeyedSpec, type_name: str, event: Row, ctx: PartitionCtx
             break
     else:
         return None
-    if item.filter is not None and not item.filter(event, ctx):
+    if item.filter is not None and not spec.lifecycle and not item.filter(event, ctx):
+        # with a lifecycle, an event failing the filter may still start (initiated by)
+        # or end (terminated by) its key's partition: it goes to its key's engine
         return None
     keys = item.keys
     if len(keys) == 1:
@@ -213,6 +215,7 @@ class Topology:
                         "granularity sets its partitions")
                 g = Group(_group_name(spec.name, groups), spec.granularity, hash_spec=spec)
             elif isinstance(spec, KeyedSpec) and spec.name in config.context_partitions:
+                _check_keyed_lifecycle(spec)
                 n = config.context_partitions[spec.name]
                 if n == SOURCE:
                     g = _source_keyed_group(config, spec, counts, groups)
@@ -349,6 +352,21 @@ def _source_keyed_group(config: AppConfig, spec: KeyedSpec, counts: dict[str, in
                           f"differ in partitions: {listed}; they must be co-partitioned")
     n = next(iter(have.values()), 1)
     return Group(_group_name(spec.name, groups), n, keyed_spec=spec)
+
+
+def _check_keyed_lifecycle(spec: KeyedSpec) -> None:
+    """A keyed context partitioned by key on Kafka sees only the events of its keys: an
+    event type of its terminating condition that ``partition by`` does not list ends the
+    partitions of every key (Esper's keyed termination), so it would have to reach every
+    engine partition.  Such a context runs in ``main`` only."""
+    unkeyed = spec.unkeyed_types()
+    if unkeyed:
+        raise NotSupported(
+            f"context_partitions: keyed context '{spec.name}' is terminated by "
+            f"{', '.join(sorted(unkeyed))}, an event type not listed in its partition by: "
+            "that event ends the partitions of every key and cannot be routed to one key's "
+            "engine partition (Kafka mode); leave the context out of context_partitions "
+            "or list the type in partition by")
 
 
 def _group_name(ctx_name: str, groups: dict[str, Any]) -> str:

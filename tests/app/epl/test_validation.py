@@ -53,6 +53,25 @@ def test_key_property_types_must_match() -> None:
                          "long, the first stream's key is string")
 
 
+def test_keyed_lifecycle_rules() -> None:
+    """Esper's keyed context with initiation: initiating types are listed in partition
+    by, streams are named in one place, each name once."""
+    e = rejects(catalog(), "create context C partition by custId from BankTxn "
+                           "initiated by LoginEvent")
+    assert e.message == ("initiated by 'LoginEvent': every initiating event type must be "
+                         "listed in partition by")
+    e = rejects(catalog(), "create context C partition by custId from BankTxn as a "
+                           "initiated by BankTxn as b")
+    assert e.message == ("a keyed context names its streams in partition by or in "
+                         "initiated by, not both")
+    e = rejects(catalog(), "create context C partition by custId from BankTxn, loginId from "
+                           "LoginEvent initiated by BankTxn as a, LoginEvent as a")
+    assert e.message == "name 'a' already used for type 'BankTxn'"
+    ok = catalog("create context C partition by custId from BankTxn b "
+                 "terminated by BankTxn(amount = b.amount)")
+    assert ok.contexts["C"].terminated.types() == frozenset({"BankTxn"})
+
+
 def test_now_with_filter_initiating_condition() -> None:
     e = rejects(catalog(), "create context CtxNowFilter initiated @now and MyStartEvent "
                            "terminated after 1 minute")

@@ -256,3 +256,31 @@ def test_global_variable_assigned_in_one_group_and_read_in_another_is_refused() 
     with pytest.raises(NotSupported, match="assigned in engine group 'H' of 4 partitions"):
         plan([hashed, var, "context H select count(*) as n from T1 output when count_insert >= 2 "
                            "then set cap = 1"])
+
+
+def test_keyed_context_with_lifecycle_is_partitioned_by_key() -> None:
+    """A keyed context terminated by a listed type runs per key; its initiating and
+    terminating events go to their key's partition even when they fail the filter."""
+    t = plan(["create context C partition by custId from T1, accountId from T2(v > 0) as t2 "
+              "initiated by T2(v = 0) terminated by T2(v = 1000)",
+              "context C select count(*) as n from T2 output last when terminated"],
+             context_partitions={"C": 4})
+    g = t.groups["C"]
+    assert (g.partitions, g.types) == (4, {"T1", "T2"})
+    want = zlib.crc32(b"a") % 4
+    assert g.partition_of("T2", {"accountId": "a", "region": 1, "v": 0}) == want
+    assert g.partition_of("T2", {"accountId": "a", "region": 1, "v": 1000}) == want
+    timed = plan(["create context C partition by custId from T1 terminated after 10 sec",
+                  "context C select count(*) as n from T1"], context_partitions={"C": 2})
+    assert timed.groups["C"].partitions == 2
+
+
+def test_keyed_context_terminated_by_an_unlisted_type_is_refused_per_key() -> None:
+    """An unlisted terminating type ends every key's partition: main only on Kafka."""
+    stmts = ["create context C partition by custId from T1 terminated by T2",
+             "context C select count(*) as n from T1"]
+    with pytest.raises(NotSupported, match="terminated by T2, an event type not listed"):
+        plan(stmts, context_partitions={"C": 4})
+    t = plan(stmts)
+    assert groups(t) == {"main": (1, ["s0", "s1"])}
+    assert t.groups["main"].types == {"T1", "T2"}
