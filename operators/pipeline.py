@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from operators.base import Emit, Expr, PartitionCtx, Row, Rows, StateNamespace, View, ViewSpec
+from operators.joins.join import Join
+from operators.joins.spec import JoinSpec
 from operators.output import OutputLimiter, OutputSpec
 from operators.resultset import ResultSet, ResultSetSpec
 from operators.windows.common import ForcedEmit, WindowView
@@ -53,6 +55,8 @@ class PipelineSpec:
     where: Expr | None = None
     stream_kind: str = "istream"  # istream | irstream | rstream
     distinct: bool = False
+    join: JoinSpec | None = None
+    """A join of several streams (``stream`` and ``pattern`` are then None)."""
 
     def reacts_to_variables(self, names: set[str] | None = None) -> bool:
         """Whether a variable change concerns this statement: an expiry-expression window
@@ -61,6 +65,8 @@ class PipelineSpec:
         if out.limited and out.when is not None and (names is None or out.variables & names):
             return True
         stack = [self.stream.view] if self.stream is not None else []
+        if self.join is not None:
+            stack += self.join.views()
         while stack:
             v = stack.pop()
             if v is None:
@@ -76,6 +82,8 @@ class PipelineSpec:
         """Event types this pipeline consumes."""
         if self.stream is not None:
             return frozenset({self.stream.type_name})
+        if self.join is not None:
+            return self.join.types()
         return self.pattern.types() if self.pattern is not None else frozenset()
 
     def build(self, state: StateNamespace, ctx: PartitionCtx) -> Pipeline:
@@ -95,6 +103,8 @@ class PipelineSpec:
                 out.append(s.view.describe())
         if self.pattern is not None:
             out.append(self.pattern.describe())
+        if self.join is not None:
+            out += self.join.describe()
         if self.where is not None:
             out.append("where")
         out.append(self.resultset.describe())
@@ -107,7 +117,7 @@ class Pipeline:
     """A statement's operators for one context partition."""
 
     __slots__ = ("spec", "ctx", "state", "type_name", "filter", "view", "matcher", "rs", "out",
-                 "limited", "kind", "_shaped", "where", "_timers")
+                 "limited", "kind", "_shaped", "where", "_timers", "join")
 
     def __init__(self, spec: PipelineSpec, state: StateNamespace, ctx: PartitionCtx) -> None:
         self.spec = spec
@@ -122,6 +132,9 @@ class Pipeline:
         ctx.window = self.view
         self.matcher: Matcher | None = (
             spec.pattern.build(state.child("pattern"), ctx) if spec.pattern is not None else None)
+        self.join: Join | None = (
+            spec.join.build(state.child("join"), ctx, self._build_view)
+            if spec.join is not None else None)
         self.rs: ResultSet = spec.resultset.build(
             state.child("rs"), ctx, want_old=spec.stream_kind != "istream")
         self.out: OutputLimiter = spec.output.build(
@@ -133,7 +146,7 @@ class Pipeline:
         self.where = spec.where
         self._timers = _TIMERS_ANY
         """Which parts can have timers (the engine asks ``next_timer`` after each event)."""
-        if self.matcher is None and not self.limited:
+        if self.matcher is None and self.join is None and not self.limited:
             view_timer = getattr(type(self.view), "next_timer", None)
             if self.view is None or view_timer is WindowView.next_timer:
                 self._timers = _TIMERS_NONE
@@ -159,7 +172,12 @@ class Pipeline:
             ctx.variables = variables
 
     def _contents(self) -> Iterable[Row] | None:
-        """The data window's rows, or None for a stream without a window."""
+        """The data window's rows, or None for a stream without a window; for a join,
+        the join rows of the windows' contents that pass the where clause."""
+        if self.join is not None:
+            rows = self.join.contents()
+            w = self.where
+            return [r for r in rows if w(r, self.ctx)] if w is not None else rows
         return self.view.contents() if self.view is not None else None
 
     def _snapshot(self) -> Rows:
@@ -201,6 +219,11 @@ class Pipeline:
             if not matches:
                 return [], []
             return self._finish(matches, [], now_ms)
+        if self.join is not None:
+            new, old = self.join.on_event(type_name, event, now_ms)
+            if not new and not old:
+                return [], []
+            return self._finish(new, old, now_ms)
         f = self.filter
         if f is not None and not f(event, self.ctx):
             return [], []
@@ -274,8 +297,9 @@ class Pipeline:
         self.ctx.now_ms = now_ms
         out_new: Rows = []
         out_old: Rows = []
-        if self.view is not None:
-            new, old = self.view.on_variables_changed(now_ms)
+        if self.view is not None or self.join is not None:
+            src = self.view if self.view is not None else self.join
+            new, old = src.on_variables_changed(now_ms)  # type: ignore[union-attr]
             if new or old:
                 n, o = self._finish(list(new), list(old), now_ms)
                 out_new += n
@@ -293,7 +317,7 @@ class Pipeline:
         if timers == _TIMERS_VIEW:
             return self.view.next_timer()  # type: ignore[union-attr]
         due: int | None = None
-        for part in (self.view, self.matcher, self.out):
+        for part in (self.view, self.matcher, self.join, self.out):
             if part is not None:
                 t = part.next_timer()
                 if t is not None and (due is None or t < due):
@@ -304,7 +328,7 @@ class Pipeline:
         """The earliest time before ``limit`` at which a timer of this pipeline may do
         something; idle periodic output is no such time (it can ``skip_to``)."""
         due = limit
-        for part in (self.view, self.matcher):
+        for part in (self.view, self.matcher, self.join):
             nt = getattr(part, "next_timer", None)
             t = nt() if nt is not None else None
             if t is not None and t < due:
@@ -335,6 +359,15 @@ class Pipeline:
                 new, old = emitted
                 if new or old or isinstance(emitted, ForcedEmit):
                     n, o = self._finish(list(new), list(old), now_ms)
+                    out_new += n
+                    out_old += o
+        join = self.join
+        if join is not None:
+            t = join.next_timer()
+            if t is not None and t <= now_ms:
+                new, old = join.on_time(now_ms)
+                if new or old:
+                    n, o = self._finish(new, old, now_ms)
                     out_new += n
                     out_old += o
         if self.matcher is not None:

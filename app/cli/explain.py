@@ -67,6 +67,13 @@ def _state_of(plan: Any) -> list[str]:
         out.append(f"window {p.stream.view.describe()} (rows, O(1) writes per event)")
     if p.pattern is not None:
         out.append("pattern instances")
+    if p.join is not None:
+        for s in p.join.streams:
+            if s.view is not None:
+                out.append(f"window {s.view.describe()} of join stream {s.name} (rows, O(1) "
+                           "writes per event)")
+        if p.join.indexes:
+            out.append("join indexes: in memory, rebuilt from the windows")
     if p.resultset.table is not None:
         out.append(f"aggregates in the rows of table {p.resultset.table} (one key per row)")
     elif p.resultset.aggregates:

@@ -270,7 +270,9 @@ class Planner:
             raise verr(f"unknown context '{node.context}'", node,
                 hint=_did_you_mean(node.context, self.catalog.contexts))
         if len(node.from_) != 1:
-            raise NotSupported("joins")
+            from app.epl.joins import plan_join
+
+            return plan_join(self, node, name, epl)
         src = node.from_[0]
         stream: StreamSpec | None = None
         pattern = None

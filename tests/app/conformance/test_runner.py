@@ -49,9 +49,10 @@ def test_first_difference_is_reported(tmp_path: Path) -> None:
 
 def test_unsupported_construct_is_named(tmp_path: Path) -> None:
     text = GOOD.replace("select count(*) as cnt, sum(n) as total from W#length(2)",
-                        "select * from W as a, W as b")
+                        "select * from W#keepall as a, pattern [every x=W] as b")
     out = run_file(write(tmp_path, "a.yaml", text), run_scenario_embedded)
-    assert (out.passed, out.detail) == (False, "not supported yet: joins")
+    assert (out.passed, out.detail) == (False,
+                                        "not supported yet: joins with a pattern stream")
 
 
 def test_malformed_file_is_a_fail_with_reason(tmp_path: Path) -> None:

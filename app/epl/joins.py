@@ -1,0 +1,321 @@
+"""Planning of stream-to-stream joins (``from A#w as a, B#w as b [where ...]``).
+
+Names are resolved against the streams first: an unqualified property becomes
+``stream.property`` when exactly one stream has it (else the statement is ambiguous, as
+in Esper), so that every expression is compiled over join rows ``{stream: event}``.  The
+where clause's equalities between streams become hash indexes; streams with no such
+equality to what is already joined are scanned (a nested loop).  Esper reference
+"Joining Event Streams"; 002 "event indexes".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from app.epl import ast
+from app.epl.expr import Scope, compile_expr, is_table_name, names_in, text_of
+from app.epl.properties import path_error
+from app.runtime.catalog import NotSupported
+from app.runtime.plan import StatementPlan
+from operators.contexts.managers import HashSpec, KeyedSpec
+from operators.contexts.nested import NestedSpec
+from operators.joins.spec import IndexDef, JoinSpec, JoinStream, Step
+from operators.pipeline import PipelineSpec
+
+if TYPE_CHECKING:
+    from app.epl.planner import Planner
+
+
+def plan_join(planner: Planner, node: Any, name: str, epl: str) -> StatementPlan:
+    """A select statement over two or more streams."""
+    from app.epl.planner import _did_you_mean, verr
+
+    cat = planner.catalog
+    variables = frozenset(cat.variables)
+    streams: list[JoinStream] = []
+    props: dict[str, dict[str, str]] = {}
+    types: dict[str, str] = {}
+    for src in node.from_:
+        if type(src).__name__ != "FilterStream":
+            raise NotSupported("joins with a pattern stream")
+        if src.type_name in cat.named_windows:
+            raise NotSupported("joins with a named window")
+        if src.type_name in cat.tables:
+            raise NotSupported("joins with a table")
+        p = cat.type_props(src.type_name)
+        if p is None:
+            raise verr(f"unknown event type '{src.type_name}'", src,
+                       hint=_did_you_mean(src.type_name, planner._type_names()))
+        sname = src.alias or src.type_name
+        if sname in props:
+            raise verr(f"stream name '{sname}' is used by two streams of the join", src,
+                       hint="give each stream its own name with 'as'")
+        if src.unidirectional and src.views:
+            # Esper: "The unidirectional keyword requires that no views are declared"
+            raise verr("a unidirectional stream takes no data window", src,
+                       hint="the other streams' windows hold the rows it joins")
+        if not src.unidirectional and not src.views:
+            # Esper: "Joins require that at least one view is specified for each stream"
+            raise verr(f"stream '{sname}' of the join needs a data window", src,
+                       hint=f"for example {src.type_name}#keepall, or mark the stream "
+                            "that triggers the join 'unidirectional'")
+        props[sname] = dict(p)
+        types[sname] = src.type_name
+        planner.tenv.props = p
+        scope = Scope("event", frozenset({src.alias} if src.alias else set()),
+                      variables=variables, tables=planner.tenv)
+        filt = compile_expr(src.filter, scope) if src.filter is not None else None
+        view = planner.view_chain(src.views, scope, src.retain) if src.views else None
+        streams.append(JoinStream(src.type_name, sname, filt, view, bool(src.unidirectional),
+                                  text_of(src.filter) if src.filter is not None else ""))
+    if sum(s.unidirectional for s in streams) > 1:
+        raise verr("only one stream of a join can be unidirectional", node.from_[1])
+    if node.context is not None:
+        _check_context(planner, node.context, streams, node)
+    planner.tenv.props = {}
+    names = frozenset(props)
+    resolver = _Resolver(planner, props, types, variables)
+    node = _qualified(node, resolver)
+    scope = Scope("tags", tags=names, variables=variables, tables=planner.tenv)
+    agg_texts: dict[str, int] = {}
+    rs = planner.result_set(node, scope, agg_texts=agg_texts)
+    tables: tuple[str, ...] = ()
+    if node.into_table is not None:
+        rs = planner._into_table(node, rs, agg_texts)
+        tables = (node.into_table,)
+    where = compile_expr(node.where, scope) if node.where is not None else None
+    output = planner.output(node.output, scope)
+    spec = _join_spec(streams, node.where, scope, planner)
+    select_kind = (node.stream_kind or "istream").lower()
+    insert_into = None
+    insert_stream = "istream"
+    select_stream = None
+    if node.insert_into is not None:
+        insert_into = node.insert_into.name
+        insert_stream = (node.insert_into.stream_kind or "istream").lower()
+        cat.streams.setdefault(insert_into, {c.name: "any" for c in rs.columns})
+        if select_kind != "irstream" and (insert_stream != "istream"
+                                          or select_kind == "rstream"):
+            select_stream = select_kind
+    pipeline = PipelineSpec(rs, output, None, None, where,
+                            select_kind if select_stream is None else "irstream",
+                            bool(node.distinct), join=spec)
+    return StatementPlan(name, "query", epl, pipeline, node.context,
+                         insert_into=insert_into, insert_stream=insert_stream,
+                         select_stream=select_stream,
+                         columns=tuple(c.name for c in rs.columns), tables=tables,
+                         table=cat.tables[tables[0]] if tables else None)
+
+
+def _check_context(planner: Planner, context: str, streams: list[JoinStream],
+                   node: Any) -> None:
+    """A keyed or hash context routes each event type by its own key: every stream of a
+    join in such a context must be of a type the context lists (000 §4.2.2/§4.2.3)."""
+    inner = planner.catalog.contexts[context]
+    while isinstance(inner, NestedSpec):
+        inner = inner.inner
+    if not isinstance(inner, KeyedSpec | HashSpec):
+        return
+    listed = inner.types()
+    missing = sorted({s.type_name for s in streams} - set(listed))
+    if missing:
+        raise NotSupported(f"a join in keyed or hash context '{context}' over "
+                           f"{', '.join(missing)}, which the context does not partition "
+                           "(list every joined type in the context declaration)")
+
+
+class _Resolver:
+    """Qualifies the names of a join statement with their stream (see module doc)."""
+
+    def __init__(self, planner: Planner, props: dict[str, dict[str, str]],
+                 types: dict[str, str], variables: frozenset[str]) -> None:
+        self.planner = planner
+        self.props = props
+        self.types = types
+        self.variables = variables
+        by_type: dict[str, list[str]] = {}
+        for s, t in types.items():
+            by_type.setdefault(t, []).append(s)
+        self.type_alias = {t: ss[0] for t, ss in by_type.items()
+                           if len(ss) == 1 and t not in props}
+        self.columns: frozenset[str] = frozenset()
+        """Output column names an order-by item may name instead of a property."""
+
+    def __call__(self, n: ast.Name) -> ast.Name:
+        from app.epl.planner import _did_you_mean, verr
+
+        parts = n.parts
+        head = parts[0]
+        if head == "context" or (head in self.variables and len(parts) == 1):
+            return n
+        stream = head if head in self.props else self.type_alias.get(head)
+        if stream is not None:
+            if stream != head:
+                n = ast.Name((stream, *parts[1:]), pos=n.pos)
+            self._check(n, stream, 1)
+            return n
+        if len(parts) > 1 and is_table_name(head, Scope(
+                "tags", tags=frozenset(self.props), variables=self.variables,
+                tables=self.planner.tenv)):
+            return n
+        owners = [s for s, p in self.props.items() if head in p]
+        if len(owners) == 1:
+            q = ast.Name((owners[0], *parts), pos=n.pos)
+            self._check(q, owners[0], 1)
+            return q
+        if len(owners) > 1:
+            raise verr(f"property '{head}' is ambiguous: streams {', '.join(owners)} "
+                       "all have it", n, hint=f"qualify it, as in {owners[0]}.{head}")
+        if head in self.columns and len(parts) == 1:
+            return n
+        known = [p for pr in self.props.values() for p in pr] + list(self.props)
+        raise verr(f"'{head}' is not a property of any stream of the join", n,
+                   hint=_did_you_mean(head, known))
+
+    def _check(self, n: ast.Name, stream: str, skipped: int) -> None:
+        props = self.props[stream]
+        rest = n.parts[skipped:]
+        if not rest or all(t == "any" for t in props.values()):
+            return
+        cat = self.planner.catalog
+        problem = path_error(rest, props, cat.type_props, self.types[stream])
+        if problem is not None:
+            raise self.planner._path_err(n, skipped, problem)
+
+
+def _rewrite(node: Any, fn: Any) -> Any:
+    """``node`` with every Name replaced by ``fn(name)`` (other nodes rebuilt as needed)."""
+    if isinstance(node, ast.Name):
+        return fn(node)
+    if isinstance(node, tuple):
+        return tuple(_rewrite(x, fn) for x in node)
+    if not (hasattr(node, "__dataclass_fields__") and isinstance(node, ast.Node)):
+        return node
+    changes = {}
+    for f in dataclasses.fields(node):
+        if f.name == "pos":
+            continue
+        v = getattr(node, f.name)
+        nv = _rewrite(v, fn)
+        if nv is not v:
+            changes[f.name] = nv
+    return dataclasses.replace(node, **changes) if changes else node
+
+
+def _qualified(node: Any, resolver: _Resolver) -> Any:
+    """The statement with its expressions' names qualified and ``s.*`` expanded to the
+    properties of stream ``s`` (Esper: the columns are named as the properties)."""
+    items: list[Any] = []
+    for item in node.select_items:
+        if isinstance(item, ast.Wildcard) and item.stream is not None:
+            stream = item.stream if item.stream in resolver.props else \
+                resolver.type_alias.get(item.stream)
+            if stream is None:
+                from app.epl.planner import verr
+
+                raise verr(f"'{item.stream}' is not a stream of the join", item)
+            items += [ast.SelectItem(ast.Name((stream, p), pos=item.pos), p, pos=item.pos)
+                      for p in resolver.props[stream]]
+        elif isinstance(item, ast.SelectItem):
+            items.append(dataclasses.replace(item, expr=_rewrite(item.expr, resolver)))
+        else:
+            items.append(item)
+    resolver.columns = frozenset(i.alias for i in items
+                                 if isinstance(i, ast.SelectItem) and i.alias)
+    return dataclasses.replace(
+        node, select_items=tuple(items),
+        where=_rewrite(node.where, resolver) if node.where is not None else None,
+        group_by=_rewrite(tuple(node.group_by or ()), resolver),
+        having=_rewrite(node.having, resolver) if node.having is not None else None,
+        order_by=_rewrite(tuple(node.order_by or ()), resolver))
+
+
+# -- the join plan -------------------------------------------------------------
+
+def _conjuncts(expr: Any) -> list[Any]:
+    out: list[Any] = []
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ast.Binary) and e.op == "and":
+            stack += [e.right, e.left]
+        elif e is not None:
+            out.append(e)
+    return out
+
+
+def _streams_of(expr: Any, names: frozenset[str]) -> frozenset[str]:
+    return frozenset(n.parts[0] for n in names_in(expr) if n.parts[0] in names)
+
+
+def _equalities(where: Any, names: frozenset[str]) -> list[tuple[str, Any, frozenset[str], Any]]:
+    """Equalities usable as index lookups: (indexed stream, key expression over that
+    stream alone, streams the other side reads, the other side)."""
+    out = []
+    for c in _conjuncts(where):
+        if not (isinstance(c, ast.Binary) and c.op == "="):
+            continue
+        if any(isinstance(x, ast.Call) for x in _calls(c)):
+            continue
+        left, right = _streams_of(c.left, names), _streams_of(c.right, names)
+        for a, sa, b, sb in ((c.left, left, c.right, right), (c.right, right, c.left, left)):
+            if len(sa) == 1 and sb and not (sa & sb):
+                out.append((next(iter(sa)), a, sb, b))
+    return out
+
+
+def _calls(node: Any) -> list[Any]:
+    """Aggregate-like calls are not index keys (a plain function call is fine)."""
+    from app.epl.expr import has_aggregate
+
+    return [node] if has_aggregate(node) else []
+
+
+def _join_spec(streams: list[JoinStream], where: Any, scope: Scope,
+               planner: Planner) -> JoinSpec:
+    """Indexes and lookup paths.  An event of stream i joins the other streams in
+    from-clause order, each through a hash index when the where clause equates it to
+    streams already joined (a nested loop otherwise).  With a unidirectional stream only
+    its events look up (the others' windows are only looked into)."""
+    names = [s.name for s in streams]
+    eqs = _equalities(where, frozenset(names)) if where is not None else []
+    indexes: list[IndexDef] = []
+    index_of: dict[tuple[int, tuple[str, ...]], int] = {}
+    paths: list[tuple[Step, ...]] = []
+    uni = [i for i, s in enumerate(streams) if s.unidirectional]
+    for i in range(len(streams)):
+        if uni and i != uni[0]:
+            paths.append(())
+            continue
+        bound = {names[i]}
+        todo = [j for j in range(len(streams)) if j != i]
+        steps: list[Step] = []
+        while todo:
+            pick, pairs = todo[0], []
+            for j in todo:
+                pairs = [(k, v) for s, k, need, v in eqs if s == names[j] and need <= bound]
+                if pairs:
+                    pick = j
+                    break
+            todo.remove(pick)
+            if pairs:
+                seen: dict[str, Any] = {}
+                for k, v in pairs:
+                    seen.setdefault(text_of(k), (k, v))
+                ktexts = tuple(sorted(seen))
+                key = (pick, ktexts)
+                if key not in index_of:
+                    escope = Scope("event", frozenset({names[pick]}),
+                                   variables=scope.variables, tables=scope.tables)
+                    index_of[key] = len(indexes)
+                    indexes.append(IndexDef(
+                        pick, tuple(compile_expr(seen[t][0], escope) for t in ktexts), ktexts))
+                steps.append(Step(pick, index_of[key],
+                                  tuple(compile_expr(seen[t][1], scope) for t in ktexts),
+                                  tuple(text_of(seen[t][1]) for t in ktexts)))
+            else:
+                steps.append(Step(pick))
+            bound.add(names[pick])
+        paths.append(tuple(steps))
+    return JoinSpec(tuple(streams), tuple(indexes), tuple(paths))

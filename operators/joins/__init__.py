@@ -1,0 +1,1 @@
+"""Stream-to-stream joins: data windows per stream, event indexes, lookup plans."""

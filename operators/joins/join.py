@@ -1,0 +1,216 @@
+"""A running join of one context partition: events enter their stream's data window,
+the window's insert and remove rows update the stream's indexes and are looked up
+against the other streams, giving insert and remove join rows.
+
+Esper's join composition, per dispatch (Esper reference "Joining Event Streams"; 002
+§2.12: a join result set is processed by the result set like events):
+1. each remove-stream event joins the other streams' windows as they are (remove rows);
+2. the indexes take the window changes (leaving rows out, then entering rows in);
+3. each insert-stream event joins the other streams' windows as they now are (insert
+   rows).
+A ``unidirectional`` stream alone triggers the join: the other streams' windows only
+change and their rows are never output, neither inserted nor removed.  When more than
+one stream changes in one dispatch (a self-join, windows expiring at the same time) a
+combination found from two sides is output once, as Esper's result sets are sets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from operators.base import Emit, PartitionCtx, Row, Rows, StateNamespace, View
+from operators.joins.index import HashIndex, ScanIndex, fill
+from operators.joins.spec import JoinSpec, ViewBuilder, key_reader
+
+
+class Join:
+    """Windows and indexes of a join's streams in one context partition."""
+
+    __slots__ = ("spec", "ctx", "names", "views", "by_type", "hashes", "scans", "maint",
+                 "paths", "uni", "ordered")
+
+    def __init__(self, spec: JoinSpec, state: StateNamespace, ctx: PartitionCtx,
+                 build_view: ViewBuilder) -> None:
+        self.spec = spec
+        self.ctx = ctx
+        streams = spec.streams
+        self.names = tuple(s.name for s in streams)
+        self.views: list[View | None] = [
+            build_view(s.view, state.child(i), ctx) if s.view is not None else None
+            for i, s in enumerate(streams)]
+        self.by_type: dict[str, list[int]] = {}
+        for i, s in enumerate(streams):
+            self.by_type.setdefault(s.type_name, []).append(i)
+        self.hashes = [HashIndex(d.key_fn(ctx)) for d in spec.indexes]
+        scanned = {st.stream for path in spec.paths for st in path if st.index is None}
+        self.scans = {j: ScanIndex() for j in sorted(scanned)}
+        self.maint: list[list[HashIndex | ScanIndex]] = [[] for _ in streams]
+        for d, ix in zip(spec.indexes, self.hashes):
+            self.maint[d.stream].append(ix)
+        for j, ix in self.scans.items():
+            self.maint[j].append(ix)
+        for j, ixs in enumerate(self.maint):
+            view = self.views[j]
+            if view is not None:
+                rows = list(view.contents())
+                for ix in ixs:
+                    fill(ix, rows)
+        self.paths = [self._path_fn(i) for i in range(len(streams))]
+        uni = [i for i, s in enumerate(streams) if s.unidirectional]
+        self.uni: int | None = uni[0] if uni else None
+        self.ordered = [self._in_order(i) for i in range(len(streams))]
+
+    # -- lookups -------------------------------------------------------------
+    def _path_fn(self, i: int) -> list[tuple[str, Callable[[Row], list[Row]] | None,
+                                             Callable[[Row], Any] | None]]:
+        """For each step of stream ``i``'s path: the stream name, the candidate rows of a
+        partial row (index lookup) or None with a full scan."""
+        out: list[Any] = []
+        for st in self.spec.paths[i]:
+            name = self.names[st.stream]
+            if st.index is None:
+                out.append((name, None, None))
+            else:
+                out.append((name, self.hashes[st.index].get, key_reader(st.lookup, self.ctx)))
+        return out
+
+    def _in_order(self, i: int) -> bool:
+        """Whether rows built from stream ``i`` have their streams in from-clause order."""
+        seq = [i, *(st.stream for st in self.spec.paths[i])]
+        return seq == sorted(seq)
+
+    def lookup(self, i: int, event: Row) -> Rows:
+        """The join rows of one event of stream ``i`` with the other streams as they are."""
+        rows: Rows = [{self.names[i]: event}]
+        for step, (name, get, key) in zip(self.spec.paths[i], self.paths[i]):
+            out: Rows = []
+            if get is None:
+                cands = self.scans[step.stream].rows
+                for r in rows:
+                    for c in cands:
+                        nr = r.copy()
+                        nr[name] = c
+                        out.append(nr)
+            else:
+                assert key is not None
+                for r in rows:
+                    for c in get(key(r)):
+                        nr = r.copy()
+                        nr[name] = c
+                        out.append(nr)
+            rows = out
+            if not rows:
+                return rows
+        if not self.ordered[i]:
+            names = self.names
+            rows = [{n: r[n] for n in names} for r in rows]
+        return rows
+
+    # -- changes -------------------------------------------------------------
+    def on_event(self, type_name: str, event: Row, now_ms: int) -> Emit:
+        """An event of one of the join's types: through each of its streams' filter and
+        window (a self-join feeds every stream of the type), then one composition."""
+        streams = self.by_type.get(type_name)
+        if not streams:
+            return [], []
+        ctx = self.ctx
+        changed: list[tuple[int, Rows, Rows]] = []
+        for i in streams:
+            s = self.spec.streams[i]
+            if s.filter is not None and not s.filter(event, ctx):
+                continue
+            view = self.views[i]
+            if view is None:
+                changed.append((i, [event], []))
+                continue
+            new, old = view.on_events([event], [], now_ms)
+            if new or old:
+                changed.append((i, list(new), list(old)))
+        return self.compose(changed) if changed else ([], [])
+
+    def on_time(self, now_ms: int) -> Emit:
+        """Windows due at ``now_ms`` expire or flush, all in one composition."""
+        changed: list[tuple[int, Rows, Rows]] = []
+        for i, view in enumerate(self.views):
+            if view is None:
+                continue
+            t = view.next_timer()
+            if t is not None and t <= now_ms:
+                new, old = view.on_time(now_ms)
+                if new or old:
+                    changed.append((i, list(new), list(old)))
+        return self.compose(changed) if changed else ([], [])
+
+    def on_variables_changed(self, now_ms: int) -> Emit:
+        """Expiry-expression windows re-check after a variable change (001 §14.3.12)."""
+        changed: list[tuple[int, Rows, Rows]] = []
+        for i, view in enumerate(self.views):
+            if view is not None:
+                new, old = view.on_variables_changed(now_ms)  # type: ignore[attr-defined]
+                if new or old:
+                    changed.append((i, list(new), list(old)))
+        return self.compose(changed) if changed else ([], [])
+
+    def next_timer(self) -> int | None:
+        due: int | None = None
+        for view in self.views:
+            if view is not None:
+                t = view.next_timer()
+                if t is not None and (due is None or t < due):
+                    due = t
+        return due
+
+    def compose(self, changed: list[tuple[int, Rows, Rows]]) -> Emit:
+        """Join rows of the window changes of one dispatch (module docstring, 1-3)."""
+        uni = self.uni
+        old_rows: Rows = []
+        if uni is None:
+            for i, _, old in changed:
+                for ev in old:
+                    old_rows.extend(self.lookup(i, ev))
+        maint = self.maint
+        for i, new, old in changed:
+            for ix in maint[i]:
+                for ev in old:
+                    ix.remove(ev)
+                for ev in new:
+                    ix.add(ev)
+        new_rows: Rows = []
+        for i, new, _ in changed:
+            if uni is not None and i != uni:
+                continue
+            for ev in new:
+                new_rows.extend(self.lookup(i, ev))
+        if len(changed) > 1:
+            names = self.names
+            new_rows = _distinct(new_rows, names)
+            old_rows = _distinct(old_rows, names)
+        return new_rows, old_rows
+
+    # -- iteration -----------------------------------------------------------
+    def contents(self) -> Iterable[Row]:
+        """Every join row of the windows' current contents (output snapshot,
+        iteration): each row of the first stream looked up against the others."""
+        view = self.views[0]
+        if view is None:
+            return []
+        out: Rows = []
+        for ev in view.contents():
+            out.extend(self.lookup(0, ev))
+        return out
+
+    def windows(self) -> list[View]:
+        return [v for v in self.views if v is not None]
+
+
+def _distinct(rows: Rows, names: tuple[str, ...]) -> Rows:
+    """Rows with the same events (the same objects) kept once, first one first."""
+    seen: set[tuple[int, ...]] = set()
+    out: Rows = []
+    for r in rows:
+        k = tuple(id(r.get(n)) for n in names)
+        if k not in seen:
+            seen.add(k)
+            out.append(r)
+    return out

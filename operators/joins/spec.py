@@ -1,0 +1,127 @@
+"""The plan of a join: its streams, the indexes kept on them, and for an event of each
+stream the lookups that find the rows of the other streams it joins (002 "event
+indexes"; Esper reference "Joining Event Streams").
+
+The planner emits these specs; ``JoinSpec.build`` makes the running ``Join`` of one
+context partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from operators.base import Expr, PartitionCtx, Row, StateNamespace, View, ViewSpec
+from operators.joins.index import hashable
+
+if TYPE_CHECKING:
+    from operators.joins.join import Join
+
+ViewBuilder = Callable[[ViewSpec, StateNamespace, PartitionCtx], View]
+
+
+@dataclass(frozen=True)
+class JoinStream:
+    """One stream of the from clause: its events are ``row[name]`` in a join row."""
+
+    type_name: str
+    name: str
+    """The alias, else the type name."""
+    filter: Expr | None = None
+    view: ViewSpec | None = None
+    unidirectional: bool = False
+    filter_text: str = field(default="", compare=False)
+
+    def describe(self) -> str:
+        text = self.type_name + (f"({self.filter_text})" if self.filter is not None else "")
+        if self.view is not None:
+            text += f" {self.view.describe()}"
+        if self.unidirectional:
+            text += " unidirectional"
+        return f"{text} as {self.name}"
+
+
+@dataclass(frozen=True)
+class IndexDef:
+    """A hash index on one stream: its events bucketed by the key expressions, which are
+    compiled against the event of that stream."""
+
+    stream: int
+    key: tuple[Expr, ...]
+    text: tuple[str, ...] = field(default=(), compare=False)
+
+    def key_fn(self, ctx: PartitionCtx) -> Callable[[Row], Any]:
+        return key_reader(self.key, ctx)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One lookup of a path: the rows of ``stream`` that join the partial row so far,
+    through hash index ``index`` (the lookup expressions read the partial row) or, with
+    ``index`` None, by a full scan of the stream (a nested loop)."""
+
+    stream: int
+    index: int | None = None
+    lookup: tuple[Expr, ...] = ()
+    text: tuple[str, ...] = field(default=(), compare=False)
+
+
+@dataclass(frozen=True)
+class JoinSpec:
+    """Streams, indexes and one lookup path per stream (``paths[i]``: what an event of
+    stream ``i`` looks up, in order)."""
+
+    streams: tuple[JoinStream, ...]
+    indexes: tuple[IndexDef, ...]
+    paths: tuple[tuple[Step, ...], ...]
+
+    def types(self) -> frozenset[str]:
+        return frozenset(s.type_name for s in self.streams)
+
+    def views(self) -> list[ViewSpec]:
+        return [s.view for s in self.streams if s.view is not None]
+
+    def build(self, state: StateNamespace, ctx: PartitionCtx,
+              build_view: ViewBuilder) -> Join:
+        from operators.joins.join import Join
+
+        return Join(self, state, ctx, build_view)
+
+    def describe(self) -> list[str]:
+        """The join plan for ``kepl explain``: streams, then each stream's lookups."""
+        out = ["join " + ", ".join(s.describe() for s in self.streams)]
+        names = [s.name for s in self.streams]
+        for i, path in enumerate(self.paths):
+            if not path:
+                continue
+            how = []
+            for st in path:
+                if st.index is None:
+                    how.append(f"{names[st.stream]} by full scan (nested loop)")
+                else:
+                    idx = self.indexes[st.index]
+                    keys = ", ".join(f"{k} = {v}" for k, v in zip(idx.text, st.text))
+                    how.append(f"{names[st.stream]} by hash index on ({keys})")
+            out.append(f"  event of {names[i]}: lookup " + ", then ".join(how))
+        return out
+
+
+def key_reader(exprs: tuple[Expr, ...], ctx: PartitionCtx) -> Callable[[Row], Any]:
+    """A function giving the hashable key of a row (None when a part is null)."""
+    if len(exprs) == 1:
+        e = exprs[0]
+
+        def one(row: Row) -> Any:
+            return hashable(e(row, ctx))
+        return one
+
+    def many(row: Row) -> Any:
+        parts = []
+        for e in exprs:
+            v = e(row, ctx)
+            if v is None:
+                return None
+            parts.append(hashable(v))
+        return tuple(parts)
+    return many

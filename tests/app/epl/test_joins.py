@@ -1,0 +1,121 @@
+"""Planning joins: name resolution over the streams, Esper's join rules, the join plan
+(hash index on equalities between streams, nested loop otherwise), and rows end to end."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from app.runtime.catalog import Catalog, NotSupported
+from app.runtime.engine import Engine
+from tests.app.epl.validation import catalog_with, rejects
+
+SCHEMAS = {"A": {"k": "string", "v": "int"}, "B": {"k": "string", "w": "int"},
+           "C": {"k": "string", "n": "int"}}
+AB = "from A#length(3) as a, B#keepall as b"
+
+
+def catalog(*setup: str) -> Catalog:
+    return catalog_with(SCHEMAS, *setup)
+
+
+def explain(epl: str) -> list[str]:
+    return catalog().plan(epl, "s").explain()
+
+
+def run(epl: str, events: list[tuple[str, dict[str, Any]]]) -> list[tuple[list, list]]:
+    eng = Engine()
+    out: list[tuple[list, list]] = []
+    eng.listeners.append(lambda s, n, o, p: out.append((n, o)))
+    eng.deploy(catalog().plan(epl, "s"))
+    for t, e in events:
+        eng.send(t, e)
+    return out
+
+
+def test_equality_between_streams_plans_hash_indexes() -> None:
+    lines = explain(f"select a.v, b.w {AB} where a.k = b.k and a.v < b.w")
+    assert lines[1:4] == [
+        "  -> join A length(3) as a, B keepall() as b",
+        "  ->   event of a: lookup b by hash index on (b.k = a.k)",
+        "  ->   event of b: lookup a by hash index on (a.k = b.k)"]
+    assert "  -> where" in lines
+
+
+def test_other_conditions_plan_a_nested_loop() -> None:
+    for cond in ("a.v < b.w", "a.k = b.k or a.v = b.w", "a.k = 'x'"):
+        lines = explain(f"select a.v, b.w {AB} where {cond}")
+        assert lines[2:4] == ["  ->   event of a: lookup b by full scan (nested loop)",
+                              "  ->   event of b: lookup a by full scan (nested loop)"], cond
+
+
+def test_three_streams_chain_their_lookups() -> None:
+    lines = explain("select * from A#keepall as a, B#keepall as b, C#keepall as c "
+                    "where a.k = b.k and b.w = c.n")
+    assert lines[2:5] == [
+        "  ->   event of a: lookup b by hash index on (b.k = a.k), then c by hash index on "
+        "(c.n = b.w)",
+        "  ->   event of b: lookup a by hash index on (a.k = b.k), then c by hash index on "
+        "(c.n = b.w)",
+        "  ->   event of c: lookup b by hash index on (b.w = c.n), then a by hash index on "
+        "(a.k = b.k)"]
+
+
+def test_unqualified_property_of_one_stream_resolves() -> None:
+    out = run(f"select v, w {AB} where a.k = b.k",
+              [("A", {"k": "x", "v": 1}), ("B", {"k": "x", "w": 10})])
+    assert out == [([{"v": 1, "w": 10}], [])]
+
+
+def test_ambiguous_property_is_an_error() -> None:
+    e = rejects(catalog(), f"select k {AB}")
+    assert e.message == "property 'k' is ambiguous: streams a, b all have it"
+    assert e.hint == "qualify it, as in a.k"
+
+
+def test_unknown_properties_are_errors() -> None:
+    assert rejects(catalog(), f"select z {AB}").message == \
+        "'z' is not a property of any stream of the join"
+    e = rejects(catalog(), f"select a.w {AB}")
+    assert "w" in e.message
+
+
+def test_each_stream_needs_a_data_window_unless_unidirectional() -> None:
+    e = rejects(catalog(), "select * from A as a, B#keepall as b")
+    assert e.message == "stream 'a' of the join needs a data window"
+    e = rejects(catalog(), "select * from A#length(1) as a unidirectional, B#keepall as b")
+    assert e.message == "a unidirectional stream takes no data window"
+    e = rejects(catalog(), "select * from A as a unidirectional, B as b unidirectional")
+    assert "needs a data window" in e.message or "only one" in e.message
+
+
+def test_stream_names_must_differ() -> None:
+    e = rejects(catalog(), "select * from A#keepall as x, B#keepall as x")
+    assert e.message == "stream name 'x' is used by two streams of the join"
+
+
+def test_stream_wildcard_expands_to_its_properties() -> None:
+    out = run(f"select b.* {AB} where a.k = b.k",
+              [("B", {"k": "x", "w": 10}), ("A", {"k": "x", "v": 1})])
+    assert out == [([{"k": "x", "w": 10}], [])]
+
+
+def test_keyed_context_must_partition_every_joined_type() -> None:
+    c = catalog("create context ByK partition by k from A")
+    with pytest.raises(NotSupported, match="does not partition"):
+        c.plan(f"context ByK select * {AB} where a.k = b.k", "s")
+
+
+def test_keyed_context_partitions_the_join() -> None:
+    eng = Engine()
+    out: list[tuple[Any, list]] = []
+    eng.listeners.append(lambda s, n, o, p: out.append((p, n)))
+    c = catalog()
+    for i, epl in enumerate(["create context ByK partition by k from A, k from B",
+                             f"context ByK select a.v as v, b.w as w {AB}"]):
+        eng.deploy(c.plan(epl, f"s{i}"))
+    for t, e in [("A", {"k": "x", "v": 1}), ("B", {"k": "y", "w": 20}),
+                 ("B", {"k": "x", "w": 10})]:
+        eng.send(t, e)
+    assert out == [(0, [{"v": 1, "w": 10}])]
