@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 KEPL   := $(VENV)/bin/kepl
 
-.PHONY: demo test install lint bench bench-kafka bench-startup chaos scenarios oracle broker-start broker-stop clean
+.PHONY: demo test install lint bench bench-kafka bench-startup chaos scenarios oracle broker-start broker-stop clean chart-test image
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,16 @@ bench-startup: install
 chaos: install
 	$(KEPL) kafka start
 	$(PY) -m tests.app.runtime.kafka.chaos --kills 50 --events 20000
+
+# The Helm chart: lint, render and schema checks with a pinned helm (built once with Go),
+# and the Dockerfile's structure.
+chart-test: install
+	$(PY) -m pytest -q -p no:cacheprovider tests/helm
+
+# The worker image (needs Docker): make image IMAGE=registry.example.com/kepl:0.1.0
+IMAGE ?= kepl:0.1.0
+image:
+	docker build -f deploy/docker/Dockerfile -t $(IMAGE) .
 
 broker-start: install
 	$(KEPL) kafka start

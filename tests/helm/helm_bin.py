@@ -19,6 +19,9 @@ from pathlib import Path
 from app.kafka.local_broker import file_lock, kepl_home
 
 HELM_VERSION = "v3.21.4"
+HELM_KUBE_VERSION = ("1", "36")
+"""Default Kubernetes version of that helm (its k8s.io modules, v0.36), set at link time
+as helm's own Makefile does; without it ``helm template`` assumes v1.20."""
 BUILD_TIMEOUT_S = 1200.0
 
 
@@ -48,7 +51,12 @@ def ensure_helm(version: str = HELM_VERSION) -> Path:
         shutil.rmtree(scratch, ignore_errors=True)
         scratch.mkdir(parents=True)
         env = {**os.environ, "GOBIN": str(scratch), "CGO_ENABLED": "0", "GOFLAGS": "-mod=mod"}
-        ldflags = f"-s -w -X helm.sh/helm/v3/internal/version.version={version}"
+        major, minor = HELM_KUBE_VERSION
+        ldflags = " ".join(
+            ["-s", "-w", f"-X helm.sh/helm/v3/internal/version.version={version}"]
+            + [f"-X helm.sh/helm/v3/pkg/{pkg}.k8sVersion{part}={value}"
+               for pkg in ("chartutil", "lint/rules")
+               for part, value in (("Major", major), ("Minor", minor))])
         print(f"kepl helm: building helm {version} with {go} into {binary} (one-time)...",
               file=sys.stderr, flush=True)
         t0 = time.monotonic()

@@ -41,14 +41,15 @@ def run_helm(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def render(helm: Path, *args: str) -> list[Doc]:
     """``helm template`` of the chart with extra arguments, as parsed manifests."""
-    proc = run_helm(helm, "template", RELEASE, str(CHART), "--namespace", NAMESPACE, *args)
+    proc = run_helm(helm, "template", RELEASE, str(CHART), "--namespace", NAMESPACE,
+                    "--kube-version", KUBE_VERSION, *args)
     assert proc.returncode == 0, proc.stderr
     return [d for d in yaml.safe_load_all(proc.stdout) if d]
 
 
 def render_error(helm: Path, *args: str) -> str:
     """The first line of the error of a ``helm template`` that must fail."""
-    proc = run_helm(helm, "template", RELEASE, str(CHART), *args)
+    proc = run_helm(helm, "template", RELEASE, str(CHART), "--kube-version", KUBE_VERSION, *args)
     assert proc.returncode == 1, proc.stdout
     return proc.stderr.splitlines()[0]
 
@@ -103,9 +104,16 @@ def test_helm_is_the_pinned_version(helm: Path) -> None:
 
 @pytest.mark.parametrize("values", [[], ["-f", str(PRODUCTION)]], ids=["default", "production"])
 def test_lint_strict(helm: Path, values: list[str]) -> None:
-    proc = run_helm(helm, "lint", "--strict", str(CHART), *values)
+    proc = run_helm(helm, "lint", "--strict", "--kube-version", KUBE_VERSION, str(CHART), *values)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[-1] == "1 chart(s) linted, 0 chart(s) failed"
+
+
+def test_kubernetes_before_1_27_is_refused(helm: Path) -> None:
+    proc = run_helm(helm, "template", RELEASE, str(CHART), "--kube-version", "1.26.0")
+    assert proc.stderr.splitlines()[0] == (
+        "Error: chart requires kubeVersion: >=1.27.0-0 which is incompatible with "
+        "Kubernetes v1.26.0")
 
 
 def test_resources_of_default_and_production(default_docs: list[Doc],
