@@ -192,12 +192,13 @@ def test_worker_probes_hit_the_health_endpoints(default_docs: list[Doc],
                                  "periodSeconds": 10, "failureThreshold": 60}
     assert c["livenessProbe"] == {"httpGet": {"path": "/healthz", "port": "metrics"},
                                   "periodSeconds": 10, "timeoutSeconds": 5,
-                                  "failureThreshold": 3}
+                                  "failureThreshold": 6}
     assert c["readinessProbe"] == {"httpGet": {"path": "/readyz", "port": "metrics"},
                                    "periodSeconds": 5, "timeoutSeconds": 5,
                                    "failureThreshold": 2}
     prod = pod_spec(one(production_docs, "StatefulSet", "bank-kepl-worker"))["containers"][0]
-    assert prod["startupProbe"]["failureThreshold"] == 90
+    assert (prod["startupProbe"]["failureThreshold"],
+            prod["livenessProbe"]["failureThreshold"]) == (90, 12)
 
 
 def test_pods_roll_when_the_statements_change(helm: Path, default_docs: list[Doc],
