@@ -1,7 +1,10 @@
-"""Command line of the Spark analytics: ``kepl spark read | to-parquet | summary``.
+"""Command line of the Spark jobs: ``kepl spark read | stream | to-parquet | summary | packages``.
 
 PySpark is imported only once a subcommand runs, so ``--help`` stays fast and works
-without it (an optional dependency: ``pip install 'kepl[spark]'``).
+without it (an optional dependency: ``pip install 'kepl[spark]'``). Every job takes
+``--master`` (default ``local[*]``) and ``--kafka-config`` (Kafka client security
+settings, as the worker's). The same jobs run under ``spark-submit`` through
+app/analytics/submit.py.
 """
 
 from __future__ import annotations
@@ -21,9 +24,14 @@ PYSPARK_MISSING = "PySpark is not installed: pip install 'kepl[spark]'"
 
 
 def _add_source(p: argparse.ArgumentParser, required: bool = True) -> None:
-    """Arguments naming the Kafka cluster and the output topics to read."""
+    """Arguments naming the Spark master, the Kafka cluster and the output topics."""
+    p.add_argument("--master", default=None,
+                   help="Spark master URL (default local[*]; under spark-submit: its own)")
     p.add_argument("--bootstrap", help="Kafka bootstrap servers (default: "
                    "$KAFKA_BOOTSTRAP_SERVERS, else 127.0.0.1:9092)")
+    p.add_argument("--kafka-config", metavar="FILE",
+                   help="Kafka client properties (security.protocol, sasl.*, ssl.*); "
+                        "default $KEPL_KAFKA_CONFIG; KEPL_KAFKA_* variables win")
     group = p.add_mutually_exclusive_group(required=required)
     group.add_argument("--topic", action="append", metavar="TOPIC",
                        help="an output topic (repeatable)")
@@ -36,8 +44,9 @@ def build_parser(prog: str = "kepl spark") -> argparse.ArgumentParser:
     """The argument parser of the ``kepl spark`` subcommands."""
     parser = argparse.ArgumentParser(
         prog=prog,
-        description="PySpark analytics over kepl output topics (local Spark with the "
-                    "Kafka connector; the connector jars are fetched once with Maven).")
+        description="Spark jobs over kepl output topics (the Kafka connector of the "
+                    "installed Spark comes through spark.jars.packages, resolved once "
+                    "into an Ivy cache).")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     p = sub.add_parser("read", help="print the rows of output topics, repeats dropped")
@@ -45,11 +54,39 @@ def build_parser(prog: str = "kepl spark") -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=1000, help="rows to print (default 1000)")
     p.add_argument("--json", action="store_true", help="JSON lines instead of a table")
 
+    p = sub.add_parser("stream", help="continuous job: output topics into Parquet (exactly "
+                                      "once, repeats dropped) or the console")
+    _add_source(p, required=False)
+    p.add_argument("sources", nargs="*", metavar="FILE-or-TOPIC",
+                   help="a statement file (all its output topics, its kafka: settings) "
+                        "or an output topic")
+    p.add_argument("--sink", choices=("parquet", "console"), default="parquet",
+                   help="where rows go (default parquet)")
+    p.add_argument("--path", help="Parquet output directory (parquet sink)")
+    p.add_argument("--checkpoint", help="checkpoint directory (parquet sink: required; "
+                   "keep it: it holds the read offsets and the de-duplication state)")
+    _add_stream_options(p)
+
     p = sub.add_parser("to-parquet", help="stream output topics into Parquet files")
     _add_source(p)
     p.add_argument("--path", required=True, help="Parquet output directory")
     p.add_argument("--checkpoint", required=True, help="checkpoint directory (keep it: "
                    "it holds the read offsets and the de-duplication state)")
+    _add_stream_options(p)
+
+    p = sub.add_parser("summary", help="row counts and numeric min/max/avg per statement "
+                                       "and stream")
+    _add_source(p, required=False)
+    p.add_argument("--parquet", help="summarise a to-parquet export instead of topics")
+    p.add_argument("--json", action="store_true", help="JSON lines instead of a table")
+
+    sub.add_parser("packages", help="print the Kafka connector coordinates of the installed "
+                                    "Spark (for spark-submit --packages)")
+    return parser
+
+
+def _add_stream_options(p: argparse.ArgumentParser) -> None:
+    """Trigger, de-duplication and layout options of the streaming jobs."""
     p.add_argument("--once", action="store_true",
                    help="process what is in the topics now, then stop (availableNow)")
     p.add_argument("--interval", default="10 seconds",
@@ -59,12 +96,28 @@ def build_parser(prog: str = "kepl spark") -> argparse.ArgumentParser:
     p.add_argument("--partition-by", action="append", default=[], metavar="COLUMN",
                    help="Parquet partition column, e.g. statement (repeatable)")
 
-    p = sub.add_parser("summary", help="row counts and numeric min/max/avg per statement "
-                                       "and stream")
-    _add_source(p, required=False)
-    p.add_argument("--parquet", help="summarise a to-parquet export instead of topics")
-    p.add_argument("--json", action="store_true", help="JSON lines instead of a table")
-    return parser
+
+def stream_topics(sources: Sequence[str], kafka_config: str | None = None) -> list[str]:
+    """Output topics named by statement files (their statements' topics) or directly.
+
+    A statement file's ``kafka:`` section becomes this process's Kafka client settings
+    (under a ``--kafka-config`` file and ``KEPL_KAFKA_*`` variables), as for a worker.
+    """
+    from pathlib import Path
+
+    topics: list[str] = []
+    for source in sources:
+        if not Path(source).is_file():
+            topics.append(source)
+            continue
+        from app.runtime.kafka import client
+        from app.runtime.kafka.config import AppConfig
+        from app.runtime.kafka.topology import Topology
+
+        config = AppConfig.from_file(source)
+        client.configure(config.kafka, kafka_config)
+        topics += [topic for topic, _ in Topology.plan(config).output_topics().values()]
+    return list(dict.fromkeys(topics))
 
 
 def _source_rows(spark: SparkSession, args: argparse.Namespace) -> DataFrame:
@@ -99,12 +152,14 @@ def cmd_read(spark: SparkSession, args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_to_parquet(spark: SparkSession, args: argparse.Namespace) -> int:
-    """``to-parquet``: run the streaming export (until done with --once, else until ^C)."""
-    from app.analytics.jobs import output_topic_pattern, to_parquet
+def cmd_stream(spark: SparkSession, args: argparse.Namespace) -> int:
+    """``stream``/``to-parquet``: run the streaming job (until done with --once, else ^C)."""
+    from app.analytics.jobs import output_topic_pattern, stream
 
-    query = to_parquet(
-        spark, _bootstrap(args), args.path, args.checkpoint, args.topic,
+    sink = getattr(args, "sink", "parquet")
+    query = stream(
+        spark, _bootstrap(args), None if args.app else args.topic, sink=sink, path=args.path,
+        checkpoint=args.checkpoint,
         pattern=output_topic_pattern(args.app) if args.app else None,
         schema=args.schema, dedupe_window=args.dedupe_window, available_now=args.once,
         interval=args.interval, partition_by=args.partition_by,
@@ -116,7 +171,8 @@ def cmd_to_parquet(spark: SparkSession, args: argparse.Namespace) -> int:
         return 130
     progress = query.recentProgress
     written = sum(int(p.get("numInputRows", 0)) for p in progress)
-    print(json.dumps({"path": args.path, "batches": len(progress), "input_rows": written}))
+    print(json.dumps({"sink": sink, "path": args.path, "batches": len(progress),
+                      "input_rows": written}))
     return 0
 
 
@@ -129,15 +185,30 @@ def cmd_summary(spark: SparkSession, args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"read": cmd_read, "to-parquet": cmd_to_parquet, "summary": cmd_summary}
+_COMMANDS = {"read": cmd_read, "stream": cmd_stream, "to-parquet": cmd_stream,
+             "summary": cmd_summary}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one ``kepl spark`` subcommand; returns the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Argument combinations argparse cannot express."""
     if args.command == "summary" and bool(args.parquet) == bool(args.topic or args.app):
         parser.error("summary needs exactly one of --parquet or --topic/--app")
+    if args.command == "stream":
+        if bool(args.topic or args.sources) == bool(args.app):
+            parser.error("stream needs statement files or topics, or --app (not both)")
+        if args.sink == "parquet" and not (args.path and args.checkpoint):
+            parser.error("the parquet sink needs --path and --checkpoint")
+
+
+def main(argv: Sequence[str] | None = None, *, submitted: bool = False) -> int:
+    """Run one ``kepl spark`` subcommand; returns the exit status.
+
+    ``submitted``: started by ``spark-submit`` (app/analytics/submit.py), which set the
+    master and the packages: the job uses that session as it is.
+    """
+    parser = build_parser()
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    _check(parser, args)
     try:
         from pyspark.sql import SparkSession
     except ModuleNotFoundError as exc:
@@ -146,12 +217,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"kepl spark: {PYSPARK_MISSING}", file=sys.stderr)
         return 2
 
-    from app.analytics.jars import SparkJarsError
-    from app.analytics.session import local_session
+    from app.analytics.jars import SparkJarsError, connector_package
 
+    if args.command == "packages":
+        print(connector_package())
+        return 0
+    from app.analytics.session import DEFAULT_MASTER, local_session
+    from app.runtime.kafka import client
+
+    try:  # --kafka-config first: a statement file's kafka: section goes under it
+        client.configure(None, args.kafka_config)
+        if args.command == "stream":
+            args.topic = list(args.topic or []) + stream_topics(args.sources, args.kafka_config)
+    except (OSError, ValueError) as exc:  # ClientConfigError is a ValueError
+        print(f"kepl spark: {exc}", file=sys.stderr)
+        return 2
     if getattr(args, "topic", None) or getattr(args, "app", None):
-        from app.runtime.kafka import client
-
         try:  # before Spark starts: its Kafka source would wait minutes, then a stack trace
             client.probe(_bootstrap(args), "spark")
         except (client.BrokerUnavailable, client.ClientConfigError) as exc:
@@ -160,7 +241,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     owned = SparkSession.getActiveSession() is None  # stop only a session we started
     try:
-        spark = local_session(f"kepl-spark-{args.command}")
+        if submitted:
+            spark = SparkSession.builder.appName(f"kepl-spark-{args.command}").getOrCreate()
+        else:
+            spark = local_session(f"kepl-spark-{args.command}",
+                                  master=args.master or DEFAULT_MASTER)
     except SparkJarsError as exc:
         print(f"kepl spark: {exc}", file=sys.stderr)
         return 2

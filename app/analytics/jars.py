@@ -1,38 +1,47 @@
-"""The Spark Kafka connector jars, fetched once with Maven into kepl's machine cache.
+"""The Spark Kafka connector as Spark users get it: ``spark.jars.packages`` through Ivy.
 
-``app/analytics/pom.xml`` (package data) names the connector and excludes everything pyspark already
-ships; Maven copies the remaining jars (connector, token provider, kafka-clients,
-commons-pool2) into ``${KEPL_HOME:-~/.cache/kepl}/spark/<pyspark version>/jars``.
-The copy goes to a scratch directory renamed into place at the end, under a file lock,
-so concurrent callers fetch once and an interrupted fetch leaves nothing half done.
+The coordinates are ``org.apache.spark:spark-sql-kafka-0-10_<scala>:<spark>``, the Scala
+and Spark versions of the installed pyspark exactly (a connector of another Spark
+version is not used: its internal APIs change between releases). Spark resolves them
+with Ivy when the JVM starts, from one Maven repository (``KEPL_SPARK_MAVEN_REPO``,
+default Maven Central), into an Ivy cache under ``${KEPL_HOME:-~/.cache/kepl}/ivy``
+that later sessions reuse. Kepl writes the Ivy settings itself so that only that
+repository is asked (Spark's defaults also ask a spark-packages host).
 
-If the connector of the exact pyspark version is not in the Maven repository (a new
-pyspark can reach PyPI before Maven Central), the fetch is retried once with the
-``kepl.fallback.*`` versions of the POM, of the same major version, with a warning.
+A cluster job gets the same coordinates from ``kepl spark packages`` for
+``spark-submit --packages``.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 import sys
-import time
-from importlib import metadata
+import urllib.error
+import urllib.request
 from pathlib import Path
 
-from app.kafka.local_broker import file_lock, kepl_home
-from app.maven import copy_dependencies
+from app.kafka.local_broker import kepl_home
+
+CENTRAL = "https://repo1.maven.org/maven2"
+REPO_ENV = "KEPL_SPARK_MAVEN_REPO"
+GROUP = "org.apache.spark"
+_IVY_SETTINGS = """\
+<ivysettings>
+  <!-- Written by kepl (app/analytics/jars.py): one Maven repository, Ivy's cache. -->
+  <settings defaultResolver="kepl-maven"/>
+  <resolvers>
+    <ibiblio name="kepl-maven" m2compatible="true" root="{root}"/>
+  </resolvers>
+</ivysettings>
+"""
+
 
 POM = Path(__file__).with_name("pom.xml")
-CONNECTOR_ARTIFACT = "spark-sql-kafka-0-10_2.13"
-# Maven's words for "this artifact or its POM is not in the repository".
-_MISSING_MARKERS = ("Could not find artifact", "Failed to read artifact descriptor", "not found")
 
 
 class SparkJarsError(RuntimeError):
-    """The connector jars could not be fetched."""
+    """The connector cannot be resolved for the installed Spark."""
 
 
 def _log(msg: str) -> None:
@@ -40,92 +49,103 @@ def _log(msg: str) -> None:
     print(f"kepl spark: {msg}", file=sys.stderr, flush=True)
 
 
-def pyspark_version() -> str:
-    """Version of the installed pyspark distribution (the connector must match it)."""
-    return metadata.version("pyspark")
+def spark_version() -> str:
+    """Version of the installed pyspark (the connector must be exactly this version)."""
+    import pyspark
+
+    return str(pyspark.__version__)
 
 
-def jars_dir(version: str | None = None) -> Path:
-    """Cache directory of the jars for a pyspark version (may not exist yet)."""
-    return kepl_home() / "spark" / (version or pyspark_version()) / "jars"
+def scala_version() -> str:
+    """Scala binary version of the installed pyspark, from its ``scala-library`` jar."""
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    for jar in jars.glob("scala-library-*.jar"):
+        match = re.fullmatch(r"scala-library-(\d+\.\d+)\.\d+\.jar", jar.name)
+        if match:
+            return match.group(1)
+    raise SparkJarsError(f"no scala-library jar in {jars}: cannot tell pyspark's Scala version")
+
+
+def connector_package(spark: str | None = None, scala: str | None = None) -> str:
+    """Maven coordinates of the Kafka connector of the installed Spark."""
+    return (f"{GROUP}:spark-sql-kafka-0-10_{scala or scala_version()}:"
+            f"{spark or spark_version()}")
+
+
+def maven_repository() -> str:
+    """The Maven repository Ivy resolves from (``KEPL_SPARK_MAVEN_REPO``, else Central)."""
+    return (os.environ.get(REPO_ENV, "").strip() or CENTRAL).rstrip("/")
+
+
+def ivy_home() -> Path:
+    """Ivy's directory (``spark.jars.ivy``): its cache and the resolved jars."""
+    return kepl_home() / "ivy"
+
+
+def ivy_settings(repository: str | None = None) -> Path:
+    """Write (when changed) and return the Ivy settings file naming the repository."""
+    text = _IVY_SETTINGS.format(root=repository or maven_repository())
+    path = ivy_home() / "ivysettings.xml"
+    if not path.is_file() or path.read_text() != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        scratch = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        scratch.write_text(text)
+        scratch.replace(path)
+    return path
 
 
 def pom_property(name: str) -> str:
-    """A ``<properties>`` value of ``app/analytics/pom.xml`` (its single source of truth)."""
+    """A ``<properties>`` value of ``app/analytics/pom.xml``, the jar list of a Maven copy
+    for hosts without Ivy access (package data; kepl's own sessions use Ivy)."""
     match = re.search(rf"<{re.escape(name)}>\s*([^<\s]+)\s*</{re.escape(name)}>", POM.read_text())
     if not match:
         raise SparkJarsError(f"no <{name}> in {POM}")
     return match.group(1)
 
 
-def _cached(directory: Path) -> list[Path]:
-    """The jars of a complete cache directory, or ``[]`` if it is absent or incomplete."""
-    if not directory.is_dir() or not any(directory.glob(f"{CONNECTOR_ARTIFACT}-*.jar")):
-        return []
-    return sorted(directory.glob("*.jar"))
+def _cached_jar(package: str) -> Path:
+    """Where Spark's Ivy retrieve puts the connector jar (present once resolved)."""
+    group, artifact, version = package.split(":")
+    return ivy_home() / "jars" / f"{group}_{artifact}-{version}.jar"
 
 
-def _version_pairs(version: str) -> list[tuple[str, str]]:
-    """(connector, token provider) versions to try: the exact one, then the POM's fallback."""
-    exact = (version, version)
-    fallback = (
-        pom_property("kepl.fallback.kafka.version"),
-        pom_property("kepl.fallback.token.version"),
-    )
-    same_major = fallback[0].split(".")[0] == version.split(".")[0]
-    return [exact, fallback] if fallback != exact and same_major else [exact]
+def check_published(package: str, repository: str) -> None:
+    """Fail with a clear message when the connector's POM is not in the repository.
+
+    Ivy's own failure surfaces as the Java gateway exiting; this check names the cause.
+    A network error is not judged here (Ivy reports it).
+    """
+    group, artifact, version = package.split(":")
+    url = f"{repository}/{group.replace('.', '/')}/{artifact}/{version}/{artifact}-{version}.pom"
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=20):
+            return
+    except urllib.error.HTTPError as exc:
+        if exc.code != 404:
+            return
+    except (urllib.error.URLError, OSError):
+        return
+    raise SparkJarsError(
+        f"{package} is not in {repository}: the Kafka connector must match the installed "
+        f"pyspark exactly; install a pyspark whose connector is published there "
+        f"(pip install 'kepl[spark]') or point {REPO_ENV} at a repository that has it")
 
 
-def _copy_dependencies(
-    mvn: str, version: str, pair: tuple[str, str], out: Path
-) -> subprocess.CompletedProcess[str]:
-    """``mvn dependency:copy-dependencies`` for one version pair into ``out``."""
-    return copy_dependencies(mvn, POM, out, {"spark.version": version,
-                                             "spark.kafka.version": pair[0],
-                                             "spark.token.version": pair[1]})
-
-
-def ensure_spark_jars(version: str | None = None) -> list[Path]:
-    """Fetch the connector jars unless cached; return their paths (for ``spark.jars``)."""
-    version = version or pyspark_version()
-    target = jars_dir(version)
-    jars = _cached(target)
-    if jars:
-        return jars
-    with file_lock(target.parent / ".fetch.lock"):
-        jars = _cached(target)
-        if jars:  # another process fetched while we waited for the lock
-            return jars
-        mvn = shutil.which("mvn")
-        if mvn is None:
-            raise SparkJarsError("Maven (mvn) is not on PATH; it is needed once to fetch jars")
-        _log(f"fetching the Spark {version} Kafka connector jars into {target} (one-time)...")
-        started = time.monotonic()
-        outputs: list[str] = []
-        for pair in _version_pairs(version):
-            scratch = target.parent / f"jars.partial-{os.getpid()}"
-            shutil.rmtree(scratch, ignore_errors=True)
-            proc = _copy_dependencies(mvn, version, pair, scratch)
-            outputs.append(f"$ connector {pair[0]}, token provider {pair[1]}:\n{proc.stdout}")
-            if proc.returncode == 0 and _cached(scratch):
-                if target.exists():  # an incomplete leftover (no connector jar): replace it
-                    shutil.rmtree(target)
-                scratch.rename(target)
-                if pair != (version, version):
-                    _log(
-                        f"WARNING: {CONNECTOR_ARTIFACT}:{version} is not in the Maven repository; "
-                        f"using connector {pair[0]} with token provider {pair[1]} instead"
-                    )
-                jars = _cached(target)
-                _log(f"fetched {len(jars)} jars in {time.monotonic() - started:.1f} s")
-                return jars
-            shutil.rmtree(scratch, ignore_errors=True)
-            if not any(marker in proc.stdout for marker in _MISSING_MARKERS):
-                break  # not a missing version (network, Maven itself): a fallback won't help
-        tail = "\n".join("\n".join(outputs).strip().splitlines()[-30:])
-        raise SparkJarsError(f"Maven could not fetch the Spark Kafka connector jars:\n{tail}")
+def package_conf(repository: str | None = None) -> dict[str, str]:
+    """Spark settings that put the exact connector on the classpath (before the JVM starts)."""
+    repository = repository or maven_repository()
+    package = connector_package()
+    if not _cached_jar(package).is_file():
+        check_published(package, repository)
+        _log(f"resolving {package} from {repository} into {ivy_home()} (one-time)...")
+    return {
+        "spark.jars.packages": package,
+        "spark.jars.ivy": str(ivy_home()),
+        "spark.jars.ivySettings": str(ivy_settings(repository)),
+    }
 
 
 if __name__ == "__main__":
-    for jar in ensure_spark_jars():
-        print(jar)
+    print(connector_package())

@@ -1,4 +1,4 @@
-"""Spark jobs over kepl output topics: batch read, Parquet export, a summary.
+"""Spark jobs over kepl output topics: batch read, a continuous stream job, a summary.
 
 An output record is a JSON object (the row), keyed by its context partition, with
 headers ``kepl.id`` (``statement/context partition/sequence``), ``kepl.time`` (runtime
@@ -17,7 +17,9 @@ where the record was read (``topic``, ``partition``, ``offset``, ``kafka_timesta
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Sequence
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -140,13 +142,46 @@ def read_output(
     return drop_repeats(parse_output(raw, schema))
 
 
-def to_parquet(
+SINKS = ("parquet", "console")
+
+
+def deduped_stream(
     spark: SparkSession,
     bootstrap: str,
-    path: str,
-    checkpoint: str,
     topics: str | Sequence[str] | None = None,
     *,
+    pattern: str | None = None,
+    schema: Schema = None,
+    dedupe_window: str = "1 hour",
+) -> DataFrame:
+    """Streaming rows of output topics (``ROW_COLUMNS``), repeats of a ``row_id`` dropped.
+
+    ``dropDuplicatesWithinWatermark`` on ``row_id`` over the Kafka timestamp: a repeat
+    published within ``dedupe_window`` of the first copy is dropped, also across
+    restarts (the state lives in the query's checkpoint).
+    """
+    raw = (
+        spark.readStream.format("kafka")
+        .options(**kafka_source_options(bootstrap, topics, pattern))
+        .load()
+    )
+    return (
+        parse_output(raw, schema)
+        .withColumn(_DEDUPE_KEY, _dedupe_key())
+        .withWatermark("kafka_timestamp", dedupe_window)
+        .dropDuplicatesWithinWatermark([_DEDUPE_KEY])
+        .drop(_DEDUPE_KEY)
+    )
+
+
+def stream(
+    spark: SparkSession,
+    bootstrap: str,
+    topics: str | Sequence[str] | None = None,
+    *,
+    sink: str = "parquet",
+    path: str | None = None,
+    checkpoint: str | None = None,
     pattern: str | None = None,
     schema: Schema = None,
     dedupe_window: str = "1 hour",
@@ -155,33 +190,28 @@ def to_parquet(
     partition_by: Sequence[str] = (),
     query_name: str | None = None,
 ) -> StreamingQuery:
-    """Start a streaming copy of output topics into Parquet; returns the running query.
+    """Start the continuous job over output topics into a sink; returns the running query.
 
-    Repeats are dropped with ``dropDuplicatesWithinWatermark`` on ``row_id`` over the
-    Kafka timestamp: a repeat published within ``dedupe_window`` of the first copy is
-    dropped, also across restarts (the state lives in the checkpoint). The Parquet file
-    sink commits each micro-batch exactly once (its ``_spark_metadata`` log), so a
-    restarted query neither loses nor doubles rows. ``available_now`` processes what is
-    in the topics now and stops; otherwise a micro-batch runs every ``interval``.
+    ``parquet`` needs ``path`` and ``checkpoint``: the file sink commits each
+    micro-batch exactly once (its ``_spark_metadata`` log) and the checkpoint holds the
+    read offsets and the de-duplication state, so a restarted query neither loses nor
+    doubles rows. ``console`` prints each micro-batch as a table (checkpoint optional:
+    without one it starts from the beginning each time). ``available_now`` processes what is in the
+    topics now and stops; otherwise a micro-batch runs every ``interval``.
     """
-    raw = (
-        spark.readStream.format("kafka")
-        .options(**kafka_source_options(bootstrap, topics, pattern))
-        .load()
-    )
-    rows = (
-        parse_output(raw, schema)
-        .withColumn(_DEDUPE_KEY, _dedupe_key())
-        .withWatermark("kafka_timestamp", dedupe_window)
-        .dropDuplicatesWithinWatermark([_DEDUPE_KEY])
-        .drop(_DEDUPE_KEY)
-    )
-    writer = (
-        rows.writeStream.format("parquet")
-        .outputMode("append")
-        .option("path", path)
-        .option("checkpointLocation", checkpoint)
-    )
+    if sink not in SINKS:
+        raise ValueError(f"unknown sink {sink!r} (one of {', '.join(SINKS)})")
+    if sink == "parquet" and not (path and checkpoint):
+        raise ValueError("the parquet sink needs a path and a checkpoint")
+    rows = deduped_stream(spark, bootstrap, topics, pattern=pattern, schema=schema,
+                          dedupe_window=dedupe_window)
+    writer = rows.writeStream.outputMode("append")
+    if sink == "parquet":
+        writer = writer.format("parquet").option("path", path)
+    else:  # printed by Python: the JVM's standard output is stderr (session.py)
+        writer = writer.foreachBatch(print_batch)
+    if checkpoint:
+        writer = writer.option("checkpointLocation", checkpoint)
     if partition_by:
         writer = writer.partitionBy(*partition_by)
     if query_name:
@@ -191,6 +221,29 @@ def to_parquet(
     else:
         writer = writer.trigger(processingTime=interval)
     return writer.start()
+
+
+def print_batch(batch: DataFrame, batch_id: int) -> None:
+    """The console sink: one micro-batch as a table on standard output (none if empty:
+    a batch may run only to advance the watermark)."""
+    if batch.isEmpty():
+        return
+    print(f"Batch: {batch_id}")
+    batch.show(1000, truncate=False)
+    sys.stdout.flush()
+
+
+def to_parquet(
+    spark: SparkSession,
+    bootstrap: str,
+    path: str,
+    checkpoint: str,
+    topics: str | Sequence[str] | None = None,
+    **options: Any,
+) -> StreamingQuery:
+    """``stream`` into Parquet (kept for callers of the export's first form)."""
+    return stream(spark, bootstrap, topics, sink="parquet", path=path, checkpoint=checkpoint,
+                  **options)
 
 
 def summary(rows: DataFrame) -> DataFrame:

@@ -1,21 +1,28 @@
-"""A small local SparkSession with the Kafka connector, for analytics and tests.
+"""The SparkSession of kepl's Spark jobs, with the Kafka connector of the installed Spark.
 
-Two cores, a small driver heap, no UI and no progress bars, logs at ERROR, session
-time zone UTC (so timestamps print the same everywhere), few shuffle partitions (the
-data of a kepl app's output topics is small on one machine).
+``master`` is any Spark master URL (``local[*]`` by default, ``spark://host:7077``,
+``yarn``, ``k8s://...``). Locally: a small driver heap bound to 127.0.0.1, few shuffle
+partitions (the output topics of a kepl app are small on one machine). Always: no UI
+and no progress bars, logs at ERROR, session time zone UTC (timestamps print the same
+everywhere), the connector through ``spark.jars.packages`` (app/analytics/jars.py).
+A job started by ``spark-submit`` (app/analytics/submit.py) does not come here: the
+session it gets is the one spark-submit configured.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from app.analytics.jars import ensure_spark_jars
+from app.analytics.jars import package_conf
 from app.kafka.local_broker import kepl_home
+
+DEFAULT_MASTER = "local[*]"
 
 # Replaces Spark's default log4j2 profile (INFO to the console): errors only.
 _LOG4J2 = """\
@@ -44,41 +51,68 @@ def _log4j2_config() -> Path:
     return path
 
 
+def _local_cores(master: str) -> int | None:
+    """Cores of a ``local``/``local[N]``/``local[*]`` master (``None``: not local)."""
+    if master == "local":
+        return 1
+    if master.startswith("local["):
+        n = master[len("local["):].split(",")[0].rstrip("]")
+        return (os.cpu_count() or 1) if n == "*" else int(n)
+    return None
+
+
 def local_session(
     app_name: str = "kepl-analytics",
     *,
-    cores: int = 2,
+    master: str = DEFAULT_MASTER,
     driver_memory: str = "768m",
-    jars: Sequence[Path] | None = None,
     extra_conf: dict[str, str] | None = None,
 ) -> SparkSession:
-    """Start (or return the running) local SparkSession with the Kafka connector jars.
+    """Start (or return the running) SparkSession with the Kafka connector.
 
     Settings only take effect when this call starts the JVM: a session already running
     in this process is returned as it is (Spark allows one per process).
     """
-    jar_paths = list(jars) if jars is not None else ensure_spark_jars()
     java_opts = f"-Dlog4j.configurationFile={_log4j2_config()} -XX:+UseSerialGC"
     conf = {
-        "spark.master": f"local[{cores}]",
+        "spark.master": master,
         "spark.app.name": app_name,
         "spark.driver.memory": driver_memory,
-        "spark.driver.host": "127.0.0.1",
-        "spark.driver.bindAddress": "127.0.0.1",
         "spark.driver.extraJavaOptions": java_opts,
-        "spark.jars": ",".join(str(p) for p in jar_paths),
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
-        "spark.sql.shuffle.partitions": str(cores),
-        "spark.default.parallelism": str(cores),
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
+        **package_conf(),
     }
+    cores = _local_cores(master)
+    if cores is not None:  # executors are threads of this process: stay on loopback
+        conf.update({
+            "spark.driver.host": "127.0.0.1",
+            "spark.driver.bindAddress": "127.0.0.1",
+            "spark.sql.shuffle.partitions": str(cores),
+            "spark.default.parallelism": str(cores),
+        })
     conf.update(extra_conf or {})
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    with _jvm_stdout_to_stderr():
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+@contextmanager
+def _jvm_stdout_to_stderr() -> Iterator[None]:
+    """Start the JVM with its standard output on stderr (Ivy prints its settings line
+    there): kepl's standard output stays the command's output alone (``--json``)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
