@@ -117,7 +117,8 @@ class Pipeline:
     """A statement's operators for one context partition."""
 
     __slots__ = ("spec", "ctx", "state", "type_name", "filter", "view", "matcher", "rs", "out",
-                 "limited", "kind", "_shaped", "where", "_timers", "join")
+                 "limited", "kind", "_shaped", "where", "_timers", "join",
+                 "_fresh_aggregates")
 
     def __init__(self, spec: PipelineSpec, state: StateNamespace, ctx: PartitionCtx) -> None:
         self.spec = spec
@@ -144,6 +145,11 @@ class Pipeline:
         self._shaped = bool(spec.distinct or spec.resultset.order_by
                             or spec.resultset.limit is not None)
         self.where = spec.where
+        self._fresh_aggregates = bool(spec.join is not None and spec.join.unidirectional
+                                      and spec.resultset.aggregates)
+        """Each event of a unidirectional join aggregates its join rows alone (002 §2.12:
+        one output row per event; Esper clears the aggregation before each join
+        result)."""
         self._timers = _TIMERS_ANY
         """Which parts can have timers (the engine asks ``next_timer`` after each event)."""
         if self.matcher is None and self.join is None and not self.limited:
@@ -183,7 +189,9 @@ class Pipeline:
     def _snapshot(self) -> Rows:
         return self.rs.snapshot(self._contents())
 
-    def _finish(self, new: Rows, old: Rows, now_ms: int) -> Emit:
+    def _finish(self, new: Rows, old: Rows, now_ms: int, fresh: bool = False) -> Emit:
+        """Where clause, then result set and output.  ``fresh``: aggregate these rows
+        alone (a unidirectional join's triggering event, see ``_fresh_aggregates``)."""
         if self.where is not None:
             ctx = self.ctx
             w = self.where
@@ -191,6 +199,8 @@ class Pipeline:
             old = [r for r in old if w(r, ctx)]
             if not new and not old:
                 return [], []
+        if fresh:
+            self.rs.clear_aggregates()
         if not self.limited:
             return self._deliver(*self.rs.process(new, old))
         return self._deliver(*self.out.on_update(new, old, now_ms))
@@ -223,7 +233,7 @@ class Pipeline:
             new, old = self.join.on_event(type_name, event, now_ms)
             if not new and not old:
                 return [], []
-            return self._finish(new, old, now_ms)
+            return self._finish(new, old, now_ms, self._fresh_aggregates)
         f = self.filter
         if f is not None and not f(event, self.ctx):
             return [], []

@@ -303,6 +303,16 @@ class ResultSet:
             return []
         return [self._project(row)]
 
+    def clear_aggregates(self) -> None:
+        """Forget every group and aggregation state: a unidirectional join aggregates
+        the join rows of each triggering event alone (002 §2.12, output for
+        unidirectional joins: one row per event; Esper clears its aggregation service
+        before each join result)."""
+        self.groups.clear()
+        self._one_rec = None
+        self._one = None
+        self.state.clear()
+
     # -- entry points ------------------------------------------------------
     def _begin(self) -> None:
         """Called at each entry point; a table-backed result set refreshes its view."""

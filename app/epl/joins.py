@@ -82,6 +82,8 @@ def plan_join(planner: Planner, node: Any, name: str, epl: str) -> StatementPlan
     rs = planner.result_set(node, scope, agg_texts=agg_texts)
     tables: tuple[str, ...] = ()
     if node.into_table is not None:
+        if any(s.unidirectional for s in streams):
+            raise NotSupported("into table from a unidirectional join")
         rs = planner._into_table(node, rs, agg_texts)
         tables = (node.into_table,)
     where = compile_expr(node.where, scope) if node.where is not None else None

@@ -79,6 +79,11 @@ class JoinSpec:
     def types(self) -> frozenset[str]:
         return frozenset(s.type_name for s in self.streams)
 
+    @property
+    def unidirectional(self) -> bool:
+        """Whether one stream alone triggers the join."""
+        return any(s.unidirectional for s in self.streams)
+
     def views(self) -> list[ViewSpec]:
         return [s.view for s in self.streams if s.view is not None]
 
