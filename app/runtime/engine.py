@@ -409,10 +409,14 @@ class Engine:
                 for pid in c.manager.route(type_name, event, now):
                     self._seen.add((st.plan.name, pid))
                     self._deliver(st, pid, type_name, event, now)
+        started: dict[str, list[Any]] = {}
         for c in self.contexts.values():
             changes = c.manager.on_event(type_name, event, now)
             if changes:
                 self._apply(c, changes)
+                starts = [ch.pid for ch in changes if ch.kind == "start"]
+                if starts:
+                    started[c.name] = starts
             self._arm(("c", c.name), c.manager.next_timer)
         for st in self.by_type.get(type_name, ()):
             ctx_name = st.plan.context
@@ -431,6 +435,13 @@ class Engine:
                 # a named window's rows are routed as events of its underlying type (000 §4.6)
                 rtype = (st.plan.event_type or type_name) if st.plan.kind == "window" else type_name
                 pids = c.manager.route(rtype, event, now)
+                new_pids = started.get(ctx_name)
+                if new_pids and len(pids) > 1:
+                    # the partitions this event started see it first, then the others in
+                    # creation order (Esper hands a new partition its starting event as it
+                    # allocates it)
+                    first = [p for p in new_pids if p in pids]
+                    pids = first + [p for p in pids if p not in first]
             for pid in pids:
                 if (ctx_name, pid) in self._excluded:
                     continue

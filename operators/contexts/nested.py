@@ -11,7 +11,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from operators.base import PartitionCtx, Row, StateNamespace
-from operators.contexts.managers import Change, Manager, Pid
+from operators.contexts.managers import (
+    CategorySpec,
+    Change,
+    HashSpec,
+    KeyedSpec,
+    Manager,
+    Pid,
+)
 
 
 @dataclass(frozen=True)
@@ -34,7 +41,18 @@ class NestedSpec:
 
 
 class NestedManager(Manager):
-    """Outer partitions each hold an inner manager."""
+    """Outer partitions each hold an inner manager.
+
+    An outer partition starts when its outer context says so: a change of a temporal
+    context, or the first event of a key of a keyed or hash context (which allocates on
+    routing), or the deployment for a category context (every category exists from the
+    start).  The inner manager is then deployed at once (``@now``, preallocate), and the
+    event that started the outer partition is offered to it like any later event: it may
+    initiate an inner partition and counts in the inner partitions it is routed to, except
+    in an inner category context, which, as in Esper, does not see that event.
+
+    ``context.id`` (and the inner context's ``id``) number the nested partitions over the
+    whole nested context in allocation order, as Esper does (000 §4.3)."""
 
     @property
     def has_end_condition(self) -> bool:
@@ -48,9 +66,55 @@ class NestedManager(Manager):
         self.ctx = ctx
         self.outer = spec.outer.build(state.child("outer"), ctx)
         self.inner: dict[Pid, Manager] = {}
+        self._fresh: set[Pid] = set()
+        """Outer partitions the current event started."""
+        self._inner_category = isinstance(spec.inner, CategorySpec)
+        self._segmented = isinstance(spec.outer, KeyedSpec | HashSpec | CategorySpec)
+        self._outer_types = spec.outer.types()
+        self.seq: dict[Pid, int] = {}
+        self.next_seq: int = state.get("next", 0)
+        for k, v in state.items():
+            if isinstance(k, list | tuple) and k and k[0] == "n":
+                self.seq[_tup(v[0])] = v[1]
         for opid in self.outer.live():
-            # rebuilt runtime: every live outer partition gets its inner manager back
+            # an outer partition that exists when the manager is built: a rebuilt runtime,
+            # or a category (deployed with its inner manager in ``deploy``)
             self.inner[opid] = spec.inner.build(state.child(("inner", _enc(opid))), ctx)
+
+    def _wrap(self, opid: Pid, changes: list[Change]) -> list[Change]:
+        """Inner changes as nested ones; numbers the partitions that start."""
+        out = [Change(c.kind, (opid, c.pid), c.exclude) for c in changes]
+        for c in out:
+            if c.kind == "start":
+                self._number(c.pid)
+            else:
+                self._unnumber(c.pid)
+        return out
+
+    def _number(self, pid: Pid) -> int:
+        n = self.seq.get(pid)
+        if n is None:
+            n = self.seq[pid] = self.next_seq
+            self.next_seq += 1
+            self.state.put("next", self.next_seq)
+            self.state.put(("n", _enc(pid)), [pid, n])
+        return n
+
+    def _unnumber(self, pid: Pid) -> None:
+        if self.seq.pop(pid, None) is not None:
+            self.state.delete(("n", _enc(pid)))
+
+    def _start_outer(self, opid: Pid, now_ms: int) -> list[Change]:
+        inner = self.spec.inner.build(self.state.child(("inner", _enc(opid))), self.ctx)
+        self.inner[opid] = inner
+        return self._deploy_inner(opid, inner, now_ms)
+
+    def _deploy_inner(self, opid: Pid, inner: Manager, now_ms: int) -> list[Change]:
+        out = self._wrap(opid, inner.deploy(now_ms))
+        if self._inner_category:
+            for ipid in inner.live():  # every category exists from the start
+                self._number((opid, ipid))
+        return out
 
     def _apply_outer(self, changes: list[Change], now_ms: int) -> list[Change]:
         out: list[Change] = []
@@ -58,27 +122,45 @@ class NestedManager(Manager):
             if ch.kind == "end":
                 inner = self.inner.pop(ch.pid, None)
                 if inner is not None:
-                    out += [Change("end", (ch.pid, p)) for p in inner.live()]
+                    ends = [Change("end", (ch.pid, p)) for p in inner.live()]
+                    out += ends
+                    for c in ends:
+                        self._unnumber(c.pid)
                 self.state.child(("inner", _enc(ch.pid))).clear()
             else:
-                inner = self.spec.inner.build(
-                    self.state.child(("inner", _enc(ch.pid))), self.ctx)
-                self.inner[ch.pid] = inner
-                out += [Change(c.kind, (ch.pid, c.pid), c.exclude)
-                        for c in inner.deploy(now_ms)]
+                out += self._start_outer(ch.pid, now_ms)
+                self._fresh.add(ch.pid)
         return out
 
     def deploy(self, now_ms: int) -> list[Change]:
-        return self._apply_outer(self.outer.deploy(now_ms), now_ms)
+        out: list[Change] = []
+        for opid, inner in list(self.inner.items()):
+            # built with the manager: a category's partitions (a restored inner manager
+            # ignores this, as every restored manager does)
+            out += self._deploy_inner(opid, inner, now_ms)
+        return out + self._apply_outer(self.outer.deploy(now_ms), now_ms)
 
     def on_event(self, type_name: str, event: Row, now_ms: int) -> list[Change]:
+        self._fresh.clear()
         out = self._apply_outer(self.outer.on_event(type_name, event, now_ms), now_ms)
+        routed = self.outer.route(type_name, event, now_ms)
+        for opid in routed:
+            if opid not in self.inner:  # a key's (or bucket's) first event
+                out += self._start_outer(opid, now_ms)
+                self._fresh.add(opid)
+        # an event the segmented outer context assigns goes to its partitions' inner
+        # contexts only: their conditions' filters are narrowed to the outer partition
+        # as the statements' are (000 §4.3)
+        only = set(routed) if self._segmented and type_name in self._outer_types else None
         for opid, inner in self.inner.items():
-            out += [Change(c.kind, (opid, c.pid), c.exclude)
-                    for c in inner.on_event(type_name, event, now_ms)]
+            if (opid in self._fresh and self._inner_category) or (
+                    only is not None and opid not in only):
+                continue
+            out += self._wrap(opid, inner.on_event(type_name, event, now_ms))
         return out
 
     def on_time(self, now_ms: int) -> list[Change]:
+        self._fresh.clear()
         out: list[Change] = []
         t = self.outer.next_timer()
         if t is not None and t <= now_ms:
@@ -86,8 +168,7 @@ class NestedManager(Manager):
         for opid, inner in self.inner.items():
             t = inner.next_timer()
             if t is not None and t <= now_ms:
-                out += [Change(c.kind, (opid, c.pid), c.exclude)
-                        for c in inner.on_time(now_ms)]
+                out += self._wrap(opid, inner.on_time(now_ms))
         return out
 
     def next_timer(self) -> int | None:
@@ -99,16 +180,19 @@ class NestedManager(Manager):
         out: list[Pid] = []
         for opid in self.outer.route(type_name, event, now_ms):
             inner = self.inner.get(opid)
-            if inner is not None:
-                out += [(opid, p) for p in inner.route(type_name, event, now_ms)]
+            if inner is None or (opid in self._fresh and self._inner_category):
+                continue
+            out += [(opid, p) for p in inner.route(type_name, event, now_ms)]
         return out
 
     def props(self, pid: Pid) -> dict[str, Any]:
         opid, ipid = pid
         outer = self.outer.props(opid)
         inner_mgr = self.inner.get(opid)
-        inner = inner_mgr.props(ipid) if inner_mgr is not None else {}
-        return {**outer, **inner, "name": self.name, "id": pid,
+        inner = dict(inner_mgr.props(ipid)) if inner_mgr is not None else {}
+        n = self._number(pid) if inner_mgr is not None else pid
+        inner["id"] = n
+        return {**outer, **inner, "name": self.name, "id": n,
                 self.spec.outer.name: outer, self.spec.inner.name: inner}
 
     def live(self) -> list[Pid]:
@@ -117,6 +201,11 @@ class NestedManager(Manager):
 
 def _enc(pid: Pid) -> Any:
     return repr(pid) if isinstance(pid, tuple) else pid
+
+
+def _tup(v: Any) -> Any:
+    """A partition id read back from state (JSON gives lists for tuples)."""
+    return tuple(_tup(x) for x in v) if isinstance(v, list | tuple) else v
 
 
 def _nested_ends(spec: NestedSpec) -> bool:
