@@ -741,6 +741,10 @@ class Worker:
         log.info("assigned %d partition(s), %d engine partition(s) ready in %.3f s",
                  len(tps), len(opened), time.monotonic() - t0)
 
+    def _alive(self) -> None:
+        """The loop is busy, not stuck (``/healthz``): a restore calls this per record."""
+        self.health.last_loop = time.monotonic()
+
     def _open_lane(self, key: tuple[str, int], cur: LaneCursor) -> None:
         self.lanes[key] = Lane(self.lane_plans[key[0]], key[1], cur,
                                self._row)
@@ -751,7 +755,7 @@ class Worker:
                                g.upstreams(p, self.all_upstreams),
                                self.config.changelog_topic(g.name), self.snapshots,
                                adjacent=not self.checkpoint.exactly_once)
-        part.restore(self.changelog)
+        part.restore(self.changelog, self._alive)
         part.progress = part.barrier  # already on the progress topic with its state
         if self.metrics is not None:
             self.metrics.restore_s.observe(time.monotonic() - t0)

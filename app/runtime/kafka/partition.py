@@ -49,7 +49,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -210,9 +210,10 @@ class EnginePartition:
         self.progress: tuple[int, str] | None = None
 
     # -- life cycle --------------------------------------------------------------
-    def restore(self, log: ChangelogLog) -> None:
+    def restore(self, log: ChangelogLog, alive: Callable[[], None] | None = None) -> None:
         """Bring the local database up to the end of the changelog; build the Engine.
-        See the module docstring for where the replay starts."""
+        See the module docstring for where the replay starts.  ``alive`` is called for
+        every changelog record read (a long restore is progress, not a stuck loop)."""
         topic, p = self.changelog_topic, self.partition
         low, end = log.start(topic, p), log.end(topic, p)
         marker = self.store.marker()
@@ -228,6 +229,8 @@ class EnginePartition:
         tally = _Tally()
         current = marker
         for offset, value in log.read(topic, p, max(marker, low)):
+            if alive is not None:
+                alive()
             rec = ChangelogRecord.decode(value)
             snap = rec.snapshot
             if need_snapshot:

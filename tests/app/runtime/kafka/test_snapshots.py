@@ -530,3 +530,17 @@ def test_partial_snapshot_loaded_before_a_complete_one_is_wiped(tmp_path: Path) 
     part.restore(log)
     assert dict(part.store.state_items()) == state
     part.close()
+
+
+def test_a_restore_reports_progress_per_record_read(tmp_path: Path) -> None:
+    # the worker's /healthz stays live through a long restore: one call per record
+    log = TruncLog()
+    d = Driver(tmp_path / "db", log, None)
+    for b in batches(records(60), 4):
+        d.batch(b)
+    d.close()
+    calls: list[int] = []
+    part = EnginePartition(GROUP, 0, tmp_path / "fresh", [UP], "changelog", None)
+    part.restore(log, lambda: calls.append(1))
+    assert len(calls) == log.high - log.low > 0
+    part.close()
