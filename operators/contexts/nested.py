@@ -70,7 +70,10 @@ class NestedManager(Manager):
         """Outer partitions the current event started."""
         self._inner_category = isinstance(spec.inner, CategorySpec)
         self._segmented = isinstance(spec.outer, KeyedSpec | HashSpec | CategorySpec)
-        self._outer_types = spec.outer.types()
+        self._outer_types = (frozenset(i.type_name for i in spec.outer.items)
+                             if isinstance(spec.outer, KeyedSpec) else spec.outer.types())
+        """Event types the segmented outer context assigns to partitions (a keyed
+        context's terminating types not listed in partition by reach every partition)."""
         self.seq: dict[Pid, int] = {}
         self.next_seq: int = state.get("next", 0)
         for k, v in state.items():

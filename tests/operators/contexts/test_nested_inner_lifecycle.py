@@ -70,3 +70,16 @@ def test_category_inner_does_not_see_the_event_that_starts_the_key() -> None:
     assert m.route("T", {"k": "a"}, 0) == []
     m.on_event("T", {"k": "a"}, 0)
     assert m.route("T", {"k": "a"}, 0) == [(0, 0)]
+
+
+def test_unlisted_terminating_type_of_a_keyed_outer_reaches_every_inner_context() -> None:
+    outer = KeyedSpec("K", KEYED.items,
+                      terminated=CondFilterSpec("E", lambda ev, c: ev[0]["x"] == 1))
+    inner = OverlappingSpec("I", CondFilterSpec("E", alias="e"), CondAfterSpec(60_000))
+    m = build(NestedSpec("N", outer, inner))
+    m.deploy(0)
+    assert m.on_event("T", {"k": "a"}, 0) == []
+    m.on_event("T", {"k": "b"}, 0)
+    assert m.on_event("E", {"x": 0}, 0) == [Change("start", (0, 0)), Change("start", (1, 0))]
+    assert m.on_event("E", {"x": 1}, 0) == [Change("end", (0, 0)), Change("end", (1, 0))]
+    assert m.live() == []
