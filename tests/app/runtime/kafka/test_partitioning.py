@@ -235,7 +235,7 @@ def _run_kafka(bootstrap: str, config: AppConfig, steps: list[Any], workers: int
         assert set().union(*owned) == {str(p) for p in range(k)}
         assert sum(1 for o in owned if o) == workers  # every process ran engine partitions
         out = {}
-        for s in ("win", "last", "pat"):
+        for s in [st.name for st in config.statements if st.name != "ctx"]:
             rows = _rows(kapp, s)
             # a key's rows come from the engine partition its records went to
             assert all(r.partition == zlib.crc32(r.context_partition.encode()) % k
@@ -255,7 +255,8 @@ def _run_embedded(config: AppConfig, steps: list[Any]) -> dict[str, dict[str, li
     engine = Engine()
     for s in config.statements:
         engine.deploy(catalog.plan(s.epl, s.name))
-    out: dict[str, dict[str, list]] = {"win": {}, "last": {}, "pat": {}}
+    out: dict[str, dict[str, list]] = {s.name: {} for s in config.statements
+                                       if s.name != "ctx"}
 
     def listen(stmt: str, new: list, old: list, pid: Any) -> None:
         key = key_text(engine.contexts["ByCust"].manager.key(pid))
@@ -293,6 +294,29 @@ def test_keyed_context_four_partitions_matches_embedded(kafka_bootstrap: str) ->
         for key, lane in by_key.items():
             assert [i for *_, i in lane] == [f"{stmt}/{key}/{n}"
                                              for n in range(1, len(lane) + 1)]
+
+
+def test_keyed_context_with_lifecycle_four_partitions_matches_embedded(
+        kafka_bootstrap: str) -> None:
+    """A keyed context whose key's partition ends on that key's Login and starts again on
+    its next event: per key on 4 partitions, the rows equal the embedded Engine's."""
+    steps = _steps(seed=7, epochs=4, per_epoch=12)
+    name = f"keyedlc-{uuid.uuid4().hex[:8]}"
+    config = AppConfig.from_dict({
+        "app": name, "schemas": {"Txn": TXN, "Login": LOGIN},
+        "topics": {"Txn": f"{name}.txn", "Login": f"{name}.login"},
+        "partitions": 6, "context_partitions": {"ByCust": 4},
+        "statements": [
+            {"name": "ctx", "epl": "create context ByCust partition by custId from Txn as t, "
+                                   "userId from Login terminated by Login"},
+            {"name": "ended", "epl": "context ByCust select context.key1 as k, "
+                                     "context.t.amount as first, count(*) as n, sum(amount) "
+                                     "as total from Txn output last when terminated"},
+            {"name": "each", "epl": "context ByCust select custId, count(*) as n from Txn"}]})
+    kafka = _run_kafka(kafka_bootstrap, config, steps, workers=1)
+    embedded = _run_embedded(config, steps)
+    assert embedded["ended"] and embedded["each"]
+    assert _plain(kafka) == _plain(embedded)
 
 
 def test_keyed_rows_independent_of_worker_count(kafka_bootstrap: str) -> None:
