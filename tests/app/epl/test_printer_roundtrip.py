@@ -65,6 +65,12 @@ FAST = settings(max_examples=150, deadline=None,
          "select * from MyEvent#time_batch(10 second, 'FORCE_UPDATE, START_EAGER')"),
         ("create context X context A partition by a from T, context B start @now",
          "create context X context A partition by a from T, context B start @now"),
+        ("create context K partition by a, b from T t, c and d from U initiated by U u "
+         "terminated by T(x = u.x)",
+         "create context K partition by a and b from T as t, c and d from U initiated by "
+         "U as u terminated by T(x = u.x)"),
+        ("create context O initiated by distinct(s0.x) S0 s0 terminated after 5 sec",
+         "create context O initiated by distinct (s0.x) S0 as s0 terminated by after 5 second"),
     ],
 )
 def test_printed_text(text: str, printed: str) -> None:
