@@ -137,3 +137,18 @@ def test_stream_restarts_from_its_checkpoint_without_repeats(
     assert cli.main(argv) == 0
     assert json.loads(capsys.readouterr().out)["input_rows"] == 0
     assert parquet_rows(spark, out) == EXPECTED_ALL
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["stream", "t", "--path", "p"], "the parquet sink needs --path and --checkpoint"),
+    (["stream", "--path", "p", "--checkpoint", "c"],
+     "stream needs statement files or topics, or --app (not both)"),
+    (["stream", "t", "--app", "a", "--sink", "console"],
+     "stream needs statement files or topics, or --app (not both)"),
+])
+def test_stream_arguments_are_checked_before_spark_starts(
+        argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(argv)
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"kepl spark: error: {message}"
