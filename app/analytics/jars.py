@@ -28,8 +28,10 @@ REPO_ENV = "KEPL_SPARK_MAVEN_REPO"
 GROUP = "org.apache.spark"
 _IVY_SETTINGS = """\
 <ivysettings>
-  <!-- Written by kepl (app/analytics/jars.py): one Maven repository, Ivy's cache. -->
+  <!-- Written by kepl (app/analytics/jars.py): one Maven repository, Ivy's cache
+       (locked per artifact: two kepl spark commands may resolve at once). -->
   <settings defaultResolver="kepl-maven"/>
+  <caches lockStrategy="artifact-lock"/>
   <resolvers>
     <ibiblio name="kepl-maven" m2compatible="true" root="{root}"/>
   </resolvers>
