@@ -152,3 +152,33 @@ def test_stream_arguments_are_checked_before_spark_starts(
         cli.main(argv)
     assert exit_.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == f"kepl spark: error: {message}"
+
+
+def test_security_settings_reach_the_kafka_source(tmp_path: Path) -> None:
+    """A statement file's kafka: section, under a --kafka-config file, as kafka.* options."""
+    from app.analytics.jobs import kafka_source_options
+    from app.runtime.kafka import client
+
+    statements = tmp_path / "app.yaml"
+    statements.write_text(yaml.safe_dump({
+        "app": "sec", "schemas": {"T": {"x": "long"}}, "topics": {"T": "sec.t"},
+        "kafka": {"security.protocol": "SASL_SSL", "sasl.mechanisms": "SCRAM-SHA-512",
+                  "sasl.username": "kepl", "sasl.password": "from-file-section"},
+        "statements": [{"name": "s", "epl": "select * from T"}],
+    }))
+    properties = tmp_path / "kafka.properties"
+    properties.write_text("sasl.password=from-properties\nssl.ca.location=/etc/ca.pem\n")
+    try:
+        assert cli.stream_topics([str(statements)], str(properties)) == ["kepl.sec.out.s"]
+        options = kafka_source_options("b:9093", ["kepl.sec.out.s"])
+    finally:
+        client.configure()
+    assert {k: v for k, v in options.items() if k.startswith("kafka.")} == {
+        "kafka.bootstrap.servers": "b:9093",
+        "kafka.isolation.level": "read_committed",
+        "kafka.security.protocol": "SASL_SSL",
+        "kafka.sasl.mechanism": "SCRAM-SHA-512",
+        "kafka.ssl.ca.location": "/etc/ca.pem",
+        "kafka.sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule "
+                                  'required username="kepl" password="from-properties";',
+    }
