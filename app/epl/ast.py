@@ -437,6 +437,15 @@ class PatternStream(Node):
 
 
 @dataclass(frozen=True, slots=True)
+class OuterJoin(Node):
+    """``[left|right|full outer|inner] join`` of the from clause: how the stream at the
+    same position of ``from_`` (after the first) joins, on the ``on`` condition."""
+
+    kind: str  # left | right | full | inner
+    on: Node
+
+
+@dataclass(frozen=True, slots=True)
 class Assignment(Node):
     """``target = expr`` in ``then set``, ``on ... set`` and update clauses."""
 
@@ -503,6 +512,9 @@ class SelectStatement(Node):
     order_by: tuple[OrderItem, ...] = ()
     limit: Limit | None = None
     into_table: str | None = None
+    joins: tuple[OuterJoin, ...] = ()
+    """``join ... on`` qualifiers: ``joins[i]`` joins ``from_[i + 1]``; empty for a
+    comma-separated from clause."""
     distinct: bool = False
 
 

@@ -69,7 +69,15 @@ def plan_join(planner: Planner, node: Any, name: str, epl: str) -> StatementPlan
         view = planner.view_chain(src.views, scope, src.retain) if src.views else None
         streams.append(JoinStream(src.type_name, sname, filt, view, bool(src.unidirectional),
                                   text_of(src.filter) if src.filter is not None else ""))
-    if sum(s.unidirectional for s in streams) > 1:
+    outer_kinds = [j.kind for j in node.joins if j.kind != "inner"]
+    if outer_kinds and len(streams) > 2:
+        raise NotSupported("outer joins of more than two streams")
+    if outer_kinds:
+        kind = outer_kinds[0]
+        streams[0] = dataclasses.replace(streams[0], outer=kind in ("left", "full"))
+        streams[1] = dataclasses.replace(streams[1], outer=kind in ("right", "full"))
+    if sum(s.unidirectional for s in streams) > 1 and outer_kinds != ["full"]:
+        # Esper: several unidirectional streams only with a full outer join
         raise verr("only one stream of a join can be unidirectional", node.from_[1])
     if node.context is not None:
         _check_context(planner, node.context, streams, node)
@@ -77,6 +85,13 @@ def plan_join(planner: Planner, node: Any, name: str, epl: str) -> StatementPlan
     names = frozenset(props)
     resolver = _Resolver(planner, props, types, variables)
     node = _qualified(node, resolver)
+    inner_on = [j.on for j in node.joins if j.kind == "inner"]
+    if inner_on and not [j for j in node.joins if j.kind != "inner"]:
+        # Esper reference 5.12: an inner join's on clause is part of the where clause
+        where = node.where
+        for on in inner_on:
+            where = on if where is None else ast.Binary("and", on, where, pos=on.pos)
+        node = dataclasses.replace(node, where=where, joins=())
     scope = Scope("tags", tags=names, variables=variables, tables=planner.tenv)
     agg_texts: dict[str, int] = {}
     rs = planner.result_set(node, scope, agg_texts=agg_texts)
@@ -88,7 +103,12 @@ def plan_join(planner: Planner, node: Any, name: str, epl: str) -> StatementPlan
         tables = (node.into_table,)
     where = compile_expr(node.where, scope) if node.where is not None else None
     output = planner.output(node.output, scope)
-    spec = _join_spec(streams, node.where, scope, planner)
+    if outer_kinds:
+        on = node.joins[0].on
+        _check_on(on, frozenset(props))
+        spec = dataclasses.replace(_join_spec(streams, on, scope, planner), nulls_match=True)
+    else:
+        spec = _join_spec(streams, node.where, scope, planner)
     select_kind = (node.stream_kind or "istream").lower()
     insert_into = None
     insert_stream = "istream"
@@ -230,7 +250,22 @@ def _qualified(node: Any, resolver: _Resolver) -> Any:
         where=_rewrite(node.where, resolver) if node.where is not None else None,
         group_by=_rewrite(tuple(node.group_by or ()), resolver),
         having=_rewrite(node.having, resolver) if node.having is not None else None,
-        order_by=_rewrite(tuple(node.order_by or ()), resolver))
+        order_by=_rewrite(tuple(node.order_by or ()), resolver),
+        joins=tuple(dataclasses.replace(j, on=_rewrite(j.on, resolver)) for j in node.joins))
+
+
+def _check_on(on: Any, names: frozenset[str]) -> None:
+    """Esper reference 5.12.3: the on clause of an outer join equates properties of the
+    two streams (``on a.k = b.k [and a.p = b.q ...]``)."""
+    for c in _conjuncts(on):
+        ok = (isinstance(c, ast.Binary) and c.op == "=" and isinstance(c.left, ast.Name)
+              and isinstance(c.right, ast.Name))
+        if ok:
+            left, right = _streams_of(c.left, names), _streams_of(c.right, names)
+            ok = len(left) == 1 and len(right) == 1 and left != right
+        if not ok:
+            raise NotSupported(f"an outer join's on clause other than properties of the "
+                               f"two streams compared with '=' ({text_of(c)})")
 
 
 # -- the join plan -------------------------------------------------------------

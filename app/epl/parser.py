@@ -218,6 +218,11 @@ _TERMINAL_WORDS = {
     "EVERY_DISTINCT": "'every-distinct'",
     "RETAIN_UNION": "'retain-union'",
     "RETAIN_INTERSECTION": "'retain-intersection'",
+    "JOIN_LEFT": "'left outer join'",
+    "JOIN_RIGHT": "'right outer join'",
+    "JOIN_FULL": "'full outer join'",
+    "JOIN_INNER": "'inner join'",
+    "JOIN": "'join'",
     "COMMA_CONTEXT": "', context'",
     "$END": "end of input",
 }
@@ -576,13 +581,15 @@ class _Builder(Transformer_NonRecursive):
         sel = _wrapped(items, "select")
         out = _first(items, A.OutputClause)
         limit = _first(items, A.Limit)
+        streams, joins = _wrapped(items, "from") or ((), ())
         return A.SelectStatement(
             insert_into=_first(items, A.InsertInto),
             into_table=_wrapped(items, "into_table"),
             stream_kind=sel["kind"],
             distinct=sel["distinct"],
             select_items=sel["items"],
-            from_=_wrapped(items, "from") or (),
+            from_=streams,
+            joins=joins,
             where=_wrapped(items, "where"),
             group_by=_wrapped(items, "group_by") or (),
             having=_wrapped(items, "having"),
@@ -648,8 +655,29 @@ class _Builder(Transformer_NonRecursive):
         return A.SelectItem(items[0], alias, pos=pos)
 
     def r_from_clause(self, c: list[Any], pos: A.Pos) -> _Wrapped:
-        """Streams of the from clause."""
-        return _Wrapped("from", tuple(_present(c)))
+        """Streams of the from clause; with ``join ... on`` the qualifiers as well."""
+        items = _present(c)
+        joins = tuple(i for i in items if isinstance(i, tuple))
+        if not joins:
+            return _Wrapped("from", (tuple(items), ()))
+        return _Wrapped("from", ((items[0], *(s for s, _ in joins)),
+                                 tuple(j for _, j in joins)))
+
+    def r_outer_join(self, c: list[Any], pos: A.Pos) -> tuple[Any, A.OuterJoin]:
+        """[kind] join stream on expr: (stream, qualifier)."""
+        return c[1], A.OuterJoin(c[0], c[2], pos=pos)
+
+    def r_join_left(self, c: list[Any], pos: A.Pos) -> str:
+        return "left"
+
+    def r_join_right(self, c: list[Any], pos: A.Pos) -> str:
+        return "right"
+
+    def r_join_full(self, c: list[Any], pos: A.Pos) -> str:
+        return "full"
+
+    def r_join_inner(self, c: list[Any], pos: A.Pos) -> str:
+        return "inner"
 
     def r_stream_alias(self, c: list[Any], pos: A.Pos) -> _Alias:
         """[as] alias."""

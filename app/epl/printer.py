@@ -550,7 +550,7 @@ class _Printer:
         if node.distinct:
             sel += " distinct"
         out.append(f"{sel} {self.join(node.select_items)}")
-        out.append(f"from {self.join(node.from_)}")
+        out.append(f"from {self.from_clause(node.from_, node.joins)}")
         out.extend(self.query_tail(node.where, node.group_by, node.having))
         if node.output is not None:
             out.append(self.p_OutputClause(node.output))
@@ -559,6 +559,16 @@ class _Printer:
         if node.limit is not None:
             out.append(self.p_Limit(node.limit))
         return " ".join(p for p in out if p)
+
+    def from_clause(self, streams: tuple[A.Node, ...], joins: tuple[A.OuterJoin, ...]) -> str:
+        """Streams, comma-separated or joined with ``[kind] join ... on ...``."""
+        if not joins:
+            return self.join(streams)
+        out = self.node(streams[0])
+        for s, j in zip(streams[1:], joins):
+            kind = "inner" if j.kind == "inner" else f"{j.kind} outer"
+            out += f" {kind} join {self.node(s)} on {self.expr(j.on)}"
+        return out
 
     def query_tail(self, where: A.Node | None, group_by: tuple[A.Node, ...],
                    having: A.Node | None) -> list[str]:

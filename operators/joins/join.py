@@ -8,8 +8,11 @@ Esper's join composition, per dispatch (Esper reference "Joining Event Streams";
 2. the indexes take the window changes (leaving rows out, then entering rows in);
 3. each insert-stream event joins the other streams' windows as they now are (insert
    rows).
-A ``unidirectional`` stream alone triggers the join: the other streams' windows only
-change and their rows are never output, neither inserted nor removed.  When more than
+An event of an outer stream (left, right or full outer join) that joins nothing gives
+one row with the other streams null, on the insert or the remove stream alike; a row
+with nulls is not taken back when a match arrives later (Esper reference 5.12.3, as
+Esper runs it).  A ``unidirectional`` stream alone triggers the join: the other streams'
+windows only change and their rows are never output, neither inserted nor removed.  When more than
 one stream changes in one dispatch (a self-join, windows expiring at the same time) a
 combination found from two sides is output once, as Esper's result sets are sets.
 """
@@ -42,7 +45,7 @@ class Join:
         self.by_type: dict[str, list[int]] = {}
         for i, s in enumerate(streams):
             self.by_type.setdefault(s.type_name, []).append(i)
-        self.hashes = [HashIndex(d.key_fn(ctx)) for d in spec.indexes]
+        self.hashes = [HashIndex(d.key_fn(ctx, spec.nulls_match)) for d in spec.indexes]
         scanned = {st.stream for path in spec.paths for st in path if st.index is None}
         self.scans = {j: ScanIndex() for j in sorted(scanned)}
         self.maint: list[list[HashIndex | ScanIndex]] = [[] for _ in streams]
@@ -72,7 +75,8 @@ class Join:
             if st.index is None:
                 out.append((name, None, None))
             else:
-                out.append((name, self.hashes[st.index].get, key_reader(st.lookup, self.ctx)))
+                out.append((name, self.hashes[st.index].get,
+                            key_reader(st.lookup, self.ctx, self.spec.nulls_match)))
         return out
 
     def _in_order(self, i: int) -> bool:
@@ -83,6 +87,7 @@ class Join:
     def lookup(self, i: int, event: Row) -> Rows:
         """The join rows of one event of stream ``i`` with the other streams as they are."""
         rows: Rows = [{self.names[i]: event}]
+        outer = self.spec.streams[i].outer
         for step, (name, get, key) in zip(self.spec.paths[i], self.paths[i]):
             out: Rows = []
             if get is None:
@@ -101,6 +106,8 @@ class Join:
                         out.append(nr)
             rows = out
             if not rows:
+                if outer:
+                    return [{n: (event if n == self.names[i] else None) for n in self.names}]
                 return rows
         if not self.ordered[i]:
             names = self.names
@@ -198,6 +205,15 @@ class Join:
         out: Rows = []
         for ev in view.contents():
             out.extend(self.lookup(0, ev))
+        for j, s in enumerate(self.spec.streams[1:], 1):
+            other = self.views[j]
+            if s.outer and other is not None:
+                # the rows of an outer stream joining nothing
+                for ev in other.contents():
+                    rows = self.lookup(j, ev)
+                    if len(rows) == 1 and all(v is None for n, v in rows[0].items()
+                                              if n != s.name):
+                        out.extend(rows)
         return out
 
     def windows(self) -> list[View]:

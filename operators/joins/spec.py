@@ -32,6 +32,9 @@ class JoinStream:
     view: ViewSpec | None = None
     unidirectional: bool = False
     filter_text: str = field(default="", compare=False)
+    outer: bool = False
+    """An event of this stream that joins nothing still gives a row, the other streams
+    null (the outer side of a left, right or full outer join)."""
 
     def describe(self) -> str:
         text = self.type_name + (f"({self.filter_text})" if self.filter is not None else "")
@@ -39,7 +42,8 @@ class JoinStream:
             text += f" {self.view.describe()}"
         if self.unidirectional:
             text += " unidirectional"
-        return f"{text} as {self.name}"
+        text += f" as {self.name}"
+        return text + " (outer: kept without a match)" if self.outer else text
 
 
 @dataclass(frozen=True)
@@ -51,8 +55,8 @@ class IndexDef:
     key: tuple[Expr, ...]
     text: tuple[str, ...] = field(default=(), compare=False)
 
-    def key_fn(self, ctx: PartitionCtx) -> Callable[[Row], Any]:
-        return key_reader(self.key, ctx)
+    def key_fn(self, ctx: PartitionCtx, nulls_match: bool = False) -> Callable[[Row], Any]:
+        return key_reader(self.key, ctx, nulls_match)
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,10 @@ class JoinSpec:
     streams: tuple[JoinStream, ...]
     indexes: tuple[IndexDef, ...]
     paths: tuple[tuple[Step, ...], ...]
+    nulls_match: bool = False
+    """Null keys meet in the indexes: an outer join's on clause, whose equalities Esper
+    looks up in its index without evaluating them (a null key finds the rows whose key
+    is null); a where clause's equalities are evaluated, and null equals nothing."""
 
     def types(self) -> frozenset[str]:
         return frozenset(s.type_name for s in self.streams)
@@ -112,13 +120,21 @@ class JoinSpec:
         return out
 
 
-def key_reader(exprs: tuple[Expr, ...], ctx: PartitionCtx) -> Callable[[Row], Any]:
-    """A function giving the hashable key of a row (None when a part is null)."""
+NULL_KEY = ("\x00null",)
+"""The key value null takes where nulls match each other (outer-join on clauses)."""
+
+
+def key_reader(exprs: tuple[Expr, ...], ctx: PartitionCtx,
+               nulls_match: bool = False) -> Callable[[Row], Any]:
+    """A function giving the hashable key of a row: None when a part is null (it
+    matches nothing), or with ``nulls_match`` a key under which nulls meet."""
+    null = NULL_KEY if nulls_match else None
     if len(exprs) == 1:
         e = exprs[0]
 
         def one(row: Row) -> Any:
-            return hashable(e(row, ctx))
+            v = e(row, ctx)
+            return null if v is None else hashable(v)
         return one
 
     def many(row: Row) -> Any:
@@ -126,7 +142,10 @@ def key_reader(exprs: tuple[Expr, ...], ctx: PartitionCtx) -> Callable[[Row], An
         for e in exprs:
             v = e(row, ctx)
             if v is None:
-                return None
-            parts.append(hashable(v))
+                if null is None:
+                    return None
+                parts.append(null)
+            else:
+                parts.append(hashable(v))
         return tuple(parts)
     return many

@@ -119,3 +119,53 @@ def test_keyed_context_partitions_the_join() -> None:
                  ("B", {"k": "x", "w": 10})]:
         eng.send(t, e)
     assert out == [(0, [{"v": 1, "w": 10}])]
+
+
+def test_outer_join_syntax_parses_and_prints_back() -> None:
+    from app.epl.parser import parse_statement
+    from app.epl.printer import to_epl
+
+    for text in ("select * from A#keepall as a left outer join B#keepall as b on a.k = b.k",
+                 "select * from A#keepall as a right outer join B#keepall as b on a.k = b.k "
+                 "where a.v > 1",
+                 "select * from A#keepall as a full outer join B#keepall as b on a.k = b.k "
+                 "and a.v = b.w",
+                 "select * from A#keepall as a inner join B#keepall as b on a.k = b.k"):
+        node = parse_statement(text)
+        assert to_epl(node) == text
+        assert parse_statement(to_epl(node)) == node
+        assert len(node.from_) == 2 and len(node.joins) == 1
+    assert parse_statement("select * from A as a join B as b on a.k = b.k").joins[0].kind == \
+        "inner"
+
+
+def test_outer_join_plans_its_on_clause_as_index() -> None:
+    lines = explain("select * from A#length(2) as a left outer join B#keepall as b "
+                    "on a.k = b.k where a.v > b.w")
+    assert lines[1:4] == [
+        "  -> join A length(2) as a (outer: kept without a match), B keepall() as b",
+        "  ->   event of a: lookup b by hash index on (b.k = a.k)",
+        "  ->   event of b: lookup a by hash index on (a.k = b.k)"]
+
+
+def test_outer_join_rows_with_nulls() -> None:
+    out = run("select a.v as v, b.w as w from A#length(2) as a full outer join "
+              "B#keepall as b on a.k = b.k",
+              [("A", {"k": "x", "v": 1}), ("B", {"k": "y", "w": 20}),
+               ("B", {"k": "x", "w": 10})])
+    assert out == [([{"v": 1, "w": None}], []), ([{"v": None, "w": 20}], []),
+                   ([{"v": 1, "w": 10}], [])]
+
+
+def test_outer_join_limits() -> None:
+    with pytest.raises(NotSupported, match="more than two streams"):
+        catalog().plan("select * from A#keepall as a left outer join B#keepall as b on "
+                       "a.k = b.k left outer join C#keepall as c on c.k = a.k", "s")
+    with pytest.raises(NotSupported, match="on clause"):
+        catalog().plan("select * from A#keepall as a left outer join B#keepall as b on "
+                       "a.v > b.w", "s")
+
+
+def test_inner_join_on_is_part_of_the_where_clause() -> None:
+    lines = explain("select * from A#keepall as a inner join B#keepall as b on a.k = b.k")
+    assert "  ->   event of a: lookup b by hash index on (b.k = a.k)" in lines
