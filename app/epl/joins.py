@@ -142,6 +142,9 @@ def _check_context(planner: Planner, context: str, streams: list[JoinStream],
     listed = inner.types()
     missing = sorted({s.type_name for s in streams} - set(listed))
     if missing:
+        # Esper delivers the events of an unlisted type to every partition of the
+        # context; kepl routes each event by its own key (one partition, in Kafka mode
+        # one engine partition), so it joins only types the context partitions
         raise NotSupported(f"a join in keyed or hash context '{context}' over "
                            f"{', '.join(missing)}, which the context does not partition "
                            "(list every joined type in the context declaration)")

@@ -1,8 +1,9 @@
 """Conformance scenarios in Kafka mode: a representative share on the real broker.
 
-Every window kind, every public context case, the output forms and an insert-into
-chain of three statements; the same files pass embedded (tests/app/conformance).  The whole
-public suite runs with ``kepl scenario run --kafka ../shared/conformance/cases``.
+Every window kind, every public context case, the output forms, an insert-into chain
+of three statements and joins (inner, outer, in a keyed context); the same files pass
+embedded (tests/app/conformance).  The whole public suite runs with
+``kepl scenario run --kafka ../shared/conformance/cases``.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ CASES = [
     OWN / "table_access_keyed_filter.yaml",
     OWN / "window_linest_regression.yaml",
     OWN / "window_correl_correlation.yaml",
+    OWN / "join_inner_windows.yaml",
+    OWN / "join_outer.yaml",
+    OWN / "join_keyed_context.yaml",
 ]
 
 
