@@ -249,6 +249,11 @@ class Pipeline:
     def on_rows(self, new: Rows, old: Rows, now_ms: int) -> Emit:
         """Insert and remove stream of a named window this statement selects from."""
         self.ctx.now_ms = now_ms
+        if self.join is not None:
+            new, old = self.join.on_window_rows(new, old)
+            if not new and not old:
+                return [], []
+            return self._finish(new, old, now_ms)
         f = self.filter
         if f is not None:
             ctx = self.ctx
@@ -289,6 +294,9 @@ class Pipeline:
         """Start from a named window's current rows without posting anything (002: a new
         consumer 'determines the count and sum by iterating')."""
         self.ctx.now_ms = now_ms
+        if self.join is not None:
+            self.join.prime(rows)  # the join's index is rebuilt with every pipeline
+            return
         if self.state.get("primed"):
             return  # a rebuilt pipeline: its restored state already counts those rows
         self.state.put("primed", True)

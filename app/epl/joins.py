@@ -36,11 +36,17 @@ def plan_join(planner: Planner, node: Any, name: str, epl: str) -> StatementPlan
     streams: list[JoinStream] = []
     props: dict[str, dict[str, str]] = {}
     types: dict[str, str] = {}
+    window: str | None = None
     for src in node.from_:
         if type(src).__name__ != "FilterStream":
             raise NotSupported("joins with a pattern stream")
-        if src.type_name in cat.named_windows:
-            raise NotSupported("joins with a named window")
+        named = src.type_name in cat.named_windows
+        if named:
+            if window is not None:
+                raise NotSupported("joins of two named windows")
+            if src.views:
+                raise NotSupported("data windows on a named window in a join")
+            window = src.type_name
         if src.type_name in cat.tables:
             raise NotSupported("joins with a table")
         p = cat.type_props(src.type_name)
@@ -55,7 +61,7 @@ def plan_join(planner: Planner, node: Any, name: str, epl: str) -> StatementPlan
             # Esper: "The unidirectional keyword requires that no views are declared"
             raise verr("a unidirectional stream takes no data window", src,
                        hint="the other streams' windows hold the rows it joins")
-        if not src.unidirectional and not src.views:
+        if not src.unidirectional and not src.views and not named:
             # Esper: "Joins require that at least one view is specified for each stream"
             raise verr(f"stream '{sname}' of the join needs a data window", src,
                        hint=f"for example {src.type_name}#keepall, or mark the stream "
@@ -68,7 +74,8 @@ def plan_join(planner: Planner, node: Any, name: str, epl: str) -> StatementPlan
         filt = compile_expr(src.filter, scope) if src.filter is not None else None
         view = planner.view_chain(src.views, scope, src.retain) if src.views else None
         streams.append(JoinStream(src.type_name, sname, filt, view, bool(src.unidirectional),
-                                  text_of(src.filter) if src.filter is not None else ""))
+                                  text_of(src.filter) if src.filter is not None else "",
+                                  named_window=named))
     outer_kinds = [j.kind for j in node.joins if j.kind != "inner"]
     if outer_kinds and len(streams) > 2:
         raise NotSupported("outer joins of more than two streams")
@@ -127,6 +134,7 @@ def plan_join(planner: Planner, node: Any, name: str, epl: str) -> StatementPlan
                          insert_into=insert_into, insert_stream=insert_stream,
                          select_stream=select_stream,
                          columns=tuple(c.name for c in rs.columns), tables=tables,
+                         window=window,
                          table=cat.tables[tables[0]] if tables else None)
 
 

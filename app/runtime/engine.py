@@ -129,6 +129,10 @@ class Engine:
             self.windows[plan.window] = st
         if plan.kind == "query" and plan.window is not None:
             self.consumers.setdefault(plan.window, []).append(st)
+            if plan.pipeline.join is not None:
+                # a join with a named window reads the events of its other streams too
+                for t in plan.pipeline.types():
+                    self.by_type.setdefault(t, []).append(st)
         else:
             for t in plan.pipeline.types():
                 self.by_type.setdefault(t, []).append(st)

@@ -31,7 +31,7 @@ class Join:
     """Windows and indexes of a join's streams in one context partition."""
 
     __slots__ = ("spec", "ctx", "names", "views", "by_type", "hashes", "scans", "maint",
-                 "paths", "uni", "ordered")
+                 "paths", "uni", "ordered", "nw")
 
     def __init__(self, spec: JoinSpec, state: StateNamespace, ctx: PartitionCtx,
                  build_view: ViewBuilder) -> None:
@@ -44,9 +44,15 @@ class Join:
             for i, s in enumerate(streams)]
         self.by_type: dict[str, list[int]] = {}
         for i, s in enumerate(streams):
-            self.by_type.setdefault(s.type_name, []).append(i)
+            if not s.named_window:
+                self.by_type.setdefault(s.type_name, []).append(i)
+        self.nw = spec.window_stream()
+        """The named-window stream: its rows live in its scan index (primed by the
+        runtime from the window's rows when the partition is built)."""
         self.hashes = [HashIndex(d.key_fn(ctx, spec.nulls_match)) for d in spec.indexes]
         scanned = {st.stream for path in spec.paths for st in path if st.index is None}
+        if self.nw is not None:
+            scanned.add(self.nw)
         self.scans = {j: ScanIndex() for j in sorted(scanned)}
         self.maint: list[list[HashIndex | ScanIndex]] = [[] for _ in streams]
         for d, ix in zip(spec.indexes, self.hashes):
@@ -136,6 +142,31 @@ class Join:
                 changed.append((i, list(new), list(old)))
         return self.compose(changed) if changed else ([], [])
 
+    def on_window_rows(self, new: Rows, old: Rows) -> Emit:
+        """Insert and remove stream of the named window the join reads."""
+        i = self.nw
+        if i is None:
+            return [], []
+        f = self.spec.streams[i].filter
+        if f is not None:
+            ctx = self.ctx
+            new = [r for r in new if f(r, ctx)]
+            old = [r for r in old if f(r, ctx)]
+        if not new and not old:
+            return [], []
+        return self.compose([(i, list(new), list(old))])
+
+    def prime(self, rows: Rows) -> None:
+        """Start from the named window's current rows, posting nothing (002)."""
+        i = self.nw
+        if i is None:
+            return
+        f = self.spec.streams[i].filter
+        for r in rows:
+            if f is None or f(r, self.ctx):
+                for ix in self.maint[i]:
+                    ix.add(r)
+
     def on_time(self, now_ms: int) -> Emit:
         """Windows due at ``now_ms`` expire or flush, all in one composition."""
         changed: list[tuple[int, Rows, Rows]] = []
@@ -199,22 +230,25 @@ class Join:
     def contents(self) -> Iterable[Row]:
         """Every join row of the windows' current contents (output snapshot,
         iteration): each row of the first stream looked up against the others."""
-        view = self.views[0]
-        if view is None:
-            return []
         out: Rows = []
-        for ev in view.contents():
+        for ev in self._rows(0):
             out.extend(self.lookup(0, ev))
         for j, s in enumerate(self.spec.streams[1:], 1):
-            other = self.views[j]
-            if s.outer and other is not None:
+            if s.outer:
                 # the rows of an outer stream joining nothing
-                for ev in other.contents():
+                for ev in self._rows(j):
                     rows = self.lookup(j, ev)
                     if len(rows) == 1 and all(v is None for n, v in rows[0].items()
                                               if n != s.name):
                         out.extend(rows)
         return out
+
+    def _rows(self, i: int) -> Iterable[Row]:
+        """The current rows of stream ``i`` (none for a unidirectional stream)."""
+        view = self.views[i]
+        if view is not None:
+            return view.contents()
+        return list(self.scans[i].rows) if i == self.nw else []
 
     def windows(self) -> list[View]:
         return [v for v in self.views if v is not None]

@@ -35,11 +35,16 @@ class JoinStream:
     outer: bool = False
     """An event of this stream that joins nothing still gives a row, the other streams
     null (the outer side of a left, right or full outer join)."""
+    named_window: bool = False
+    """The stream is a named window (``type_name``): its rows enter and leave with the
+    window's insert and remove stream, and it starts from the window's rows."""
 
     def describe(self) -> str:
         text = self.type_name + (f"({self.filter_text})" if self.filter is not None else "")
         if self.view is not None:
             text += f" {self.view.describe()}"
+        if self.named_window:
+            text += " (named window)"
         if self.unidirectional:
             text += " unidirectional"
         text += f" as {self.name}"
@@ -85,7 +90,12 @@ class JoinSpec:
     is null); a where clause's equalities are evaluated, and null equals nothing."""
 
     def types(self) -> frozenset[str]:
-        return frozenset(s.type_name for s in self.streams)
+        """Event types whose events the join reads (a named window's rows come apart)."""
+        return frozenset(s.type_name for s in self.streams if not s.named_window)
+
+    def window_stream(self) -> int | None:
+        """The position of the named-window stream, if any."""
+        return next((i for i, s in enumerate(self.streams) if s.named_window), None)
 
     @property
     def unidirectional(self) -> bool:

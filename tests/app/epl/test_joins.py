@@ -169,3 +169,33 @@ def test_outer_join_limits() -> None:
 def test_inner_join_on_is_part_of_the_where_clause() -> None:
     lines = explain("select * from A#keepall as a inner join B#keepall as b on a.k = b.k")
     assert "  ->   event of a: lookup b by hash index on (b.k = a.k)" in lines
+
+
+def test_join_with_a_named_window_starts_from_its_rows() -> None:
+    eng = Engine()
+    out: list[tuple[str, list, list]] = []
+    eng.listeners.append(lambda s, n, o, p: out.append((s, n, o)))
+    c = catalog()
+    eng.deploy(c.plan("create window W#length(2) as B", "win"))
+    eng.deploy(c.plan("insert into W select * from B", "fill"))
+    eng.send("B", {"k": "x", "w": 10})
+    eng.deploy(c.plan("select irstream a.v as v, w.w as w from A#keepall as a, W as w "
+                      "where a.k = w.k", "j"))
+    assert c.plan("select * from A#keepall as a, W as w", "e").explain()[1] == \
+        "  named window: W"
+    out.clear()
+    eng.send("A", {"k": "x", "v": 1})
+    assert out == [("j", [{"v": 1, "w": 10}], [])]
+    out.clear()
+    eng.send("B", {"k": "x", "w": 20})
+    eng.send("B", {"k": "y", "w": 30})  # w=10 leaves W: its join row is removed
+    assert [(n, o) for s, n, o in out if s == "j"] == [
+        ([{"v": 1, "w": 20}], []), ([], [{"v": 1, "w": 10}])]
+
+
+def test_named_window_join_limits() -> None:
+    c = catalog("create window W#keepall as B", "create window V#keepall as C")
+    with pytest.raises(NotSupported, match="two named windows"):
+        c.plan("select * from W as w, V as v", "s")
+    with pytest.raises(NotSupported, match="data windows on a named window"):
+        c.plan("select * from A#keepall as a, W#length(1) as w", "s")
