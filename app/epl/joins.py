@@ -310,6 +310,41 @@ def _equalities(where: Any, names: frozenset[str]) -> list[tuple[str, Any, froze
         for a, sa, b, sb in ((c.left, left, c.right, right), (c.right, right, c.left, left)):
             if len(sa) == 1 and sb and not (sa & sb):
                 out.append((next(iter(sa)), a, sb, b))
+    return out + _transitive(where, names)
+
+
+def _transitive(where: Any, names: frozenset[str]) -> list[tuple[str, Any, frozenset[str], Any]]:
+    """Equalities implied by others between properties (``a.k = b.k and b.k = c.k`` gives
+    ``a.k = c.k``), as Esper's query graph derives them: an event of ``c`` can then look
+    ``a`` up first."""
+    parent: dict[str, str] = {}
+    node_of: dict[str, Any] = {}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    direct: set[frozenset[str]] = set()
+    for c in _conjuncts(where):
+        if not (isinstance(c, ast.Binary) and c.op == "=" and isinstance(c.left, ast.Name)
+                and isinstance(c.right, ast.Name)):
+            continue
+        if c.left.parts[0] not in names or c.right.parts[0] not in names:
+            continue
+        texts = [text_of(c.left), text_of(c.right)]
+        for t, n in zip(texts, (c.left, c.right)):
+            parent.setdefault(t, t)
+            node_of.setdefault(t, n)
+        parent[find(texts[0])] = find(texts[1])
+        direct.add(frozenset(texts))
+    out = []
+    for x in node_of:
+        for y in node_of:
+            sx, sy = node_of[x].parts[0], node_of[y].parts[0]
+            if sx != sy and find(x) == find(y) and frozenset((x, y)) not in direct:
+                out.append((sx, node_of[x], frozenset({sy}), node_of[y]))
     return out
 
 

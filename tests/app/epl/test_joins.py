@@ -199,3 +199,12 @@ def test_named_window_join_limits() -> None:
         c.plan("select * from W as w, V as v", "s")
     with pytest.raises(NotSupported, match="data windows on a named window"):
         c.plan("select * from A#keepall as a, W#length(1) as w", "s")
+
+
+def test_implied_equalities_order_the_lookups() -> None:
+    """a.k = b.k and b.k = c.k imply a.k = c.k: an event of c looks a up first (as Esper's
+    query graph does; the rows then come a by a)."""
+    lines = explain("select * from A#keepall as a, B#keepall as b, C#keepall as c "
+                    "where a.k = b.k and b.k = c.k")
+    assert lines[4] == ("  ->   event of c: lookup a by hash index on (a.k = c.k), then b by "
+                        "hash index on (b.k = a.k)")
