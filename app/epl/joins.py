@@ -47,9 +47,19 @@ def plan_join(planner: Planner, node: Any, name: str, epl: str) -> StatementPlan
             if src.views:
                 raise NotSupported("data windows on a named window in a join")
             window = src.type_name
-        if src.type_name in cat.tables:
-            raise NotSupported("joins with a table")
-        p = cat.type_props(src.type_name)
+        table = cat.tables.get(src.type_name)
+        if table is not None:
+            if src.views or src.unidirectional:
+                raise NotSupported("a table in a join with a data window or unidirectional")
+            if table.context != node.context:
+                raise verr(f"table '{table.name}' is declared with context '{table.context}'"
+                           "; a statement reading it must declare the same context"
+                           if table.context else f"table '{table.name}' has no context; a "
+                           "statement joining it must not declare one", src,
+                           hint="000 §4.7")
+            planner.tenv.used.add(table.name)
+        p = ({c.name: c.type_name or "any" for c in table.columns} if table is not None
+             else cat.type_props(src.type_name))
         if p is None:
             raise verr(f"unknown event type '{src.type_name}'", src,
                        hint=_did_you_mean(src.type_name, planner._type_names()))
@@ -61,7 +71,7 @@ def plan_join(planner: Planner, node: Any, name: str, epl: str) -> StatementPlan
             # Esper: "The unidirectional keyword requires that no views are declared"
             raise verr("a unidirectional stream takes no data window", src,
                        hint="the other streams' windows hold the rows it joins")
-        if not src.unidirectional and not src.views and not named:
+        if not src.unidirectional and not src.views and not named and table is None:
             # Esper: "Joins require that at least one view is specified for each stream"
             raise verr(f"stream '{sname}' of the join needs a data window", src,
                        hint=f"for example {src.type_name}#keepall, or mark the stream "
@@ -75,7 +85,7 @@ def plan_join(planner: Planner, node: Any, name: str, epl: str) -> StatementPlan
         view = planner.view_chain(src.views, scope, src.retain) if src.views else None
         streams.append(JoinStream(src.type_name, sname, filt, view, bool(src.unidirectional),
                                   text_of(src.filter) if src.filter is not None else "",
-                                  named_window=named))
+                                  named_window=named, table=table is not None))
     outer_kinds = [j.kind for j in node.joins if j.kind != "inner"]
     if outer_kinds and len(streams) > 2:
         raise NotSupported("outer joins of more than two streams")
@@ -355,6 +365,22 @@ def _calls(node: Any) -> list[Any]:
     return [node] if has_aggregate(node) else []
 
 
+def _table_step(pick: int, pairs: list[tuple[Any, Any]], stream: JoinStream, scope: Scope,
+                planner: Planner) -> Step:
+    """A lookup into a table: by primary key when the equalities give every key column,
+    else every row (000 §4.7: a table row is found by its primary key)."""
+    spec = planner.catalog.tables[stream.type_name]
+    name = stream.name
+    by_col = {k.parts[1]: v for k, v in pairs
+              if isinstance(k, ast.Name) and len(k.parts) == 2}
+    if spec.keys and all(k in by_col for k in spec.keys):
+        vals = [by_col[k] for k in spec.keys]
+        return Step(pick, None, tuple(compile_expr(v, scope) for v in vals),
+                    tuple(f"{name}.{k} = {text_of(v)}" for k, v in zip(spec.keys, vals)),
+                    primary_key=True)
+    return Step(pick)
+
+
 def _join_spec(streams: list[JoinStream], where: Any, scope: Scope,
                planner: Planner) -> JoinSpec:
     """Indexes and lookup paths.  An event of stream i joins the other streams in
@@ -368,8 +394,8 @@ def _join_spec(streams: list[JoinStream], where: Any, scope: Scope,
     paths: list[tuple[Step, ...]] = []
     uni = [i for i, s in enumerate(streams) if s.unidirectional]
     for i in range(len(streams)):
-        if uni and i != uni[0]:
-            paths.append(())
+        if (uni and i != uni[0]) or streams[i].table:
+            paths.append(())  # only the unidirectional stream triggers; a table never
             continue
         bound = {names[i]}
         todo = [j for j in range(len(streams)) if j != i]
@@ -382,7 +408,9 @@ def _join_spec(streams: list[JoinStream], where: Any, scope: Scope,
                     pick = j
                     break
             todo.remove(pick)
-            if pairs:
+            if streams[pick].table:
+                steps.append(_table_step(pick, pairs, streams[pick], scope, planner))
+            elif pairs:
                 seen: dict[str, Any] = {}
                 for k, v in pairs:
                     seen.setdefault(text_of(k), (k, v))

@@ -31,7 +31,7 @@ class Join:
     """Windows and indexes of a join's streams in one context partition."""
 
     __slots__ = ("spec", "ctx", "names", "views", "by_type", "hashes", "scans", "maint",
-                 "paths", "uni", "ordered", "nw")
+                 "paths", "uni", "ordered", "nw", "tabs")
 
     def __init__(self, spec: JoinSpec, state: StateNamespace, ctx: PartitionCtx,
                  build_view: ViewBuilder) -> None:
@@ -42,15 +42,18 @@ class Join:
         self.views: list[View | None] = [
             build_view(s.view, state.child(i), ctx) if s.view is not None else None
             for i, s in enumerate(streams)]
+        self.tabs = {i: ctx.tables[s.type_name] for i, s in enumerate(streams) if s.table}
+        """Table streams: read through the partition's table instance (000 §4.7)."""
         self.by_type: dict[str, list[int]] = {}
         for i, s in enumerate(streams):
-            if not s.named_window:
+            if not (s.named_window or s.table):
                 self.by_type.setdefault(s.type_name, []).append(i)
         self.nw = spec.window_stream()
         """The named-window stream: its rows live in its scan index (primed by the
         runtime from the window's rows when the partition is built)."""
         self.hashes = [HashIndex(d.key_fn(ctx, spec.nulls_match)) for d in spec.indexes]
-        scanned = {st.stream for path in spec.paths for st in path if st.index is None}
+        scanned = {st.stream for path in spec.paths for st in path
+                   if st.index is None and not streams[st.stream].table}
         if self.nw is not None:
             scanned.add(self.nw)
         self.scans = {j: ScanIndex() for j in sorted(scanned)}
@@ -85,6 +88,18 @@ class Join:
                             key_reader(st.lookup, self.ctx, self.spec.nulls_match)))
         return out
 
+    def _table_rows(self, tab: Any, step: Any, row: Row) -> Rows:
+        """A table's rows for a partial row: the one with the looked-up primary key, or
+        every row (the where clause then decides)."""
+        if not step.primary_key:
+            return tab.rows()
+        ctx = self.ctx
+        vals = [e(row, ctx) for e in step.lookup]
+        if any(v is None for v in vals):
+            return []
+        rec = tab.lookup(vals)
+        return [tab.row(rec)] if rec is not None else []
+
     def _in_order(self, i: int) -> bool:
         """Whether rows built from stream ``i`` have their streams in from-clause order."""
         seq = [i, *(st.stream for st in self.spec.paths[i])]
@@ -96,7 +111,14 @@ class Join:
         outer = self.spec.streams[i].outer
         for step, (name, get, key) in zip(self.spec.paths[i], self.paths[i]):
             out: Rows = []
-            if get is None:
+            tab = self.tabs.get(step.stream) if self.tabs else None
+            if tab is not None:
+                for r in rows:
+                    for c in self._table_rows(tab, step, r):
+                        nr = r.copy()
+                        nr[name] = c
+                        out.append(nr)
+            elif get is None:
                 cands = self.scans[step.stream].rows
                 for r in rows:
                     for c in cands:
@@ -248,6 +270,8 @@ class Join:
         view = self.views[i]
         if view is not None:
             return view.contents()
+        if i in self.tabs:
+            return self.tabs[i].rows()
         return list(self.scans[i].rows) if i == self.nw else []
 
     def windows(self) -> list[View]:

@@ -35,6 +35,9 @@ class JoinStream:
     outer: bool = False
     """An event of this stream that joins nothing still gives a row, the other streams
     null (the outer side of a left, right or full outer join)."""
+    table: bool = False
+    """The stream is a table (``type_name``): passive, its rows are read as they are at
+    each lookup (by primary key where the where clause gives it) and never trigger."""
     named_window: bool = False
     """The stream is a named window (``type_name``): its rows enter and leave with the
     window's insert and remove stream, and it starts from the window's rows."""
@@ -45,6 +48,8 @@ class JoinStream:
             text += f" {self.view.describe()}"
         if self.named_window:
             text += " (named window)"
+        if self.table:
+            text += " (table)"
         if self.unidirectional:
             text += " unidirectional"
         text += f" as {self.name}"
@@ -74,6 +79,8 @@ class Step:
     index: int | None = None
     lookup: tuple[Expr, ...] = ()
     text: tuple[str, ...] = field(default=(), compare=False)
+    primary_key: bool = False
+    """A table stream's row found by its primary key (``lookup`` in key order)."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +98,8 @@ class JoinSpec:
 
     def types(self) -> frozenset[str]:
         """Event types whose events the join reads (a named window's rows come apart)."""
-        return frozenset(s.type_name for s in self.streams if not s.named_window)
+        return frozenset(s.type_name for s in self.streams
+                         if not (s.named_window or s.table))
 
     def window_stream(self) -> int | None:
         """The position of the named-window stream, if any."""
@@ -120,7 +128,10 @@ class JoinSpec:
                 continue
             how = []
             for st in path:
-                if st.index is None:
+                if st.primary_key:
+                    keys = ", ".join(st.text)
+                    how.append(f"{names[st.stream]} by primary key ({keys})")
+                elif st.index is None:
                     how.append(f"{names[st.stream]} by full scan (nested loop)")
                 else:
                     idx = self.indexes[st.index]

@@ -208,3 +208,15 @@ def test_implied_equalities_order_the_lookups() -> None:
                     "where a.k = b.k and b.k = c.k")
     assert lines[4] == ("  ->   event of c: lookup a by hash index on (a.k = c.k), then b by "
                         "hash index on (b.k = a.k)")
+
+
+def test_table_in_a_join_is_read_by_primary_key() -> None:
+    c = catalog("create table T (k string primary key, total sum(int))")
+    plan = c.plan("select a.v, t.total from A#length(2) as a, T as t where a.k = t.k", "s")
+    assert plan.explain()[1:3] == ["  -> join A length(2) as a, T (table) as t",
+                                   "  ->   event of a: lookup t by primary key (t.k = a.k)"]
+    assert plan.tables == ("T",) and plan.pipeline.types() == {"A"}
+    lines = c.plan("select * from A#length(2) as a, T as t where a.v < t.total", "s").explain()
+    assert lines[2] == "  ->   event of a: lookup t by full scan (nested loop)"
+    with pytest.raises(NotSupported, match="table in a join with a data window"):
+        c.plan("select * from A#length(2) as a, T#keepall as t", "s")
