@@ -87,9 +87,7 @@ def plan_join(planner: Planner, node: Any, name: str, epl: str) -> StatementPlan
                                   text_of(src.filter) if src.filter is not None else "",
                                   named_window=named, table=table is not None))
     outer_kinds = [j.kind for j in node.joins if j.kind != "inner"]
-    if outer_kinds and len(streams) > 2:
-        raise NotSupported("outer joins of more than two streams")
-    if outer_kinds:
+    if outer_kinds and len(streams) == 2:
         kind = outer_kinds[0]
         streams[0] = dataclasses.replace(streams[0], outer=kind in ("left", "full"))
         streams[1] = dataclasses.replace(streams[1], outer=kind in ("right", "full"))
@@ -121,9 +119,7 @@ def plan_join(planner: Planner, node: Any, name: str, epl: str) -> StatementPlan
     where = compile_expr(node.where, scope) if node.where is not None else None
     output = planner.output(node.output, scope)
     if outer_kinds:
-        on = node.joins[0].on
-        _check_on(on, frozenset(props))
-        spec = dataclasses.replace(_join_spec(streams, on, scope, planner), nulls_match=True)
+        spec = _outer_spec(streams, node.joins, scope)
     else:
         spec = _join_spec(streams, node.where, scope, planner)
     select_kind = (node.stream_kind or "istream").lower()
@@ -363,6 +359,65 @@ def _calls(node: Any) -> list[Any]:
     from app.epl.expr import has_aggregate
 
     return [node] if has_aggregate(node) else []
+
+
+def _outer_spec(streams: list[JoinStream], joins: tuple[Any, ...], scope: Scope) -> JoinSpec:
+    """The plan of an outer join (Esper reference 5.12.3): each ``join ... on`` relates its
+    stream to the one earlier stream its on clause names; an event looks up along those
+    relations only, in from-clause order, each lookup through a hash index on the on
+    clause's equalities (null keys meet, as in Esper).  From the outer side of a left,
+    right or full join the other side is optional (null without a match); from the
+    other side it is required."""
+    names = [s.name for s in streams]
+    pos = {n: i for i, n in enumerate(names)}
+    optional: dict[tuple[int, int], bool] = {}
+    pairs: dict[tuple[int, int], list[tuple[Any, Any]]] = {}
+    for k, j in enumerate(joins):
+        s = k + 1
+        _check_on(j.on, frozenset(names))
+        refs = sorted(pos[n] for n in _streams_of(j.on, frozenset(names)) if n != names[s])
+        if len(refs) != 1 or refs[0] > s:
+            raise NotSupported(f"an on clause relating stream '{names[s]}' to other than "
+                               "one earlier stream")
+        p = refs[0]
+        optional[(p, s)] = j.kind in ("left", "full")
+        optional[(s, p)] = j.kind in ("right", "full")
+        for c in _conjuncts(j.on):
+            a, b = (c.left, c.right) if c.left.parts[0] == names[s] else (c.right, c.left)
+            pairs.setdefault((p, s), []).append((a, b))  # key on s, value from p
+            pairs.setdefault((s, p), []).append((b, a))  # key on p, value from s
+    indexes: list[IndexDef] = []
+    index_of: dict[tuple[int, tuple[str, ...]], int] = {}
+    paths: list[tuple[Step, ...]] = []
+    uni = [i for i, s in enumerate(streams) if s.unidirectional]
+    for i in range(len(streams)):
+        if uni and i not in uni:
+            paths.append(())
+            continue
+        bound = [i]
+        todo = [j for j in range(len(streams)) if j != i]
+        steps: list[Step] = []
+        while todo:
+            link = next(((b, j) for j in todo for b in bound if (b, j) in pairs), None)
+            if link is None:
+                raise NotSupported("an outer join whose streams are not all related")
+            b, j = link
+            todo.remove(j)
+            keyed = {text_of(k): (k, v) for k, v in pairs[link]}
+            ktexts = tuple(sorted(keyed))
+            if (j, ktexts) not in index_of:
+                escope = Scope("event", frozenset({names[j]}), variables=scope.variables,
+                               tables=scope.tables)
+                index_of[(j, ktexts)] = len(indexes)
+                indexes.append(IndexDef(
+                    j, tuple(compile_expr(keyed[t][0], escope) for t in ktexts), ktexts))
+            steps.append(Step(j, index_of[(j, ktexts)],
+                              tuple(compile_expr(keyed[t][1], scope) for t in ktexts),
+                              tuple(text_of(keyed[t][1]) for t in ktexts),
+                              optional=optional[link], sources=(names[b],)))
+            bound.append(j)
+        paths.append(tuple(steps))
+    return JoinSpec(tuple(streams), tuple(indexes), tuple(paths), nulls_match=True)
 
 
 def _table_step(pick: int, pairs: list[tuple[Any, Any]], stream: JoinStream, scope: Scope,

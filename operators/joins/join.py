@@ -100,6 +100,27 @@ class Join:
         rec = tab.lookup(vals)
         return [tab.row(rec)] if rec is not None else []
 
+    def _outer_step(self, step: Any, name: str, get: Any, key: Any, rows: Rows) -> Rows:
+        """One lookup of an outer join: nothing is found from a null stream, and an
+        optional stream without a match is bound to null (Esper reference 5.12.3)."""
+        out: Rows = []
+        for r in rows:
+            if any(r.get(s) is None for s in step.sources):
+                cands: Rows = []
+            elif get is None:
+                cands = self.scans[step.stream].rows
+            else:
+                cands = get(key(r))
+            for c in cands:
+                nr = r.copy()
+                nr[name] = c
+                out.append(nr)
+            if not cands and step.optional:
+                nr = r.copy()
+                nr[name] = None
+                out.append(nr)
+        return out
+
     def _in_order(self, i: int) -> bool:
         """Whether rows built from stream ``i`` have their streams in from-clause order."""
         seq = [i, *(st.stream for st in self.spec.paths[i])]
@@ -108,11 +129,12 @@ class Join:
     def lookup(self, i: int, event: Row) -> Rows:
         """The join rows of one event of stream ``i`` with the other streams as they are."""
         rows: Rows = [{self.names[i]: event}]
-        outer = self.spec.streams[i].outer
         for step, (name, get, key) in zip(self.spec.paths[i], self.paths[i]):
             out: Rows = []
             tab = self.tabs.get(step.stream) if self.tabs else None
-            if tab is not None:
+            if step.optional or step.sources:
+                out = self._outer_step(step, name, get, key, rows)
+            elif tab is not None:
                 for r in rows:
                     for c in self._table_rows(tab, step, r):
                         nr = r.copy()
@@ -134,8 +156,6 @@ class Join:
                         out.append(nr)
             rows = out
             if not rows:
-                if outer:
-                    return [{n: (event if n == self.names[i] else None) for n in self.names}]
                 return rows
         if not self.ordered[i]:
             names = self.names

@@ -81,6 +81,10 @@ class Step:
     text: tuple[str, ...] = field(default=(), compare=False)
     primary_key: bool = False
     """A table stream's row found by its primary key (``lookup`` in key order)."""
+    optional: bool = False
+    """Outer joins: without a match the partial row goes on with this stream null."""
+    sources: tuple[str, ...] = ()
+    """Outer joins: the streams the lookup reads; one of them null finds nothing."""
 
 
 @dataclass(frozen=True)
@@ -137,6 +141,8 @@ class JoinSpec:
                     idx = self.indexes[st.index]
                     keys = ", ".join(f"{k} = {v}" for k, v in zip(idx.text, st.text))
                     how.append(f"{names[st.stream]} by hash index on ({keys})")
+                if st.optional:
+                    how[-1] += " or null"
             out.append(f"  event of {names[i]}: lookup " + ", then ".join(how))
         return out
 

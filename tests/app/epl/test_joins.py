@@ -144,7 +144,7 @@ def test_outer_join_plans_its_on_clause_as_index() -> None:
                     "on a.k = b.k where a.v > b.w")
     assert lines[1:4] == [
         "  -> join A length(2) as a (outer: kept without a match), B keepall() as b",
-        "  ->   event of a: lookup b by hash index on (b.k = a.k)",
+        "  ->   event of a: lookup b by hash index on (b.k = a.k) or null",
         "  ->   event of b: lookup a by hash index on (a.k = b.k)"]
 
 
@@ -157,10 +157,23 @@ def test_outer_join_rows_with_nulls() -> None:
                    ([{"v": 1, "w": 10}], [])]
 
 
+def test_three_stream_outer_join_follows_its_on_clauses() -> None:
+    lines = explain("select * from A#keepall as a right outer join B#keepall as b on "
+                    "a.k = b.k left outer join C#keepall as c on c.k = b.k")
+    assert lines[2:5] == [
+        "  ->   event of a: lookup b by hash index on (b.k = a.k), then c by hash index on "
+        "(c.k = b.k) or null",
+        "  ->   event of b: lookup a by hash index on (a.k = b.k) or null, then c by hash "
+        "index on (c.k = b.k) or null",
+        "  ->   event of c: lookup b by hash index on (b.k = c.k), then a by hash index on "
+        "(a.k = b.k) or null"]
+
+
 def test_outer_join_limits() -> None:
-    with pytest.raises(NotSupported, match="more than two streams"):
+    with pytest.raises(NotSupported, match="one earlier stream"):
         catalog().plan("select * from A#keepall as a left outer join B#keepall as b on "
-                       "a.k = b.k left outer join C#keepall as c on c.k = a.k", "s")
+                       "a.k = b.k left outer join C#keepall as c on c.k = b.k and c.n = a.v",
+                       "s")
     with pytest.raises(NotSupported, match="on clause"):
         catalog().plan("select * from A#keepall as a left outer join B#keepall as b on "
                        "a.v > b.w", "s")
