@@ -299,7 +299,10 @@ class Join:
 
 
 def _distinct(rows: Rows, names: tuple[str, ...]) -> Rows:
-    """Rows with the same events (the same objects) kept once, first one first."""
+    """Rows with the same events (the same objects) kept once, first one first.  Events
+    are told apart by identity, not value: two equal events are two rows, as in Esper.
+    A self-join rebuilt from its state holds each event once per window, as distinct
+    objects, so there a pair found from both sides in one dispatch may come twice."""
     seen: set[tuple[int, ...]] = set()
     out: Rows = []
     for r in rows:
