@@ -408,14 +408,3 @@ def test_the_demo_runs_an_app_of_its_own(tmp_path: Path) -> None:
     assert [demo.output_topic(s.name) for s in demo.statements] == [
         "kepl.bank-demo.out.large_withdrawals", "kepl.bank-demo.out.last_five"]
     assert demo.statements == bank.statements
-
-
-def test_the_helm_workers_serve_probes_and_metrics() -> None:
-    """The chart's worker pods run with --metrics-port, probe /healthz and /readyz on it
-    and are annotated for Prometheus scraping."""
-    text = (ROOT / "helm" / "kepl" / "templates" / "workers.yaml").read_text()
-    for needle in ('"--metrics-port", "{{ .Values.workers.metrics.port }}"',
-                   "path: /healthz", "path: /readyz", "prometheus.io/scrape: \"true\"",
-                   "prometheus.io/port: {{ .Values.workers.metrics.port | quote }}",
-                   "containerPort: {{ .Values.workers.metrics.port }}"):
-        assert needle in text, needle
