@@ -122,17 +122,7 @@ def plan_join(planner: Planner, node: Any, name: str, epl: str) -> StatementPlan
         spec = _outer_spec(streams, node.joins, scope)
     else:
         spec = _join_spec(streams, node.where, scope, planner)
-    select_kind = (node.stream_kind or "istream").lower()
-    insert_into = None
-    insert_stream = "istream"
-    select_stream = None
-    if node.insert_into is not None:
-        insert_into = node.insert_into.name
-        insert_stream = (node.insert_into.stream_kind or "istream").lower()
-        cat.streams.setdefault(insert_into, {c.name: "any" for c in rs.columns})
-        if select_kind != "irstream" and (insert_stream != "istream"
-                                          or select_kind == "rstream"):
-            select_stream = select_kind
+    select_kind, insert_into, insert_stream, select_stream = planner.streams_of(node, rs)
     pipeline = PipelineSpec(rs, output, None, None, where,
                             select_kind if select_stream is None else "irstream",
                             bool(node.distinct), join=spec)

@@ -317,18 +317,7 @@ class Planner:
             tables = (node.into_table,)
         where = compile_expr(node.where, scope) if node.where is not None else None
         output = self.output(node.output, scope)
-        select_kind = (node.stream_kind or "istream").lower()
-        insert_into = None
-        insert_stream = "istream"
-        select_stream = None
-        if node.insert_into is not None:
-            insert_into = node.insert_into.name
-            insert_stream = (node.insert_into.stream_kind or "istream").lower()
-            self.catalog.streams.setdefault(insert_into, {c.name: "any" for c in rs.columns})
-            if select_kind != "irstream" and (insert_stream != "istream"
-                                              or select_kind == "rstream"):
-                # the routed stream is not the one listeners get: post both, split later
-                select_stream = select_kind
+        select_kind, insert_into, insert_stream, select_stream = self.streams_of(node, rs)
         pipeline = PipelineSpec(rs, output, stream, pattern, where,
                                 select_kind if select_stream is None else "irstream",
                                 bool(node.distinct))
@@ -338,6 +327,23 @@ class Planner:
                              columns=tuple(c.name for c in rs.columns), window=source_window,
                              tables=tables,
                              table=self.catalog.tables[tables[0]] if tables else None)
+
+    def streams_of(self, node: Any, rs: Any) -> tuple[str, str | None, str, str | None]:
+        """(select kind, insert-into stream, its routed stream kind, the stream listeners
+        get when it differs from the routed one) of a select; registers the insert-into
+        stream's columns."""
+        select_kind = (node.stream_kind or "istream").lower()
+        if node.insert_into is None:
+            return select_kind, None, "istream", None
+        insert_into = node.insert_into.name
+        insert_stream = (node.insert_into.stream_kind or "istream").lower()
+        self.catalog.streams.setdefault(insert_into, {c.name: "any" for c in rs.columns})
+        select_stream = None
+        if select_kind != "irstream" and (insert_stream != "istream"
+                                          or select_kind == "rstream"):
+            # the routed stream is not the one listeners get: post both, split later
+            select_stream = select_kind
+        return select_kind, insert_into, insert_stream, select_stream
 
     # -- named windows -----------------------------------------------------
     def create_window(self, node: Any, name: str, epl: str) -> StatementPlan:
