@@ -134,7 +134,7 @@ class Pipeline:
         self.matcher: Matcher | None = (
             spec.pattern.build(state.child("pattern"), ctx) if spec.pattern is not None else None)
         self.join: Join | None = (
-            spec.join.build(state.child("join"), ctx, self._build_view)
+            Join(spec.join, state.child("join"), ctx, self._build_view)
             if spec.join is not None else None)
         self.rs: ResultSet = spec.resultset.build(
             state.child("rs"), ctx, want_old=spec.stream_kind != "istream")

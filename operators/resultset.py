@@ -82,10 +82,6 @@ class ResultSetSpec:
 
     def build(self, state: StateNamespace, ctx: PartitionCtx,
               want_old: bool = True) -> ResultSet:
-        if self.table is not None:
-            from operators.table import TableResultSet
-
-            return TableResultSet(self, state, ctx, want_old)
         return _FAST.get(self.kind, ResultSet)(self, state, ctx, want_old)
 
     @cached_property

@@ -13,7 +13,7 @@ update and delete rows; on-demand queries read them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from itertools import product
 from typing import Any
 
@@ -380,3 +380,18 @@ class TableResultSet(ResultSet):
     def _begin(self) -> None:
         """Read the table afresh at each entry point."""
         self.table_groups.begin()
+
+
+@dataclass(frozen=True)
+class IntoTableSpec(ResultSetSpec):
+    """The result set of an ``into table`` statement: its groups are the table's rows."""
+
+    @classmethod
+    def of(cls, rs: ResultSetSpec, table: str, columns: tuple[str, ...]) -> IntoTableSpec:
+        """``rs`` with its aggregation state kept in ``table``'s ``columns``."""
+        values = {f.name: getattr(rs, f.name) for f in fields(rs)}
+        return cls(**{**values, "table": table, "table_columns": columns})
+
+    def build(self, state: StateNamespace, ctx: PartitionCtx,
+              want_old: bool = True) -> ResultSet:
+        return TableResultSet(self, state, ctx, want_old)

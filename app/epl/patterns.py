@@ -10,6 +10,7 @@ from app.epl.expr import Scope, compile_expr, constant_value, text_of, time_peri
 from app.runtime.catalog import NotSupported
 from operators.patterns import spec as ps
 from operators.patterns.crontab import CronSpec
+from operators.patterns.pattern import PatternSpec
 
 
 def pattern_tags(node: Any) -> list[str]:
@@ -40,7 +41,7 @@ def plan_pattern(planner: Any, node: Any, outer_tags: frozenset[str] = frozenset
     return _Spec(_node(planner, node, tags, variables), text_of(node))
 
 
-class _Spec(ps.PatternSpec):
+class _Spec(PatternSpec):
     """A PatternSpec that also names its tags for the select scope."""
 
     def tag_names(self) -> tuple[str, ...]:

@@ -49,6 +49,7 @@ from operators.resultset import (
     SelectColumn,
     sort_key_reader,
 )
+from operators.table import IntoTableSpec, TableColumn, TableSpec
 
 _WS = re.compile(r"\s+")
 
@@ -194,7 +195,6 @@ class Planner:
     def create_table(self, node: Any, name: str, epl: str) -> StatementPlan:
         """``[context C] create table Name (k type primary key, c sum(double), ...)``."""
         from operators.aggregates import AGGREGATE_NAMES, make_aggregator
-        from operators.table import TableColumn, TableSpec
 
         if node.context is not None and node.context not in self.catalog.contexts:
             raise verr(f"unknown context '{node.context}'", node,
@@ -225,8 +225,6 @@ class Planner:
                     ) -> ResultSetSpec:
         """``into table T select agg as col ... group by keys`` (000 §4.7): each aggregate
         maintains the table column its alias names; group-by values are the primary key."""
-        from dataclasses import replace
-
         table = self.catalog.tables.get(node.into_table)
         if table is None:
             raise verr(f"unknown table '{node.into_table}'", node,
@@ -262,7 +260,7 @@ class Planner:
         if any(c is None for c in columns):
             raise verr("every aggregation of an 'into table' statement must go to a table "
                        "column", node)
-        return replace(rs, table=table.name, table_columns=tuple(c or "" for c in columns))
+        return IntoTableSpec.of(rs, table.name, tuple(c or "" for c in columns))
 
     # -- queries -----------------------------------------------------------
     def query(self, node: Any, name: str, epl: str) -> StatementPlan:

@@ -2,21 +2,18 @@
 stream the lookups that find the rows of the other streams it joins (002 "event
 indexes"; Esper reference "Joining Event Streams").
 
-The planner emits these specs; ``JoinSpec.build`` makes the running ``Join`` of one
-context partition.
+The planner emits these specs; ``operators.joins.join.Join`` runs one in a context
+partition.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from operators.base import Expr, PartitionCtx, Row, StateNamespace, View, ViewSpec
 from operators.joins.index import hashable
-
-if TYPE_CHECKING:
-    from operators.joins.join import Join
 
 ViewBuilder = Callable[[ViewSpec, StateNamespace, PartitionCtx], View]
 
@@ -116,12 +113,6 @@ class JoinSpec:
 
     def views(self) -> list[ViewSpec]:
         return [s.view for s in self.streams if s.view is not None]
-
-    def build(self, state: StateNamespace, ctx: PartitionCtx,
-              build_view: ViewBuilder) -> Join:
-        from operators.joins.join import Join
-
-        return Join(self, state, ctx, build_view)
 
     def describe(self) -> list[str]:
         """The join plan for ``kepl explain``: streams, then each stream's lookups."""

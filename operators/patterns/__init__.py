@@ -2,6 +2,7 @@
 
 from operators.patterns.crontab import CronSpec, DayOp
 from operators.patterns.matcher import PatternMatcher
+from operators.patterns.pattern import PatternSpec
 from operators.patterns.spec import (
     And,
     Every,
@@ -12,7 +13,6 @@ from operators.patterns.spec import (
     Or,
     PatternExpr,
     PatternNode,
-    PatternSpec,
     TimerAt,
     TimerInterval,
     Within,

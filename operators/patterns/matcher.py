@@ -47,7 +47,7 @@ from operators.patterns.spec import (
     FollowedBy,
     Not,
     Or,
-    PatternSpec,
+    PatternPlan,
     TimerAt,
     TimerInterval,
     Within,
@@ -621,13 +621,12 @@ class PatternMatcher:
     filter or timer is left listening.
     """
 
-    def __init__(self, spec: PatternSpec, state: StateNamespace, ctx: PartitionCtx, *,
+    def __init__(self, plan: PatternPlan, tz: str, state: StateNamespace, ctx: PartitionCtx, *,
                  start_ms: int | None = None, tags: Tags | None = None) -> None:
-        self.spec = spec
-        self.plan = spec.plan
+        self.plan = plan
         self.state = state
         self.ctx = ctx
-        self.tz = spec.tz
+        self.tz = tz
         self.nodes: dict[int, _Node] = {}
         self.filters: dict[str, dict[int, _FilterNode]] = {}
         self.timers: list[tuple[int, int]] = []  # heap of (due, node id)

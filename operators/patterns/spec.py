@@ -1,8 +1,8 @@
 """Pattern specs: the frozen description of an EPL ``pattern [...]`` the planner emits.
 
 The planner translates the EPL AST (``app.epl.ast`` P* nodes) into these classes; this
-package never imports the parser.  ``PatternSpec`` implements the ``MatcherSpec``
-protocol of ``operators.pipeline`` and builds a ``PatternMatcher`` per context partition.
+package never imports the parser.  ``operators.patterns.pattern.PatternSpec`` wraps a
+tree of these nodes and builds a ``PatternMatcher`` per context partition.
 
 Calling convention of pattern expressions (they see the partial match, not one row):
 
@@ -19,14 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from operators.base import PartitionCtx, Row, StateNamespace
+from operators.base import PartitionCtx, Row
 from operators.patterns.crontab import CronSpec
-
-if TYPE_CHECKING:
-    from operators.patterns.matcher import PatternMatcher
 
 PatternExpr = Callable[[tuple[Row | None, dict[str, Row]], PartitionCtx], Any]
 """A pattern expression: called with ``(event or None, tags)`` and the partition context."""
@@ -204,50 +200,3 @@ def flatten(root: PatternNode) -> PatternPlan:
 
     visit(root)
     return PatternPlan(tuple(nodes), tuple(children), "|".join(sig))
-
-
-@dataclass(frozen=True)
-class PatternSpec:
-    """A whole ``pattern [...]``: the MatcherSpec of a pattern statement or context condition.
-
-    ``inclusive`` records ``@inclusive`` (000 §4.2.7.2) for the context manager; ``tz`` is
-    the time zone crontab observers evaluate in (kepl's default is UTC, notes: Contexts).
-    """
-
-    root: PatternNode
-    text: str = ""
-    inclusive: bool = False
-    tz: str = "UTC"
-
-    @cached_property
-    def plan(self) -> PatternPlan:
-        """The flattened tree (computed once per spec)."""
-        return flatten(self.root)
-
-    def types(self) -> frozenset[str]:
-        """Every event type a filter of this pattern listens to."""
-        return frozenset(n.type_name for n in self.plan.nodes if isinstance(n, Filter))
-
-    def tags(self) -> tuple[str, ...]:
-        """The tag names in order of appearance (the columns of a match row)."""
-        out: list[str] = []
-        for n in self.plan.nodes:
-            if isinstance(n, Filter) and n.tag and n.tag not in out:
-                out.append(n.tag)
-        return tuple(out)
-
-    def build(self, state: StateNamespace, ctx: PartitionCtx, *, start_ms: int | None = None,
-              tags: dict[str, Row] | None = None) -> PatternMatcher:
-        """A matcher over ``state``: resumes the stored instances, else starts the pattern.
-
-        A fresh pattern starts at ``start_ms`` (default ``ctx.now_ms``).  ``tags`` are
-        events visible to filters from the outside (e.g. a start condition's tagged events
-        for a correlated end condition, 000 §4.2.7.2); they are stored with the state.
-        """
-        from operators.patterns.matcher import PatternMatcher
-
-        return PatternMatcher(self, state, ctx, start_ms=start_ms, tags=tags)
-
-    def describe(self) -> str:
-        """One line for ``kepl explain``: the pattern as written (or rendered)."""
-        return f"pattern [{self.text or render(self.root)}]"

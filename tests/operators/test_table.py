@@ -9,9 +9,9 @@ import pytest
 
 from operators.aggregates import make_aggregator
 from operators.base import PartitionCtx
-from operators.resultset import GROUPED, AggregateDef, ResultSetSpec, SelectColumn
+from operators.resultset import GROUPED, AggregateDef, SelectColumn
 from operators.state import MemoryStore, RocksStore
-from operators.table import TableColumn, TableSpec, table_key
+from operators.table import IntoTableSpec, TableColumn, TableSpec, table_key
 
 SPEC = TableSpec("Speeds", (
     TableColumn("carId", "string", key=True),
@@ -53,7 +53,7 @@ def test_into_table_result_set_aggregates_into_the_rows(store: Any) -> None:
     """000 §4.7: the aggregation column is maintained per primary key by 'into table'."""
     table = SPEC.build(store.namespace("t", "Speeds", "0"))
     avg = AggregateDef("avg(speed)", make_aggregator("avg"), lambda r, c: r["speed"])
-    rs_spec = ResultSetSpec(GROUPED, (SelectColumn("carId", lambda r, c: r["carId"]),
+    rs_spec = IntoTableSpec(GROUPED, (SelectColumn("carId", lambda r, c: r["carId"]),
                                       SelectColumn("avgSpeed", lambda r, c: c.aggs[0])),
                             (avg,), (lambda r, c: r["carId"],), table="Speeds",
                             table_columns=("avgSpeed",))

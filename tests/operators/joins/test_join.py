@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from operators.base import PartitionCtx, Row, Rows
+from operators.joins.join import Join
 from operators.joins.spec import IndexDef, JoinSpec, JoinStream, Step
 from operators.state import MemoryStore, RocksStore
 from tests.operators.harness import MODES, P, T, W
@@ -37,7 +38,7 @@ class Driver:
         self.now = 0
 
     def _build(self) -> Any:
-        return self.spec.build(self.store.namespace("s", 0, "join"), self.ctx, _build_view)
+        return Join(self.spec, self.store.namespace("s", 0, "join"), self.ctx, _build_view)
 
     def _step(self) -> None:
         if self.mode == "memory-checkpoint":
