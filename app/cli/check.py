@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from app.epl.errors import EplError, closest
+from app.epl.planner import plan_statement
 
 _BLANK = " \t\r\n"
 _ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v",
@@ -194,7 +195,7 @@ def _statement_problems(text: str, root: Any, doc: dict, unsupported: list[str]
                 "each statement of a file needs its own name")))
         seen.add(name)
         try:
-            catalog.plan(s["epl"], name)
+            plan_statement(catalog, s["epl"], name)
         except EplError as e:
             _, node = _node_at(root, ["statements", i, "epl"])
             out.append(_positioned(text, node, s["epl"], e, f"statement '{name}'"))
@@ -326,7 +327,7 @@ def check_paths(paths: list[str]) -> tuple[list[str], int]:
                 catalog = Catalog.from_schemas(sf.schemas)
                 for s in sf.statements:
                     try:
-                        catalog.plan(s.epl, s.name)
+                        plan_statement(catalog, s.epl, s.name)
                     except EplError as e:
                         problems.append(Problem(f"statement '{s.name}'", e))
                     except NotSupported as e:

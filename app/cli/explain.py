@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.epl.errors import EplError
+from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog, NotSupported
 from app.statements import StatementFile
 
@@ -15,7 +16,7 @@ def explain_file(sf: StatementFile) -> tuple[list[str], bool]:
     out: list[str] = []
     for s in sf.statements:
         try:
-            plan = catalog.plan(s.epl, s.name)
+            plan = plan_statement(catalog, s.epl, s.name)
         except EplError as e:
             out += [f"statement {s.name}: invalid", e.render()]
             return out, False

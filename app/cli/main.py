@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from app.epl.planner import plan_query, plan_statement
+
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 
@@ -408,7 +410,7 @@ def _embedded(path: str) -> tuple[Any, Any, Any] | None:
     engine = Engine()
     try:
         for s in sf.statements:
-            engine.deploy(catalog.plan(s.epl, s.name))
+            engine.deploy(plan_statement(catalog, s.epl, s.name))
     except (EplError, NotSupported) as e:
         print(e.render() if isinstance(e, EplError) else f"not supported yet: {e}",
               file=sys.stderr)
@@ -553,7 +555,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     plan = None
     if args.query is not None:
         try:
-            plan = catalog.plan_on_demand(args.query)
+            plan = plan_query(catalog, args.query)
         except (EplError, NotSupported) as e:
             print(e.render() if isinstance(e, EplError) else f"not supported yet: {e}",
                   file=sys.stderr)
@@ -603,9 +605,9 @@ def _query_kafka(args: argparse.Namespace, select: Any) -> int:
 
                     catalog = Catalog.from_schemas(config.schemas)
                     for st in config.statements:
-                        catalog.plan(st.epl, st.name)
+                        plan_statement(catalog, st.epl, st.name)
                 try:
-                    rows = engine.query(catalog.plan_on_demand(args.query), select)
+                    rows = engine.query(plan_query(catalog, args.query), select)
                 except (EplError, NotSupported) as e:
                     print(e.render() if isinstance(e, EplError) else f"not supported yet: {e}",
                           file=sys.stderr)

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from app.epl.errors import EplError
+from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog, NotSupported, coerce_event
 from app.runtime.engine import Engine
 
@@ -116,7 +117,7 @@ def run_scenario_embedded(doc: dict) -> str | None:
     engine = Engine()
     names: list[str] = []
     for i, s in enumerate(doc["statements"]):
-        plan = catalog.plan(str(s["epl"]), s.get("name") or f"s{i}")
+        plan = plan_statement(catalog, str(s["epl"]), s.get("name") or f"s{i}")
         engine.deploy(plan)
         names.append(plan.name)
     collected: dict[str, Collected] = {n: Collected() for n in names}

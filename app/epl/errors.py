@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from typing import Any
 
-__all__ = ["EplError", "EplSyntaxError", "EplValidationError", "closest"]
+__all__ = ["EplError", "EplSyntaxError", "EplValidationError", "closest", "did_you_mean", "verr"]
 
 
 class EplError(Exception):
@@ -82,3 +83,17 @@ def closest(name: str, candidates: Iterable[str], cutoff: float = 0.6) -> str | 
         by_lower.setdefault(cand.lower(), cand)
     matches = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=cutoff)
     return by_lower[matches[0]] if matches else None
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
+    """A 'did you mean' hint naming the closest candidate, or None."""
+    best = closest(name, list(candidates))
+    return f"did you mean '{best}'?" if best else None
+
+
+def verr(message: str, node: Any = None, hint: str | None = None) -> EplValidationError:
+    """A validation error positioned at ``node`` (an AST node with a ``pos``)."""
+    pos = getattr(node, "pos", None)
+    line = pos.line if pos is not None and pos.line else None
+    col = pos.column if pos is not None and pos.line else None
+    return EplValidationError(message, line, col, None, hint)

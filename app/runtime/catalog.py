@@ -12,8 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.runtime.plan import StatementPlan
-
 JSON_TYPES = {"string": str, "int": int, "long": int, "short": int, "byte": int,
               "double": float, "float": float, "boolean": bool}
 INT_BITS = {"long": 64, "int": 32, "short": 16, "byte": 8}
@@ -77,18 +75,6 @@ class Catalog:
             t = self.tables[name]
             props = {c.name: c.type_name or "any" for c in t.columns}
         return props
-
-    def plan_on_demand(self, epl: str) -> Any:
-        """Plan an on-demand (fire-and-forget) select over a named window or a table."""
-        from app.epl.planner import Planner
-
-        return Planner(self).plan_on_demand_text(epl)
-
-    def plan(self, epl: str, name: str) -> StatementPlan:
-        """Parse, validate and plan one statement, registering what it declares."""
-        from app.epl.planner import Planner
-
-        return Planner(self).plan_text(epl, name)
 
 
 def coerce_event(catalog: Catalog, type_name: str, event: dict) -> dict:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from app.cli.main import main
+from app.epl.planner import plan_query, plan_statement
 from app.runtime.catalog import Catalog
 from app.runtime.engine import Engine
 
@@ -20,7 +22,7 @@ def deploy(*epls: str) -> tuple[Catalog, Engine, list]:
     out: list = []
     eng.listeners.append(lambda s, n, o, p: out.append((s, n, o)))
     for i, epl in enumerate(epls):
-        eng.deploy(cat.plan(epl, f"s{i}"))
+        eng.deploy(plan_statement(cat, epl, f"s{i}"))
     return cat, eng, out
 
 
@@ -29,7 +31,7 @@ def test_consumer_deployed_later_starts_from_the_window_rows() -> None:
     cat, eng, out = deploy("create window WW#keepall as W", "insert into WW select * from W")
     eng.send("W", {"account": "A", "amount": 5.0})
     eng.send("W", {"account": "B", "amount": 7.0})
-    eng.deploy(cat.plan("select count(*) as n, sum(amount) as total from WW", "late"))
+    eng.deploy(plan_statement(cat, "select count(*) as n, sum(amount) as total from WW", "late"))
     eng.send("W", {"account": "C", "amount": 1.0})
     assert [n for s, n, _ in out if s == "late"] == [[{"n": 3, "total": 13.0}]]
 
@@ -41,7 +43,9 @@ def test_on_demand_query_over_window_and_table() -> None:
         "into table T select sum(amount) as total from W group by account")
     for a, x in (("A", 1.0), ("B", 2.0), ("A", 3.0)):
         eng.send("W", {"account": a, "amount": x})
-    q = cat.plan_on_demand
+    def q(epl: str) -> Any:
+        return plan_query(cat, epl)
+
     assert eng.query(q("select account, sum(amount) as s from WW group by account "
                        "order by s desc limit 1")) == [{"account": "A", "s": 4.0}]
     assert eng.query(q("select * from T where total > 2")) == [{"account": "A", "total": 4.0}]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog
 from app.runtime.engine import Engine
 
@@ -18,8 +19,8 @@ def run(epl: str) -> tuple[list, list]:
     own: list = []
     routed: list = []
     eng.listeners.append(lambda s, n, o, p: (own if s == "s" else routed).append((n, o)))
-    eng.deploy(cat.plan(epl, "s"))
-    eng.deploy(cat.plan("select k from Out", "t"))
+    eng.deploy(plan_statement(cat, epl, "s"))
+    eng.deploy(plan_statement(cat, "select k from Out", "t"))
     for k in "abc":
         eng.send("W", {"k": k})
     return own, [n for n, _ in routed]
@@ -46,8 +47,8 @@ def test_routed_stream_and_listened_stream(epl: str, own: list, routed: list) ->
 
 def test_plan_posts_both_streams_only_when_routing_needs_them() -> None:
     cat = Catalog.from_schemas(SCHEMAS)
-    plain = cat.plan("insert into O1 select k from W#length(2)", "p")
+    plain = plan_statement(cat, "insert into O1 select k from W#length(2)", "p")
     assert plain.select_stream is None and plain.pipeline.stream_kind == "istream"
-    rins = cat.plan("insert rstream into O2 select k from W#length(2)", "r")
+    rins = plan_statement(cat, "insert rstream into O2 select k from W#length(2)", "r")
     assert rins.select_stream == "istream" and rins.pipeline.stream_kind == "irstream"
     assert rins.listened([A], [B]) == ([A], []) and rins.routed([A], [B]) == [B]

@@ -3,6 +3,7 @@ value after all the assignments (Esper's on-set output)."""
 
 from __future__ import annotations
 
+from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog
 from app.runtime.engine import Engine
 
@@ -16,7 +17,7 @@ def test_on_set_posts_the_assigned_values() -> None:
                       ("vb", "create variable string b = 'x'"),
                       ("set", "on Setter as t set a = t.n, b = t.s"),
                       ("big", "on Setter(n > 5) set a = a * 2, a = a + 1")):
-        eng.deploy(cat.plan(epl, name))
+        eng.deploy(plan_statement(cat, epl, name))
     eng.send("Setter", {"n": 3, "s": "y"})
     eng.send("Setter", {"n": 3, "s": "y"})
     eng.send("Setter", {"n": 9, "s": None})

@@ -3,6 +3,7 @@ them, properties not selected (each key computed with the row it orders, then dr
 
 from __future__ import annotations
 
+from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog
 from app.runtime.engine import Engine
 
@@ -15,7 +16,7 @@ def run(epl: str, events: list[tuple[str, float | None]], end_ms: int = 1000
     eng = Engine()
     out: list[list[dict]] = []
     eng.listeners.append(lambda s, n, o, p: out.append(n))
-    eng.deploy(cat.plan(epl, "s0"))
+    eng.deploy(plan_statement(cat, epl, "s0"))
     for sym, px in events:
         eng.send("M", {"sym": sym, "px": px})
     eng.advance_time(end_ms)

@@ -21,6 +21,7 @@ import tempfile
 import time
 import uuid
 
+from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog
 from app.runtime.engine import Engine
 from app.runtime.kafka.store import PartitionStore
@@ -45,7 +46,7 @@ def keyed_rate(keys: int, n: int, rocks_dir: str | None = None) -> float:
     engine = Engine(store=store)
     for i, epl in enumerate(["create context ByCust partition by custId from BankTxn",
                              KEYED_EPL]):
-        engine.deploy(catalog.plan(epl, f"s{i}"))
+        engine.deploy(plan_statement(catalog, epl, f"s{i}"))
     rnd = random.Random(3)
     events = [{"custId": f"C{rnd.randrange(keys)}", "account": "A", "amount": 1.0}
               for _ in range(n)]
@@ -153,7 +154,7 @@ def ended_partitions_state() -> tuple[int, int, int]:
             "create context PerId initiated by Start as s terminated by Stop(id = s.id)",
             "context PerId select count(*) as cnt from BankTxn#length(5)",
         ]):
-            engine.deploy(catalog.plan(epl, f"s{i}"))
+            engine.deploy(plan_statement(catalog, epl, f"s{i}"))
         before = store.key_count()
         for i in range(1000):
             engine.send("Start", {"id": str(i)})

@@ -15,6 +15,7 @@ import gc
 import random
 import time
 
+from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog
 from app.runtime.engine import Engine
 
@@ -30,7 +31,7 @@ def per_event_us(condition: str, b_rows: int, n: int) -> float:
     engine.listeners.append(lambda s, new, old, p: rows.__setitem__(0, rows[0] + len(new)))
     epl = (f"select a.v as v, b.w as w from A#length(100) as a, B#keepall as b "
            f"where {condition}")
-    engine.deploy(Catalog.from_schemas(SCHEMAS).plan(epl, "j"))
+    engine.deploy(plan_statement(Catalog.from_schemas(SCHEMAS), epl, "j"))
     for i in range(b_rows):
         engine.send("B", {"k": f"k{i}", "w": i})
     rnd = random.Random(5)

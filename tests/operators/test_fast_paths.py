@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog
 from operators.aggregates import (
     Avg,
@@ -42,7 +43,7 @@ def _rows(rnd: random.Random, n: int) -> list[dict[str, Any]]:
 
 
 def _plan(epl: str) -> Any:
-    return Catalog.from_schemas(SCHEMA).plan(epl, "s")
+    return plan_statement(Catalog.from_schemas(SCHEMA), epl, "s")
 
 
 @pytest.mark.parametrize("aggregator", [CountStar(), Count(), CountEver(), Sum(), Sum(0),

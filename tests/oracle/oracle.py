@@ -39,6 +39,7 @@ from app.conformance.runner import (
     rows_equal,
     scenario_files,
 )
+from app.epl.planner import plan_statement
 from app.kafka.local_broker import file_lock, java_bin, kepl_home
 from app.maven import copy_dependencies
 
@@ -304,7 +305,7 @@ def run_kepl(doc: dict) -> tuple[dict[int, dict[str, Collected]], str | None]:
         engine = Engine()
         names = statement_names(doc)
         for name, s in zip(names, doc["statements"]):
-            engine.deploy(catalog.plan(str(s["epl"]), name))
+            engine.deploy(plan_statement(catalog, str(s["epl"]), name))
         collected = {n: Collected() for n in names}
 
         def listen(stmt: str, new: list, old: list, pid: Any) -> None:

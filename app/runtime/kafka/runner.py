@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 from app.conformance.runner import Collected, replay, rows_equal
+from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog
 from app.runtime.kafka import client
 from app.runtime.kafka.clock import Clock
@@ -233,7 +234,7 @@ def scenario_config(doc: dict[str, Any]) -> AppConfig:
     # event types declared by 'create schema' need a source topic too
     catalog = Catalog.from_schemas(doc.get("schemas") or {})
     for s in statements:
-        catalog.plan(s["epl"], s["name"])
+        plan_statement(catalog, s["epl"], s["name"])
     schemas = catalog.schemas
     return AppConfig.from_dict({
         "app": app,

@@ -50,6 +50,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog, NotSupported
 from app.runtime.kafka import client
 from app.runtime.kafka.config import MAIN_GROUP, SOURCE, AppConfig, ConfigError
@@ -199,7 +200,7 @@ class Topology:
         counts = {t: config.source_partitions for t in config.source_topics}
         counts.update(source_counts or {})
         catalog = Catalog.from_schemas(config.schemas, config.max_string_length)
-        plans = [catalog.plan(s.epl, s.name) for s in config.statements]
+        plans = [plan_statement(catalog, s.epl, s.name) for s in config.statements]
         assigned = set().union(*(_assigned_variables(p) for p in plans))
         lanes = [p for p in plans if p.pipeline is not None and is_stateless(p, assigned)
                  and p.pipeline.stream.type_name in config.schemas]

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from app.conformance.runner import Collected, load_scenario, replay, scenario_files
+from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog
 from app.runtime.engine import Engine
 from operators.state import MemoryStore
@@ -29,7 +30,7 @@ class Restoring:
     def __init__(self, doc: dict) -> None:
         catalog = Catalog.from_schemas(doc.get("schemas") or {})
         self.catalog = catalog
-        self.plans = [catalog.plan(str(s["epl"]), s.get("name") or f"s{i}")
+        self.plans = [plan_statement(catalog, str(s["epl"]), s.get("name") or f"s{i}")
                       for i, s in enumerate(doc["statements"])]
         self.collected: dict[str, Collected] = {p.name: Collected() for p in self.plans}
         self.engine = self._build(MemoryStore(), 0)

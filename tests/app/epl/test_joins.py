@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog, NotSupported
 from app.runtime.engine import Engine
 from tests.app.epl.validation import catalog_with, rejects
@@ -21,14 +22,14 @@ def catalog(*setup: str) -> Catalog:
 
 
 def explain(epl: str) -> list[str]:
-    return catalog().plan(epl, "s").explain()
+    return plan_statement(catalog(), epl, "s").explain()
 
 
 def run(epl: str, events: list[tuple[str, dict[str, Any]]]) -> list[tuple[list, list]]:
     eng = Engine()
     out: list[tuple[list, list]] = []
     eng.listeners.append(lambda s, n, o, p: out.append((n, o)))
-    eng.deploy(catalog().plan(epl, "s"))
+    eng.deploy(plan_statement(catalog(), epl, "s"))
     for t, e in events:
         eng.send(t, e)
     return out
@@ -104,7 +105,7 @@ def test_stream_wildcard_expands_to_its_properties() -> None:
 def test_keyed_context_must_partition_every_joined_type() -> None:
     c = catalog("create context ByK partition by k from A")
     with pytest.raises(NotSupported, match="does not partition"):
-        c.plan(f"context ByK select * {AB} where a.k = b.k", "s")
+        plan_statement(c, f"context ByK select * {AB} where a.k = b.k", "s")
 
 
 def test_keyed_context_partitions_the_join() -> None:
@@ -114,7 +115,7 @@ def test_keyed_context_partitions_the_join() -> None:
     c = catalog()
     for i, epl in enumerate(["create context ByK partition by k from A, k from B",
                              f"context ByK select a.v as v, b.w as w {AB}"]):
-        eng.deploy(c.plan(epl, f"s{i}"))
+        eng.deploy(plan_statement(c, epl, f"s{i}"))
     for t, e in [("A", {"k": "x", "v": 1}), ("B", {"k": "y", "w": 20}),
                  ("B", {"k": "x", "w": 10})]:
         eng.send(t, e)
@@ -171,11 +172,11 @@ def test_three_stream_outer_join_follows_its_on_clauses() -> None:
 
 def test_outer_join_limits() -> None:
     with pytest.raises(NotSupported, match="one earlier stream"):
-        catalog().plan("select * from A#keepall as a left outer join B#keepall as b on "
+        plan_statement(catalog(), "select * from A#keepall as a left outer join B#keepall as b on "
                        "a.k = b.k left outer join C#keepall as c on c.k = b.k and c.n = a.v",
                        "s")
     with pytest.raises(NotSupported, match="on clause"):
-        catalog().plan("select * from A#keepall as a left outer join B#keepall as b on "
+        plan_statement(catalog(), "select * from A#keepall as a left outer join B#keepall as b on "
                        "a.v > b.w", "s")
 
 
@@ -189,12 +190,12 @@ def test_join_with_a_named_window_starts_from_its_rows() -> None:
     out: list[tuple[str, list, list]] = []
     eng.listeners.append(lambda s, n, o, p: out.append((s, n, o)))
     c = catalog()
-    eng.deploy(c.plan("create window W#length(2) as B", "win"))
-    eng.deploy(c.plan("insert into W select * from B", "fill"))
+    eng.deploy(plan_statement(c, "create window W#length(2) as B", "win"))
+    eng.deploy(plan_statement(c, "insert into W select * from B", "fill"))
     eng.send("B", {"k": "x", "w": 10})
-    eng.deploy(c.plan("select irstream a.v as v, w.w as w from A#keepall as a, W as w "
+    eng.deploy(plan_statement(c, "select irstream a.v as v, w.w as w from A#keepall as a, W as w "
                       "where a.k = w.k", "j"))
-    assert c.plan("select * from A#keepall as a, W as w", "e").explain()[1] == \
+    assert plan_statement(c, "select * from A#keepall as a, W as w", "e").explain()[1] == \
         "  named window: W"
     out.clear()
     eng.send("A", {"k": "x", "v": 1})
@@ -209,9 +210,9 @@ def test_join_with_a_named_window_starts_from_its_rows() -> None:
 def test_named_window_join_limits() -> None:
     c = catalog("create window W#keepall as B", "create window V#keepall as C")
     with pytest.raises(NotSupported, match="two named windows"):
-        c.plan("select * from W as w, V as v", "s")
+        plan_statement(c, "select * from W as w, V as v", "s")
     with pytest.raises(NotSupported, match="data windows on a named window"):
-        c.plan("select * from A#keepall as a, W#length(1) as w", "s")
+        plan_statement(c, "select * from A#keepall as a, W#length(1) as w", "s")
 
 
 def test_implied_equalities_order_the_lookups() -> None:
@@ -225,11 +226,13 @@ def test_implied_equalities_order_the_lookups() -> None:
 
 def test_table_in_a_join_is_read_by_primary_key() -> None:
     c = catalog("create table T (k string primary key, total sum(int))")
-    plan = c.plan("select a.v, t.total from A#length(2) as a, T as t where a.k = t.k", "s")
+    plan = plan_statement(
+        c, "select a.v, t.total from A#length(2) as a, T as t where a.k = t.k", "s")
     assert plan.explain()[1:3] == ["  -> join A length(2) as a, T (table) as t",
                                    "  ->   event of a: lookup t by primary key (t.k = a.k)"]
     assert plan.tables == ("T",) and plan.pipeline.types() == {"A"}
-    lines = c.plan("select * from A#length(2) as a, T as t where a.v < t.total", "s").explain()
+    lines = plan_statement(
+        c, "select * from A#length(2) as a, T as t where a.v < t.total", "s").explain()
     assert lines[2] == "  ->   event of a: lookup t by full scan (nested loop)"
     with pytest.raises(NotSupported, match="table in a join with a data window"):
-        c.plan("select * from A#length(2) as a, T#keepall as t", "s")
+        plan_statement(c, "select * from A#length(2) as a, T#keepall as t", "s")

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from app.epl.errors import EplValidationError
+from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog
 from app.runtime.engine import Engine
 
@@ -18,7 +19,7 @@ DECLS = ["create schema Inner(x int, tags string[])",
 def catalog() -> Catalog:
     cat = Catalog()
     for i, d in enumerate(DECLS):
-        cat.plan(d, f"d{i}")
+        plan_statement(cat, d, f"d{i}")
     return cat
 
 
@@ -62,7 +63,7 @@ def catalog() -> Catalog:
 ])
 def test_paths_outside_the_schema_are_validation_errors(epl: str, rendered: str) -> None:
     with pytest.raises(EplValidationError) as info:
-        catalog().plan(epl, "s")
+        plan_statement(catalog(), epl, "s")
     assert info.value.render() == rendered
 
 
@@ -80,7 +81,7 @@ class Spy:
 def run(epl: str, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     cat = catalog()
     engine = Engine()
-    engine.deploy(cat.plan(epl, "s"))
+    engine.deploy(plan_statement(cat, epl, "s"))
     out: list[dict[str, Any]] = []
     engine.listeners.append(lambda stmt, new, old, pid: out.extend(new))
     for e in events:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from app.epl.errors import EplError
+from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog
 from tests.app.epl.validation import catalog_with, rejects
 
@@ -110,5 +111,5 @@ def test_unknown_type_and_context() -> None:
 
 def test_syntax_error_is_an_epl_error_with_position() -> None:
     with pytest.raises(EplError) as info:
-        catalog().plan("select * form BankTxn", "s")
+        plan_statement(catalog(), "select * form BankTxn", "s")
     assert info.value.line == 1 and info.value.column is not None

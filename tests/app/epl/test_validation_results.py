@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog, NotSupported
 from tests.app.epl.validation import catalog_with, rejects
 
@@ -50,13 +51,13 @@ def test_table_aggregation_column_cannot_be_assigned() -> None:
     c = catalog("create table T (carId string primary key, n count(*), note string)")
     e = rejects(c, "on TruncateEvent update T set n = 1")
     assert "aggregation column" in e.message
-    c.plan("on TruncateEvent update T set note = 'x'", "ok")
+    plan_statement(c, "on TruncateEvent update T set note = 'x'", "ok")
 
 
 def test_table_read_in_a_continuous_statement_is_not_supported_yet() -> None:
     c = catalog("create table T (carId string primary key, n count(*))")
     with pytest.raises(NotSupported):
-        c.plan("select * from T", "s")
+        plan_statement(c, "select * from T", "s")
 
 
 def test_output_condition_reads_variables_and_builtins_only() -> None:
@@ -64,7 +65,7 @@ def test_output_condition_reads_variables_and_builtins_only() -> None:
     c = catalog("create variable boolean go = false")
     e = rejects(c, "select * from TrafficEvent output when speed > 1")
     assert "is not a variable or a built-in property" in e.message
-    c.plan("select * from TrafficEvent output when go or count_insert > 2", "ok")
+    plan_statement(c, "select * from TrafficEvent output when go or count_insert > 2", "ok")
 
 
 def test_variables_types_constants_and_then_set() -> None:
@@ -90,4 +91,4 @@ def test_context_variable_needs_the_same_context() -> None:
                 "context PerCar create variable int th = 100")
     e = rejects(c, "select * from TrafficEvent(speed > th)")
     assert "context variable of 'PerCar'" in e.message
-    c.plan("context PerCar select * from TrafficEvent(speed > th)", "ok")
+    plan_statement(c, "context PerCar select * from TrafficEvent(speed > th)", "ok")

@@ -4,6 +4,7 @@ allocates it)."""
 
 from __future__ import annotations
 
+from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog
 from app.runtime.engine import Engine
 
@@ -12,7 +13,7 @@ def run(*epl: str, events: list[dict]) -> list[tuple]:
     catalog = Catalog.from_schemas({"T": {"k": "string", "v": "int"}})
     engine = Engine()
     for i, text in enumerate(epl):
-        engine.deploy(catalog.plan(text, f"s{i}"))
+        engine.deploy(plan_statement(catalog, text, f"s{i}"))
     out: list[tuple] = []
     engine.listeners.append(lambda name, new, old, pid: out.extend(
         (name, r["id"], r["cnt"]) for r in new))

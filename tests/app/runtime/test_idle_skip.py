@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog
 from app.runtime.engine import Engine
 
@@ -79,7 +80,7 @@ def run(stmts: list[str], skip: bool, steps: list[Any] = STEPS) -> list[tuple]:
     engine.listeners.append(
         lambda s, n, o, pid: log.append((engine.now_ms, s, pid, list(n), list(o))))
     for i, epl in enumerate(stmts):
-        engine.deploy(catalog.plan(epl, f"s{i}"))
+        engine.deploy(plan_statement(catalog, epl, f"s{i}"))
     for step in steps:
         if isinstance(step, int):
             engine.advance_time(step)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.cli.main import main
+from app.epl.planner import plan_query, plan_statement
 from app.runtime.catalog import Catalog
 from app.runtime.engine import Engine
 from app.runtime.selector import ContextSelector, SelectorError, selector_predicate
@@ -42,7 +43,7 @@ def _keyed_engine() -> tuple[Catalog, Engine]:
             ("w", "context BySymbol create window Last2#length(2) as Tick"),
             ("ins", "context BySymbol insert into Last2 select * from Tick"),
             ("avg", "context BySymbol select avg(price) as p from Tick#length(2)")):
-        eng.deploy(cat.plan(epl, name))
+        eng.deploy(plan_statement(cat, epl, name))
     for s, p in (("IBM", 1.0), ("MSFT", 10.0), ("IBM", 3.0), ("IBM", 5.0), ("MSFT", 20.0)):
         eng.send("Tick", {"symbol": s, "price": p})
     return cat, eng
@@ -53,7 +54,7 @@ def test_iterate_and_query_one_keyed_partition() -> None:
     assert eng.iterate("avg") == [{"p": 4.0}, {"p": 15.0}]
     assert eng.iterate("avg", selector_predicate(["key=MSFT"])) == [{"p": 15.0}]
     assert eng.iterate("avg", selector_predicate(["id=0"])) == [{"p": 4.0}]
-    q = cat.plan_on_demand("select symbol, price from Last2")
+    q = plan_query(cat, "select symbol, price from Last2")
     assert eng.query(q, selector_predicate(["key=IBM"])) == [
         {"symbol": "IBM", "price": 3.0}, {"symbol": "IBM", "price": 5.0}]
     assert eng.query(q, selector_predicate(["key=none"])) == []

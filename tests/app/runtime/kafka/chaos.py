@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog
 from app.runtime.engine import Engine
 from app.runtime.kafka.clock import Clock
@@ -104,7 +105,7 @@ def embedded_rows(config: AppConfig, plan: list[tuple[str, Any]]) -> dict[Key, l
     catalog = Catalog.from_schemas(config.schemas)
     engine = Engine()
     for s in config.statements:
-        engine.deploy(catalog.plan(s.epl, s.name))
+        engine.deploy(plan_statement(catalog, s.epl, s.name))
     out: dict[Key, list[Any]] = {}
 
     def listen(stmt: str, new: list, old: list, _pid: Any) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog
 from app.runtime.engine import Engine
 from app.runtime.kafka.config import AppConfig
@@ -254,7 +255,7 @@ def _run_embedded(config: AppConfig, steps: list[Any]) -> dict[str, dict[str, li
     catalog = Catalog.from_schemas(config.schemas)
     engine = Engine()
     for s in config.statements:
-        engine.deploy(catalog.plan(s.epl, s.name))
+        engine.deploy(plan_statement(catalog, s.epl, s.name))
     out: dict[str, dict[str, list]] = {s.name: {} for s in config.statements
                                        if s.name != "ctx"}
 

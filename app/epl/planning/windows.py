@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.epl import ast
-from app.epl.errors import closest
+from app.epl.errors import closest, verr
 from app.epl.expr import Scope, compile_expr, constant_value, text_of
 from app.epl.walk import iter_nodes
 from operators.aggregates import AGGREGATE_NAMES
@@ -46,8 +46,6 @@ def _param(node: Any, scope: Scope, window: str, index: int) -> WindowParam:
 
 def _check_param(node: Any, window: str, index: int) -> None:
     """001 §14.1: no prev/prior and (outside expr windows) no aggregates as parameters."""
-    from app.epl.planner import verr
-
     for call in _calls(node):
         name = call.name.lower()
         if name in ("prev", "prevtail", "prevwindow", "prevcount", "prior"):
@@ -63,8 +61,6 @@ def _calls(node: Any) -> list[Any]:
 
 def view_spec(view: Any, scope: Scope) -> Any:
     """One window's spec (ValueError → positioned validation error)."""
-    from app.epl.planner import verr
-
     params = [_param(p, scope, view.name, i) for i, p in enumerate(view.params)]
     try:
         return make_view_spec(view.name, params, view.namespace)
@@ -78,8 +74,6 @@ def view_spec(view: Any, scope: Scope) -> Any:
 
 def plan_views(planner: Any, views: Any, scope: Scope, retain: str | None) -> Any:
     """The composed window chain of one stream."""
-    from app.epl.planner import verr
-
     specs = [view_spec(v, scope) for v in views]
     try:
         return make_view_chain(specs, union=(retain or "").lower().endswith("union"))
@@ -96,8 +90,6 @@ def apama_view(node: Any) -> Any:
     try:
         return make_view_spec("apama_batched", params)
     except ValueError as e:
-        from app.epl.planner import verr
-
         given = [p for p in (node.within, node.every, node.retain) if p is not None]
         at = next((p for p in given if f"'{text_of(p)}'" in str(e)), given[0] if given else node)
         raise verr(str(e), at,

@@ -6,6 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from app.epl import ast
+from app.epl.errors import did_you_mean, verr
 from app.epl.expr import Scope, compile_expr, constant_value, text_of, time_period_ms
 from app.runtime.catalog import NotSupported
 from operators.patterns import spec as ps
@@ -52,10 +53,8 @@ def _node(planner: Any, n: Any, tags: frozenset[str], variables: frozenset[str])
     if isinstance(n, ast.PFilter):
         props = planner.catalog.type_props(n.type_name)
         if props is None:
-            from app.epl.planner import _did_you_mean, verr
-
             raise verr(f"unknown event type '{n.type_name}'", n,
-                       hint=_did_you_mean(n.type_name, planner._type_names()))
+                       hint=did_you_mean(n.type_name, planner._type_names()))
         pred = None
         if n.filter is not None:
             tenv = getattr(planner, "tenv", None)
@@ -112,6 +111,4 @@ def cron_spec(node: Any) -> CronSpec:
     try:
         return CronSpec.parse([_cron_value(f) for f in node.fields])
     except ValueError as e:
-        from app.epl.planner import verr
-
         raise verr(str(e), node) from None

@@ -11,10 +11,12 @@ equality to what is already joined are scanned (a nested loop).  Esper reference
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from app.epl import ast
+from app.epl.errors import did_you_mean, verr
 from app.epl.expr import Scope, compile_expr, is_table_name, names_in, text_of
+from app.epl.planning.base import PlannerBase
 from app.epl.properties import path_error
 from app.runtime.catalog import NotSupported
 from app.runtime.plan import StatementPlan
@@ -23,14 +25,9 @@ from operators.contexts.nested import NestedSpec
 from operators.joins.spec import IndexDef, JoinSpec, JoinStream, Step
 from operators.pipeline import PipelineSpec
 
-if TYPE_CHECKING:
-    from app.epl.planner import Planner
 
-
-def plan_join(planner: Planner, node: Any, name: str, epl: str) -> StatementPlan:
+def plan_join(planner: PlannerBase, node: Any, name: str, epl: str) -> StatementPlan:
     """A select statement over two or more streams."""
-    from app.epl.planner import _did_you_mean, verr
-
     cat = planner.catalog
     variables = frozenset(cat.variables)
     streams: list[JoinStream] = []
@@ -62,7 +59,7 @@ def plan_join(planner: Planner, node: Any, name: str, epl: str) -> StatementPlan
              else cat.type_props(src.type_name))
         if p is None:
             raise verr(f"unknown event type '{src.type_name}'", src,
-                       hint=_did_you_mean(src.type_name, planner._type_names()))
+                       hint=did_you_mean(src.type_name, planner._type_names()))
         sname = src.alias or src.type_name
         if sname in props:
             raise verr(f"stream name '{sname}' is used by two streams of the join", src,
@@ -134,7 +131,7 @@ def plan_join(planner: Planner, node: Any, name: str, epl: str) -> StatementPlan
                          table=cat.tables[tables[0]] if tables else None)
 
 
-def _check_context(planner: Planner, context: str, streams: list[JoinStream],
+def _check_context(planner: PlannerBase, context: str, streams: list[JoinStream],
                    node: Any) -> None:
     """A keyed or hash context routes each event type by its own key: every stream of a
     join in such a context must be of a type the context lists (000 §4.2.2/§4.2.3)."""
@@ -157,7 +154,7 @@ def _check_context(planner: Planner, context: str, streams: list[JoinStream],
 class _Resolver:
     """Qualifies the names of a join statement with their stream (see module doc)."""
 
-    def __init__(self, planner: Planner, props: dict[str, dict[str, str]],
+    def __init__(self, planner: PlannerBase, props: dict[str, dict[str, str]],
                  types: dict[str, str], variables: frozenset[str]) -> None:
         self.planner = planner
         self.props = props
@@ -172,8 +169,6 @@ class _Resolver:
         """Output column names an order-by item may name instead of a property."""
 
     def __call__(self, n: ast.Name) -> ast.Name:
-        from app.epl.planner import _did_you_mean, verr
-
         parts = n.parts
         head = parts[0]
         if head == "context" or (head in self.variables and len(parts) == 1):
@@ -200,7 +195,7 @@ class _Resolver:
             return n
         known = [p for pr in self.props.values() for p in pr] + list(self.props)
         raise verr(f"'{head}' is not a property of any stream of the join", n,
-                   hint=_did_you_mean(head, known))
+                   hint=did_you_mean(head, known))
 
     def _check(self, n: ast.Name, stream: str, skipped: int) -> None:
         props = self.props[stream]
@@ -241,8 +236,6 @@ def _qualified(node: Any, resolver: _Resolver) -> Any:
             stream = item.stream if item.stream in resolver.props else \
                 resolver.type_alias.get(item.stream)
             if stream is None:
-                from app.epl.planner import verr
-
                 raise verr(f"'{item.stream}' is not a stream of the join", item)
             items += [ast.SelectItem(ast.Name((stream, p), pos=item.pos), p, pos=item.pos)
                       for p in resolver.props[stream]]
@@ -411,7 +404,7 @@ def _outer_spec(streams: list[JoinStream], joins: tuple[Any, ...], scope: Scope)
 
 
 def _table_step(pick: int, pairs: list[tuple[Any, Any]], stream: JoinStream, scope: Scope,
-                planner: Planner) -> Step:
+                planner: PlannerBase) -> Step:
     """A lookup into a table: by primary key when the equalities give every key column,
     else every row (000 §4.7: a table row is found by its primary key)."""
     spec = planner.catalog.tables[stream.type_name]
@@ -427,7 +420,7 @@ def _table_step(pick: int, pairs: list[tuple[Any, Any]], stream: JoinStream, sco
 
 
 def _join_spec(streams: list[JoinStream], where: Any, scope: Scope,
-               planner: Planner) -> JoinSpec:
+               planner: PlannerBase) -> JoinSpec:
     """Indexes and lookup paths.  An event of stream i joins the other streams in
     from-clause order, each through a hash index when the where clause equates it to
     streams already joined (a nested loop otherwise).  With a unidirectional stream only

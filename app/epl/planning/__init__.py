@@ -1,0 +1,2 @@
+"""The planner's sections, one module per part of the language; ``app.epl.planner``
+composes them."""

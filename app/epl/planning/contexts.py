@@ -1,0 +1,214 @@
+"""Planning of ``create context`` declarations: keyed, hash, category, temporal and
+nested contexts, and their start/end conditions (000 §4.2)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from app.epl.errors import did_you_mean, verr
+from app.epl.expr import (
+    Scope,
+    TableEnv,
+    compile_expr,
+    constant_value,
+    text_of,
+    time_period_ms,
+)
+from app.epl.planning.base import (
+    PlannerBase,
+    construct_name,
+    norm_type,
+)
+from app.runtime.catalog import NotSupported
+from operators.contexts import conditions as cond
+from operators.contexts.managers import CategorySpec, HashItem, HashSpec, KeyedItem, KeyedSpec
+from operators.contexts.nested import NestedSpec
+from operators.contexts.temporal import NonOverlappingSpec, OverlappingSpec
+
+
+class ContextPlanning(PlannerBase):
+    """Plans ``create context`` declarations: keyed, hash, category, temporal and"""
+
+    def context_spec(self, name: str, spec: Any) -> Any:
+        kind = type(spec).__name__
+        variables = frozenset(self.catalog.variables)
+        if kind == "KeyedContext":
+            items = []
+            seen: set[str] = set()
+            key_types: list[str] | None = None
+            for it in spec.items:
+                if it.type_name in self.catalog.named_windows:
+                    raise verr(f"'{it.type_name}' is a named window; partition by needs an "
+                               "event type", it,
+                               hint="partition the statements that insert into the window")
+                props = self._require_type(it.type_name, it)
+                if it.type_name in seen:
+                    raise verr(f"event type '{it.type_name}' is listed twice in partition by", it,
+                        hint="list each event type once (000 §4.2.2)")
+                seen.add(it.type_name)
+                scope = Scope("event", frozenset({it.alias} if it.alias else set()),
+                              variables=variables, tables=self._routing_env(props))
+                for p in it.props:
+                    pname = text_of(p)
+                    if pname not in props:
+                        raise verr(f"unknown property '{pname}' of {it.type_name}", it,
+                            hint=did_you_mean(pname, props))
+                types = [props.get(text_of(p), "any") for p in it.props]
+                if key_types is None:
+                    key_types = types
+                elif len(types) != len(key_types):
+                    raise verr(f"'{it.type_name}' lists {len(types)} key properties, "
+                               f"the first stream {len(key_types)}", it)
+                else:
+                    for p, t, first in zip(it.props, types, key_types):
+                        if norm_type(t) != norm_type(first):
+                            raise verr(
+                                f"type mismatch between key properties: '{text_of(p)}' of "
+                                f"{it.type_name} is {t}, the first stream's key is {first}", p,
+                                hint="key properties at the same position must have the "
+                                     "same type (000 §4.2.2)")
+                keys = tuple(compile_expr(p, scope) for p in it.props)
+                filt = compile_expr(it.filter, scope) if it.filter is not None else None
+                items.append(KeyedItem(it.type_name, keys, filt,
+                                       tuple(text_of(p) for p in it.props), it.alias))
+            init, term = self._keyed_lifecycle(spec, seen)
+            return KeyedSpec(name, tuple(items), init, term)
+        if kind == "HashContext":
+            hitems = []
+            for it in spec.items:
+                hprops = self._require_type(it.type_name, it)
+                scope = Scope("event", variables=variables, tables=self._routing_env(hprops))
+                hitems.append(HashItem(
+                    it.type_name, it.function, compile_expr(it.args[0], scope),
+                    compile_expr(it.filter, scope) if it.filter is not None else None))
+            return HashSpec(name, tuple(hitems), int(constant_value(spec.granularity)),
+                            bool(spec.preallocate))
+        if kind == "CategoryContext":
+            cprops = self._require_type(spec.type_name, spec)
+            scope = Scope("event", variables=variables,
+                          tables=replace(self.tenv, props=cprops))
+            groups = tuple((g.label, compile_expr(g.expr, scope)) for g in spec.groups)
+            return CategorySpec(name, spec.type_name, groups,
+                                compile_expr(spec.filter, scope) if spec.filter else None)
+        if kind == "NonOverlappingContext":
+            start = self.condition(spec.start, frozenset(), is_start=True)
+            end = self.condition(spec.end, tags_of(spec.start), is_start=False)
+            return NonOverlappingSpec(name, start, end)
+        if kind == "OverlappingContext":
+            init = self.condition(spec.initiated, frozenset(), is_start=True)
+            term = self.condition(spec.terminated, tags_of(spec.initiated), is_start=False)
+            distinct = ()
+            if spec.distinct:
+                tags = tags_of(spec.initiated)
+                dscope = Scope("pfilter", tags=tags, variables=variables)
+                distinct = tuple(compile_expr(d, dscope) for d in spec.distinct)
+            return OverlappingSpec(name, init, term, distinct)
+        if kind == "NestedContext":
+            specs = [self.context_spec(it.name, it.spec) for it in spec.contexts]
+            out = specs[-1]
+            for outer in reversed(specs[:-1]):
+                out = NestedSpec(name, outer, out)
+            return out
+        raise NotSupported(construct_name(kind))
+
+    def _keyed_lifecycle(self, spec: Any, listed: set[str]) -> tuple[tuple[Any, ...], Any]:
+        """``initiated by`` filters and the ``terminated by`` condition of a keyed context,
+        validated as Esper does: initiating types are listed in ``partition by``, streams
+        are named in one of the two places, each name once; the terminating condition
+        may read the starting event by its name."""
+        item_names = [it.alias for it in spec.items if it.alias]
+        init_names = [c.alias for c in spec.initiated if c.alias]
+        if item_names and init_names:
+            raise verr("a keyed context names its streams in partition by or in initiated "
+                       "by, not both", spec.initiated[0],
+                       hint="keep the names of the initiating filters")
+        seen: dict[str, str] = {}
+        for name, type_name in [*((it.alias, it.type_name) for it in spec.items if it.alias),
+                                *((c.alias, c.type_name) for c in spec.initiated if c.alias)]:
+            if name in seen:
+                raise verr(f"name '{name}' already used for type '{seen[name]}'", spec)
+            seen[name] = type_name
+        init = []
+        for c in spec.initiated:
+            if c.type_name not in listed:
+                raise verr(f"initiated by '{c.type_name}': every initiating event type must "
+                           "be listed in partition by", c,
+                           hint=f"listed: {', '.join(sorted(listed))}")
+            init.append(self.condition(c, frozenset(), is_start=True))
+        term = None
+        if spec.terminated is not None:
+            term = self.condition(spec.terminated, frozenset(seen), is_start=False)
+        return tuple(init), term
+
+    def _routing_env(self, props: dict[str, str]) -> TableEnv:
+        """Keyed and hash context items route events to partitions, in Kafka mode before
+        any engine runs: they cannot read tables."""
+        return TableEnv(self.catalog.tables, props=props,
+                        refusal="a keyed or hash context declaration cannot read a table")
+
+    def condition(self, c: Any, tags: frozenset[str], is_start: bool) -> Any:
+        if c is None:
+            return cond.CondNeverSpec()
+        kind = type(c).__name__
+        variables = frozenset(self.catalog.variables)
+        if kind == "CondFilter":
+            self._require_type(c.type_name, c)
+            aliases = frozenset({c.alias} if c.alias else set())
+            env = replace(self.tenv, props=self.catalog.type_props(c.type_name) or {})
+            scope = Scope("pfilter", aliases, tags, variables, tables=env)
+            pred = compile_expr(c.filter, scope) if c.filter is not None else None
+            text = c.type_name + (f"({text_of(c.filter)})" if c.filter is not None else "")
+            return cond.CondFilterSpec(c.type_name, pred, c.alias, text)
+        if kind == "CondPattern":
+            from app.epl.planning.patterns import plan_pattern
+
+            return cond.CondPatternSpec(plan_pattern(self, c.pattern, tags), bool(c.inclusive),
+                                        text_of(c.pattern))
+        if kind == "CondCrontab":
+            from app.epl.planning.patterns import cron_spec
+
+            return cond.CondCrontabSpec(cron_spec(c.crontab), text_of(c.crontab))
+        if kind == "CondAfter":
+            return cond.CondAfterSpec(time_period_ms(c.period))
+        if kind == "CondNow":
+            return cond.CondNowSpec()
+        if kind == "CondNowAnd":
+            inner = self.condition(c.cond, tags, is_start)
+            if isinstance(inner, cond.CondFilterSpec):
+                raise verr("@now cannot be combined with a filter initiating condition", c,
+                    hint="use @now with a pattern or crontab condition (000 §4.2.7)")
+            return cond.CondNowAndSpec(inner)
+        raise NotSupported(construct_name(kind))
+
+    def _check_segmented(self, context: str, stream: Any, pattern: Any, src: Any) -> None:
+        """000 §4.2.2/§4.2.3: a statement of a keyed or hash context must filter at least
+        one event type listed in the context declaration."""
+        spec = self.catalog.contexts[context]
+        inner = spec
+        while isinstance(inner, NestedSpec):
+            inner = inner.inner
+        if not isinstance(inner, KeyedSpec | HashSpec):
+            return
+        used = {stream.type_name} if stream is not None else set(pattern.types())
+        listed = inner.types()
+        if not used & listed:
+            kind = "keyed" if isinstance(inner, KeyedSpec) else "hash"
+            raise verr(
+                f"statement refers to {kind} segmented context '{context}' but filters none "
+                f"of its event types ({', '.join(sorted(listed))})", src,
+                hint="select from an event type listed in the context declaration")
+
+
+
+def tags_of(c: Any) -> frozenset[str]:
+    kind = type(c).__name__
+    if kind == "CondFilter" and c.alias:
+        return frozenset({c.alias})
+    if kind == "CondPattern":
+        from app.epl.planning.patterns import pattern_tags
+
+        return frozenset(pattern_tags(c.pattern))
+    if kind == "CondNowAnd":
+        return tags_of(c.cond)
+    return frozenset()

@@ -1,0 +1,281 @@
+"""Planning of named windows: ``create window``, on-statements (select, delete,
+update, merge, set) and on-demand queries (002; 000 §4.6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.epl import ast
+from app.epl.errors import did_you_mean, verr
+from app.epl.expr import (
+    Scope,
+    TableEnv,
+    compile_expr,
+    has_aggregate,
+)
+from app.epl.planning.base import (
+    PlannerBase,
+    column_name,
+    construct_name,
+    target_name,
+)
+from app.runtime.catalog import NotSupported
+from app.runtime.plan import StatementPlan
+from operators.output import Assignment, OutputSpec
+from operators.pipeline import PipelineSpec, StreamSpec
+from operators.resultset import (
+    SIMPLE,
+    ResultSetSpec,
+)
+
+
+class NamedWindowPlanning(PlannerBase):
+    """Plans named windows: ``create window``, on-statements (select, delete,"""
+
+    def create_window(self, node: Any, name: str, epl: str) -> StatementPlan:
+        """002: a named window is a pipeline over events inserted into it."""
+        if node.context is not None and node.context not in self.catalog.contexts:
+            raise verr(f"unknown context '{node.context}'", node,
+                       hint=did_you_mean(node.context, self.catalog.contexts))
+        if node.type_name is not None:
+            props = self._require_type(node.type_name, node)
+        else:
+            props = {c: str(t) for c, t in node.columns}
+        if node.insert:
+            raise NotSupported("create window ... insert")
+        scope = Scope("event", frozenset(), variables=frozenset(self.catalog.variables))
+        self.catalog.streams[node.name] = dict(props)
+        self.catalog.named_windows[node.name] = node.context or ""
+        # a named window without a data window keeps every row (keep-all)
+        views = node.views or (ast.View(None, "keepall"),)
+        view = self.view_chain(views, scope, None)
+        rs = ResultSetSpec(SIMPLE, (), wildcard=True)
+        pipeline = PipelineSpec(rs, OutputSpec(), StreamSpec(node.name, None, view), None,
+                                None, "irstream")
+        return StatementPlan(name, "window", epl, pipeline, node.context, window=node.name,
+                             event_type=node.type_name)
+
+    def on_statement(self, node: Any, name: str, epl: str) -> StatementPlan:
+        """``on Trigger ...`` against a named window, a table or variables."""
+        from operators.named_window import OnActionSpec
+
+        if node.context is not None and node.context not in self.catalog.contexts:
+            raise verr(f"unknown context '{node.context}'", node,
+                       hint=did_you_mean(node.context, self.catalog.contexts))
+        trig = node.trigger
+        if type(trig).__name__ != "FilterStream":
+            raise NotSupported("on-statements triggered by a pattern")
+        self._require_type(trig.type_name, trig)
+        action = node.action
+        akind = type(action).__name__
+        variables = frozenset(self.catalog.variables)
+        self.tenv.props = self.catalog.type_props(trig.type_name) or {}
+        tscope = Scope("event", frozenset({trig.alias} if trig.alias else set()),
+                       variables=variables, tables=self.tenv)
+        tfilter = compile_expr(trig.filter, tscope) if trig.filter is not None else None
+        if akind == "OnSet":
+            oscope = Scope("tags", frozenset(), frozenset(
+                {trig.alias} if trig.alias else {trig.type_name}), variables, tables=self.tenv)
+            assigns = tuple(self._assignment(a, oscope, node) for a in action.assignments)
+            spec = OnActionSpec("set", trig.type_name, tfilter, trig.alias, assignments=assigns)
+            return StatementPlan(name, "on", epl, context=node.context, action=spec)
+        target_name = getattr(action, "window", None)
+        if target_name in self.catalog.named_windows:
+            target = "window"
+            tctx = self.catalog.named_windows[target_name] or None
+            props = dict(self.catalog.streams.get(target_name) or {})
+        elif target_name in self.catalog.tables:
+            target = "table"
+            table = self.catalog.tables[target_name]
+            tctx = table.context
+            props = {c.name: c.type_name or "any" for c in table.columns}
+        else:
+            raise verr(f"unknown named window or table '{target_name}'", action,
+                       hint=did_you_mean(str(target_name), [*self.catalog.named_windows,
+                                                             *self.catalog.tables]))
+        if tctx != node.context:
+            what = "named window" if target == "window" else "table"
+            section = "000 §4.6" if target == "window" else "000 §4.7"
+            raise verr(f"{what} '{target_name}' is declared with context '{tctx}'; the "
+                       "on-trigger statement must declare the same context"
+                       if tctx else f"{what} '{target_name}' has no context; the "
+                       "on-trigger statement must not declare one", node,
+                       hint=f"write 'context {tctx} on ...' ({section})" if tctx else None)
+        tags = {a for a in (trig.alias, action.alias, target_name, trig.type_name, "initial")
+                if a}
+        cscope = Scope("tags", frozenset(), frozenset(tags), variables, tables=self.tenv)
+        where = compile_expr(action.where, cscope) if action.where is not None else None
+        common = dict(trigger_type=trig.type_name, trigger_filter=tfilter,
+                      trigger_alias=trig.alias, window=target_name, window_alias=action.alias,
+                      where=where, target=target, target_props=tuple(props))
+        insert_into = insert_stream = None
+        if akind == "OnDelete":
+            spec = OnActionSpec("delete", **common)
+        elif akind == "OnSelect":
+            spec = self._on_select(action, cscope, common)
+            if action.insert_into is not None:
+                insert_into = action.insert_into.name
+                insert_stream = "istream"
+                self.catalog.streams.setdefault(
+                    insert_into, {c: "any" for c, _ in spec.columns} or dict(props))
+        elif akind == "OnUpdate":
+            assigns = tuple(self._column_assignment(a, cscope, target_name, props, target)
+                            for a in action.assignments)
+            spec = OnActionSpec("update", assignments=assigns, **common)
+        elif akind == "OnMerge":
+            spec = OnActionSpec("merge", clauses=self._merge_clauses(
+                action, cscope, target_name, props, target), **common)
+        else:
+            raise NotSupported(construct_name(akind))
+        return StatementPlan(name, "on", epl, context=node.context, action=spec,
+                             insert_into=insert_into, insert_stream=insert_stream or "istream",
+                             window=target_name if target == "window" else None,
+                             tables=(target_name,) if target == "table" else (),
+                             table=self.catalog.tables[target_name] if target == "table"
+                             else None)
+
+    def _on_select(self, action: Any, cscope: Scope, common: dict[str, Any]) -> Any:
+        """on-select: plain projection, or a result set when it aggregates/groups/orders."""
+        from operators.named_window import OnActionSpec
+
+        cols = []
+        wildcard = False
+        aggregated = bool(action.group_by or action.having or action.order_by
+                          or action.distinct) or any(
+            type(i).__name__ != "Wildcard" and has_aggregate(i.expr)
+            for i in action.select_items)
+        for item in action.select_items:
+            if type(item).__name__ == "Wildcard":
+                wildcard = True
+            elif not aggregated:
+                cols.append((column_name(item, self.source), compile_expr(item.expr, cscope)))
+        rs = None
+        if aggregated:
+            sel = ast.SelectStatement(
+                select_items=action.select_items, group_by=action.group_by or (),
+                having=action.having, order_by=action.order_by or (), distinct=action.distinct)
+            rs = self.result_set(sel, cscope)
+        return OnActionSpec("select", columns=tuple(cols), wildcard=wildcard,
+                            and_delete=action.and_delete, resultset=rs,
+                            distinct=bool(action.distinct), **common)
+
+    def _column_assignment(self, a: Any, scope: Scope, target: str, props: dict[str, str],
+                           kind: str) -> Assignment:
+        """``col = expr`` of an update: the column must exist (and not be an aggregation)."""
+        col = target_name(a.target)
+        if "." in col:
+            head, _, rest = col.partition(".")
+            col = rest if head == target or head in scope.tags else col
+        if col not in props:
+            raise verr(f"'{target}' has no column '{col}'", a, hint=did_you_mean(col, props))
+        if kind == "table":
+            tcol = self.catalog.tables[target].column(col)
+            if tcol is not None and tcol.aggregator is not None:
+                raise verr(f"'{col}' is an aggregation column of table '{target}' and cannot "
+                           "be assigned", a, hint="aggregate into it with 'into table'")
+        return Assignment(col, compile_expr(a.expr, scope))
+
+    def _merge_clauses(self, action: Any, cscope: Scope, target: str, props: dict[str, str],
+                       kind: str) -> tuple[Any, ...]:
+        """002 on-merge: ``when [not] matched [and cond] then update|delete|insert``."""
+        from operators.named_window import MergeActionSpec, MergeClauseSpec
+
+        clauses = []
+        for c in action.clauses:
+            always = type(c).__name__ == "MergeInsert"
+            if always:
+                c = ast.MergeWhen(False, None, (c,))
+            actions = []
+            for a in c.actions:
+                akind = type(a).__name__
+                where = compile_expr(a.where, cscope) if a.where is not None else None
+                if akind == "MergeUpdate":
+                    if not c.matched:
+                        raise verr("'then update' needs a matched row (when matched)", a)
+                    assigns = tuple(self._column_assignment(x, cscope, target, props, kind)
+                                    for x in a.assignments)
+                    actions.append(MergeActionSpec("update", where, assigns))
+                elif akind == "MergeDelete":
+                    if not c.matched:
+                        raise verr("'then delete' needs a matched row (when matched)", a)
+                    actions.append(MergeActionSpec("delete", where))
+                else:
+                    actions.append(self._merge_insert(a, where, cscope, props, kind, target))
+            cond = compile_expr(c.condition, cscope) if c.condition is not None else None
+            clauses.append(MergeClauseSpec(bool(c.matched), cond, tuple(actions), always))
+        return tuple(clauses)
+
+    def _merge_insert(self, a: Any, where: Any, cscope: Scope, props: dict[str, str],
+                      kind: str, target: str) -> Any:
+        """``insert [into S] [(cols)] select ...`` of an on-merge."""
+        from operators.named_window import MergeActionSpec
+
+        cols = []
+        wildcard = False
+        names = list(a.columns)
+        items = [i for i in a.select_items if type(i).__name__ != "Wildcard"]
+        wildcard = len(items) != len(a.select_items)
+        if names and len(names) != len(items):
+            raise verr(f"{len(names)} column names for {len(items)} selected values", a)
+        for i, item in enumerate(items):
+            if has_aggregate(item.expr):
+                raise verr("aggregation is not allowed in an on-merge insert", item)
+            cname = names[i] if names else column_name(item, self.source)
+            cols.append((cname, compile_expr(item.expr, cscope)))
+        if a.into is None:
+            for cname, _ in cols:
+                if cname not in props:
+                    raise verr(f"'{target}' has no column '{cname}'", a,
+                               hint=did_you_mean(cname, props))
+            if kind == "table":
+                table = self.catalog.tables[target]
+                for cname, _ in cols:
+                    tcol = table.column(cname)
+                    if tcol is not None and tcol.aggregator is not None:
+                        raise verr(f"'{cname}' is an aggregation column and cannot be "
+                                   "inserted", a)
+        else:
+            self.catalog.streams.setdefault(a.into, {c: "any" for c, _ in cols})
+        return MergeActionSpec("insert", where, (), tuple(cols), wildcard, a.into)
+
+    def plan_on_demand_text(self, epl: str) -> Any:
+        """A fire-and-forget select over a named window or table (``kepl query``)."""
+        return self._planned(epl, self.plan_on_demand)
+
+    def plan_on_demand(self, node: Any) -> Any:
+        from app.runtime.plan import OnDemandPlan
+
+        if type(node).__name__ != "SelectStatement":
+            raise verr("an on-demand query is a select statement", node)
+        if node.insert_into is not None or node.into_table is not None or node.output:
+            raise verr("an on-demand query takes no insert into, into table or output "
+                       "clause", node)
+        if len(node.from_) != 1 or type(node.from_[0]).__name__ != "FilterStream":
+            raise NotSupported("on-demand joins")
+        src = node.from_[0]
+        name = src.type_name
+        if name in self.catalog.named_windows:
+            kind = "window"
+            props = dict(self.catalog.streams.get(name) or {})
+        elif name in self.catalog.tables:
+            kind = "table"
+            props = {c.name: c.type_name or "any" for c in self.catalog.tables[name].columns}
+        else:
+            raise verr(f"'{name}' is not a named window or a table", src,
+                       hint=did_you_mean(name, [*self.catalog.named_windows,
+                                                 *self.catalog.tables]))
+        if src.views:
+            raise verr("an on-demand query reads the window as it is: no data window", src)
+        aliases = frozenset({src.alias} if src.alias else set()) | {name}
+        # an on-demand query runs outside any statement: no table instance is handed to it
+        self.tenv = TableEnv(self.catalog.tables, props=props,
+                             refusal="an on-demand query cannot read other tables")
+        scope = Scope("event", aliases, variables=frozenset(self.catalog.variables),
+                      tables=self.tenv)
+        self._check_names(node, props, scope, name)
+        rs = self.result_set(node, scope)
+        where = compile_expr(node.where, scope) if node.where is not None else None
+        filt = compile_expr(src.filter, scope) if src.filter is not None else None
+        return OnDemandPlan(name, kind, rs, where, filt, bool(node.distinct),
+                            tuple(c.name for c in rs.columns))
+

@@ -1,0 +1,135 @@
+"""Planning of continuous select statements: the from clause (a filtered stream with
+its data windows, a pattern, or a join), insert into, and Apama stream queries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.epl import ast
+from app.epl.errors import did_you_mean, verr
+from app.epl.expr import (
+    Scope,
+    compile_expr,
+    text_of,
+)
+from app.epl.planning.base import (
+    PlannerBase,
+    construct_name,
+    derived_props,
+)
+from app.runtime.catalog import NotSupported
+from app.runtime.plan import StatementPlan
+from operators.output import OutputSpec
+from operators.pipeline import PipelineSpec, StreamSpec
+
+
+class SelectPlanning(PlannerBase):
+    """Plans continuous select statements: the from clause (a filtered stream with"""
+
+    def query(self, node: Any, name: str, epl: str) -> StatementPlan:
+        if node.context is not None and node.context not in self.catalog.contexts:
+            raise verr(f"unknown context '{node.context}'", node,
+                hint=did_you_mean(node.context, self.catalog.contexts))
+        if len(node.from_) != 1:
+            from app.epl.planning.joins import plan_join
+
+            return plan_join(self, node, name, epl)
+        src = node.from_[0]
+        stream: StreamSpec | None = None
+        pattern = None
+        variables = frozenset(self.catalog.variables)
+        source_window = None
+        if type(src).__name__ == "FilterStream":
+            props = self.catalog.type_props(src.type_name)
+            if src.type_name in self.catalog.named_windows:
+                source_window = src.type_name
+                if src.views:
+                    raise NotSupported("data windows on a named window consumer")
+            if props is None:
+                raise verr(f"unknown event type '{src.type_name}'", src,
+                    hint=did_you_mean(src.type_name, self._type_names()))
+            aliases = frozenset({src.alias} if src.alias else set())
+            self.tenv.props = props
+            scope = Scope("event", aliases, variables=variables, tables=self.tenv)
+            filt = compile_expr(src.filter, scope) if src.filter is not None else None
+            view = self.view_chain(src.views, scope, src.retain) if src.views else None
+            self._check_names(node, {**props, **derived_props(view)}, scope, src.type_name)
+            stream = StreamSpec(src.type_name, filt, view, src.alias,
+                                text_of(src.filter) if src.filter is not None else "")
+            if src.type_name in self.catalog.tables:
+                raise NotSupported("selecting from a table in a continuous statement (use an "
+                                   "on-select, or 'kepl query' for an on-demand read)")
+        elif type(src).__name__ == "PatternStream":
+            from app.epl.planning.patterns import plan_pattern
+
+            pattern = plan_pattern(self, src.pattern)
+            scope = Scope("tags", tags=frozenset(pattern.tag_names()), variables=variables,
+                          tables=self.tenv)
+            self._check_tag_names(node, pattern)
+        else:
+            raise NotSupported(construct_name(type(src).__name__))
+        if node.context is not None:
+            self._check_segmented(node.context, stream, pattern, src)
+        agg_texts: dict[str, int] = {}
+        rs = self.result_set(node, scope, agg_texts=agg_texts)
+        tables: tuple[str, ...] = ()
+        if node.into_table is not None:
+            rs = self._into_table(node, rs, agg_texts)
+            tables = (node.into_table,)
+        where = compile_expr(node.where, scope) if node.where is not None else None
+        output = self.output(node.output, scope)
+        select_kind, insert_into, insert_stream, select_stream = self.streams_of(node, rs)
+        pipeline = PipelineSpec(rs, output, stream, pattern, where,
+                                select_kind if select_stream is None else "irstream",
+                                bool(node.distinct))
+        return StatementPlan(name, "query", epl, pipeline, node.context,
+                             insert_into=insert_into, insert_stream=insert_stream,
+                             select_stream=select_stream,
+                             columns=tuple(c.name for c in rs.columns), window=source_window,
+                             tables=tables,
+                             table=self.catalog.tables[tables[0]] if tables else None)
+
+    def streams_of(self, node: Any, rs: Any) -> tuple[str, str | None, str, str | None]:
+        """(select kind, insert-into stream, its routed stream kind, the stream listeners
+        get when it differs from the routed one) of a select; registers the insert-into
+        stream's columns."""
+        select_kind = (node.stream_kind or "istream").lower()
+        if node.insert_into is None:
+            return select_kind, None, "istream", None
+        insert_into = node.insert_into.name
+        insert_stream = (node.insert_into.stream_kind or "istream").lower()
+        self.catalog.streams.setdefault(insert_into, {c.name: "any" for c in rs.columns})
+        select_stream = None
+        if select_kind != "irstream" and (insert_stream != "istream"
+                                          or select_kind == "rstream"):
+            # the routed stream is not the one listeners get: post both, split later
+            select_stream = select_kind
+        return select_kind, insert_into, insert_stream, select_stream
+
+    def view_chain(self, views: Any, scope: Scope, retain: str | None) -> Any:
+        from app.epl.planning.windows import plan_views
+
+        return plan_views(self, views, scope, retain)
+
+    def apama(self, node: Any, name: str, epl: str) -> StatementPlan:
+        from app.epl.planning.windows import apama_view
+
+        props = self.catalog.type_props(node.stream)
+        if props is None:
+            raise verr(f"unknown stream '{node.stream}'", node,
+                                     hint=did_you_mean(node.stream, self._type_names()))
+        scope = Scope("event", frozenset(), variables=frozenset(self.catalog.variables))
+        view = apama_view(node)
+        sel = ast.SelectStatement(
+            annotations=(), context=None, insert_into=None,
+            stream_kind="rstream" if node.rstream else None,
+            select_items=node.select_items, from_=(), where=None, group_by=(),
+            having=None, output=None, order_by=(), limit=None, into_table=None)
+        # 003: com.apama.aggregates.sum returns 0 for an empty window
+        rs = self.result_set(sel, scope, empty_sum=0.0)
+        stream = StreamSpec(node.stream, None, view, None)
+        pipeline = PipelineSpec(rs, OutputSpec(), stream, None, None,
+                                "rstream" if node.rstream else "istream")
+        return StatementPlan(name, "query", epl, pipeline,
+                             columns=tuple(c.name for c in rs.columns))
+

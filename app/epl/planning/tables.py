@@ -1,0 +1,150 @@
+"""Planning of ``create variable`` and ``create table`` statements and of ``into table``
+(000 §4.7, §4.8)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.epl.errors import did_you_mean, verr
+from app.epl.expr import (
+    Scope,
+    compile_expr,
+    has_aggregate,
+    names_in,
+    text_of,
+)
+from app.epl.planning.base import (
+    PlannerBase,
+    column_name,
+)
+from app.runtime.plan import StatementPlan
+from operators.base import PartitionCtx
+from operators.resultset import (
+    ResultSetSpec,
+)
+from operators.table import IntoTableSpec, TableColumn, TableSpec
+
+
+class TablePlanning(PlannerBase):
+    """Plans ``create variable`` and ``create table`` statements and of ``into table``"""
+
+    def create_variable(self, node: Any, name: str, epl: str) -> StatementPlan:
+        """``[context C] create [constant] variable type name [= expr]`` (000 §4.8)."""
+        from operators.variables import SCALAR_TYPES, VariableDecl, VariableError
+
+        type_name = str(node.type_name)
+        base = type_name[:-2] if type_name.endswith("[]") else type_name
+        if base.lower() not in SCALAR_TYPES and self.catalog.type_props(base) is None:
+            raise verr(f"unknown variable type '{type_name}'", node,
+                       hint="use int, long, double, float, string, boolean, short, byte, "
+                            "object, an array of one of them, or an event type")
+        if node.name in self.catalog.variables:
+            raise verr(f"variable '{node.name}' is already declared", node)
+        if node.context is not None and node.context not in self.catalog.contexts:
+            raise verr(f"unknown context '{node.context}'", node,
+                       hint=did_you_mean(node.context, self.catalog.contexts))
+        if node.constant and node.init is None:
+            raise verr(f"constant '{node.name}' needs an initial value", node)
+        init = None
+        if node.init is not None:
+            scope = Scope("event", variables=frozenset(self.catalog.variables))
+            fn = compile_expr(node.init, scope)
+            init = fn({}, PartitionCtx(variables=dict(self.catalog.variable_values)))
+        decl = VariableDecl(node.name, type_name, init, bool(node.constant))
+        try:
+            value = decl.coerce(init)
+        except VariableError as e:
+            raise verr(str(e), node.init or node) from None
+        self.catalog.variables[node.name] = type_name
+        self.catalog.variable_values[node.name] = value
+        if node.constant:
+            self.catalog.constants.add(node.name)
+        if node.context is not None:
+            self.catalog.context_variables[node.name] = node.context
+        return StatementPlan(name, "variable", epl, context=node.context, initial=value,
+                             variable=node.name, var_decl=decl)
+
+    def _check_context_variables(self, node: Any) -> None:
+        """000 §4.8: context variables can only be used in statements of the same context."""
+        owners = self.catalog.context_variables
+        if not owners or type(node).__name__ == "CreateVariable":
+            return
+        context = getattr(node, "context", None)
+        for n in names_in(node):
+            owner = owners.get(n.parts[0])
+            if owner is not None and owner != context:
+                raise verr(f"variable '{n.parts[0]}' is a context variable of '{owner}'; the "
+                           f"statement must declare 'context {owner}'", n,
+                           hint="context variables can only be used in statements associated "
+                                "to the same context (000 §4.8)")
+
+    def create_table(self, node: Any, name: str, epl: str) -> StatementPlan:
+        """``[context C] create table Name (k type primary key, c sum(double), ...)``."""
+        from operators.aggregates import AGGREGATE_NAMES, make_aggregator
+
+        if node.context is not None and node.context not in self.catalog.contexts:
+            raise verr(f"unknown context '{node.context}'", node,
+                       hint=did_you_mean(node.context, self.catalog.contexts))
+        if node.name in self.catalog.tables or self.catalog.type_props(node.name) is not None:
+            raise verr(f"'{node.name}' is already declared", node)
+        cols: list[TableColumn] = []
+        seen: set[str] = set()
+        for c in node.columns:
+            if c.name in seen:
+                raise verr(f"column '{c.name}' is declared twice", c)
+            seen.add(c.name)
+            if c.aggregation is not None:
+                fname = c.aggregation.name.lower()
+                if fname not in AGGREGATE_NAMES:
+                    raise verr(f"'{c.aggregation.name}' is not an aggregation function", c,
+                               hint="aggregation columns are written like 'total sum(double)'")
+                agg = make_aggregator(fname, star=bool(c.aggregation.star),
+                                      distinct=bool(c.aggregation.distinct))
+                cols.append(TableColumn(c.name, None, False, agg, text_of(c.aggregation)))
+            else:
+                cols.append(TableColumn(c.name, str(c.type_name), bool(c.primary_key)))
+        spec = TableSpec(node.name, tuple(cols), node.context)
+        self.catalog.tables[node.name] = spec
+        return StatementPlan(name, "table", epl, context=node.context, table=spec)
+
+    def _into_table(self, node: Any, rs: ResultSetSpec, aggs_by_text: dict[str, int]
+                    ) -> ResultSetSpec:
+        """``into table T select agg as col ... group by keys`` (000 §4.7): each aggregate
+        maintains the table column its alias names; group-by values are the primary key."""
+        table = self.catalog.tables.get(node.into_table)
+        if table is None:
+            raise verr(f"unknown table '{node.into_table}'", node,
+                       hint=did_you_mean(node.into_table, self.catalog.tables))
+        tctx = table.context
+        if tctx != node.context:
+            raise verr(f"table '{table.name}' is declared with context '{tctx}'; 'into table' "
+                       "must declare the same context" if tctx else
+                       f"table '{table.name}' has no context; 'into table' must not declare "
+                       "one", node, hint="000 §4.7")
+        if len(node.group_by or ()) != len(table.keys):
+            raise verr(f"table '{table.name}' has {len(table.keys)} primary key column(s); "
+                       f"the statement groups by {len(node.group_by or ())} expression(s)",
+                       node, hint="group by the primary key, in the declared order")
+        columns: list[str | None] = [None] * len(rs.aggregates)
+        for item in node.select_items:
+            if type(item).__name__ != "SelectItem" or not has_aggregate(item.expr):
+                continue
+            col_name = item.alias or column_name(item, self.source)
+            col = table.aggregations.get(col_name)
+            if col is None:
+                raise verr(f"table '{table.name}' has no aggregation column '{col_name}'",
+                           item, hint=did_you_mean(col_name, table.aggregations))
+            if type(item.expr).__name__ != "Call":
+                raise verr("an 'into table' column must be a single aggregation", item)
+            idx = aggs_by_text.get(text_of(item.expr))
+            if idx is None:
+                continue
+            if type(rs.aggregates[idx].aggregator) is not type(col.aggregator):
+                raise verr(f"column '{col_name}' is {col.agg_text}; the statement aggregates "
+                           f"{text_of(item.expr)}", item)
+            columns[idx] = col_name
+        if any(c is None for c in columns):
+            raise verr("every aggregation of an 'into table' statement must go to a table "
+                       "column", node)
+        return IntoTableSpec.of(rs, table.name, tuple(c or "" for c in columns))
+
