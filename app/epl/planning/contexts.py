@@ -28,7 +28,7 @@ from operators.contexts.temporal import NonOverlappingSpec, OverlappingSpec
 
 
 class ContextPlanning(PlannerBase):
-    """Plans ``create context`` declarations: keyed, hash, category, temporal and"""
+    """Plans context declarations and their conditions."""
 
     def context_spec(self, name: str, spec: Any) -> Any:
         kind = type(spec).__name__

@@ -30,7 +30,7 @@ from operators.resultset import (
 
 
 class NamedWindowPlanning(PlannerBase):
-    """Plans named windows: ``create window``, on-statements (select, delete,"""
+    """Plans named windows, on-statements and on-demand queries."""
 
     def create_window(self, node: Any, name: str, epl: str) -> StatementPlan:
         """002: a named window is a pipeline over events inserted into it."""

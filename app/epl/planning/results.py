@@ -42,7 +42,7 @@ from operators.resultset import (
 
 
 class ResultPlanning(PlannerBase):
-    """Plans the result set (select list, aggregation, group by, having, order by,"""
+    """Plans result sets and output rate limiting."""
 
     def result_set(self, node: Any, scope: Scope, empty_sum: Any = None,
                    agg_texts: dict[str, int] | None = None) -> ResultSetSpec:

@@ -24,7 +24,7 @@ from operators.pipeline import PipelineSpec, StreamSpec
 
 
 class SelectPlanning(PlannerBase):
-    """Plans continuous select statements: the from clause (a filtered stream with"""
+    """Plans select statements and Apama stream queries."""
 
     def query(self, node: Any, name: str, epl: str) -> StatementPlan:
         if node.context is not None and node.context not in self.catalog.contexts:

@@ -26,7 +26,7 @@ from operators.table import IntoTableSpec, TableColumn, TableSpec
 
 
 class TablePlanning(PlannerBase):
-    """Plans ``create variable`` and ``create table`` statements and of ``into table``"""
+    """Plans variables, tables and into-table statements."""
 
     def create_variable(self, node: Any, name: str, epl: str) -> StatementPlan:
         """``[context C] create [constant] variable type name [= expr]`` (000 §4.8)."""
