@@ -70,7 +70,8 @@ CRASH_HOOK_ENV = "KEPL_TEST_CRASH"
 """Fault injection for crash tests: ``point:n`` SIGKILLs the worker at ``point`` of the
 n-th checkpoint that writes changelog records (``before_flush``: before the transaction
 commits; ``after_flush``: after it committed, before the local databases are written),
-or ``mid_snapshot`` (the first part of the n-th snapshot of several parts is written)."""
+or ``mid_snapshot`` (the n-th transaction of snapshot parts that is not the last of its
+snapshot is sent, before it commits)."""
 COMMIT_INTERVAL_ENV = "KEPL_COMMIT_INTERVAL_MS"
 DEFAULT_COMMIT_INTERVAL_MS = 100
 """A checkpoint at least this often while input keeps coming (Kafka Streams' EOS value)."""
@@ -605,9 +606,12 @@ class Worker:
         self.since_commit = 0
         self.last_commit = time.monotonic()
         self.stats["checkpoints"] += 1
-        due = [(k, part) for k, part in sealed if part.snapshot_due()]
-        if due:
-            self._snapshot(due)
+        for _key, part in sealed:
+            if part.snapshot_due():
+                part.start_snapshot()
+        writing = [(k, part) for k, part in self.parts.items() if part.writing is not None]
+        if writing:
+            self._snapshot_parts(writing)
 
     def _progress(self, key: str, barrier: tuple[int, str]) -> None:
         t, wid = barrier
@@ -638,37 +642,38 @@ class Worker:
                        if meta is not None else TopicPartition(key[0], key[1], off))
         return out
 
-    def _snapshot(self, due: list[tuple[tuple[str, int], EnginePartition]]) -> None:
-        """Write the partitions' snapshots in one transaction; then truncate."""
+    def _snapshot_parts(self, writing: list[tuple[tuple[str, int], EnginePartition]]
+                        ) -> None:
+        """Write the next part of each snapshot being written, in one transaction; a
+        snapshot whose last part is in truncates its changelog up to its first part."""
         cp = self.checkpoint
-        for key, part in due:
-            t0 = time.monotonic()
+        t0 = time.monotonic()
+        got: dict[tuple[str, int], int] = {}
+        more = False
+        for key, part in writing:
+            rec = part.snapshot_part()
+            more = more or not rec.snapshot["last"]
+
+            def done(err: Any, msg: Any, key: tuple[str, int] = key) -> None:
+                if err is None:
+                    got[key] = msg.offset()
+                else:
+                    cp.errors.append(str(err))
+
+            cp.produce(self.config.changelog_topic(key[0]), rec.encode(), part.partition,
+                       on_delivery=done)
+        if more:
+            cp.flush()
+            self._crash_hook("mid_snapshot")
+        cp.commit([], self.consumer)
+        for key, part in writing:
+            first = part.snapshot_part_committed(got[key])
+            if first is None:
+                continue
             topic = self.config.changelog_topic(key[0])
-            offsets: list[int] = []
-            prev = part.cl_offset
-            n = 0
-            for rec in part.snapshot_records():
-                rec.prev = prev
-                got: list[int] = []
-
-                def done(err: Any, msg: Any, got: list[int] = got) -> None:
-                    if err is None:
-                        got.append(msg.offset())
-                    else:
-                        cp.errors.append(str(err))
-
-                cp.produce(topic, rec.encode(), part.partition, on_delivery=done)
-                cp.flush()
-                if n == 1:
-                    self._crash_hook("mid_snapshot")
-                prev = got[0]
-                offsets.append(prev)
-                n += 1
-            cp.commit([], self.consumer)
-            first = part.snapshot_committed(offsets)
             self.changelog.delete_before(topic, part.partition, first)
-            log.info("snapshot of %s[%d]: %d bytes in %d part(s) at %d..%d (%.3f s)",
-                     topic, part.partition, part.snapshot_bytes, n, first, part.cl_offset,
+            log.info("snapshot of %s[%d]: %d bytes at %d..%d (last part %.3f s)",
+                     topic, part.partition, part.snapshot_bytes, first, part.cl_offset,
                      time.monotonic() - t0)
 
     def rewind(self) -> None:

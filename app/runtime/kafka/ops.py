@@ -180,19 +180,28 @@ def app_status(config: AppConfig, bootstrap: str, last_watermark: LastWatermark,
 def _first_snapshot(log: Any, topic: str, partition: int, start: int
                     ) -> dict[str, int] | None:
     """The snapshot the changelog partition begins with (a snapshot deletes the records
-    before it, so a visible one is the last complete one), or None."""
+    before it, so a visible one is the last complete one), or None.  Its parts may have
+    batches between them; the last part gives the size."""
+    from app.runtime.kafka.partition import last_part
     from app.runtime.kafka.store import ChangelogRecord
 
+    found: dict[str, Any] | None = None
     for offset, value in log.read(topic, partition, start):
         try:
             snap = ChangelogRecord.decode(value).snapshot
         except (ValueError, KeyError):
-            return None
-        if snap is None:
-            return None
-        return {"offset": offset, "id": snap.get("id"), "parts": snap.get("parts"),
-                "bytes": snap.get("bytes")}
-    return None
+            return found
+        if found is None:
+            if snap is None or snap.get("part") != 0:
+                return None
+            found = {"offset": offset, "id": snap.get("id"), "parts": 0, "bytes": None}
+        if snap is None or snap.get("id") != found["id"]:
+            continue
+        found["parts"] += 1
+        if last_part(snap):
+            found["bytes"] = snap.get("bytes")
+            return found
+    return found
 
 
 def state_dirs(data_dir: Path) -> list[dict[str, Any]]:
@@ -243,8 +252,10 @@ def render_status(st: dict[str, Any]) -> list[str]:
                  f"({dlq['topic']})")
     for c in st["changelogs"]:
         snap = c["snapshot"]
+        size = "being written" if snap is None or snap["bytes"] is None else \
+            f"{snap['bytes']} bytes in {snap['parts']} part(s)"
         seen = ("no snapshot" if snap is None else
-                f"snapshot {snap['id']} at offset {snap['offset']} ({snap['bytes']} bytes)")
+                f"snapshot {snap['id']} at offset {snap['offset']} ({size})")
         lines.append(f"changelog {c['topic']}[{c['partition']}]: offsets {c['start']}.."
                      f"{c['end']}, {seen}")
     if st["state_dirs"] is not None:

@@ -29,25 +29,29 @@ Snapshots and truncation (``SnapshotPolicy``): batch records alone would make th
 changelog grow forever (it cannot be compacted: a record is a batch, not a key), and a
 replacement worker would replay all of it.  So once the changelog bytes written since the
 last snapshot exceed ``max(factor × last snapshot bytes, floor)``, the partition's whole
-committed state is written into the changelog as snapshot parts (``snapshot_records``),
-chained after the last batch like any record; once all parts are acknowledged
-(``snapshot_committed``) the worker deletes the records before the first part
-(Kafka DeleteRecords, best effort).  A snapshot costs at most 1/factor of the changelog
-bytes written before it, so the state writes per event stay O(1) amortized.
+committed state as of that moment is written into the changelog as snapshot parts,
+chained like any record.  The parts are written a few at a time, one ``part_bytes`` part
+after each checkpoint (``start_snapshot``, ``snapshot_part``, ``snapshot_part_committed``),
+from a RocksDB iterator pinned at the state the snapshot began with; the batches of the
+checkpoints in between are chained between the parts.  So the loop never stops for a
+whole snapshot, only for one part.  Once the last part is durable the worker deletes the
+records before the first part (Kafka DeleteRecords, best effort).  A snapshot costs at
+most 1/factor of the changelog bytes written before it, so the state writes per event
+stay O(1) amortized.
 
 ``restore`` starts at the partition's low watermark.  A local database whose marker is
 at or after ``low watermark - 1`` continues from its marker (snapshot parts on its chain
 are passed over: they hold the state it already has).  Otherwise (no database, or one
 older than the truncation point) it is wiped and loaded from the first complete snapshot
-at or after the low watermark, then the records chained after it are replayed.  An
-incomplete snapshot (a crash while its parts were written, or parts partly deleted) is
-never loaded; the chain simply continues through it.
+at or after the low watermark: its parts are loaded as they come, the batches chained
+between them are held, and once the last part is loaded the held batches are replayed in
+order, then the records after it.  An incomplete snapshot (a crash while its parts were
+written, or parts partly deleted) is never loaded; the chain simply continues through it.
 """
 
 from __future__ import annotations
 
 import heapq
-import itertools
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -83,12 +87,13 @@ class SnapshotPolicy:
     Due when the changelog bytes since the last snapshot exceed
     ``max(factor × last snapshot bytes, floor)``; parts hold at most ``part_bytes`` of
     state entries (one larger entry goes alone), well under the topic's
-    ``max.message.bytes``.
+    ``max.message.bytes``.  One part is written per checkpoint, so ``part_bytes`` bounds
+    the pause a snapshot adds to a checkpoint.
     """
 
     floor: int = 1 << 20
     factor: float = 4.0
-    part_bytes: int = 8 << 20
+    part_bytes: int = 256 << 10
 
 
 @dataclass
@@ -102,26 +107,71 @@ class _Tally:
 
     def passed(self, rec: ChangelogRecord, size: int) -> None:
         snap = rec.snapshot
-        if snap is None:
-            self.run = None
+        if snap is None:  # a batch: between two parts it does not break their run
             self.since = int(rec.meta.get("since", self.since)) + size
             self.snapshot_bytes = int(rec.meta.get("snap", self.snapshot_bytes))
             return
         if snap["part"] == 0:
             self.run = (snap["id"], 0)
         if self.run == (snap["id"], snap["part"]):
-            if snap["part"] + 1 == snap["parts"]:
+            if last_part(snap):
                 self.completed(snap)
                 return
             self.run = (snap["id"], snap["part"] + 1)
         else:
             self.run = None
-        self.since += size
+        self._counts(rec)  # a part adds nothing: the writer counts batch records only
+
+    def resume(self, rec: ChangelogRecord) -> None:
+        """The local database's marker is on this part: its run goes on from here."""
+        snap = rec.snapshot
+        assert snap is not None
+        if last_part(snap):
+            self.completed(snap)
+        else:
+            self.run = (snap["id"], snap["part"] + 1)
+            self._counts(rec)
+
+    def _counts(self, rec: ChangelogRecord) -> None:
+        self.since = int(rec.meta.get("since", self.since))
+        self.snapshot_bytes = int(rec.meta.get("snap", self.snapshot_bytes))
 
     def completed(self, snap: dict[str, int]) -> None:
         self.since = 0
         self.snapshot_bytes = int(snap["bytes"])
         self.run = None
+
+
+def last_part(snap: dict[str, Any]) -> bool:
+    """Whether a snapshot part is its snapshot's last (``last``; earlier changelogs
+    give every part the number of parts instead)."""
+    if "last" in snap:
+        return bool(snap["last"])
+    return int(snap["part"]) + 1 == int(snap["parts"])
+
+
+@dataclass
+class _Loading:
+    """A snapshot being loaded by a restore: the parts so far, and the batches chained
+    between them (replayed once the last part is in)."""
+
+    id: int
+    part: int
+    chain: int
+    held: list[tuple[int, ChangelogRecord, int]] = field(default_factory=list)
+
+
+@dataclass
+class _Writing:
+    """A snapshot being written: the iterator pinned at the state it began with."""
+
+    id: int
+    items: Iterator[tuple[bytes, bytes]]
+    head: tuple[bytes, bytes] | None  # the next entry, None past the last one
+    part: int = 0
+    bytes: int = 0
+    first: int = -1
+    pending: tuple[int, bool] | None = None  # (bytes, last) of the part sent, unacknowledged
 
 
 @dataclass(slots=True)
@@ -191,7 +241,7 @@ class EnginePartition:
         self.snapshots = snapshots
         self.since_snapshot = 0
         self.snapshot_bytes = 0
-        self._snapshot_total = 0
+        self.writing: _Writing | None = None
         self.partition = partition
         self.upstreams = upstreams
         self.up_index = {u: i for i, u in enumerate(upstreams)}
@@ -224,7 +274,7 @@ class EnginePartition:
         if marker < 0:
             self.store.wipe()
         need_snapshot = marker < 0 and low > 0
-        loading: list[int] | None = None  # [id, part, offset] of the snapshot being loaded
+        loading: _Loading | None = None
         loaded_any = False
         tally = _Tally()
         current = marker
@@ -235,18 +285,30 @@ class EnginePartition:
             snap = rec.snapshot
             if need_snapshot:
                 if snap is not None and snap["part"] == 0:
-                    loading = [snap["id"], 0, offset]
-                elif (loading is not None and snap is not None and snap["id"] == loading[0]
-                      and snap["part"] == loading[1] + 1 and rec.prev == loading[2]):
-                    loading[1:] = [snap["part"], offset]
+                    if loaded_any:  # what was loaded is no complete snapshot
+                        self.store.wipe()
+                    loading = _Loading(snap["id"], 0, offset)
+                elif loading is None:
+                    continue
+                elif snap is None:
+                    if rec.prev == loading.chain:
+                        loading.held.append((offset, rec, len(value)))
+                        loading.chain = offset
+                    continue
+                elif (snap["id"] == loading.id and snap["part"] == loading.part + 1
+                      and rec.prev == loading.chain):
+                    loading.part, loading.chain = snap["part"], offset
                 else:  # not the next part: what was loaded is no complete snapshot
                     loading = None
                     continue
-                if snap["part"] == 0 and loaded_any:
-                    self.store.wipe()
                 self.store.apply_writes(rec.writes)
                 loaded_any = True
-                if snap["part"] + 1 == snap["parts"]:
+                if last_part(snap):
+                    # the parts hold the state the snapshot began with; the batches
+                    # written meanwhile follow it
+                    for held_offset, held, size in loading.held:
+                        self.store.apply_record(held.writes, held_offset)
+                        tally.passed(held, size)
                     self.store.set_marker(offset)
                     tally.completed(snap)
                     current = offset
@@ -255,8 +317,8 @@ class EnginePartition:
             if offset == marker:  # the record this database reflects
                 if snap is None:
                     tally.passed(rec, len(value))
-                else:  # a local marker on a part is on the last part of a complete one
-                    tally.completed(snap)
+                else:
+                    tally.resume(rec)
                 continue
             if rec.prev != current:  # written by a writer that had lost the partition
                 continue
@@ -296,6 +358,7 @@ class EnginePartition:
         self.engine = engine
 
     def close(self) -> None:
+        self.writing = None  # its iterator goes before the database
         self.store.close()
 
     # -- records -----------------------------------------------------------------
@@ -497,58 +560,77 @@ class EnginePartition:
 
     # -- snapshots -----------------------------------------------------------------
     def snapshot_due(self) -> bool:
-        """Whether the changelog since the last snapshot outgrew the policy's threshold."""
+        """Whether the changelog since the last snapshot outgrew the policy's threshold
+        (and no snapshot is being written)."""
         p = self.snapshots
-        return p is not None and self.since_snapshot > max(p.factor * self.snapshot_bytes,
-                                                           p.floor)
+        return (p is not None and self.writing is None
+                and self.since_snapshot > max(p.factor * self.snapshot_bytes, p.floor))
 
-    def snapshot_records(self) -> Iterator[ChangelogRecord]:
-        """The committed state as snapshot parts, chained after ``cl_offset``.
-
-        Part i names as ``prev`` the offset part i-1 gets when the parts land right after
-        ``cl_offset``; a writer that learns the real offsets as it goes (a transaction's
-        marker takes one) sets ``prev`` to them before encoding.  Two passes over the
-        database, so that only one part is in memory: sizes first (every part's meta
-        holds the number of parts), then the parts.
-        """
+    def start_snapshot(self) -> None:
+        """Begin a snapshot of the committed state as it is now (at ``cl_offset``)."""
         if self.store.pending:
             raise RuntimeError("a snapshot needs a committed partition")
-        limit = (self.snapshots or SnapshotPolicy()).part_bytes
-        counts: list[int] = []
-        size = count = total = 0
-        for k, v in self.store.state_items():
-            n = entry_size(k, v)
-            if count and size + n > limit:
-                counts.append(count)
-                size = count = 0
-            size += n
-            count += 1
-            total += n
-        counts.append(count)
-        self._snapshot_total = total
-        base = self.cl_offset
-        now = self.engine.now_ms if self.engine is not None else self.now
         items = self.store.state_items()
-        for i, c in enumerate(counts):
-            meta = {"group": self.group.name, "partition": self.partition, "now": now,
-                    "snapshot": {"id": base, "part": i, "parts": len(counts),
-                                 "bytes": total}}
-            yield ChangelogRecord(base + i, meta, list(itertools.islice(items, c)))
+        self.writing = _Writing(self.cl_offset, items, next(items, None))
 
-    def snapshot_committed(self, offsets: list[int]) -> int:
-        """Every part of the snapshot is durable at ``offsets``: move the marker past it.
+    def snapshot_part(self) -> ChangelogRecord:
+        """The next part of the snapshot being written, chained after ``cl_offset``.
 
-        Returns the offset of the first part: the records before it may be deleted.
+        Parts hold at most ``part_bytes`` of entries; the last one says so (``last``)
+        and carries the snapshot's size (``bytes``).  A part is only taken once the one
+        before it is durable (``snapshot_part_committed``).
         """
-        after = self.cl_offset
-        for offset in offsets:
-            self._check_offset(offset, after)
-            after = offset
-        self.store.set_marker(offsets[-1])
-        self.cl_offset = offsets[-1]
+        w = self.writing
+        if w is None or w.pending is not None:
+            raise RuntimeError("no snapshot part to write")
+        limit = (self.snapshots or SnapshotPolicy()).part_bytes
+        entries: list[tuple[bytes, bytes | None]] = []
+        size = 0
+        head = w.head
+        while head is not None:
+            n = entry_size(*head)
+            if entries and size + n > limit:  # an entry larger than a part goes alone
+                break
+            entries.append(head)
+            size += n
+            head = next(w.items, None)
+        w.head = head
+        last = head is None
+        w.pending = (size, last)
+        now = self.engine.now_ms if self.engine is not None else self.now
+        return ChangelogRecord(
+            self.cl_offset,
+            {"group": self.group.name, "partition": self.partition, "now": now,
+             "since": self.since_snapshot, "snap": self.snapshot_bytes,
+             "snapshot": {"id": w.id, "part": w.part, "last": last, "bytes": w.bytes + size}},
+            entries)
+
+    def snapshot_part_committed(self, offset: int) -> int | None:
+        """The part from ``snapshot_part`` is durable at ``offset``.  Returns the offset
+        of the snapshot's first part once its last part is in (the records before it
+        may be deleted), else None."""
+        w = self.writing
+        if w is None or w.pending is None:
+            raise RuntimeError("no snapshot part was written")
+        self._check_offset(offset)
+        self.store.set_marker(offset)
+        self.cl_offset = offset
+        size, last = w.pending
+        w.pending = None
+        w.bytes += size
+        if w.part == 0:
+            w.first = offset
+        w.part += 1
+        if not last:
+            return None
+        self.writing = None
         self.since_snapshot = 0
-        self.snapshot_bytes = self._snapshot_total
-        return offsets[0]
+        self.snapshot_bytes = w.bytes
+        return w.first
+
+    def abandon_snapshot(self) -> None:
+        """Stop writing the current snapshot (its parts stay, an incomplete snapshot)."""
+        self.writing = None
 
     def committed_unchanged(self) -> None:
         """The checkpoint committed and this partition wrote no record: forget the
@@ -565,6 +647,7 @@ class EnginePartition:
         """Forget everything since the last commit (an aborted checkpoint, or the caller
         is going down); ``load`` rebuilds from the committed state."""
         self.store.rollback()
+        self.writing = None
         self.outputs = []
         self.dead = []
         self._since_commit = []

@@ -16,7 +16,7 @@ taken: an aggregation state rewritten on every event is encoded once per batch.
 A changelog record is either a *batch* record (state writes and output rows) or one
 *part* of a snapshot: the whole committed state (``state_items``: every key but the
 local-only marker) split into records of bounded size, each marked in its meta with
-``{"snapshot": {"id", "part", "parts", "bytes"}}`` and chained with ``prev`` like a batch.
+``{"snapshot": {"id", "part", "last", "bytes"}}`` and chained with ``prev`` like a batch.
 A complete snapshot lets the records before it be deleted from the topic: a database
 rebuilt from nothing loads the snapshot's parts (``apply_writes``, no marker until the
 last part, so a crash while loading leaves a database without marker, which is wiped),
@@ -327,14 +327,11 @@ class PartitionStore(RocksStore):
         self.base.write(wb, _NO_WAL)
 
     def state_items(self) -> Iterator[tuple[bytes, bytes]]:
-        """Every committed key and value except the marker, in key order (a snapshot)."""
+        """Every committed key and value except the marker, in key order, as of this call:
+        the RocksDB iterator is created here and sees no later write (a snapshot)."""
         it = self.base.iter()
         it.seek_to_first()
-        while it.valid():
-            k = it.key()
-            if k != MARKER_KEY:
-                yield k, it.value()
-            it.next()
+        return _entries(it)
 
     def wipe(self) -> None:
         """Drop every key (the changelog does not continue this database).
@@ -350,6 +347,14 @@ class PartitionStore(RocksStore):
 
     def close(self) -> None:
         self.base.close()
+
+
+def _entries(it: Any) -> Iterator[tuple[bytes, bytes]]:
+    while it.valid():
+        k = it.key()
+        if k != MARKER_KEY:
+            yield k, it.value()
+        it.next()
 
 
 # -- changelog records ---------------------------------------------------------------
@@ -371,7 +376,8 @@ class ChangelogRecord:
 
     @property
     def snapshot(self) -> dict[str, int] | None:
-        """``{"id", "part", "parts", "bytes"}`` if this record is a snapshot part."""
+        """``{"id", "part", "last", "bytes"}`` if this record is a snapshot part (earlier
+        changelogs: ``parts`` instead of ``last``)."""
         return self.meta.get("snapshot")
 
     def encode(self) -> bytes:

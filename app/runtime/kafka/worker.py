@@ -20,7 +20,8 @@ transactional id) fences its previous incarnation and continues exactly.
 
 Snapshots keep the changelog bounded (``partition`` module docstring); thresholds come
 from ``KEPL_SNAPSHOT_MIN_BYTES`` (floor, default 1 MiB, ``off`` writes none),
-``KEPL_SNAPSHOT_FACTOR`` (default 4) and ``KEPL_SNAPSHOT_PART_BYTES`` (default 8 MiB).
+``KEPL_SNAPSHOT_FACTOR`` (default 4) and ``KEPL_SNAPSHOT_PART_BYTES`` (default 256 KiB; one
+part is written per checkpoint).
 The checkpoint interval is ``KEPL_COMMIT_INTERVAL_MS`` (default 100).  A worker that
 holds records or has input lag without progress for ``KEPL_STALL_WARN_S`` (default 30)
 says what it waits for and reports unready (``health``).

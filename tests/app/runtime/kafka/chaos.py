@@ -228,9 +228,13 @@ class Chaos:
     def __init__(self, bootstrap: str, *, events: int, kills: int, workers: int = 2,
                  per_tick: int = 100, min_gap_s: float = 0.5, max_gap_s: float = 3.0,
                  restart_broker: Callable[[], None] | None = None, seed: int = 7,
-                 pauses: int = 0, pause_s: float = 14.0,
+                 pauses: int = 0, pause_s: float = 14.0, lose_state: float = 0.0,
                  log: Callable[[str], None] = print) -> None:
+        """``lose_state``: the share of kills after which the worker's data directory is
+        deleted too (it comes back on a new machine and restores from the changelog)."""
         self.bootstrap = bootstrap
+        self.lose_state = lose_state
+        self.state_losses = 0
         self.n_events = events
         self.kills_wanted = kills
         self.per_tick = per_tick
@@ -367,6 +371,9 @@ class Chaos:
             w = self.rnd.choice(self.workers)
             w.kill()
             self.kills += 1
+            if self.lose_state and self.rnd.random() < self.lose_state:
+                shutil.rmtree(w.data_dir, ignore_errors=True)
+                self.state_losses += 1
             if self.kills == restart_at and self.restart_broker is not None:
                 self.log("chaos: restarting the broker")
                 self.restart_broker()
@@ -420,6 +427,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-broker-restart", action="store_true")
     p.add_argument("--pauses", type=int, default=2,
                    help="workers frozen past the session timeout (zombies)")
+    p.add_argument("--lose-state", type=float, default=0.0,
+                   help="share of kills that also delete the worker's data directory")
     args = p.parse_args(argv)
     restart = None
     if not args.no_broker_restart:
@@ -433,12 +442,14 @@ def main(argv: list[str] | None = None) -> int:
             restart = local_broker_restarter(data_dir)
     chaos = Chaos(args.bootstrap, events=args.events, kills=args.kills,
                   workers=args.workers, seed=args.seed, restart_broker=restart,
-                  pauses=args.pauses)
+                  pauses=args.pauses, lose_state=args.lose_state)
     try:
         outcome = chaos.run()
     finally:
         chaos.close()
     print(outcome.summary())
+    if chaos.state_losses:
+        print(f"data directories deleted: {chaos.state_losses}")
     for line in outcome.problems:
         print("  " + line)
     return 0 if outcome.ok else 1

@@ -94,9 +94,13 @@ class Driver:
     """The worker's side of the protocol over a ``TruncLog``, with crash points."""
 
     def __init__(self, path: Path, log: TruncLog, policy: SnapshotPolicy | None,
-                 adjacent: bool = False) -> None:
+                 adjacent: bool = False, whole: bool = True) -> None:
+        """``whole``: a due snapshot is written at once, after the batch that made it
+        due; else one part after each batch, as the worker writes them."""
         self.path = path
         self.adjacent = adjacent
+        self.whole = whole
+        self.writing: list[int] = []  # offsets of the parts of the snapshot being written
         self.log = log
         self.policy = policy
         self.dedupe = Deduper()
@@ -140,21 +144,25 @@ class Driver:
         if crash == "after_record":
             return self.crash()
         part.committed(offset, len(value))
-        if not part.snapshot_due():
-            return
-        offsets = []
-        parts = list(part.snapshot_records())
-        for i, snap in enumerate(parts):
-            if crash == "mid_snapshot" and i == max(1, len(parts) - 1):
+        if part.snapshot_due():
+            part.start_snapshot()
+            self.writing = []
+        while part.writing is not None:
+            snap = part.snapshot_part()
+            last = snap.snapshot["last"]
+            if crash == "mid_snapshot" and (not self.whole or (last and self.writing)):
+                return self.crash()  # this part's transaction never commits
+            self.writing.append(self.log.append(snap.encode()))
+            if last and crash == "after_snapshot":
                 return self.crash()
-            offsets.append(self.log.append(snap.encode()))
-        if crash == "after_snapshot":
-            return self.crash()
-        first = part.snapshot_committed(offsets)
-        self.snapshots.append(offsets)
-        if crash == "before_truncate":
-            return self.crash()
-        self.log.delete_before(first)
+            first = part.snapshot_part_committed(self.writing[-1])
+            if first is not None:
+                self.snapshots.append(self.writing)
+                if crash == "before_truncate":
+                    return self.crash()
+                self.log.delete_before(first)
+            if not self.whole:
+                break
 
     def state(self) -> dict[bytes, bytes]:
         return dict(self.part.store.state_items())
@@ -206,7 +214,7 @@ def test_snapshot_is_due_past_the_threshold_and_holds_the_whole_state(tmp_path: 
         parts = [ChangelogRecord.decode(log.records[o]) for o in offsets]
         assert len(parts) > 1
         assert [p.snapshot["part"] for p in parts] == list(range(len(parts)))
-        assert {p.snapshot["parts"] for p in parts} == {len(parts)}
+        assert [p.snapshot["last"] for p in parts] == [False] * (len(parts) - 1) + [True]
         assert {p.snapshot["id"] for p in parts} == {batch_offset}
         assert [p.prev for p in parts] == [batch_offset + i for i in range(len(parts))]
         for p in parts:  # bounded parts (an entry larger than a part would go alone)
@@ -214,7 +222,10 @@ def test_snapshot_is_due_past_the_threshold_and_holds_the_whole_state(tmp_path: 
         union = [kv for p in parts for kv in p.writes]
         assert dict(union) == snap_state and len(union) == len(snap_state)
         total = sum(entry_size(k, v) for k, v in snap_state.items())
-        assert {p.snapshot["bytes"] for p in parts} == {total}
+        assert [p.snapshot["bytes"] for p in parts] == [  # so far, the whole in the last
+            sum(entry_size(k, v) for p in parts[:i + 1] for k, v in p.writes)
+            for i in range(len(parts))]
+        assert parts[-1].snapshot["bytes"] == total
         assert part.snapshot_bytes == total and part.since_snapshot == 0
         assert part.cl_offset == offsets[-1]
         assert log.low == offsets[0]  # everything before the snapshot is gone
@@ -225,6 +236,67 @@ def test_snapshot_is_due_past_the_threshold_and_holds_the_whole_state(tmp_path: 
     for offsets in d.snapshots[:-1]:
         nxt = ChangelogRecord.decode(log.history[offsets[-1] + 1])
         assert nxt.snapshot is None and nxt.prev == offsets[-1]
+    d.close()
+
+
+def test_a_snapshot_written_part_by_part_holds_the_state_it_began_with(tmp_path: Path
+                                                                      ) -> None:
+    """One part after each batch: the batches in between chain between the parts, and
+    the parts together are the state committed when the snapshot began."""
+    log = TruncLog()
+    d = Driver(tmp_path / "db", log, POLICY, whole=False)
+    began: dict[int, dict[bytes, bytes]] = {}  # snapshot id -> state at that point
+    for b in batches(records(900), 4):
+        writing = d.part.writing is not None
+        d.batch(b)
+        if not writing and d.part.writing is not None:
+            began[d.part.writing.id] = d.state()
+            assert d.part.since_snapshot > 0  # still counting until the last part is in
+    assert len(d.snapshots) >= 2
+    for offsets in d.snapshots:
+        parts = [ChangelogRecord.decode(log.history[o]) for o in offsets]
+        snap_id = parts[0].snapshot["id"]
+        assert [p.snapshot["part"] for p in parts] == list(range(len(parts)))
+        assert {p.snapshot["id"] for p in parts} == {snap_id}
+        union = dict(kv for p in parts for kv in p.writes)
+        assert union == began[snap_id] and union != d.state()
+        between = [ChangelogRecord.decode(log.history[o])
+                   for o in range(offsets[0] + 1, offsets[-1]) if o not in offsets]
+        assert between and all(r.snapshot is None for r in between)  # interleaved
+        chain = [ChangelogRecord.decode(log.history[o])
+                 for o in range(offsets[0], offsets[-1] + 1)]
+        assert [r.prev for r in chain[1:]] == list(range(offsets[0], offsets[-1]))
+    assert log.low == d.snapshots[-1][0]
+    d.close()
+
+
+@pytest.mark.parametrize("at", ["mid", "end"])
+def test_restore_loads_parts_and_replays_the_batches_between_them(tmp_path: Path,
+                                                                 at: str) -> None:
+    """A new machine restores from a snapshot written part by part (the batches held
+    until its last part is loaded), then goes on: same rows and state as without."""
+    recs = records(900)
+    ref = reference(tmp_path, recs)
+    log = TruncLog()
+    d = Driver(tmp_path / "db", log, POLICY, whole=False)
+    bs = batches(recs, 4)
+    restored = 0
+    for i, b in enumerate(bs):
+        d.batch(b)
+        parts_written = -1 if d.part.writing is None else d.part.writing.part
+        if restored < 2 and len(d.snapshots) >= 1 and (
+                (at == "mid" and parts_written >= 2)
+                or (at == "end" and parts_written < 0 and log.low == d.snapshots[-1][0]
+                    and i % 5 == 0)):
+            state, cl = d.state(), d.part.cl_offset
+            log.reads = 0
+            d.crash(lose_db=True)
+            assert log.reads == log.high - log.low
+            assert d.state() == state and d.part.cl_offset == cl
+            restored += 1
+    assert restored == 2
+    assert d.rows == ref.rows
+    assert d.state() == ref.ref_state  # type: ignore[attr-defined]
     d.close()
 
 
@@ -265,9 +337,10 @@ def test_restore_from_snapshot_and_tail_equals_uninterrupted_run(tmp_path: Path)
     d.close()
 
 
-def test_restore_keeps_the_snapshot_schedule(tmp_path: Path) -> None:
+@pytest.mark.parametrize("whole", [True, False], ids=["whole", "part-per-batch"])
+def test_restore_keeps_the_snapshot_schedule(tmp_path: Path, whole: bool) -> None:
     log = TruncLog()
-    d = Driver(tmp_path / "db", log, POLICY)
+    d = Driver(tmp_path / "db", log, POLICY, whole=whole)
     for b in batches(records(400), 4):
         d.batch(b)
     since, size = d.part.since_snapshot, d.part.snapshot_bytes
@@ -294,7 +367,7 @@ def test_crash_mid_snapshot(tmp_path: Path, lose_db: bool) -> None:
             # the incomplete snapshot stays at the tail; nothing was deleted
             tail = [ChangelogRecord.decode(log.records[o]) for o in range(high + 1, log.high)]
             assert tail and all(r.snapshot is not None for r in tail)
-            assert len(tail) < tail[0].snapshot["parts"]
+            assert not tail[-1].snapshot["last"]
             assert log.low == low
             if lose_db:  # restored from the earlier complete snapshot, past the partial one
                 assert log.low > 0
@@ -435,13 +508,15 @@ def test_a_crash_between_the_transaction_and_a_due_snapshot_loses_nothing(tmp_pa
     d.close()
 
 
+@pytest.mark.parametrize("whole", [True, False], ids=["whole", "part-per-batch"])
 @pytest.mark.parametrize("seed", range(8))
-def test_random_crashes_with_snapshots(tmp_path: Path, seed: int) -> None:
+def test_random_crashes_with_snapshots(tmp_path: Path, seed: int, whole: bool) -> None:
     recs = records(500)
     ref = reference(tmp_path, recs)
     rnd = random.Random(seed)
     log = TruncLog()
-    d = Driver(tmp_path / "db", log, SnapshotPolicy(floor=1500, factor=2.0, part_bytes=400))
+    d = Driver(tmp_path / "db", log, SnapshotPolicy(floor=1500, factor=2.0, part_bytes=400),
+               whole=whole)
     points = ["before_record", "after_record", "mid_snapshot", "after_snapshot",
               "before_truncate"]
     pos = 0
@@ -544,3 +619,23 @@ def test_a_restore_reports_progress_per_record_read(tmp_path: Path) -> None:
     part.restore(log, lambda: calls.append(1))
     assert len(calls) == log.high - log.low > 0
     part.close()
+
+
+def test_status_reports_the_snapshot_the_changelog_begins_with(tmp_path: Path) -> None:
+    """``kepl status``: the snapshot at the low watermark, its parts counted past the
+    batches between them, its size from the last part."""
+    from app.runtime.kafka.ops import _first_snapshot
+
+    log = TruncLog()
+    d = Driver(tmp_path / "db", log, POLICY, whole=False)
+    for b in batches(records(900), 4):
+        d.batch(b)
+        if len(d.snapshots) == 2 and d.part.writing is None:
+            break
+    offsets = d.snapshots[-1]
+    assert log.low == offsets[0] and len(offsets) > 1
+    assert _first_snapshot(log, "changelog", 0, log.low) == {
+        "offset": offsets[0], "id": offsets[0] - 1, "parts": len(offsets),
+        "bytes": d.part.snapshot_bytes}
+    assert _first_snapshot(log, "changelog", 0, offsets[0] + 1) is None  # not a first part
+    d.close()
