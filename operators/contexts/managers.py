@@ -343,8 +343,10 @@ def java_hash_code(value: Any) -> int:
     if isinstance(value, bool):
         return 1231 if value else 1237
     if isinstance(value, int):
-        return (value ^ (value >> 32)) & 0xFFFFFFFF if not -(1 << 31) <= value < (1 << 31) \
-            else value
+        if -(1 << 31) <= value < (1 << 31):
+            return value
+        h = (value ^ ((value & 0xFFFFFFFFFFFFFFFF) >> 32)) & 0xFFFFFFFF  # Long.hashCode
+        return h - (1 << 32) if h >= (1 << 31) else h
     h = 0
     for ch in str(value):
         h = (31 * h + ord(ch)) & 0xFFFFFFFF
@@ -398,9 +400,13 @@ class HashSpec:
             if item.filter is not None and not item.filter(event, ctx):
                 return None
             v = item.expr(event, ctx)
+            if v is None:  # the reference product puts a null into bucket 0
+                return 0
             h = crc32_of(v) if item.function.lower() == "consistent_hash_crc32" \
                 else java_hash_code(v)
-            return h % self.granularity
+            # Java's remainder keeps the sign of a negative hash code; the reference
+            # product then takes its absolute value.
+            return abs(h) % self.granularity
         return None
 
 
