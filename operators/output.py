@@ -100,9 +100,12 @@ class OutputSpec:
         return "".join(parts) + "]"
 
     def build(self, state: StateNamespace, ctx: PartitionCtx, rs: ResultSet,
-              contents: Callable[[], Iterable[Row] | None]) -> OutputLimiter:
-        """An output limiter for one context partition."""
-        return OutputLimiter(self, state, ctx, rs, contents)
+              contents: Callable[[], Iterable[Row] | None],
+              stream_kind: str | None = None) -> OutputLimiter:
+        """An output limiter for one context partition (``stream_kind``: the select's
+        istream | irstream | rstream; by default irstream when the result set keeps old
+        rows)."""
+        return OutputLimiter(self, state, ctx, rs, contents, stream_kind)
 
 
 _META = "meta"
@@ -112,7 +115,8 @@ class OutputLimiter:
     """Collects what an output needs between outputs and releases it on the trigger."""
 
     def __init__(self, spec: OutputSpec, state: StateNamespace, ctx: PartitionCtx,
-                 rs: ResultSet, contents: Callable[[], Iterable[Row] | None]) -> None:
+                 rs: ResultSet, contents: Callable[[], Iterable[Row] | None],
+                 stream_kind: str | None = None) -> None:
         self.spec = spec
         self.state = state
         self.ctx = ctx
@@ -120,6 +124,7 @@ class OutputLimiter:
         self.contents = contents
         self.rs_kind = rs.spec.kind
         self.irstream = rs.want_old
+        self.stream_kind = stream_kind or ("irstream" if rs.want_old else "istream")
         meta = state.get(_META)
         if meta is None:
             # created when the partition starts: 'after' and last_output_timestamp count
@@ -566,7 +571,12 @@ class OutputLimiter:
         if not after_ok:
             self._save()
             return out
-        if not m["witnessed"] and self._relevant(rn, ro):
+        if not m["witnessed"]:
+            if not self._relevant(rn, ro):
+                # Esper's OutputProcessViewConditionFirst returns before counting such an
+                # update toward the condition (nor does it start a timed one)
+                self._save()
+                return out
             m["witnessed"] = True
             out = (rn, ro)
         if self._trigger(len(new), len(old), now_ms):
@@ -578,7 +588,10 @@ class OutputLimiter:
         return out
 
     def _relevant(self, new: Rows, old: Rows) -> bool:
-        """Esper's 'relevant results' check: rows in a stream the statement posts."""
+        """Esper's 'relevant results' check: rows in a stream the statement posts (an
+        rstream statement posts only the remove stream, so only old rows are the first)."""
+        if self.stream_kind == "rstream":
+            return bool(old)
         if not self.irstream:
             return bool(new)
         return bool(new or old)
