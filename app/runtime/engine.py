@@ -115,7 +115,11 @@ class Engine:
             c = _Ctx(plan.context_spec.name, len(self.contexts), mgr, plan.priority)
             self.contexts[c.name] = c
             self._apply(c, mgr.deploy(self.now_ms))
-            self._arm(("c", c.name), mgr.next_timer, (1, c.index))
+            # A context's timers fire before the timers its statements' partitions set for
+            # the same instant (the context is deployed first, and the reference product
+            # fires same-time schedules in deployment order): a partition ending at T
+            # takes no window flush or output due at T with it (000 §4.2.5).
+            self._arm(("c", c.name), mgr.next_timer, (-1, c.index))
             return
         if plan.kind not in ("query", "window", "on"):
             return
