@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 KEPL   := $(VENV)/bin/kepl
 
-.PHONY: demo test install lint bench bench-kafka bench-startup chaos scenarios oracle broker-start broker-stop clean chart-test image
+.PHONY: demo test install lint bench bench-kafka bench-startup chaos scenarios oracle oracle-generated broker-start broker-stop clean chart-test image
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,16 @@ scenarios: install
 # Esper 9 differential oracle (tests/oracle): every Esper-syntax scenario through Esper and kepl.
 oracle: install
 	$(PY) -m tests.oracle.oracle ../shared/conformance/cases tests/scenarios
+
+# Generated scenarios (window x aggregation x output x context, tests/oracle/generate.py):
+# expectations recorded from Esper, kepl compared with them; prints the disagreements and
+# the counts.  GEN_SEED / GEN_COUNT pick another batch.
+GEN_SEED  ?= 1
+GEN_COUNT ?= 300
+oracle-generated: install
+	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
+	$(PY) -m tests.oracle.generate --seed $(GEN_SEED) --count $(GEN_COUNT) --out "$$dir" && \
+	$(PY) -m tests.oracle.oracle --record --brief "$$dir"
 
 lint: install
 	$(VENV)/bin/ruff check app operators tests

@@ -1,0 +1,252 @@
+"""Generated scenarios for the Esper oracle: window × aggregation × output × context.
+
+Each scenario (FORMAT.md) deploys an optional ``create context`` and one query over
+``Ev`` that combines a data window, a select list (plain properties, aggregates with or
+without ``group by``, ``having``), an output clause and a select stream keyword. The
+events carry a few keys and values, nulls among them, and the clock moves in steps that
+cross window, batch, output and context boundaries. Every step is followed by an
+``expect`` step listing the query without rows: ``python -m tests.oracle.oracle
+--record`` fills them with Esper's rows, and kepl is then compared with them.
+
+The same seed always writes the same files, so a batch can be regenerated and rerun.
+
+    python -m tests.oracle.generate --seed N --count K --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+SCHEMAS: dict[str, dict[str, str]] = {
+    "Ev": {"k": "string", "v": "int", "d": "double", "ts": "long"},
+    "Go": {"k": "string"},
+    "Halt": {"k": "string"},
+}
+KEYS = ["a", "b", "c", None]
+INTS = [1, 2, 3, 4, 5, -1, None]
+DOUBLES = [0.5, 1.5, 2.0, 4.25, -1.0, None]
+
+
+@dataclass
+class Shape:
+    """What one generated scenario combines; its name is derived from it."""
+
+    window: str
+    window_text: str
+    agg: str
+    output: str
+    stream: str
+    context: str
+    epl: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- windows
+
+def _secs(r: random.Random) -> str:
+    return r.choice(["1 sec", "2 sec", "1500 msec", "3 sec"])
+
+
+WINDOWS: dict[str, Callable[[random.Random], str]] = {
+    "none": lambda r: "",
+    "length": lambda r: f"#length({r.randint(2, 4)})",
+    "length_batch": lambda r: f"#length_batch({r.randint(2, 3)})",
+    "time": lambda r: f"#time({_secs(r)})",
+    "time_batch": lambda r: f"#time_batch({_secs(r)})",
+    "ext_timed": lambda r: f"#ext_timed(ts, {_secs(r)})",
+    "keepall": lambda r: "#keepall()",
+    "firstlength": lambda r: f"#firstlength({r.randint(2, 4)})",
+    "firsttime": lambda r: f"#firsttime({_secs(r)})",
+    "unique": lambda r: "#unique(k)",
+    "firstunique": lambda r: "#firstunique(k)",
+    "lastevent": lambda r: "#lastevent()",
+    "firstevent": lambda r: "#firstevent()",
+    "sort": lambda r: f"#sort({r.randint(2, 3)}, v{r.choice(['', ' desc'])})",
+    "groupwin_length": lambda r: f"#groupwin(k)#length({r.randint(1, 2)})",
+    "time_accum": lambda r: f"#time_accum({_secs(r)})",
+    "time_length_batch": lambda r: f"#time_length_batch({_secs(r)}, {r.randint(2, 3)})",
+}
+
+# --------------------------------------------------------------------------- select lists
+
+AGGREGATES = ["count(*) as cnt", "sum(v) as sv", "avg(d) as ad", "min(v) as mnv",
+              "max(d) as mxd", "count(distinct k) as cdk", "count(v) as cv"]
+WINDOW_AGGREGATES = ["first(v) as fv", "last(d) as ld"]
+HAVINGS = ["count(*) > 1", "sum(v) > 3", "min(v) < 3", "avg(d) > 1"]
+
+
+def _aggregates(r: random.Random, windowed: bool) -> list[str]:
+    pool = AGGREGATES + (WINDOW_AGGREGATES if windowed else [])
+    return r.sample(pool, r.randint(1, 3))
+
+
+def _select(r: random.Random, kind: str, windowed: bool, context: str,
+            output: str) -> tuple[str, str]:
+    """The select list and what follows the from clause (group by, having)."""
+    if kind == "plain":
+        return r.choice(["k, v", "k, v, d"]), ""
+    aggs = _aggregates(r, windowed)
+    having = f" having {r.choice(HAVINGS)}" if r.random() < 0.3 else ""
+    if output == "first" and kind != "grouped":
+        # Not generated: ungrouped 'output first' with having (README, deviations).
+        having = ""
+    if kind == "all":
+        return ", ".join(aggs), having
+    if kind == "aggregated":  # properties next to aggregates, no group by
+        # In a keyed context Esper counts the partition key as aggregated, so 'k' would
+        # make the statement fully aggregated there (README, deviations): 'v' instead.
+        prop = "v" if context == "keyed" else "k"
+        return f"{prop}, " + ", ".join(aggs), having
+    return "k, " + ", ".join(aggs), f" group by k{having}"  # grouped
+
+
+# --------------------------------------------------------------------------- output
+
+def _output(r: random.Random, kind: str) -> str:
+    if kind == "none":
+        return ""
+    if kind == "when_terminated":
+        return f" output {r.choice(['', 'last ', 'all ', 'snapshot '])}when terminated"
+    rate = (f"every {r.randint(2, 3)} events" if r.random() < 0.5
+            else f"every {r.choice(['1', '2', '1.5'])} seconds")
+    word = {"default": "", "first": "first ", "last": "last ", "all": "all ",
+            "snapshot": "snapshot "}[kind]
+    return f" output {word}{rate}"
+
+
+# --------------------------------------------------------------------------- contexts
+
+def _context(r: random.Random, kind: str) -> str | None:
+    """The create context statement of one context kind (None: no context)."""
+    if kind == "none":
+        return None
+    if kind == "keyed":
+        return "create context C partition by k from Ev"
+    if kind == "hash":
+        return ("create context C coalesce by consistent_hash_crc32(k) from Ev "
+                f"granularity {r.choice([2, 4])} preallocate")
+    if kind == "category":
+        return "create context C group by v > 2 as hi, group by v <= 2 as lo from Ev"
+    if kind == "start_end":
+        return "create context C start Go end Halt"
+    if kind == "start_after":
+        return f"create context C start @now end after {r.choice(['2 sec', '3 sec'])}"
+    if kind == "initiated":
+        return f"create context C initiated by Go as s terminated after {_secs(r)}"
+    if kind == "nested":
+        return ("create context C context K partition by k from Ev, "
+                f"context T start @now end after {r.choice(['2 sec', '3 sec'])}")
+    raise ValueError(kind)
+
+
+CONTEXTS = ["none", "keyed", "hash", "category", "start_end", "start_after", "initiated",
+            "nested"]
+TERMINATING = {"start_end", "start_after", "initiated", "nested"}
+AGG_KINDS = ["plain", "all", "aggregated", "grouped"]
+OUTPUTS = ["none", "default", "first", "last", "all", "snapshot"]
+STREAMS = ["", "irstream ", "rstream "]
+
+
+def shape(r: random.Random) -> Shape:
+    """Pick one combination."""
+    window = r.choice(list(WINDOWS))
+    window_text = WINDOWS[window](r)
+    context = r.choice(CONTEXTS + ["none", "none"])
+    agg = r.choice(AGG_KINDS)
+    outputs = OUTPUTS + (["when_terminated"] if context in TERMINATING else [])
+    output = r.choice(outputs + ["none"])
+    if output == "snapshot" and agg != "all" and "batch" in window:
+        output = "last"  # not generated: README, deviations (snapshot of a batch window)
+    stream = r.choice(STREAMS) if r.random() < 0.5 else ""
+    if output == "first" and agg == "grouped" and stream == "rstream ":
+        stream = ""  # not generated: README, deviations (grouped 'output first' of rstream)
+    # first()/last() not over a sort window: README, deviations (their order there)
+    sel, tail = _select(r, agg, window not in ("none", "sort"), context, output)
+    s = Shape(window, window_text, agg, output, stream.strip() or "istream", context)
+    ctx = _context(r, context)
+    if ctx:
+        s.epl.append(ctx)
+    where = " where v is not null" if r.random() < 0.15 else ""
+    prefix = "context C " if ctx else ""
+    s.epl.append(f"{prefix}select {stream}{sel} from Ev{window_text}{where}{tail}"
+                 f"{_output(r, output)}")
+    return s
+
+
+# --------------------------------------------------------------------------- steps
+
+def steps(r: random.Random, s: Shape, query: str) -> list[dict]:
+    """Events and clock moves, each followed by an expect step for the query."""
+    out: list[dict] = []
+    clock = 0
+
+    def expect() -> dict:
+        return {"expect": {query: "none"}}
+
+    n_events = r.randint(8, 16)
+    uses_start = s.context in ("start_end", "initiated")
+    for i in range(n_events):
+        if r.random() < 0.7:
+            clock += r.choice([0, 250, 500, 1000, 1000, 1500, 2000, 3500])
+            out += [{"time": clock}, expect()]
+        if uses_start and r.random() < 0.25 or (uses_start and i == 0):
+            out += [{"send": "Go", "event": {"k": r.choice(KEYS[:3])}}, expect()]
+        if s.context == "start_end" and r.random() < 0.15:
+            out += [{"send": "Halt", "event": {"k": r.choice(KEYS[:3])}}, expect()]
+        event = {"k": r.choice(KEYS), "v": r.choice(INTS), "d": r.choice(DOUBLES), "ts": clock}
+        out += [{"send": "Ev", "event": event}, expect()]
+    for _ in range(r.randint(1, 3)):  # let windows, batches and outputs run out
+        clock += r.choice([1000, 2000, 4000])
+        out += [{"time": clock}, expect()]
+    return out
+
+
+def scenario(seed: int, index: int) -> dict:
+    """The scenario number ``index`` of a seed (independent of the others)."""
+    r = random.Random(f"{seed}:{index}")
+    s = shape(r)
+    names = ["ctx", "q"] if len(s.epl) == 2 else ["q"]
+    name = f"gen_{seed}_{index:04d}_{s.window}_{s.agg}_{s.output}_{s.stream}_{s.context}"
+    return {
+        "name": name,
+        "source": "tests/oracle/generate.py (expectations recorded from Esper 9)",
+        "tags": ["generated", s.window, s.agg, f"output_{s.output}", s.stream,
+                 f"context_{s.context}"],
+        "schemas": SCHEMAS,
+        "statements": [{"name": n, "epl": e} for n, e in zip(names, s.epl)],
+        "steps": steps(r, s, "q"),
+    }
+
+
+def write(seed: int, count: int, out: Path) -> list[Path]:
+    """Write ``count`` scenarios of ``seed`` into ``out``; return their paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i in range(count):
+        doc = scenario(seed, i)
+        path = out / f"{doc['name']}.yaml"
+        path.write_text(yaml.safe_dump(doc, sort_keys=False, width=100))
+        paths.append(path)
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tests.oracle.generate",
+                                 description="Write generated scenarios for the Esper oracle.")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--count", type=int, default=100)
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args(argv)
+    paths = write(args.seed, args.count, args.out)
+    print(f"{len(paths)} scenarios written to {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
