@@ -15,6 +15,8 @@ from bisect import bisect_left, insort
 from collections.abc import Callable
 from typing import Any
 
+from operators.bags import SortedBag
+
 
 class Aggregator:
     """Base of all aggregators; ``name`` is the EPL function name."""
@@ -144,22 +146,43 @@ class Avg(Sum):
 
 
 class _Sorted(Aggregator):
-    """Values kept sorted so that extremes and medians survive removal."""
+    """Values kept sorted so that extremes and medians survive removal: a plain sorted
+    list while small (C-speed inserts), a ``SortedBag`` from ``BAG_FROM`` values on, so
+    that the cost per value stays O(log n) in a large window."""
 
     def initial(self) -> Any:
         return []
 
     def enter(self, state: Any, value: Any) -> Any:
         if value is not None:
-            insort(state, value)
+            if type(state) is list:
+                if len(state) < BAG_FROM:
+                    insort(state, value)
+                    return state
+                state = SortedBag(state)
+            state.add(value)
+            if state.changes is not None:
+                state.changes.add(value)
         return state
 
     def leave(self, state: Any, value: Any) -> Any:
         if value is not None:
-            i = bisect_left(state, value)
-            if i < len(state) and state[i] == value:
-                del state[i]
+            if type(state) is list:
+                i = bisect_left(state, value)
+                if i < len(state) and state[i] == value:
+                    del state[i]
+                return state
+            state.discard(value)
+            if state.changes is not None:
+                state.changes.add(value)
         return state
+
+
+BAG_FROM = 1024
+"""Size at which a sorted list becomes a ``SortedBag`` (and stays one)."""
+
+SORTED = (_Sorted,)
+"""Aggregators whose state is a ``SortedBag`` (stored per value by ``BagNamespace``)."""
 
 
 class Min(_Sorted):

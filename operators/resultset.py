@@ -17,14 +17,16 @@ from functools import cached_property
 from typing import Any, NamedTuple
 
 from operators.aggregates import (
+    SORTED,
     Aggregator,
     RowUpdater,
     fuse_updaters,
     results_reader,
     row_updater,
 )
+from operators.bags import BagNamespace
 from operators.base import Emit, Expr, PartitionCtx, Row, Rows, StateNamespace
-from operators.state import MemoryNamespace
+from operators.state import MemoryNamespace, RocksNamespace
 
 SIMPLE, AGG_ALL, AGG_ROWS, GROUPED, GROUPED_ROWS = (
     "simple", "agg_all", "agg_rows", "grouped", "grouped_rows")
@@ -218,6 +220,11 @@ class ResultSet:
         self.spec = spec
         self.want_old = want_old
         """False when the statement delivers only the insert stream: old rows are not built."""
+        bags = tuple(i for i, a in enumerate(spec.aggregates)
+                     if isinstance(a.aggregator, SORTED))
+        if bags and type(state) is RocksNamespace:
+            # min/max/median: one entry per distinct value, not the bag in every write
+            state = BagNamespace(state, bags)
         self.state = state
         self.ctx = ctx
         self.aggs = spec.aggregates

@@ -88,12 +88,20 @@ def encode_value(value: Any) -> bytes:
     (NaN and infinities, integer dict keys, integers beyond 64 bits) is written by the
     standard library after a leading space, which ``decode_value`` reads the same way."""
     try:
-        out = orjson.dumps(value)
+        out = orjson.dumps(value, default=_plain)
     except TypeError:
-        return b" " + json.dumps(value, separators=(",", ":")).encode()
+        return b" " + json.dumps(value, separators=(",", ":"), default=_plain).encode()
     if b"null" in out and _non_finite(value):
-        return b" " + json.dumps(value, separators=(",", ":")).encode()
+        return b" " + json.dumps(value, separators=(",", ":"), default=_plain).encode()
     return out
+
+
+def _plain(value: Any) -> Any:
+    """The JSON form of a state object that has one (``plain()``: a sorted bag's list)."""
+    plain = getattr(value, "plain", None)
+    if plain is None:
+        raise TypeError(f"cannot encode {type(value).__name__}")
+    return plain()
 
 
 def decode_value(data: bytes) -> Any:
