@@ -68,6 +68,9 @@ class Scope:
     """Aggregates read their result from the row under ``$aggN`` (``#expr`` windows)."""
     tables: TableEnv | None = None
     """Tables expressions may read; None: no table is known here."""
+    partition_keys: dict[str, str] = field(default_factory=dict)
+    """Partition properties of a keyed context -> the ``context`` key holding their value
+    (``k`` -> ``key1``): read from the partition, they are not event properties."""
 
 
 def text_of(node: Any) -> str:
@@ -114,6 +117,9 @@ def _compile_name(node: Any, scope: Scope) -> Expr:
     if head in scope.variables and not rest:
         return lambda r, c: c.variables.get(head)
     if not rest:
+        key = scope.partition_keys.get(head)
+        if key is not None:
+            return lambda r, c: c.props.get(key)
         return lambda r, c: r.get(head)
     return lambda r, c: _nested(r, parts)
 

@@ -99,10 +99,8 @@ def _select(r: random.Random, kind: str, windowed: bool, context: str,
     if kind == "all":
         return ", ".join(aggs), having
     if kind == "aggregated":  # properties next to aggregates, no group by
-        # In a keyed context Esper counts the partition key as aggregated, so 'k' would
-        # make the statement fully aggregated there (README, deviations): 'v' instead.
-        prop = "v" if context == "keyed" else "k"
-        return f"{prop}, " + ", ".join(aggs), having
+        # in a keyed context 'k' is the partition's key: fully aggregated there
+        return "k, " + ", ".join(aggs), having
     return "k, " + ", ".join(aggs), f" group by k{having}"  # grouped
 
 

@@ -152,6 +152,9 @@ def refers_to_event(node: Any, scope: Scope) -> bool:
             continue
         if len(n.parts) > 1 and is_table_name(head, scope):
             continue
+        parts = n.parts[1:] if head in scope.aliases and len(n.parts) > 1 else n.parts
+        if len(parts) == 1 and parts[0] in scope.partition_keys:
+            continue  # the context partition's key
         return True
     return False
 

@@ -3,6 +3,7 @@ nested contexts, and their start/end conditions (000 §4.2)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -25,6 +26,8 @@ from operators.contexts import conditions as cond
 from operators.contexts.managers import CategorySpec, HashItem, HashSpec, KeyedItem, KeyedSpec
 from operators.contexts.nested import NestedSpec
 from operators.contexts.temporal import NonOverlappingSpec, OverlappingSpec
+
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class ContextPlanning(PlannerBase):
@@ -140,6 +143,21 @@ class ContextPlanning(PlannerBase):
         if spec.terminated is not None:
             term = self.condition(spec.terminated, frozenset(seen), is_start=False)
         return tuple(init), term
+
+    def partition_keys(self, context: str, type_name: str) -> dict[str, str]:
+        """The partition properties of ``type_name`` in keyed context ``context`` -> the
+        context key holding each one's value (``partition by k`` from T: ``k`` ->
+        ``key1``).  Esper reads them in the select clause as values of the partition, not
+        of the event (a select of ``k`` and aggregates is fully aggregated); only for a
+        keyed context that is not nested."""
+        spec = self.catalog.contexts.get(context)
+        if not isinstance(spec, KeyedSpec):
+            return {}
+        for item in spec.items:
+            if item.type_name == type_name:
+                return {t: f"key{i + 1}" for i, t in enumerate(item.key_texts)
+                        if IDENTIFIER.fullmatch(t)}
+        return {}
 
     def _routing_env(self, props: dict[str, str]) -> TableEnv:
         """Keyed and hash context items route events to partitions, in Kafka mode before

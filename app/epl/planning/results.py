@@ -48,7 +48,8 @@ class ResultPlanning(PlannerBase):
                    agg_texts: dict[str, int] | None = None) -> ResultSetSpec:
         aggs: list[AggregateDef] = []
         ascope = Scope(scope.kind, scope.aliases, scope.tags, scope.variables, aggs,
-                       allow_aggregates=True, tables=scope.tables)
+                       allow_aggregates=True, tables=scope.tables,
+                       partition_keys=scope.partition_keys)
         if agg_texts is not None:
             ascope.agg_texts = agg_texts
         columns: list[SelectColumn] = []

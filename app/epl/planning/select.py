@@ -3,6 +3,7 @@ its data windows, a pattern, or a join), insert into, and Apama stream queries."
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from app.epl import ast
@@ -71,7 +72,12 @@ class SelectPlanning(PlannerBase):
         if node.context is not None:
             self._check_segmented(node.context, stream, pattern, src)
         agg_texts: dict[str, int] = {}
-        rs = self.result_set(node, scope, agg_texts=agg_texts)
+        rs_scope = scope
+        if stream is not None and node.context is not None:
+            keys = self.partition_keys(node.context, stream.type_name)
+            if keys:
+                rs_scope = replace(scope, partition_keys=keys)
+        rs = self.result_set(node, rs_scope, agg_texts=agg_texts)
         tables: tuple[str, ...] = ()
         if node.into_table is not None:
             rs = self._into_table(node, rs, agg_texts)
