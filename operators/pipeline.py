@@ -16,6 +16,7 @@ from operators.joins.join import Join
 from operators.joins.spec import JoinSpec
 from operators.output import OutputLimiter, OutputSpec
 from operators.resultset import ResultSet, ResultSetSpec
+from operators.windows.batch import BatchWindow
 from operators.windows.common import ForcedEmit, WindowView
 
 
@@ -118,7 +119,7 @@ class Pipeline:
 
     __slots__ = ("spec", "ctx", "state", "type_name", "filter", "view", "matcher", "rs", "out",
                  "limited", "kind", "_shaped", "where", "_timers", "join",
-                 "_fresh_aggregates")
+                 "_fresh_aggregates", "_batch_view", "_released")
 
     def __init__(self, spec: PipelineSpec, state: StateNamespace, ctx: PartitionCtx) -> None:
         self.spec = spec
@@ -150,6 +151,11 @@ class Pipeline:
         """Each event of a unidirectional join aggregates its join rows alone (002 §2.12:
         one output row per event; Esper clears the aggregation before each join
         result)."""
+        self._batch_view = isinstance(self.view, BatchWindow)
+        self._released: Rows | None = None
+        """The batch a batch window releases in the update being processed: what an output
+        snapshot in that update sees (Esper's view posts before it starts the next batch,
+        so its iterator still returns the released one)."""
         self._timers = _TIMERS_ANY
         """Which parts can have timers (the engine asks ``next_timer`` after each event)."""
         if self.matcher is None and self.join is None and not self.limited:
@@ -184,6 +190,8 @@ class Pipeline:
             rows = self.join.contents()
             w = self.where
             return [r for r in rows if w(r, self.ctx)] if w is not None else rows
+        if self._released is not None:
+            return self._released
         return self.view.contents() if self.view is not None else None
 
     def _snapshot(self) -> Rows:
@@ -192,6 +200,7 @@ class Pipeline:
     def _finish(self, new: Rows, old: Rows, now_ms: int, fresh: bool = False) -> Emit:
         """Where clause, then result set and output.  ``fresh``: aggregate these rows
         alone (a unidirectional join's triggering event, see ``_fresh_aggregates``)."""
+        released = new if self._batch_view and new else None
         if self.where is not None:
             ctx = self.ctx
             w = self.where
@@ -203,7 +212,13 @@ class Pipeline:
             self.rs.clear_aggregates()
         if not self.limited:
             return self._deliver(*self.rs.process(new, old))
-        return self._deliver(*self.out.on_update(new, old, now_ms))
+        if released is None:
+            return self._deliver(*self.out.on_update(new, old, now_ms))
+        self._released = released
+        try:
+            return self._deliver(*self.out.on_update(new, old, now_ms))
+        finally:
+            self._released = None
 
     def _deliver(self, new: Rows, old: Rows) -> Emit:
         """Shape one output batch: distinct, order by, limit (each per batch), stream kind."""

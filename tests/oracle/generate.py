@@ -159,8 +159,6 @@ def shape(r: random.Random) -> Shape:
     agg = r.choice(AGG_KINDS)
     outputs = OUTPUTS + (["when_terminated"] if context in TERMINATING else [])
     output = r.choice(outputs + ["none"])
-    if output == "snapshot" and agg != "all" and "batch" in window:
-        output = "last"  # not generated: README, deviations (snapshot of a batch window)
     stream = r.choice(STREAMS) if r.random() < 0.5 else ""
     if output == "first" and agg == "grouped" and stream == "rstream ":
         stream = ""  # not generated: README, deviations (grouped 'output first' of rstream)
