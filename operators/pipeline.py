@@ -184,15 +184,19 @@ class Pipeline:
             ctx.variables = variables
 
     def _contents(self) -> Iterable[Row] | None:
-        """The data window's rows, or None for a stream without a window; for a join,
-        the join rows of the windows' contents that pass the where clause."""
+        """The rows an output snapshot sees: the data window's rows (for a join, the join
+        rows of the windows' contents) that pass the where clause, as Esper's iterator
+        gives them; None for a stream without a window."""
         if self.join is not None:
             rows = self.join.contents()
-            w = self.where
-            return [r for r in rows if w(r, self.ctx)] if w is not None else rows
-        if self._released is not None:
-            return self._released
-        return self.view.contents() if self.view is not None else None
+        elif self._released is not None:
+            rows = self._released
+        elif self.view is not None:
+            rows = self.view.contents()
+        else:
+            return None
+        w = self.where
+        return [r for r in rows if w(r, self.ctx)] if w is not None else rows
 
     def _snapshot(self) -> Rows:
         return self.rs.snapshot(self._contents())
