@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 import math
+import zlib
 from bisect import bisect_left, insort
 from collections.abc import Callable
 from typing import Any
+
+import orjson
 
 from operators.bags import SortedBag
 
@@ -255,35 +258,89 @@ class Avedev(_Sorted):
 
 
 class _Ordered(Aggregator):
-    """Values in arrival order, for first/last/nth/window."""
+    """Values in the order their events entered, for first/last/nth/window.
+
+    A value leaves with its event: ``leave_row`` takes out the entry of that event (a
+    fingerprint of the row tells equal values of different events apart), so a window
+    that evicts out of arrival order (``#groupwin``, ``#unique``) removes the right one;
+    ``leave`` (no row at hand) takes the oldest equal value.  State: ``{"v": values,
+    "f": fingerprints}`` (a plain list of values is read as values without them).
+    """
+
+    def __init__(self, by_event: bool = False) -> None:
+        self.by_event = by_event
+        """The window evicts out of arrival order: entries carry their event's
+        fingerprint (else a plain list of values, the oldest equal value leaving)."""
 
     def initial(self) -> Any:
-        return []
+        return {"v": [], "f": []} if self.by_event else []
+
+    def values(self, state: Any) -> list:
+        return state if type(state) is list else state["v"]
 
     def enter(self, state: Any, value: Any) -> Any:
-        state.append(value)
-        return state
+        if type(state) is list:
+            state.append(value)
+            return state
+        return self.enter_row(state, value, None)
 
     def leave(self, state: Any, value: Any) -> Any:
-        try:
-            state.remove(value)
-        except ValueError:
-            pass
+        if type(state) is list:
+            try:
+                state.remove(value)
+            except ValueError:
+                pass
+            return state
+        return self.leave_row(state, value, None)
+
+    def enter_row(self, state: Any, value: Any, row: Any) -> Any:
+        if type(state) is list:
+            state = {"v": state, "f": [None] * len(state)}
+        state["v"].append(value)
+        state["f"].append(None if row is None else fingerprint(row))
         return state
+
+    def leave_row(self, state: Any, value: Any, row: Any) -> Any:
+        if type(state) is list:
+            state = {"v": state, "f": [None] * len(state)}
+        values, prints = state["v"], state["f"]
+        fp = None if row is None else fingerprint(row)
+        at = -1
+        for i, v in enumerate(values):
+            if v == value and (fp is None or prints[i] == fp or prints[i] is None):
+                at = i
+                if fp is None or prints[i] == fp:
+                    break
+        if at < 0 and fp is not None:  # no entry of this event: the oldest equal value
+            at = next((i for i, v in enumerate(values) if v == value), -1)
+        if at >= 0:
+            del values[at]
+            del prints[at]
+        return state
+
+
+def fingerprint(row: Any) -> int:
+    """A stable content hash of a row (equal in every process, unlike ``hash``)."""
+    try:
+        return zlib.crc32(orjson.dumps(row, option=orjson.OPT_SORT_KEYS))
+    except TypeError:
+        return zlib.crc32(repr(row).encode())
 
 
 class First(_Ordered):
     name = "first"
 
     def result(self, state: Any) -> Any:
-        return state[0] if state else None
+        v = self.values(state)
+        return v[0] if v else None
 
 
 class Last(_Ordered):
     name = "last"
 
     def result(self, state: Any) -> Any:
-        return state[-1] if state else None
+        v = self.values(state)
+        return v[-1] if v else None
 
 
 class Window(_Ordered):
@@ -292,7 +349,8 @@ class Window(_Ordered):
     name = "window"
 
     def result(self, state: Any) -> Any:
-        return list(state) if state else None
+        v = self.values(state)
+        return list(v) if v else None
 
 
 class Nth(_Ordered):
@@ -304,19 +362,25 @@ class Nth(_Ordered):
 
     name = "nth"
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, by_event: bool = False) -> None:
+        super().__init__(by_event)
         self.n = n
 
     def enter(self, state: Any, value: Any) -> Any:
-        if value is not None:
-            state.append(value)
-        return state
+        return state if value is None else super().enter(state, value)
 
     def leave(self, state: Any, value: Any) -> Any:
         return state if value is None else super().leave(state, value)
 
+    def enter_row(self, state: Any, value: Any, row: Any) -> Any:
+        return state if value is None else super().enter_row(state, value, row)
+
+    def leave_row(self, state: Any, value: Any, row: Any) -> Any:
+        return state if value is None else super().leave_row(state, value, row)
+
     def result(self, state: Any) -> Any:
-        return state[-1 - self.n] if self.n < len(state) else None
+        v = self.values(state)
+        return v[-1 - self.n] if self.n < len(v) else None
 
 
 class Leaving(Aggregator):
@@ -354,8 +418,9 @@ AGGREGATE_NAMES = frozenset(
 
 
 def make_aggregator(name: str, *, star: bool = False, distinct: bool = False,
-                    extra: tuple[Any, ...] = ()) -> Aggregator:
-    """The aggregator for an EPL aggregate call; ValueError for an unknown name."""
+                    extra: tuple[Any, ...] = (), by_event: bool = False) -> Aggregator:
+    """The aggregator for an EPL aggregate call; ValueError for an unknown name.
+    ``by_event``: rows may leave out of arrival order (see ``_Ordered``)."""
     lname = name.lower()
     agg: Aggregator
     if lname == "count":
@@ -377,13 +442,13 @@ def make_aggregator(name: str, *, star: bool = False, distinct: bool = False,
     elif lname == "avedev":
         agg = Avedev()
     elif lname == "first":
-        agg = First()
+        agg = First(by_event)
     elif lname == "last":
-        agg = Last()
+        agg = Last(by_event)
     elif lname == "window":
-        agg = Window()
+        agg = Window(by_event)
     elif lname == "nth":
-        agg = Nth(int(extra[0]) if extra else 0)
+        agg = Nth(int(extra[0]) if extra else 0, by_event)
     elif lname == "leaving":
         agg = Leaving()
     else:
@@ -445,6 +510,14 @@ def row_updater(agg: Aggregator, i: int, value: Callable[[Any, Any], Any] | None
                     if s[1] == 0:
                         s[0] = 0
             return sum_leave
+    if isinstance(agg, _Ordered) and agg.by_event:
+        by_row = agg.enter_row if entering else agg.leave_row
+
+        def ordered(states: list, row: Any, ctx: Any) -> None:
+            if filt is not None and not filt(row, ctx):
+                return
+            states[i] = by_row(states[i], value(row, ctx) if value is not None else row, row)
+        return ordered
     fn = agg.enter if entering else agg.leave
 
     def generic(states: list, row: Any, ctx: Any) -> None:

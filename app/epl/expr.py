@@ -68,6 +68,8 @@ class Scope:
     """Aggregates read their result from the row under ``$aggN`` (``#expr`` windows)."""
     tables: TableEnv | None = None
     """Tables expressions may read; None: no table is known here."""
+    rows_leave_in_order: bool = True
+    """Rows leave the aggregation oldest first (else first/last/window/nth track events)."""
     partition_keys: dict[str, str] = field(default_factory=dict)
     """Partition properties of a keyed context -> the ``context`` key holding their value
     (``k`` -> ``key1``): read from the partition, they are not event properties."""
@@ -620,7 +622,8 @@ def _compile_call(node: Any, scope: Scope) -> Expr:
                     tables=vscope.tables))
             star = node.star or (bool(args) and isinstance(args[0], ast.Star)) or (
                 name == "count" and not args)
-            agg = make_aggregator(name, star=star, distinct=node.distinct, extra=extra)
+            agg = make_aggregator(name, star=star, distinct=node.distinct, extra=extra,
+                                  by_event=not scope.rows_leave_in_order)
             idx = len(scope.aggregates)
             scope.aggregates.append(AggregateDef(text, agg, value))
             scope.agg_texts[text] = idx

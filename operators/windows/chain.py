@@ -94,6 +94,11 @@ class ChainSpec(WindowSpec):
     name: str = "chain"
 
     @property
+    def oldest_first(self) -> bool:  # type: ignore[override]
+        """One stage alone decides; a chain of several may evict as any of them does."""
+        return len(self.stages) == 1 and self.stages[0].oldest_first
+
+    @property
     def is_derived(self) -> bool:  # type: ignore[override]
         """A chain ending in a derived window posts derived rows."""
         return bool(self.stages) and self.stages[-1].is_derived

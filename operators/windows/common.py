@@ -171,6 +171,9 @@ class WindowSpec:
     is_derived: bool = False
     is_asymmetric: bool = False  # firstX windows may decline an arriving event
     combinable: bool = True  # may sit in retain-intersection/union
+    oldest_first: bool = False
+    """Rows leave in the order they entered (length, time, batches, keep-all, first-N):
+    an order-based aggregate can take out the oldest equal value (``first``, ``last``)."""
 
     def build(self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None) -> Any:
         """Make a view instance over ``state`` (restoring whatever it already holds)."""

@@ -41,6 +41,8 @@ class FirstLengthWindow(FifoWindow):
 class FirstLengthSpec(WindowSpec):
     """``firstlength(size)``; ``firstevent`` is the same with size 1."""
 
+    oldest_first = True
+
     size: int | Deferred
     name: str = "firstlength"
     params_text: tuple[str, ...] = ()

@@ -46,6 +46,8 @@ class FirstTimeWindow(FifoWindow):
 class FirstTimeSpec(WindowSpec):
     """``firsttime(period)``."""
 
+    oldest_first = True
+
     period: int | Deferred
     name: str = "firsttime"
     params_text: tuple[str, ...] = ()

@@ -29,6 +29,8 @@ class KeepAllWindow(FifoWindow):
 class KeepAllSpec(WindowSpec):
     """``keepall``."""
 
+    oldest_first = True
+
     name: str = "keepall"
     params_text: tuple[str, ...] = ()
 

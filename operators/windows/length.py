@@ -47,6 +47,8 @@ class LengthWindow(FifoWindow):
 class LengthSpec(WindowSpec):
     """``length(size)``; ``lastevent`` is the same with size 1."""
 
+    oldest_first = True
+
     size: int | Deferred
     name: str = "length"
     params_text: tuple[str, ...] = ()

@@ -40,6 +40,8 @@ class LengthBatchWindow(BatchWindow):
 class LengthBatchSpec(WindowSpec):
     """``length_batch(size)``."""
 
+    oldest_first = True
+
     size: int | Deferred
     name: str = "length_batch"
     params_text: tuple[str, ...] = ()

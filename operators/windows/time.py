@@ -54,6 +54,8 @@ class TimeWindow(FifoWindow):
 class TimeSpec(WindowSpec):
     """``time(period)``."""
 
+    oldest_first = True
+
     period: int | Deferred
     name: str = "time"
     params_text: tuple[str, ...] = ()

@@ -50,6 +50,8 @@ class TimeAccumWindow(FifoWindow):
 class TimeAccumSpec(WindowSpec):
     """``time_accum(period)``."""
 
+    oldest_first = True
+
     period: int | Deferred
     name: str = "time_accum"
     params_text: tuple[str, ...] = ()

@@ -90,6 +90,8 @@ class TimeBatchWindow(BatchWindow):
 class TimeBatchSpec(WindowSpec):
     """``time_batch(period [, reference point] [, "flow control"])``."""
 
+    oldest_first = True
+
     period: int | Deferred
     reference: int | None = None
     flow: FlowControl = field(default_factory=FlowControl)

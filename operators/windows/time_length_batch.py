@@ -86,6 +86,8 @@ class TimeLengthBatchWindow(BatchWindow):
 class TimeLengthBatchSpec(WindowSpec):
     """``time_length_batch(period, size [, "flow control"])``."""
 
+    oldest_first = True
+
     period: int | Deferred
     size: int | Deferred
     flow: FlowControl = field(default_factory=FlowControl)

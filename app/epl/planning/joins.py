@@ -106,7 +106,9 @@ def plan_join(planner: PlannerBase, node: Any, name: str, epl: str) -> Statement
         node = dataclasses.replace(node, where=where, joins=())
     scope = Scope("tags", tags=names, variables=variables, tables=planner.tenv)
     agg_texts: dict[str, int] = {}
-    rs = planner.result_set(node, scope, agg_texts=agg_texts)
+    # join rows leave as any stream's window evicts: order-based aggregates track them
+    rs = planner.result_set(node, dataclasses.replace(scope, rows_leave_in_order=False),
+                            agg_texts=agg_texts)
     tables: tuple[str, ...] = ()
     if node.into_table is not None:
         if any(s.unidirectional for s in streams):

@@ -49,7 +49,8 @@ class ResultPlanning(PlannerBase):
         aggs: list[AggregateDef] = []
         ascope = Scope(scope.kind, scope.aliases, scope.tags, scope.variables, aggs,
                        allow_aggregates=True, tables=scope.tables,
-                       partition_keys=scope.partition_keys)
+                       partition_keys=scope.partition_keys,
+                       rows_leave_in_order=scope.rows_leave_in_order)
         if agg_texts is not None:
             ascope.agg_texts = agg_texts
         columns: list[SelectColumn] = []

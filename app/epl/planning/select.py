@@ -76,7 +76,10 @@ class SelectPlanning(PlannerBase):
         if stream is not None and node.context is not None:
             keys = self.partition_keys(node.context, stream.type_name)
             if keys:
-                rs_scope = replace(scope, partition_keys=keys)
+                rs_scope = replace(rs_scope, partition_keys=keys)
+        if stream is not None and (source_window is not None or (
+                stream.view is not None and not stream.view.oldest_first)):
+            rs_scope = replace(rs_scope, rows_leave_in_order=False)
         rs = self.result_set(node, rs_scope, agg_texts=agg_texts)
         tables: tuple[str, ...] = ()
         if node.into_table is not None:
