@@ -63,7 +63,7 @@ def test_dependencies_are_split_by_role() -> None:
     meta = _project()["project"]
     names = [d.split(">")[0] for d in meta["dependencies"]]
     assert names == ["confluent-kafka", "rocksdict", "lark", "pyyaml", "jsonschema", "orjson",
-                     "prometheus-client"]
+                     "prometheus-client", "sortedcontainers"]
     # at most the newest Spark whose Kafka connector Maven Central publishes
     assert meta["optional-dependencies"]["spark"] == ["pyspark>=4.0,<=4.2.0"]
     dev = [d.split(">")[0] for d in meta["optional-dependencies"]["dev"]]
