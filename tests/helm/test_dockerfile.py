@@ -84,7 +84,7 @@ def test_runtime_installs_no_extras(parsed: list[Instruction]) -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     names = {re.split(r"[<>=\[ ]", d)[0] for d in project["dependencies"]}
     assert names == {"confluent-kafka", "rocksdict", "lark", "pyyaml", "jsonschema", "orjson",
-                     "prometheus-client"}
+                     "prometheus-client", "sortedcontainers"}
     runtime = stages(parsed)["runtime"]
     assert [a for k, a in runtime if k == "COPY"] == ["--from=build /opt/kepl /opt/kepl"]
     assert [a for k, a in build if k == "COPY"] == [
