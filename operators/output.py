@@ -411,8 +411,13 @@ class OutputLimiter:
             g = rs.grouped(new, old)
             if rk == GROUPED:
                 for k, before in g.before.items():
-                    if k not in self.touched:
+                    rec = self.touched.get(k)
+                    if rec is None:
                         self._touch(k, [self._seq(), before])
+                    elif kind == "all" and not rec[1] and before:
+                        # Esper's output-all helper keeps trying a group's remove-stream
+                        # row until one passes having (RowPerGroupOutputAllHelperImpl)
+                        self._touch(k, [rec[0], before])
             elif kind == "last":
                 self._last_per_group(g)
             else:
