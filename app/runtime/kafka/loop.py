@@ -587,9 +587,13 @@ class Worker:
             if cur is not None:
                 self._progress(f"{LANES}/{key[0]}:{key[1]}", (cur.now, cur.barrier))
         offsets = self._offsets(TopicPartition)
+        # a transaction that writes anything carries input offsets: the broker checks the
+        # group generation with them, so a worker that lost its partitions (a zombie)
+        # cannot commit rows or changelog records its successor also writes
+        fence = offsets or (self._committed_offsets() if cp.open else [])
         if sealed:
             self._crash_hook("before_flush")
-        cp.commit(offsets, self.consumer)
+        cp.commit(fence, self.consumer)
         if sealed:
             self._crash_hook("after_flush")
         for tp in offsets:
@@ -665,7 +669,10 @@ class Worker:
         if more:
             cp.flush()
             self._crash_hook("mid_snapshot")
-        cp.commit([], self.consumer)
+        # the input offsets just committed, sent again: the broker checks the group
+        # generation, so a worker that lost its partitions (a zombie) cannot commit parts
+        # into a changelog its successor now writes
+        cp.commit(self._committed_offsets(), self.consumer)
         for key, part in writing:
             first = part.snapshot_part_committed(got[key])
             if first is None:
@@ -675,6 +682,22 @@ class Worker:
             log.info("snapshot of %s[%d]: %d bytes at %d..%d (last part %.3f s)",
                      topic, part.partition, part.snapshot_bytes, first, part.cl_offset,
                      time.monotonic() - t0)
+
+    def _committed_offsets(self) -> list[Any]:
+        """The committed input offsets (with their cursor metadata) of the partitions this
+        worker holds."""
+        from confluent_kafka import TopicPartition
+
+        out = []
+        for key in self.positions:
+            off = self.committed.get(key)
+            if off is None:
+                continue
+            cur = self.committed_cursors.get(key)
+            meta = cur.metadata() if cur is not None else None
+            out.append(TopicPartition(key[0], key[1], off, metadata=meta)
+                       if meta is not None else TopicPartition(key[0], key[1], off))
+        return out
 
     def rewind(self) -> None:
         """Back to the last commit: engine partitions from their databases, cursors from
