@@ -304,14 +304,11 @@ class _Ordered(Aggregator):
         if type(state) is list:
             state = {"v": state, "f": [None] * len(state)}
         values, prints = state["v"], state["f"]
-        fp = None if row is None else fingerprint(row)
         at = -1
-        for i, v in enumerate(values):
-            if v == value and (fp is None or prints[i] == fp or prints[i] is None):
-                at = i
-                if fp is None or prints[i] == fp:
-                    break
-        if at < 0 and fp is not None:  # no entry of this event: the oldest equal value
+        if row is not None:
+            fp = fingerprint(row)
+            at = next((i for i, f in enumerate(prints) if f == fp and values[i] == value), -1)
+        if at < 0:  # no entry of this event: the oldest equal value
             at = next((i for i, v in enumerate(values) if v == value), -1)
         if at >= 0:
             del values[at]
