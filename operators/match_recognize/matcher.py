@@ -126,12 +126,20 @@ class MatchRecognizer:
                 limit = end["e"] if past else end["b"]
                 part["cur"] = [c for c in part["cur"] if c["b"] > limit]
                 self._dirty.add(_pkey(end))
-        out = [self._measure(end) for end in ends]
+        out: Rows = []
         for end in ends:
-            key = _pkey(end)
+            out.append(self._measure(end))
+            if end["k"] is None:
+                continue
+            key = end["k"]
             part = self.parts.get(key)
-            if end["k"] is not None and part is not None and not part["cur"] \
-                    and not spec.prev_depth:
+            if part is None:
+                # Esper 9 drops the whole update's output when a partition that an earlier
+                # match of the same update emptied (and released) has another match: its
+                # runtime fails reading the released partition state
+                out = []
+                break
+            if not part["cur"] and not spec.prev_depth:
                 del self.parts[key]
                 self._dirty.add(key)
         self._flush()

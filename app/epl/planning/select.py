@@ -62,7 +62,16 @@ class SelectPlanning(PlannerBase):
             filt = compile_expr(src.filter, scope) if src.filter is not None else None
             view = self.view_chain(src.views, scope, src.retain) if src.views else None
             if node.match_recognize is not None:
+                ev_scope = scope
                 mr, scope = self._match_recognize(node, src, props, view, variables)
+                if node.where is not None and view is None:
+                    # Esper plans the where clause of a match_recognize without a data
+                    # window as a filter of its input events (it names their properties)
+                    self._check_names(replace(node, select_items=(), having=None,
+                                              group_by=()), props, ev_scope, src.type_name)
+                    cond = compile_expr(node.where, ev_scope)
+                    filt = cond if filt is None else _both(filt, cond)
+                    node = replace(node, where=None)
             else:
                 self._check_names(node, {**props, **derived_props(view)}, scope,
                                   src.type_name)
@@ -125,7 +134,8 @@ class SelectPlanning(PlannerBase):
         self.tenv.props = measure_props
         scope = Scope("event", frozenset(), variables=variables, tables=self.tenv)
         exprs = [i.expr for i in node.select_items if type(i).__name__ == "SelectItem"]
-        exprs += [e for e in (node.where, node.having, *(node.group_by or ())) if e is not None]
+        where = node.where if view is not None else None
+        exprs += [e for e in (where, node.having, *(node.group_by or ())) if e is not None]
         for e in exprs:
             for n in names_in(e):
                 head = n.parts[0]
@@ -181,3 +191,7 @@ class SelectPlanning(PlannerBase):
         return StatementPlan(name, "query", epl, pipeline,
                              columns=tuple(c.name for c in rs.columns))
 
+
+def _both(a: Any, b: Any) -> Any:
+    """Two filter conditions, both required (null counts as false)."""
+    return lambda r, c: bool(a(r, c)) and bool(b(r, c))
