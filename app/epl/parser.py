@@ -22,8 +22,8 @@ from app.epl import ast as A
 from app.epl.errors import EplSyntaxError
 from app.epl.parsing.contexts import ContextRules
 from app.epl.parsing.expressions import ExpressionRules
-from app.epl.parsing.match_recognize import MatchRecognizeRules
 from app.epl.parsing.grammar import epl_lark
+from app.epl.parsing.match_recognize import MatchRecognizeRules
 from app.epl.parsing.patterns import PatternRules
 from app.epl.parsing.statements import StatementRules
 from app.epl.parsing.streams import StreamRules

@@ -25,7 +25,9 @@ import orjson
 
 from operators.base import PartitionCtx, Row, Rows, StateNamespace
 from operators.match_recognize.nfa import END
-from operators.match_recognize.spec import PAST_LAST_ROW, TO_NEXT_ROW, MatchRecognizeSpec
+
+PAST_LAST_ROW, TO_NEXT_ROW, TO_CURRENT_ROW = "past last row", "to next row", "to current row"
+"""The ``after match skip`` choices."""
 
 Entry = dict[str, Any]
 """A partial or complete match: ``b`` first event's seq, ``t`` its time, ``s`` the
@@ -49,9 +51,10 @@ class _Prev:
 
 
 class MatchRecognizer:
-    """Events (insert and remove stream of the window before it) in, match rows out."""
+    """Events (insert and remove stream of the window before it) in, match rows out;
+    ``spec`` is the statement's MatchRecognizeSpec."""
 
-    def __init__(self, spec: MatchRecognizeSpec, state: StateNamespace,
+    def __init__(self, spec: Any, state: StateNamespace,
                  ctx: PartitionCtx) -> None:
         self.spec = spec
         self.ns = state

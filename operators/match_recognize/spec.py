@@ -7,9 +7,8 @@ from functools import cached_property
 from typing import Any
 
 from operators.base import Expr, PartitionCtx, StateNamespace
+from operators.match_recognize.matcher import PAST_LAST_ROW, MatchRecognizer
 from operators.match_recognize.nfa import Nfa, compile_nfa, render
-
-PAST_LAST_ROW, TO_NEXT_ROW, TO_CURRENT_ROW = "past last row", "to next row", "to current row"
 
 
 @dataclass(frozen=True)
@@ -51,9 +50,7 @@ class MatchRecognizeSpec:
     def nfa(self) -> Nfa:
         return compile_nfa(self.pattern)
 
-    def build(self, state: StateNamespace, ctx: PartitionCtx) -> Any:
-        from operators.match_recognize.matcher import MatchRecognizer
-
+    def build(self, state: StateNamespace, ctx: PartitionCtx) -> MatchRecognizer:
         return MatchRecognizer(self, state, ctx)
 
     def describe(self) -> str:
