@@ -122,3 +122,18 @@ def test_explain_names_the_stage() -> None:
     assert plan.pipeline.describe()[1] == (
         "match_recognize partition by 1 key(s) measures a after match skip past last row "
         "pattern (A B* | C) nfa 3 state(s)")
+
+
+@pytest.mark.parametrize("epl", [
+    "select * from T#length(5) match_recognize (partition by k, v measures A.id as a, "
+    "avg(B.v) as b, B[0].id as b0 all matches after match skip to next row "
+    "pattern (A B+? (C | D)* E{2,} F{,3} G{2} (H I)?{1,2}) interval 5 seconds or terminated "
+    "define A as A.v > prev(A.v, 2), B as B.v < 1) where a = 'x'",
+    "select a from T match_recognize (measures A.id as a pattern (A))",
+])
+def test_printed_clause_reads_back_the_same(epl: str) -> None:
+    from app.epl.printer import to_epl
+    from app.epl.walk import same
+
+    node = parse_statement(epl)
+    assert same(parse_statement(to_epl(node)), node)
