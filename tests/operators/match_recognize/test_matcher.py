@@ -153,3 +153,16 @@ def test_interval_or_terminated_releases_when_the_match_cannot_grow(
     d.advance(1000)
     assert d.send(("e3", "x", 15)) == [{"a": "e1", "n": 1}]
     assert d.advance(10_000) == []
+
+
+def test_events_leaving_together_leave_their_partial_matches(
+        mode: str, tmp_path: Path) -> None:
+    epl = ("select * from T#time(2 sec) match_recognize (measures A.id as a, "
+           "count(B.id) as n, C.id as c pattern (A B* C) "
+           "define A as A.v > 12, B as B.v <= 14, C as C.v > 16)")
+    d = Driver(epl, mode, tmp_path)
+    assert d.send(("u1", "x", 0), ("m1", "x", 15)) == []
+    d.advance(1000)
+    assert d.send(("m2", "x", 13)) == []
+    assert d.advance(2500) == []  # u1 and m1 leave the window at 2000
+    assert d.send(("c1", "x", 17)) == [{"a": "m2", "n": 0, "c": "c1"}]
