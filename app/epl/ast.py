@@ -567,6 +567,14 @@ class MrNested(Node):
 
 
 @dataclass(frozen=True, slots=True)
+class MrPermute(Node):
+    """``match_recognize_permute(a, b, ...)``: the items in any order, each order an
+    alternative (the written order first)."""
+
+    items: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class MrMeasure(Node):
     """``expr as name`` of the measures clause (``name`` None when the 'as' is missing)."""
 

@@ -591,6 +591,9 @@ class _Printer:
             return " ".join(self.mr_pattern(i) for i in node.items)
         if isinstance(node, A.MrAtom):
             return self.ident(node.name) + node.quantifier + self.mr_repeat(node.repeat)
+        if isinstance(node, A.MrPermute):
+            return ("match_recognize_permute("
+                    + ", ".join(self.mr_pattern(i) for i in node.items) + ")")
         if isinstance(node, A.MrNested):
             return (f"({self.mr_pattern(node.child)})" + node.quantifier
                     + self.mr_repeat(node.repeat))

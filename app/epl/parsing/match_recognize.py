@@ -98,6 +98,10 @@ class MatchRecognizeRules(BuilderBase):
         q = wrapped(items, "mr_quantifier") or ""
         return A.MrNested(items[0], q, first_of(items, A.MrRepeat), pos=pos)
 
+    def r_mr_permute(self, c: list[Any], pos: A.Pos) -> A.MrPermute:
+        """match_recognize_permute(a, b, ...)."""
+        return A.MrPermute(tuple(present(c)), pos=pos)
+
     def r_mr_quantifier(self, c: list[Any], pos: A.Pos) -> Wrapped:
         """'*', '+', '?' and their reluctant forms."""
         return Wrapped("mr_quantifier", "".join(str(t.value) for t in c if t is not None))

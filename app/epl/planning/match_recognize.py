@@ -6,6 +6,7 @@ positioned errors, into a MatchRecognizeSpec."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Any
 
 from app.epl import ast
@@ -145,6 +146,12 @@ def _pattern(node: Any) -> Any:
         return nfa.Seq(tuple(_pattern(i) for i in node.items))
     if isinstance(node, ast.MrAlt):
         return nfa.Alt(tuple(_pattern(a) for a in node.alternatives))
+    if isinstance(node, ast.MrPermute):
+        # Esper's permutation expansion: an alternation of every order of the items,
+        # orders enumerated lexicographically from the written one
+        items = [_pattern(i) for i in node.items]
+        return nfa.Alt(tuple(nfa.Seq(tuple(items[i] for i in order))
+                             for order in itertools.permutations(range(len(items)))))
     if isinstance(node, ast.MrNested):
         k, rel = kind(node.quantifier)
         return nfa.Group(_pattern(node.child), k, rel, rep(node.repeat))

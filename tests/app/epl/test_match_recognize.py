@@ -42,6 +42,17 @@ def test_every_part_of_the_clause_is_parsed() -> None:
     assert items[5].repeat == A.MrRepeat(2, 2, True)
 
 
+def test_permute_is_an_alternation_of_every_order() -> None:
+    from operators.match_recognize import nfa
+
+    plan = plan_statement(catalog(), "select * from T match_recognize (measures A.id as a "
+                          "pattern (match_recognize_permute(A, B, C)))", "q")
+    alt = plan.pipeline.match_recognize.pattern.items[0]
+    orders = ["".join(i.items[0].name for i in s.items) for s in alt.alternatives]
+    assert isinstance(alt, nfa.Alt)
+    assert orders == ["ABC", "ACB", "BAC", "BCA", "CAB", "CBA"]
+
+
 def test_defaults_skip_past_last_row_one_match_no_interval() -> None:
     mr = parse_statement("select * from T match_recognize (measures A.id as a "
                          "pattern (A B??))").match_recognize
@@ -130,6 +141,8 @@ def test_explain_names_the_stage() -> None:
     "pattern (A B+? (C | D)* E{2,} F{,3} G{2} (H I)?{1,2}) interval 5 seconds or terminated "
     "define A as A.v > prev(A.v, 2), B as B.v < 1) where a = 'x'",
     "select a from T match_recognize (measures A.id as a pattern (A))",
+    "select * from T match_recognize (measures A.id as a pattern "
+    "(match_recognize_permute(A, B+, (C | D)) E))",
 ])
 def test_printed_clause_reads_back_the_same(epl: str) -> None:
     from app.epl.printer import to_epl
