@@ -1,7 +1,8 @@
 """Conformance scenarios in Kafka mode: a representative share on the real broker.
 
 Every window kind, every public context case, the output forms, an insert-into chain
-of three statements and joins (inner, outer, in a keyed context); the same files pass
+of three statements, joins (inner, outer, in a keyed context) and match_recognize
+(partition by, interval, data windows); the same files pass
 embedded (tests/app/conformance).  The whole public suite runs with
 ``kepl scenario run --kafka ../shared/conformance/cases``.
 """
@@ -45,6 +46,9 @@ CASES = [
     OWN / "join_inner_windows.yaml",
     OWN / "join_outer.yaml",
     OWN / "join_keyed_context.yaml",
+    OWN / "match_recognize_partition.yaml",
+    OWN / "match_recognize_interval.yaml",
+    OWN / "match_recognize_window.yaml",
 ]
 
 
