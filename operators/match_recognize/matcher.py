@@ -36,6 +36,10 @@ each variable's slot, ``m`` each multi-row variable's events (or None), ``g`` gr
 counts per state, ``k`` the partition key, ``e`` the last event's seq (matches)."""
 
 
+COLLECT_AT = 100
+"""Partitions held before idle ones are dropped (Esper's initial collection threshold)."""
+
+
 class _Prev:
     """What ``prev(expr, n)`` in a condition reads: the partition's n-th event back."""
 
@@ -69,6 +73,7 @@ class MatchRecognizer:
         self.multi_index = {self.streams[v]: i for i, v in enumerate(nfa.multis)}
         self.var_streams = list(self.streams.items())
         self.seq: int = state.get("seq", 0)
+        self.collect_at: int = state.get("collect_at", COLLECT_AT)
         self.parts: dict[str, dict[str, Any]] = {}
         self.matched: dict[int, Row] = {}
         for key, value in state.items():
@@ -100,6 +105,8 @@ class MatchRecognizer:
         for row in new:
             self.seq += 1
             key = self._key(row)
+            if spec.partition_by and len(self.parts) >= self.collect_at:
+                self._collect()
             part = self.parts.get(key)
             if part is None:
                 part = self.parts[key] = {"cur": [], "prev": []}
@@ -147,6 +154,18 @@ class MatchRecognizer:
                 self._dirty.add(key)
         self._flush()
         return out
+
+    def _collect(self) -> None:
+        """Drop the partitions without partial matches once there are many (Esper's
+        partitioned state does so before an event when it holds ``collect_at`` of them,
+        doubling the threshold when few go; their ``prev()`` history goes with them)."""
+        idle = [k for k, p in self.parts.items() if not p["cur"]]
+        for k in idle:
+            del self.parts[k]
+            self._dirty.add(k)
+        if len(idle) < self.collect_at // 5:
+            self.collect_at *= 2
+            self.ns.put("collect_at", self.collect_at)
 
     def _key(self, row: Row) -> str:
         pb = self.spec.partition_by
@@ -450,7 +469,9 @@ class MatchRecognizer:
 
     def _remove_old(self, old: Rows) -> None:
         """Events leaving the data window leave every partial match holding them; when
-        no matched event is left in the window all partial matches are dropped."""
+        no matched event is left in the window all partial matches are dropped.  What
+        ``prev()`` reads is not changed: it is the partition's last events, in the window
+        or not (as in Esper)."""
         removed: list[tuple[int | None, Row]] = []
         for row in old:
             seqs = self._matched_index.get(_fp(row))
@@ -478,17 +499,6 @@ class MatchRecognizer:
                 self._dirty.add(key)
                 if not part["cur"] and not spec.prev_depth:
                     del self.parts[key]
-        if spec.prev_depth:
-            for s, row in removed:
-                part = self.parts.get(self._key(row))
-                if part is None:
-                    continue
-                buf = part["prev"]
-                for i, ev in enumerate(buf):
-                    if (s is not None and ev[0] == s) or (s is None and ev[1] == row):
-                        del buf[i]
-                        self._dirty.add(self._key(row))
-                        break
 
     @staticmethod
     def _holds(entry: Entry, seq: int) -> bool:

@@ -146,6 +146,36 @@ def _inspect(node: object, many: bool, singles: dict[str, None],
             _inspect(item, many, singles, multis)
 
 
+def visibility(node: object) -> dict[str, set[str]]:
+    """Variable -> the other variables a condition of it may read: those before it in
+    an enclosing sequence (Esper's define visibility)."""
+    out: dict[str, set[str]] = {}
+
+    def atoms(n: object) -> list[str]:
+        if isinstance(n, Atom):
+            return [n.name]
+        kids = (n.items if isinstance(n, Seq) else n.alternatives if isinstance(n, Alt)
+                else (n.child,) if isinstance(n, Group) else ())
+        return [a for k in kids for a in atoms(k)]
+
+    def walk(n: object, before: set[str]) -> None:
+        if isinstance(n, Atom):
+            out.setdefault(n.name, set()).update(before - {n.name})
+        elif isinstance(n, Seq):
+            seen = set(before)
+            for item in n.items:
+                walk(item, seen)
+                seen |= set(atoms(item))
+        elif isinstance(n, Alt):
+            for alt in n.alternatives:
+                walk(alt, before)
+        elif isinstance(n, Group):
+            walk(n.child, before)
+
+    walk(_one(expand(node)), set())
+    return out
+
+
 # --------------------------------------------------------------------------- NFA
 
 

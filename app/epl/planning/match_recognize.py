@@ -54,6 +54,7 @@ def plan_match_recognize(planner: Any, mr: ast.MatchRecognize, type_name: str,
 
     # define: conditions over the variables matched so far and the current event
     def_scope = Scope("tags", var_set, var_set, variables, tables=planner.tenv)
+    visible = nfa.visibility(pattern)
     defines: dict[str, Any] = {}
     prev_depth = 0
     for d in mr.defines:
@@ -62,7 +63,8 @@ def plan_match_recognize(planner: Any, mr: ast.MatchRecognize, type_name: str,
         if d.name not in var_set:
             raise verr(f"variable '{d.name}' does not occur in the pattern", d,
                        did_you_mean(d.name, names))
-        expr, depth = _normalise_prev(d.expr)
+        expr, depth = _normalise_prev(_qualify(d.expr, d.name, var_set, variables,
+                                               visible.get(d.name, set())))
         prev_depth = max(prev_depth, depth)
         for n in iter_nodes(expr):
             if _is_aggregate(n):
@@ -217,6 +219,47 @@ def _aggregated_var(call: ast.Call, multis: set[str], var_set: frozenset[str],
     return found.pop()
 
 
+def _qualify(expr: Any, var: str, var_set: frozenset[str], variables: frozenset[str],
+             visible: set[str]) -> Any:
+    """A condition's unqualified property names as the current event's (``v`` in the
+    condition of A is ``A.v``) when no other variable is visible to it; else they are
+    ambiguous, as in Esper, where every variable is an event of the same type."""
+    def fix(n: Any) -> Any:
+        if isinstance(n, ast.Name):
+            head = n.parts[0]
+            if head in var_set or head == "context" or (
+                    len(n.parts) == 1 and head in variables):
+                return n
+            if visible:
+                raise verr(f"property '{'.'.join(n.parts)}' is ambiguous: variables "
+                           f"{', '.join(sorted({var, *visible}))} all have it", n,
+                           f"qualify it, as in {var}.{'.'.join(n.parts)}")
+            return dataclasses.replace(n, parts=(var, *n.parts))
+        return _map_children(n, fix)
+    return fix(expr)
+
+
+def _map_children(n: Any, fix: Any) -> Any:
+    """``n`` with ``fix`` applied to each child node (the same object when none
+    changed)."""
+    if not is_node(n):
+        return n
+    changes: dict[str, Any] = {}
+    for f in n.__dataclass_fields__:
+        if f == "pos":
+            continue
+        v = getattr(n, f)
+        if is_node(v):
+            nv = fix(v)
+            if nv is not v:
+                changes[f] = nv
+        elif isinstance(v, tuple) and any(is_node(x) for x in v):
+            nv = tuple(fix(x) if is_node(x) else x for x in v)
+            if any(a is not b for a, b in zip(nv, v)):
+                changes[f] = nv
+    return dataclasses.replace(n, **changes) if changes else n
+
+
 def _normalise_prev(expr: Any) -> tuple[Any, int]:
     """``prev()`` calls of a condition as ``prev(index, expr)`` (either argument order is
     accepted, as Esper does in define), and the depth of events they reach."""
@@ -224,23 +267,7 @@ def _normalise_prev(expr: Any) -> tuple[Any, int]:
 
     def fix(n: Any) -> Any:
         nonlocal depth
-        if not is_node(n):
-            return n
-        changes: dict[str, Any] = {}
-        for f in n.__dataclass_fields__:
-            if f == "pos":
-                continue
-            v = getattr(n, f)
-            if is_node(v):
-                nv = fix(v)
-                if nv is not v:
-                    changes[f] = nv
-            elif isinstance(v, tuple) and any(is_node(x) for x in v):
-                nv = tuple(fix(x) for x in v)
-                if any(a is not b for a, b in zip(nv, v)):
-                    changes[f] = nv
-        if changes:
-            n = dataclasses.replace(n, **changes)
+        n = _map_children(n, fix)
         if isinstance(n, ast.Call) and n.name.lower() == "prev":
             args = n.args
             if len(args) == 1:
