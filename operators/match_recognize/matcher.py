@@ -190,7 +190,7 @@ class MatchRecognizer:
             st = self.states[cur["s"]]
             slots = cur["ev"]
             slots[st.stream] = event
-            if self._matches(st, slots, prev):
+            if self._matches(st, slots, prev, cur["m"]):
                 matched = True
                 nexts = st.next
                 copy = len(nexts) > 1
@@ -224,7 +224,7 @@ class MatchRecognizer:
         for st in self.starts:
             slots = [None] * self.n_streams
             slots[st.stream] = event
-            if not self._matches(st, slots, prev):
+            if not self._matches(st, slots, prev, None):
                 continue
             matched = True
             nexts = st.next
@@ -267,17 +267,23 @@ class MatchRecognizer:
         """The row a condition sees: each variable's event in its slot."""
         return {v: slots[i][1] for v, i in self.var_streams if slots[i] is not None}
 
-    def _matches(self, st: Any, slots: list[Any], prev: _Prev | None) -> bool:
+    def _matches(self, st: Any, slots: list[Any], prev: _Prev | None,
+                 groups: list[Any] | None) -> bool:
         cond = self.spec.defines.get(st.var)
         if cond is None:
             return True
         ctx = self.ctx
+        row = self._row(slots)
+        if st.reads_groups and groups is not None:
+            for j, (v, _) in enumerate(self.multis):
+                if v != st.var and groups[j] is not None:
+                    row[v] = [e[1] for e in groups[j]]
         if prev is None:
-            return cond(self._row(slots), ctx) is True
+            return cond(row, ctx) is True
         saved = ctx.window
         ctx.window = prev
         try:
-            return cond(self._row(slots), ctx) is True
+            return cond(row, ctx) is True
         finally:
             ctx.window = saved
 

@@ -193,6 +193,8 @@ class State:
     kind: str
     greedy: bool | None
     next: list[int] = field(default_factory=list)
+    reads_groups: bool = False
+    """Its condition sees the events of the other multi-row variables (``B[0].v``)."""
 
 
 @dataclass
@@ -218,7 +220,7 @@ class Nfa:
         return {v: i for i, v in enumerate((*self.singles, *self.multis))}
 
 
-def compile_nfa(pattern: object) -> Nfa:
+def compile_nfa(pattern: object, reads_groups: frozenset[str] = frozenset()) -> Nfa:
     """Expand repeats, classify variables and build the states (Esper's strand
     construction: a sequence links each item's end states to the next item's start
     states, skipping over optional items; a repeated group links its ends back to its
@@ -227,14 +229,14 @@ def compile_nfa(pattern: object) -> Nfa:
     singles, multis = variables(root)
     streams = {v: i for i, v in enumerate((*singles, *multis))}
     made: list[State] = []
-    strand = _build(root, streams, set(multis), made)
+    strand = _build(root, streams, set(multis), made, reads_groups)
     for s in strand.ends:
         s.next.append(END)
     for i, s in enumerate(strand.states):
         s.num = i
     by_id = {id(s): s.num for s in strand.states}
     states = tuple(State(s.num, s.var, s.stream, s.multi, s.kind, s.greedy,
-                         [n if n == END else by_id[n] for n in s.next])
+                         [n if n == END else by_id[n] for n in s.next], s.reads_groups)
                    for s in strand.states)
     return Nfa(states, tuple(by_id[id(s)] for s in strand.starts), tuple(singles),
                tuple(multis))
@@ -245,21 +247,21 @@ def _link(frm: State, to: State) -> None:
 
 
 def _build(node: object, streams: dict[str, int], multis: set[str],
-           made: list[State]) -> _Strand:
+           made: list[State], reads: frozenset[str]) -> _Strand:
     if isinstance(node, Alt):
         starts: list[State] = []
         ends: list[State] = []
         states: list[State] = []
         passthrough = False
         for alt in node.alternatives:
-            s = _build(alt, streams, multis, made)
+            s = _build(alt, streams, multis, made, reads)
             starts += s.starts
             ends += s.ends
             states += s.states
             passthrough = passthrough or s.passthrough
         return _Strand(starts, ends, states, passthrough)
     if isinstance(node, Seq):
-        strands = [_build(item, streams, multis, made) for item in node.items]
+        strands = [_build(item, streams, multis, made, reads) for item in node.items]
         states = [st for s in strands for st in s.states]
         passthrough = all(s.passthrough for s in strands)
         starts = []
@@ -282,7 +284,7 @@ def _build(node: object, streams: dict[str, int], multis: set[str],
                     break
         return _Strand(starts, ends, states, passthrough)
     if isinstance(node, Group):
-        s = _build(node.child, streams, multis, made)
+        s = _build(node.child, streams, multis, made, reads)
         if multiple(node.kind):
             for e in s.ends:
                 for st in s.starts:
@@ -292,15 +294,18 @@ def _build(node: object, streams: dict[str, int], multis: set[str],
     assert isinstance(node, Atom)
     kind = node.kind
     greedy: bool | None
+    reads_groups = node.name in reads
     if kind == ONE_MANY:
-        # Esper 9's '+' state takes no part in the greedy ranking (its count is never
-        # kept), reluctant or not; '*' and '?' do
-        greedy = False
+        # Esper 9's '+' state has its two flags swapped: it counts for the greedy
+        # ranking only when its condition reads other groups' events, and its condition
+        # sees those events only when it is not reluctant
+        greedy, reads_groups = reads_groups, not node.reluctant
     elif kind in (ZERO_MANY, OPTIONAL):
         greedy = not node.reluctant
     else:
         greedy = None
-    st = State(0, node.name, streams[node.name], node.name in multis, kind, greedy)
+    st = State(0, node.name, streams[node.name], node.name in multis, kind, greedy,
+               reads_groups=reads_groups)
     if multiple(kind):
         _link(st, st)
     made.append(st)

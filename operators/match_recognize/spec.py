@@ -43,12 +43,14 @@ class MatchRecognizeSpec:
     prev_depth: int = 0
     bound: bool = False
     collect: bool = True
-    """Keep each multi-row variable's events (a measure reads them)."""
+    """Keep each multi-row variable's events (a measure or a condition reads them)."""
+    reads_groups: frozenset[str] = frozenset()
+    """Variables whose condition reads other multi-row variables' events by index."""
     text: str = ""
 
     @cached_property
     def nfa(self) -> Nfa:
-        return compile_nfa(self.pattern)
+        return compile_nfa(self.pattern, self.reads_groups)
 
     def build(self, state: StateNamespace, ctx: PartitionCtx) -> MatchRecognizer:
         return MatchRecognizer(self, state, ctx)

@@ -56,6 +56,7 @@ def plan_match_recognize(planner: Any, mr: ast.MatchRecognize, type_name: str,
     def_scope = Scope("tags", var_set, var_set, variables, tables=planner.tenv)
     visible = nfa.visibility(pattern)
     defines: dict[str, Any] = {}
+    reads_groups: set[str] = set()
     prev_depth = 0
     for d in mr.defines:
         if d.name in defines:
@@ -71,9 +72,20 @@ def plan_match_recognize(planner: Any, mr: ast.MatchRecognize, type_name: str,
                 raise verr("an aggregate function may not appear in a define clause", n)
         for n in names_outside(expr):
             _check_var_name(n, var_set, variables, check_path, planner)
-            if n.parts[0] in multis and n.parts[0] != d.name:
-                raise NotSupported("a define condition reading another multi-row "
-                                   "variable's events")
+            head = n.parts[0]
+            if head in multis and head != d.name and len(n.parts) > 1:
+                raise verr(f"'{'.'.join(n.parts)}': variable '{head}' matches several "
+                           "events", n, f"read one of them by index, as in "
+                           f"{head}[0].{'.'.join(n.parts[1:])}")
+        for n in iter_nodes(expr):
+            if isinstance(n, ast.TableAccess) and n.table in var_set:
+                if n.table in singles or n.table == d.name:
+                    raise verr(f"variable '{n.table}' is one event in the condition of "
+                               f"'{d.name}' and is not accessed by index", n,
+                               f"write {n.table}.{n.column or '...'}")
+                if len(n.keys) != 1:
+                    raise verr("a multi-row variable takes one index", n)
+                reads_groups.add(d.name)
         defines[d.name] = compile_expr(expr, def_scope)
 
     # measures: expressions over the match (aggregates over one multi-row variable)
@@ -125,7 +137,8 @@ def plan_match_recognize(planner: Any, mr: ast.MatchRecognize, type_name: str,
         pattern=pattern, defines=defines, measures=tuple(measures), aggregates=aggregates,
         partition_by=tuple(partition), all_matches=mr.all_matches, skip=mr.skip,
         interval_ms=interval, or_terminated=mr.or_terminated, prev_depth=prev_depth,
-        bound=view is not None, collect=collect)
+        bound=view is not None, collect=collect or bool(reads_groups),
+        reads_groups=frozenset(reads_groups))
 
 
 def _pattern(node: Any) -> Any:

@@ -32,6 +32,16 @@ def test_reluctant_and_plus_states_keep_no_greedy_count() -> None:
     assert nfa.states[1].next == [1, 2, END]
 
 
+def test_plus_swaps_its_greedy_and_group_reading_flags_as_esper_does() -> None:
+    nfa = compile_nfa(Seq((Atom("A", "+"), Atom("B", "+"), Atom("C", "+", True),
+                           Atom("D", "*"))), frozenset({"B", "D"}))
+    a, b, c, d = nfa.states
+    assert (a.greedy, a.reads_groups) == (False, True)
+    assert (b.greedy, b.reads_groups) == (True, True)
+    assert (c.greedy, c.reads_groups) == (False, False)
+    assert (d.greedy, d.reads_groups) == (True, True)
+
+
 def test_pattern_that_may_end_early_ends_at_its_optional_tail() -> None:
     nfa = compile_nfa(Seq((Atom("A"), Atom("B", "+"))))
     assert nfa.states[0].next == [1]
