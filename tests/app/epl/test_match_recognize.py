@@ -103,9 +103,9 @@ def test_syntax_errors_point_at_the_word(epl: str, line: int, column: int,
     ("select * from T, T match_recognize (measures A.id as a pattern (A B))",
      "match_recognize takes exactly one event stream", 20),
     ("select * from T match_recognize (measures B.id as b pattern (A+ B) "
-     "define B as B.v > A.v)", "'A.v': variable 'A' matches several events", 79),
+     "define B as B.v > A.v)", "'A.v': variable 'A' matches several events", 86),
     ("select * from T match_recognize (measures B.id as b pattern (A B) "
-     "define B as B.v > A[0].v)", "variable 'A' is one event in the condition of 'B'", 79),
+     "define B as B.v > A[0].v)", "variable 'A' is one event in the condition of 'B'", 85),
     # without a data window the where clause filters the input events (as in Esper)
     ("select * from T match_recognize (measures A.id as a pattern (A B)) where a = 'x'",
      "unknown property 'a' of T", 74),
