@@ -284,3 +284,16 @@ def test_keyed_context_terminated_by_an_unlisted_type_is_refused_per_key() -> No
     t = plan(stmts)
     assert groups(t) == {"main": (1, ["s0", "s1"])}
     assert t.groups["main"].types == {"T1", "T2"}
+
+
+def test_match_recognize_is_never_a_stateless_lane() -> None:
+    from app.epl.planner import plan_statement
+    from app.runtime.catalog import Catalog
+    from app.runtime.kafka.topology import is_stateless
+
+    catalog = Catalog.from_schemas({"T": {"id": "string", "v": "long"}})
+    plain = plan_statement(catalog, "select id from T(v > 1)", "p")
+    mr = plan_statement(catalog, "select * from T match_recognize (measures A.id as a "
+                        "pattern (A B) define A as A.v > 1)", "m")
+    assert is_stateless(plain, set())
+    assert not is_stateless(mr, set())  # its partial matches are state
