@@ -432,14 +432,10 @@ class MatchRecognizer:
                 if ee is not None:
                     if te is None:
                         return False
-                    for j, ev in enumerate(ee):
-                        if j < len(te) and (ev is None) != (te[j] is None or False) or (
-                                j < len(te) and ev is not None and ev[0] != te[j][0]):
-                            return False
-            else:
-                a, b = term["ev"][stream], end["ev"][stream]
-                if (a is None) != (b is None) or (a is not None and a[0] != b[0]):
-                    return False
+                    if any(not _same(ev, te[j]) for j, ev in enumerate(ee) if j < len(te)):
+                        return False
+            elif not _same(term["ev"][stream], end["ev"][stream]):
+                return False
         return True
 
     def _save_sched(self) -> None:
@@ -552,6 +548,13 @@ class MatchRecognizer:
 
     def contents(self) -> Rows:
         return []
+
+
+def _same(a: list[Any] | None, b: list[Any] | None) -> bool:
+    """Whether two event references are the same event (or both absent)."""
+    if a is None or b is None:
+        return a is b
+    return bool(a[0] == b[0])
 
 
 def _pkey(entry: Entry) -> str:
