@@ -37,9 +37,14 @@ class LaneCursor:
     seq: int = 0
     barrier: str = ""
     """Id of the last watermark seen (the progress a restarted lane reports)."""
+    lost: int = 0
+    """Records of the partition deleted before they were read, so far (``kepl status``)."""
 
     def metadata(self) -> str:
-        return codec.dumps([self.applied, self.now, self.seq, self.barrier]).decode()
+        items: list = [self.applied, self.now, self.seq, self.barrier]
+        if self.lost:
+            items.append(self.lost)
+        return codec.dumps(items).decode()
 
     @classmethod
     def from_metadata(cls, text: str | None) -> LaneCursor:
@@ -47,13 +52,13 @@ class LaneCursor:
         if not text:
             return cls()
         try:
-            a, t, s, b = codec.loads(text)
-            return cls(int(a), int(t), int(s), str(b))
+            a, t, s, b, *more = codec.loads(text)
+            return cls(int(a), int(t), int(s), str(b), int(more[0]) if more else 0)
         except (ValueError, TypeError):
             return cls()
 
     def copy(self) -> LaneCursor:
-        return LaneCursor(self.applied, self.now, self.seq, self.barrier)
+        return LaneCursor(self.applied, self.now, self.seq, self.barrier, self.lost)
 
 
 class Lane:

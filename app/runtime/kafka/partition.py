@@ -220,6 +220,16 @@ class DeadLetter:
     reason: str
 
 
+class Poisoned(Exception):
+    """A record read straight from a source partition failed inside a statement; the
+    worker, not the partition, must take it out (other rooms also took it)."""
+
+    def __init__(self, record: InRecord, reason: str) -> None:
+        super().__init__(reason)
+        self.record = record
+        self.reason = reason
+
+
 class _Fault(Exception):
     def __init__(self, rec: InRecord, reason: str) -> None:
         super().__init__(reason)
@@ -258,6 +268,9 @@ class EnginePartition:
         self.touched = False
         self.sealed: ChangelogRecord | None = None
         self.progress: tuple[int, str] | None = None
+        self.escalate = False
+        """A fault on a record read from a source partition raises ``Poisoned`` instead
+        of being replayed here (set by the worker for directly fed groups)."""
 
     # -- life cycle --------------------------------------------------------------
     def restore(self, log: ChangelogLog, alive: Callable[[], None] | None = None) -> None:
@@ -374,6 +387,8 @@ class EnginePartition:
             for r in records:
                 self._handle(r)
         except _Fault as f:
+            if self.escalate and f.rec.via == f.rec.upstream:
+                raise Poisoned(f.rec, f.reason) from None
             self._replay_without(f)
 
     def _replay_without(self, fault: _Fault) -> None:

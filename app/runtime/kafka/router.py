@@ -37,6 +37,10 @@ H_TIME = "kepl.time"
 H_ID = "kepl.id"
 H_NONFINITE = "kepl.nonfinite"
 """On an output record whose row held NaN or an infinity, written as a string."""
+KNOWN_HEADERS = frozenset({H_CONTROL, H_TYPE, H_SEQ, H_ERROR, H_SOURCE, H_STATEMENT,
+                           H_STREAM, H_PARTITION, H_TIME, H_ID, H_NONFINITE})
+"""Every kepl.* header kepl writes: a source record may carry them (a dead letter sent
+back, another app's output); any other kepl.* header makes the record a dead letter."""
 
 BUNDLE_MAX_ENTRIES = 2000
 """Entries per bundle record at most (keeps a record well under the broker's 1 MiB)."""
@@ -90,8 +94,12 @@ class Routing:
             raise EventTypeError("empty record (no value)")
         try:
             raw = codec.loads(value)
+        except codec.NotText as e:
+            raise EventTypeError(f"{type_name}: {e}") from None
         except ValueError as e:
             raise EventTypeError(f"not JSON: {e}") from None
+        except RecursionError:
+            raise EventTypeError("not JSON: nested too deeply") from None
         if not isinstance(raw, dict):
             raise EventTypeError(f"an event of {type_name} must be a JSON object")
         return type_name, self.coerce[type_name](raw)
@@ -111,13 +119,44 @@ class Routing:
         return out
 
 
+LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+
 def decode_watermark(value: bytes | None) -> tuple[int, str]:
-    """``(t, id)`` of a watermark record; ``ValueError`` when it is malformed."""
+    """``(t, id)`` of a watermark record (``{"t": ms, "id": text}``, ``t`` a 64-bit
+    integer); ``ValueError`` says what is wrong with a malformed one."""
     try:
         wm = codec.loads(value or b"")
-        return int(wm["t"]), str(wm["id"])
-    except (ValueError, TypeError, KeyError) as e:
-        raise ValueError(f"malformed watermark: {e}") from None
+    except RecursionError:
+        raise ValueError("malformed watermark: nested too deeply") from None
+    except ValueError as e:
+        raise ValueError(f"malformed watermark: not JSON: {e}") from None
+    if type(wm) is not dict or "t" not in wm or "id" not in wm:
+        raise ValueError('malformed watermark: must be an object {"t": ms, "id": text}')
+    given, wid = wm["t"], wm["id"]
+    t = int(given) if type(given) is float and given.is_integer() else given
+    if type(t) is not int or not LONG_MIN <= t <= LONG_MAX:
+        raise ValueError(f"malformed watermark: t must be a 64-bit integer (ms), got "
+                         f"{_short(given)}")
+    if type(wid) not in (str, int):
+        raise ValueError(f"malformed watermark: id must be a string, got {_short(wid)}")
+    return t, str(wid)
+
+
+def decode_seq(value: bytes) -> int:
+    """The ``kepl.seq`` header: a 64-bit integer, else ``ValueError`` saying so."""
+    try:
+        seq = int(value)
+    except (ValueError, TypeError):
+        seq = None
+    if seq is None or not LONG_MIN <= seq <= LONG_MAX:
+        raise ValueError(f"header {H_SEQ} must be a 64-bit integer, got {_short(value)}")
+    return seq
+
+
+def _short(v: object) -> str:
+    r = repr(v)
+    return r if len(r) <= 40 else f"{r[:37]}..."
 
 
 def dead_letter_headers(headers: Any, reason: str, topic: str, partition: int,
