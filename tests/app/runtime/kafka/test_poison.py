@@ -9,14 +9,17 @@ routed keyed context) counts the good events only.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from app.runtime.kafka.config import AppConfig
 from app.runtime.kafka.reader import read_rows
-from app.runtime.kafka.router import headers_dict
+from app.runtime.kafka.router import KNOWN_HEADERS, headers_dict
 from app.runtime.kafka.runner import KafkaApp
 from tests.app.runtime.kafka.test_dlq import dead_letters
 
@@ -100,3 +103,66 @@ def test_statements_count_the_good_events_only(app: KafkaApp) -> None:
         per_k[r.row["k"]] = r.row
     assert per_k == {f"k{j}": {"k": f"k{j}", "n": len(range(j, GOOD, 3)),
                                "total": sum(range(j, GOOD, 3))} for j in range(3)}
+
+
+_KNOWN = sorted(KNOWN_HEADERS)
+_bytes = st.one_of(st.none(), st.binary(max_size=24),
+                   st.sampled_from([b"watermark", b"1", b"-1", b"abc", b"\xff\xfe", b""]))
+_json = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=8)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.text(max_size=3), inner, max_size=3)),
+    max_leaves=8)
+_watermark_body = st.one_of(
+    st.binary(max_size=40),
+    st.builds(lambda t, i: json.dumps({"t": t, "id": i}).encode(), _json, _json),
+    st.builds(lambda d: json.dumps(d).encode(), _json))
+_event_body = st.one_of(
+    st.binary(max_size=40),
+    st.builds(lambda k, v: json.dumps({"k": k, "v": v}).encode(), _json, _json))
+
+
+@st.composite
+def _never_an_event(draw: st.DrawFn) -> tuple[bytes | None, list[tuple[str, bytes | None]]]:
+    """A record with at least one kepl header or control body that keeps it from being an
+    event (a control record, an unknown kepl.* header, a kepl.seq that is no number),
+    among other headers of any name and value."""
+    other = draw(st.lists(st.tuples(st.one_of(st.sampled_from(_KNOWN), st.text(max_size=12)),
+                                    _bytes), max_size=3))
+    other = [(k, v) for k, v in other if k not in ("kepl.control", "kepl.seq")
+             and not (k.startswith("kepl.") and k not in KNOWN_HEADERS)]
+    kind = draw(st.sampled_from(["watermark", "control", "header", "seq"]))
+    if kind == "watermark":
+        return draw(_watermark_body), [*other, ("kepl.control", b"watermark")]
+    body = draw(_event_body)
+    if kind == "control":
+        value = draw(_bytes.filter(lambda b: b != b"watermark"))
+        return body, [*other, ("kepl.control", value)]
+    if kind == "header":
+        name = "kepl." + draw(st.text(min_size=1, max_size=10).filter(
+            lambda s: "kepl." + s not in KNOWN_HEADERS))
+        return body, [*other, (name, draw(_bytes))]
+    seq = draw(st.one_of(st.binary(max_size=8), st.text(max_size=8).map(str.encode)).filter(
+        lambda b: not b.strip().lstrip(b"+-").replace(b"_", b"").isdigit()))
+    return body, [*other, ("kepl.seq", seq)]
+
+
+@settings(max_examples=4, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(records=st.lists(_never_an_event(), min_size=30, max_size=60))
+def test_fuzzed_headers_and_control_bodies_never_stop_the_worker(
+        app: KafkaApp, records: list[tuple[bytes | None, list[tuple[str, bytes | None]]]]
+) -> None:
+    topic = app.config.topic_of("T")
+    before = _count(app)
+    for i, (value, headers) in enumerate(records):
+        app.producer.produce(topic, value, headers=headers, partition=0)
+        app.send("T", {"k": "fuzz", "v": i})
+    app.settle()
+    assert app.worker.alive()
+    assert _count(app) == before + len(records)
+
+
+def _count(app: KafkaApp) -> int:
+    rows = [r.row for r in read_rows(app.bootstrap, app.config.output_topic("total"))]
+    return rows[-1]["n"] if rows else 0
