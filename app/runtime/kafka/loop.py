@@ -118,32 +118,37 @@ class Interrupted(Exception):
 
 
 class ShutdownWatch:
-    """Bounds a worker's shutdown: the first SIGTERM/SIGINT asks the loop to stop; if the
-    process is still here ``KEPL_SHUTDOWN_TIMEOUT_S`` later (a commit or close waiting
-    on an unreachable broker), or at a second signal, it exits.
+    """Bounds a worker process's shutdown.  The first SIGTERM/SIGINT asks the loop to stop
+    (before a loop runs, the process exits at once: nothing to commit); if the process is
+    still here ``KEPL_SHUTDOWN_TIMEOUT_S`` later (a commit or a close waiting on an
+    unreachable broker), or at a second signal, it exits.
 
-    A thread woken through ``signal.set_wakeup_fd`` watches, because Python runs a
-    signal handler only once the main thread is back from a blocking client call."""
+    A thread woken through ``signal.set_wakeup_fd`` watches, because Python runs a signal
+    handler only once the main thread is back from a blocking client call."""
 
-    def __init__(self, worker: Worker) -> None:
-        given = os.environ.get(SHUTDOWN_ENV, "").strip()
-        self.timeout_s = float(given) if given else DEFAULT_SHUTDOWN_S
-        self.worker = worker
+    def __init__(self) -> None:
+        self.worker: Worker | None = None
+        self.installed = False
 
     def install(self) -> None:
+        """Take SIGTERM and SIGINT (main thread only; elsewhere they are the embedding
+        program's).  Idempotent."""
         import socket
         import threading
 
-        if threading.current_thread() is not threading.main_thread():
-            return  # signals are the embedding program's
+        if self.installed or threading.current_thread() is not threading.main_thread():
+            return
+        given = os.environ.get(SHUTDOWN_ENV, "").strip()
+        self.timeout_s = float(given) if given else DEFAULT_SHUTDOWN_S
         r, w = socket.socketpair()
         w.setblocking(False)
-        self._sockets = (r, w)  # kept open as long as the watch
+        self._sockets = (r, w)
         for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, self.worker._stop)
+            signal.signal(sig, _ignore)  # the thread acts; this only wakes it
         signal.set_wakeup_fd(w.fileno(), warn_on_full_buffer=False)
         threading.Thread(target=self._watch, args=(r,), name="kepl-shutdown",
                          daemon=True).start()
+        self.installed = True
 
     def _watch(self, r: Any) -> None:
         import select
@@ -158,7 +163,12 @@ class ShutdownWatch:
                 if not got:
                     return
                 signals += len(got)
-                self.worker.stopping = True
+                worker = self.worker
+                if worker is None:
+                    log.warning("stopped before the consumer loop started")
+                    sys.stderr.flush()
+                    os._exit(0)
+                worker.stopping = True
                 if deadline is None:
                     deadline = time.monotonic() + self.timeout_s
             if signals >= 2:
@@ -171,6 +181,15 @@ class ShutdownWatch:
                 continue
             sys.stderr.flush()
             os._exit(EXIT_SHUTDOWN_TIMEOUT)
+
+
+def _ignore(*_: Any) -> None:
+    pass
+
+
+SHUTDOWN = ShutdownWatch()
+"""The process's one shutdown watch: ``python -m app.runtime.kafka.worker`` installs it
+first thing, ``Worker.run`` attaches to it."""
 
 
 class Worker:
@@ -284,7 +303,8 @@ class Worker:
         self.consumer.subscribe(topics, on_assign=self._guarded(self._on_assign),
                                 on_revoke=self._guarded(self._on_revoke),
                                 on_lost=self._guarded(self._on_lost))
-        ShutdownWatch(self).install()
+        SHUTDOWN.install()
+        SHUTDOWN.worker = self
         if self.metrics is not None and self.metrics_port is not None:
             self.http = serve(self.metrics_port, self.health, self.metrics)
             log.info("metrics and probes on port %d (/metrics, /healthz, /readyz)",
@@ -312,9 +332,6 @@ class Worker:
             except BaseException as e:  # noqa: BLE001 - re-raised by step()
                 self._callback_error = e
         return run
-
-    def _stop(self, *_: Any) -> None:
-        self.stopping = True
 
     def close(self) -> None:
         if self.http is not None:
