@@ -111,7 +111,7 @@ class AppConfig:
         for t in full_topics.values():
             if not _NAME.match(t):
                 raise ConfigError(f"topic name '{t}' is not valid")
-        # a statement file says 'partitions' (app/schemas/statement-file.schema.json)
+        # a statement file says 'partitions' (schemas/statement-file.schema.json)
         parts = doc.get("source_partitions", doc.get("partitions", 1))
         if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
             raise ConfigError(f"'partitions' must be a positive integer, got {parts!r}")
