@@ -16,7 +16,7 @@ holds older records of that partition).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from app.runtime.engine import Engine
@@ -37,6 +37,9 @@ class LaneCursor:
     seq: int = 0
     barrier: str = ""
     """Id of the last watermark seen (the progress a restarted lane reports)."""
+    used: dict[str, frozenset[int]] = field(default_factory=dict)
+    """Repartition topic of a hash context numbered by first use -> its partitions this
+    source partition sent events to (``Routing.forward``); not in the metadata."""
 
     def metadata(self) -> str:
         return codec.dumps([self.applied, self.now, self.seq, self.barrier]).decode()
@@ -53,7 +56,7 @@ class LaneCursor:
             return cls()
 
     def copy(self) -> LaneCursor:
-        return LaneCursor(self.applied, self.now, self.seq, self.barrier)
+        return LaneCursor(self.applied, self.now, self.seq, self.barrier, dict(self.used))
 
 
 class Lane:

@@ -60,7 +60,6 @@ from app.runtime.kafka.router import (
     decode_bundle,
     decode_watermark,
     encode_bundles,
-    event_entry,
 )
 from app.runtime.kafka.topology import LANES, STATEMENT_KINDS, Group, Topology
 
@@ -355,12 +354,9 @@ class Worker:
                 except Exception as e:  # noqa: BLE001 - a statement failing on one event
                     self._dead_letter(m, f"engine error: {type(e).__name__}: {e}")
             if self.routes[topic]:
-                targets = self.routing.targets(topic, type_name, event)
-                if targets:
-                    entry = event_entry(type_name, upstream, off, m.timestamp()[1],
-                                        int(seq) if seq is not None else None, event)
-                    for target in targets:
-                        self.bundles.setdefault(target, []).append(entry)
+                self.routing.forward(self.bundles, cur, topic, type_name, event, upstream,
+                                     off, m.timestamp()[1],
+                                     int(seq) if seq is not None else None)
             cur.applied = off
         for g in direct:
             if type_name in g.types:
