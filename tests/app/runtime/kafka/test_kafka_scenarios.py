@@ -45,10 +45,24 @@ CASES = [
     OWN / "join_inner_windows.yaml",
     OWN / "join_outer.yaml",
     OWN / "join_keyed_context.yaml",
+    OWN / "context_hash_ids_first_use.yaml",
 ]
+
+SPREAD = [OWN / "context_hash_ids_first_use.yaml"]
+"""Scenarios whose rows must not depend on how many workers and source partitions run
+them (a hash context numbers its buckets across engine partitions)."""
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_scenario_in_kafka_mode(path: Path, kafka_bootstrap: str) -> None:
     outcome = run_file(path, lambda doc: run_scenario_kafka(doc, kafka_bootstrap))
+    assert outcome.passed, outcome.detail
+
+
+@pytest.mark.parametrize(("workers", "sources"), [(2, 1), (1, 2), (2, 2)])
+@pytest.mark.parametrize("path", SPREAD, ids=[p.stem for p in SPREAD])
+def test_scenario_with_workers_and_source_partitions(path: Path, workers: int, sources: int,
+                                                     kafka_bootstrap: str) -> None:
+    outcome = run_file(path, lambda doc: run_scenario_kafka(
+        doc, kafka_bootstrap, workers=workers, source_partitions=sources))
     assert outcome.passed, outcome.detail
