@@ -428,7 +428,10 @@ class HashManager(Manager):
         self.ctx = ctx
         self.state = state
         self.ids: dict[int, int] = {int(b): i for b, i in (state.get("ids") or [])}
-        self.here: set[int] = {int(b) for b in (state.get("here") or [])}
+        here = state.get("here")
+        if here is None and spec.owned in self.ids:
+            here = [spec.owned]  # a state written before the ids followed first use
+        self.here: set[int] = {int(b) for b in (here or [])}
         """Kafka, by first use: the buckets whose partitions this engine holds (``ids``
         also numbers buckets held elsewhere)."""
 
@@ -459,6 +462,7 @@ class HashManager(Manager):
                 break
         if len(self.ids) != size:
             self._save()
+            self.state.put("here", sorted(self.here))  # also says: not an older state
 
     def deploy(self, now_ms: int) -> list[Change]:
         if self.spec.preallocate and not self.ids:

@@ -79,6 +79,8 @@ class Routing:
             t: [(cfg.repartition_topic(g.name), g) for g in routed
                 if g.types & set(self.types_of[t])]
             for t in cfg.source_topics}
+        self._numbered = {cfg.repartition_topic(g.name) for g in routed
+                          if g.numbers_first_use}
 
     def type_of(self, topic: str, given: bytes | None) -> str:
         """The event type of a record: its ``kepl.type`` header, or the topic's one type."""
@@ -124,7 +126,7 @@ class Routing:
             if entry is None:
                 entry = event_entry(type_name, upstream, offset, ts, seq, event)
             bundles.setdefault((rt, q), []).append(entry)
-            if g.numbers_first_use:
+            if rt in self._numbered:
                 used = cursor.used.get(rt, frozenset())
                 if q not in used:
                     cursor.used[rt] = used | {q}

@@ -41,6 +41,19 @@ def test_owned_bucket_takes_its_rank_in_the_order_of_first_use() -> None:
     assert again.route("T", {"k": "carol"}, 0) == [0]
     restored = replace(SPEC, owned=owned).build(state, PartitionCtx())
     assert restored.numbered and restored.live() == [0]
+    numbered_only = MemoryNamespace()
+    m = replace(SPEC, owned=owned).build(numbered_only, PartitionCtx())
+    m.first_use([owned])  # numbered, its event not routed (yet)
+    assert replace(SPEC, owned=owned).build(numbered_only, PartitionCtx()).live() == []
+
+
+def test_state_of_an_owned_bucket_numbered_by_bucket_keeps_its_id() -> None:
+    owned = bucket("carol")
+    old = MemoryNamespace()
+    old.put("ids", [[owned, owned]])
+    m = replace(SPEC, owned=owned).build(old, PartitionCtx())
+    assert m.numbered and m.live() == [owned]
+    assert m.route("T", {"k": "carol"}, 0) == [owned]
 
 
 def test_owned_bucket_without_first_use_counts_from_its_own_route() -> None:
