@@ -16,7 +16,7 @@ holds older records of that partition).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from app.runtime.engine import Engine
@@ -39,6 +39,9 @@ class LaneCursor:
     """Id of the last watermark seen (the progress a restarted lane reports)."""
     lost: int = 0
     """Records of the partition deleted before they were read, so far (``kepl status``)."""
+    used: dict[str, frozenset[int]] = field(default_factory=dict)
+    """Repartition topic of a hash context numbered by first use -> its partitions this
+    source partition sent events to (``Routing.forward``); not in the metadata."""
 
     def metadata(self) -> str:
         items: list = [self.applied, self.now, self.seq, self.barrier]
@@ -58,7 +61,8 @@ class LaneCursor:
             return cls()
 
     def copy(self) -> LaneCursor:
-        return LaneCursor(self.applied, self.now, self.seq, self.barrier, self.lost)
+        return LaneCursor(self.applied, self.now, self.seq, self.barrier, self.lost,
+                          dict(self.used))
 
 
 class Lane:

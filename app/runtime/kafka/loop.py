@@ -62,7 +62,6 @@ from app.runtime.kafka.router import (
     decode_seq,
     decode_watermark,
     encode_bundles,
-    event_entry,
 )
 from app.runtime.kafka.topology import LANES, STATEMENT_KINDS, Group, Topology
 
@@ -479,9 +478,8 @@ class Worker:
                     cur.applied = off
                     return
             if targets:
-                entry = event_entry(type_name, upstream, off, m.timestamp()[1], seq, event)
-                for target in targets:
-                    self.bundles.setdefault(target, []).append(entry)
+                self.routing.forward(self.bundles, cur, topic, type_name, event, upstream,
+                                     off, m.timestamp()[1], seq, targets)
             cur.applied = off
         for g in direct:
             if type_name in g.types:

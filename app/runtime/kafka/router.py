@@ -9,6 +9,16 @@
   becomes a barrier in *every* partition of every repartition topic, tagged with the
   source partition it came from.
 
+- A hash context without ``preallocate`` numbers its buckets in order of first use
+  (``context.id``), and each bucket lives in another engine partition.  So at the first
+  event of a bucket from a source partition, every engine partition that has had no
+  event from that source partition yet also gets a *touch* entry (the bucket, at the
+  event's place): each then knows which buckets were used before its own, in the same
+  merged order as its events (``Routing.forward``, ``EnginePartition._first_uses``).
+  Which partitions a source partition has sent events to is kept in its ``LaneCursor``,
+  committed and rewound with it; a restart forgets it and sends touches again, which
+  change nothing.
+
 What one consume batch sends to one repartition partition travels as a *bundle* record:
 a JSON array of ``[kind, type, upstream, offset, ts, seq, value]`` entries in routing
 order (``encode_bundle`` / ``decode_bundle``).  Every entry carries its upstream
@@ -22,6 +32,7 @@ from typing import Any
 
 from app.runtime.catalog import Catalog, EventTypeError, event_coercer
 from app.runtime.kafka import codec
+from app.runtime.kafka.lanes import LaneCursor
 from app.runtime.kafka.partition import InRecord
 from app.runtime.kafka.topology import Group, Topology
 
@@ -72,6 +83,9 @@ class Routing:
             t: [(cfg.repartition_topic(g.name), g) for g in routed
                 if g.types & set(self.types_of[t])]
             for t in cfg.source_topics}
+        self._numbered = {cfg.repartition_topic(g.name): g.partitions for g in routed
+                          if g.numbers_first_use}
+        """Repartition topics of hash contexts numbered by first use -> partitions."""
 
     def type_of(self, topic: str, given: bytes | None) -> str:
         """The event type of a record: its ``kepl.type`` header, or the topic's one type."""
@@ -107,6 +121,29 @@ class Routing:
     def routes(self, topic: str) -> bool:
         """Whether some routed group takes events of ``topic``."""
         return bool(self._route_of[topic])
+
+    def forward(self, bundles: dict[tuple[str, int], list[Entry]], cursor: LaneCursor,
+                topic: str, type_name: str, event: dict[str, Any], upstream: str,
+                offset: int, ts: int, seq: int | None,
+                targets: list[tuple[str, int]] | None = None) -> None:
+        """Append an event of source partition ``upstream`` to the bundles of its
+        repartition partitions (``targets``, when already known), with the touches of a
+        first use (module docstring)."""
+        if targets is None:
+            targets = self.targets(topic, type_name, event)
+        entry: Entry | None = None
+        for rt, q in targets:
+            if entry is None:
+                entry = event_entry(type_name, upstream, offset, ts, seq, event)
+            bundles.setdefault((rt, q), []).append(entry)
+            if rt in self._numbered:
+                used = cursor.used.get(rt, frozenset())
+                if q not in used:
+                    cursor.used[rt] = used | {q}
+                    touch = touch_entry(upstream, offset, ts, seq, q)
+                    for r in range(self._numbered[rt]):
+                        if r != q and r not in used:
+                            bundles.setdefault((rt, r), []).append(touch)
 
     def targets(self, topic: str, type_name: str,
                 event: dict[str, Any]) -> list[tuple[str, int]]:
@@ -171,6 +208,11 @@ def dead_letter_headers(headers: Any, reason: str, topic: str, partition: int,
 def event_entry(type_name: str, upstream: str, offset: int, ts: int, seq: int | None,
                 event: dict[str, Any]) -> Entry:
     return ["event", type_name, upstream, offset, ts, seq, event]
+
+
+def touch_entry(upstream: str, offset: int, ts: int, seq: int | None, bucket: int) -> Entry:
+    """The first use of ``bucket`` by the event at ``offset`` (sent to other buckets)."""
+    return ["touch", "", upstream, offset, ts, seq, bucket]
 
 
 def barrier_entry(upstream: str, offset: int, t: int, wid: str) -> Entry:
