@@ -464,8 +464,8 @@ class _Replayed:
 def _replay(events: str, catalog: Any, engine: Any, done: _Replayed | None = None) -> int:
     """Apply JSON-lines steps ({"time": ms} or {"send": Type, "event": {...}}); a step the
     engine refuses is reported on stderr and skipped. Returns how many were refused."""
-    from app.conformance.runner import ScenarioError
-    from app.runtime.catalog import EventTypeError, coerce_event
+    from app.conformance.runner import ScenarioError, clock_or_event
+    from app.runtime.catalog import EventTypeError
 
     src = sys.stdin if events == "-" else open(events)  # noqa: SIM115
     done = done if done is not None else _Replayed()
@@ -486,14 +486,13 @@ def _replay(events: str, catalog: Any, engine: Any, done: _Replayed | None = Non
             continue
         try:
             step = json.loads(line)
-            if "time" in step:
-                engine.advance_time(int(step["time"]))
-            elif "send" in step:
-                engine.send(step["send"], coerce_event(catalog, step["send"],
-                                                        step.get("event") or {}))
-                done.events += 1
-            else:
+            if not isinstance(step, dict):
+                raise ScenarioError("a step is a JSON object")
+            if not clock_or_event(step, lambda t: engine.advance_time(int(t)), engine.send,
+                                  catalog):
                 raise ScenarioError("a step needs 'time' or 'send'")
+            if "send" in step:
+                done.events += 1
         except (ValueError, EventTypeError, ScenarioError) as e:
             done.say(f"kepl: {events}:{n}: {e}")
             rejected += 1

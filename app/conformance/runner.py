@@ -132,6 +132,20 @@ def run_scenario_embedded(doc: dict) -> str | None:
                   catalog, lambda: engine.now_ms)
 
 
+def clock_or_event(step: dict, advance: Callable[[Any], None],
+                   send: Callable[[str, dict], None], catalog: Catalog) -> bool:
+    """Apply a ``time`` or ``send`` step (the event checked against its type); False for
+    a step of another kind.  One interpreter for scenarios and ``kepl run`` steps."""
+    if "time" in step:
+        advance(step["time"])
+        return True
+    if "send" in step:
+        tname = step["send"]
+        send(tname, coerce_event(catalog, tname, step.get("event") or {}))
+        return True
+    return False
+
+
 def replay(doc: dict, advance: Callable[[int], None], send: Callable[[str, dict], None],
            collected: dict[str, Collected], catalog: Catalog, now: Callable[[], int],
            settle: Callable[[], None] | None = None) -> str | None:
@@ -142,15 +156,12 @@ def replay(doc: dict, advance: Callable[[int], None], send: Callable[[str, dict]
             raise ScenarioError(f"step {n} is not a mapping")
         if "time" in step:
             t = step["time"]
-            if not isinstance(t, int) or t < clock:
+            if isinstance(t, bool) or not isinstance(t, int) or t < clock:
                 raise ScenarioError(f"step {n}: time {t!r} moves backwards or is not an int")
             clock = t
-            advance(t)
-        elif "send" in step:
-            tname = step["send"]
-            event = coerce_event(catalog, tname, step.get("event") or {})
-            send(tname, event)
-        elif "expect" in step:
+        if clock_or_event(step, advance, send, catalog):
+            continue
+        if "expect" in step:
             if settle is not None:
                 settle()
             exp = step["expect"] or {}
