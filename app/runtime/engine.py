@@ -82,6 +82,8 @@ class Engine:
         self._excluded: set[tuple[str, Any]] = set()
         self.windows: dict[str, _Stmt] = {}
         self.consumers: dict[str, list[_Stmt]] = {}
+        self.sub_readers: dict[str, list[_Stmt]] = {}
+        """Per named window: statements whose subqueries read it (Esper "Subqueries")."""
         self._early: dict[str, list[_Stmt]] = {}
         """Per event type: statements that see an event before their context's
         partitions start or end on it (``@Priority`` above the context's)."""
@@ -137,9 +139,15 @@ class Engine:
                 # a join with a named window reads the events of its other streams too
                 for t in plan.pipeline.types():
                     self.by_type.setdefault(t, []).append(st)
+            else:
+                for t in plan.pipeline.subquery_types():
+                    self.by_type.setdefault(t, []).append(st)
         else:
             for t in plan.pipeline.types():
                 self.by_type.setdefault(t, []).append(st)
+        if plan.kind == "query":
+            for w in plan.pipeline.subquery_windows():
+                self.sub_readers.setdefault(w, []).append(st)
         if plan.context is None:
             self._pipeline(st, 0)
         else:
@@ -207,7 +215,23 @@ class Engine:
             self._arm(p_key, p.next_timer, (0, st.index, self._seq))
             if st.plan.kind == "query" and st.plan.window is not None:
                 self._prime(st, pid, p)
+            if st.plan.kind == "query" and st.plan.pipeline.subqueries:
+                for w in st.plan.pipeline.subquery_windows():
+                    p.on_subquery_rows(w, self._window_rows(w, st.plan.context, pid), [],
+                                       prime=True)
         return p
+
+    def _window_rows(self, window: str, context: str | None, pid: Any) -> Rows:
+        """The current rows of a named window as a partition of ``context`` reads them."""
+        wst = self.windows.get(window)
+        rows: Rows = []
+        if wst is None:
+            return rows
+        for wpid in self._window_pids(window, context, pid):
+            wp = wst.pipelines.get(wpid)
+            if wp is not None and wp.view is not None:
+                rows.extend(wp.view.contents())
+        return rows
 
     def _window_pids(self, window: str, consumer_ctx: str | None, pid: Any) -> list[Any]:
         """Partitions of a named window a consumer partition reads (000 §4.6)."""
@@ -554,6 +578,11 @@ class Engine:
         if st.plan.kind == "window":
             now = self.now_ms
             window = st.plan.window or ""
+            for rst in self.sub_readers.get(window, ()):
+                for rpid in self._reader_pids(rst, st.plan.context, pid):
+                    rp = rst.pipelines.get(rpid)
+                    if rp is not None:
+                        rp.on_subquery_rows(window, new, old)
             for cst in self.consumers.get(window, ()):
                 cctx = cst.plan.context
                 if cctx is None:
@@ -571,6 +600,16 @@ class Engine:
         if target is not None:
             for r in st.plan.routed(new, old):
                 self._queue.append((target, r))
+
+    def _reader_pids(self, reader: _Stmt, window_ctx: str | None, pid: Any) -> list[Any]:
+        """Partitions of a statement that see a change of a named window's partition
+        ``pid`` (the same partition in the same context, 000 §4.6)."""
+        cctx = reader.plan.context
+        if cctx is None:
+            return [0]
+        if cctx == window_ctx:
+            return [pid]
+        return list(reader.pipelines)
 
     # -- queries ------------------------------------------------------------
     def query(self, plan: OnDemandPlan,
