@@ -39,10 +39,16 @@ def compile_subquery(node: Any, scope: Any, compile_expr: Callable[[Any, Any], E
     want_one = isinstance(node, ast.InSubquery | ast.Quantified)
     i = env.plan(node.query, scope, one_column=want_one, exists=isinstance(node, ast.Exists))
     if isinstance(node, ast.Subquery):
+        names = env.specs[i].names
+        # Esper: a subquery giving no row or more than one has the value null; a
+        # multi-column one then gives a row of nulls
+        empty = {n: None for n in names} if len(names) > 1 else None
+
         def value(r: Any, c: PartitionCtx) -> Any:
             vals = c.subqueries[i].values(r, c)
-            # Esper: a subquery giving more than one row has the value null
-            return vals[0] if len(vals) == 1 else None
+            if len(vals) == 1:
+                return vals[0]
+            return dict(empty) if empty is not None else None
         return value
     if isinstance(node, ast.Exists):
         return lambda r, c: c.subqueries[i].exists(r, c)
