@@ -97,7 +97,7 @@ class Subquery:
         if self.states is not None:
             self._aggregate(list(new), list(old))
             assert self.state is not None
-            self.state.put("aggs", list(self.states))
+            self.state.put("aggs", self.states)
             return
         index = self.index
         assert index is not None

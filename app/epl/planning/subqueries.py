@@ -91,6 +91,15 @@ def _source(env: SubqueryEnv, src: Any) -> tuple[str, dict[str, str]]:
         raise verr(f"unknown event type '{name}'", src,
                    hint=did_you_mean(name, env.planner._type_names()))
     if name in cat.named_windows:
+        wctx = cat.named_windows[name] or None
+        if wctx != env.context:
+            # the window's rows live with its context's partitions (000 §4.6); on Kafka
+            # another context's engine partitions would never see them
+            raise verr(f"named window '{name}' is declared with context '{wctx}'; a "
+                       "statement whose subquery reads it must declare the same context"
+                       if wctx else f"named window '{name}' has no context; a statement "
+                       "whose subquery reads it must not declare one", src,
+                       hint=f"write 'context {wctx} ...'" if wctx else None)
         if src.views:
             raise verr("a subquery over a named window takes no data window", src.views[0],
                        hint="the named window's own window holds the rows")
