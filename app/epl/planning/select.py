@@ -69,6 +69,7 @@ class SelectPlanning(PlannerBase):
             from app.epl.planning.patterns import plan_pattern
 
             pattern = plan_pattern(self, src.pattern)
+            subs.pattern = True
             scope = Scope("tags", tags=frozenset(pattern.tag_names()), variables=variables,
                           tables=self.tenv, subqueries=subs)
             self._check_tag_names(node, pattern)

@@ -41,6 +41,9 @@ class SubqueryEnv:
     """Type names of the enclosing stream that qualify its properties (``A.k``)."""
     outer_props: frozenset[str] = frozenset()
     """Properties of the enclosing stream(s), for unqualified outer names."""
+    pattern: bool = False
+    """The enclosing statement selects from a pattern: its tags are not streams a
+    subquery can name (as Esper validates it)."""
     specs: list[SubquerySpec] = field(default_factory=list)
 
     def plan(self, node: ast.SubSelect, scope: Scope, one_column: bool = False,
@@ -308,6 +311,10 @@ def _check_names(env: SubqueryEnv, node: ast.SubSelect, inner: Scope,
                     if problem is not None:
                         raise env.planner._path_err(n, len(parts) - len(rest), problem)
                 continue
+            if env.pattern and head in outer.tags:
+                raise verr(f"a subquery cannot read pattern tag '{head}'", n,
+                           hint="a subquery names its own stream and the statement's "
+                                "streams; a pattern's tags are not streams")
             if (head in outer.aliases or head in outer.tags or head in env.outer_props
                     or head in outer.partition_keys or not env.outer_props
                     or (inner.tables is not None and head in inner.tables.specs)):
