@@ -158,4 +158,4 @@ def test_unsupported_places_are_refused() -> None:
 def test_pattern_tags_are_not_streams_of_a_subquery() -> None:
     e = _error("select (select count(*) from B#keepall as b where b.k = x.k) as n "
                "from pattern [every x=A]")
-    assert "pattern tag 'x'" in e.message and e.column == 58
+    assert "pattern tag 'x'" in e.message and e.column == 57
