@@ -130,6 +130,8 @@ class Engine:
         self.order.append(st)
         if plan.kind == "on":
             self.by_type.setdefault(plan.action.trigger_type, []).append(st)
+            if plan.pipeline is not None:
+                self._deploy_on_subqueries(st)
             return
         if plan.kind == "window":
             self.windows[plan.window] = st
@@ -159,6 +161,22 @@ class Engine:
                     else plan.pipeline.types())
                 for t in types:
                     self._early.setdefault(t, []).append(st)
+            for pid in c.manager.live():
+                self._pipeline(st, pid)
+
+    def _deploy_on_subqueries(self, st: _Stmt) -> None:
+        """An on-statement with subqueries: their streams' events and named windows' rows
+        reach its partitions' subquery host (operators.subquery.host)."""
+        plan = st.plan
+        for t in sorted(plan.pipeline.subquery_types() - {plan.action.trigger_type}):
+            self.by_type.setdefault(t, []).append(st)
+        for w in plan.pipeline.subquery_windows():
+            self.sub_readers.setdefault(w, []).append(st)
+        if plan.context is None:
+            self._pipeline(st, 0)
+        else:
+            c = self.contexts[plan.context]
+            c.statements.append(st)
             for pid in c.manager.live():
                 self._pipeline(st, pid)
 
@@ -215,7 +233,7 @@ class Engine:
             self._arm(p_key, p.next_timer, (0, st.index, self._seq))
             if st.plan.kind == "query" and st.plan.window is not None:
                 self._prime(st, pid, p)
-            if st.plan.kind == "query" and st.plan.pipeline.subqueries:
+            if st.plan.kind in ("query", "on") and st.plan.pipeline.subquery_windows():
                 for w in st.plan.pipeline.subquery_windows():
                     p.on_subquery_rows(w, self._window_rows(w, st.plan.context, pid), [],
                                        prime=True)
@@ -484,7 +502,15 @@ class Engine:
     def _deliver(self, st: _Stmt, pid: Any, type_name: str, event: Row, now: int) -> None:
         """One event into one context partition of a statement."""
         if st.plan.kind == "on":
-            self._on_action(st, pid, event)
+            ctx = None
+            if st.plan.pipeline is not None:
+                host = self._pipeline(st, pid)
+                host.on_event(type_name, event, now)
+                self._arm(("p", st.plan.name, pid), host.next_timer)
+                ctx = host.ctx
+                if type_name != st.plan.action.trigger_type:
+                    return
+            self._on_action(st, pid, event, ctx)
             return
         p = self._pipeline(st, pid)
         new, old = p.on_event(type_name, event, now)
@@ -522,11 +548,16 @@ class Engine:
         if context in self._ctx_var_decls:
             self.store.namespace("v", context, repr(pid)).clear()
 
-    def _on_action(self, st: _Stmt, pid: Any, event: Row) -> None:
-        """Run an on-statement for its triggering event (002 named windows, 000 §4.6/4.7)."""
+    def _on_action(self, st: _Stmt, pid: Any, event: Row,
+                   ctx: PartitionCtx | None = None) -> None:
+        """Run an on-statement for its triggering event (002 named windows, 000 §4.6/4.7);
+        ``ctx``: its subquery host's context, when it has subqueries."""
         action = st.plan.action
         now = self.now_ms
-        ctx = self._ctx(st, pid)
+        if ctx is None:
+            ctx = self._ctx(st, pid)
+        else:
+            ctx.now_ms = now
         if not action.matches(event, ctx):
             return
         if action.kind == "set":

@@ -159,3 +159,19 @@ def test_pattern_tags_are_not_streams_of_a_subquery() -> None:
     e = _error("select (select count(*) from B#keepall as b where b.k = x.k) as n "
                "from pattern [every x=A]")
     assert "pattern tag 'x'" in e.message and e.column == 57
+
+
+def test_on_set_reads_a_subquery() -> None:
+    cat = Catalog.from_schemas(SCHEMAS)
+    engine = Engine()
+    for i, e in enumerate(("create variable int top = 0",
+                           "on A set top = (select max(v) from B#length(2))")):
+        engine.deploy(plan_statement(cat, e, f"x{i}"))
+    for v in (4, 9, 1):
+        engine.send("B", {"k": "X", "v": v})
+    engine.send("A", {"k": "X", "v": 0})
+    assert engine.variables.get("top") == 9
+    for v in (2, 3):
+        engine.send("B", {"k": "X", "v": v})
+    engine.send("A", {"k": "X", "v": 0})
+    assert engine.variables.get("top") == 3
