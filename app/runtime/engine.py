@@ -130,7 +130,7 @@ class Engine:
         self.order.append(st)
         if plan.kind == "on":
             self.by_type.setdefault(plan.action.trigger_type, []).append(st)
-            if plan.pipeline is not None:
+            if plan.subqueries is not None:
                 self._deploy_on_subqueries(st)
             return
         if plan.kind == "window":
@@ -168,9 +168,9 @@ class Engine:
         """An on-statement with subqueries: their streams' events and named windows' rows
         reach its partitions' subquery host (operators.subquery.host)."""
         plan = st.plan
-        for t in sorted(plan.pipeline.subquery_types() - {plan.action.trigger_type}):
+        for t in sorted(plan.subqueries.subquery_types() - {plan.action.trigger_type}):
             self.by_type.setdefault(t, []).append(st)
-        for w in plan.pipeline.subquery_windows():
+        for w in plan.subqueries.subquery_windows():
             self.sub_readers.setdefault(w, []).append(st)
         if plan.context is None:
             self._pipeline(st, 0)
@@ -226,15 +226,16 @@ class Engine:
         if p is None:
             ctx = self._ctx(st, pid)
             ns = self.store.namespace("s", st.plan.name, repr(pid))
-            p = st.plan.pipeline.build(ns, ctx)
+            spec = st.plan.subqueries if st.plan.kind == "on" else st.plan.pipeline
+            p = spec.build(ns, ctx)
             st.pipelines[pid] = p
             self._seq += 1
             p_key = ("p", st.plan.name, pid)
             self._arm(p_key, p.next_timer, (0, st.index, self._seq))
             if st.plan.kind == "query" and st.plan.window is not None:
                 self._prime(st, pid, p)
-            if st.plan.kind in ("query", "on") and st.plan.pipeline.subquery_windows():
-                for w in st.plan.pipeline.subquery_windows():
+            if st.plan.kind in ("query", "on") and spec.subquery_windows():
+                for w in spec.subquery_windows():
                     p.on_subquery_rows(w, self._window_rows(w, st.plan.context, pid), [],
                                        prime=True)
         return p
@@ -503,7 +504,7 @@ class Engine:
         """One event into one context partition of a statement."""
         if st.plan.kind == "on":
             ctx = None
-            if st.plan.pipeline is not None:
+            if st.plan.subqueries is not None:
                 host = self._pipeline(st, pid)
                 host.on_event(type_name, event, now)
                 self._arm(("p", st.plan.name, pid), host.next_timer)

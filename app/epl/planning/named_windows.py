@@ -89,7 +89,8 @@ class NamedWindowPlanning(PlannerBase):
                 subqueries=subs)
             assigns = tuple(self._assignment(a, oscope, node) for a in action.assignments)
             spec = OnActionSpec("set", trig.type_name, tfilter, trig.alias, assignments=assigns)
-            return StatementPlan(name, "on", epl, _host(subs), node.context, action=spec)
+            return StatementPlan(name, "on", epl, context=node.context, action=spec,
+                                 subqueries=_host(subs))
         target_name = getattr(action, "window", None)
         if target_name in self.catalog.named_windows:
             target = "window"
@@ -140,8 +141,9 @@ class NamedWindowPlanning(PlannerBase):
                 action, cscope, target_name, props, target), **common)
         else:
             raise NotSupported(construct_name(akind))
-        return StatementPlan(name, "on", epl, _host(subs), context=node.context, action=spec,
-                             insert_into=insert_into, insert_stream=insert_stream or "istream",
+        return StatementPlan(name, "on", epl, context=node.context, action=spec,
+                             subqueries=_host(subs), insert_into=insert_into,
+                             insert_stream=insert_stream or "istream",
                              window=target_name if target == "window" else None,
                              tables=(target_name,) if target == "table" else (),
                              table=self.catalog.tables[target_name] if target == "table"

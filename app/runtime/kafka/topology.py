@@ -65,7 +65,7 @@ STATEMENT_KINDS = ("query", "window", "on")
 def consumed_types(plan: StatementPlan) -> set[str]:
     """Event types a statement reads (an on-action: its trigger type)."""
     if plan.kind == "on" and plan.action is not None:
-        subs = plan.pipeline.subquery_types() if plan.pipeline is not None else frozenset()
+        subs = plan.subqueries.subquery_types() if plan.subqueries is not None else frozenset()
         return {plan.action.trigger_type} | set(subs)
     if plan.pipeline is not None:
         return set(plan.pipeline.types())
