@@ -16,6 +16,7 @@ from operators.joins.join import Join
 from operators.joins.spec import JoinSpec
 from operators.output import OutputLimiter, OutputSpec
 from operators.resultset import ResultSet, ResultSetSpec
+from operators.subquery.subquery import Subquery
 from operators.windows.batch import BatchWindow
 from operators.windows.common import ForcedEmit, WindowView
 
@@ -155,7 +156,7 @@ class Pipeline:
         self.join: Join | None = (
             Join(spec.join, state.child("join"), ctx, self._build_view)
             if spec.join is not None else None)
-        self.subs = [sq.build(state.child(f"sq{i}"), ctx, self._build_view)
+        self.subs = [Subquery(sq, state.child(f"sq{i}"), ctx, self._build_view)
                      for i, sq in enumerate(spec.subqueries)]
         ctx.subqueries = self.subs
         self.sub_by_type: dict[str, list[Any]] = {}

@@ -19,6 +19,7 @@ from typing import Any
 from app.epl import ast
 from app.epl.errors import EplValidationError, closest
 from app.epl.properties import nested as _nested
+from app.epl.subquery_expr import compile_subquery
 from app.epl.walk import LONG_CHAIN, chain_length, iter_nodes, spine
 from operators.aggregates import AGGREGATE_NAMES, make_aggregator
 from operators.base import Expr, PartitionCtx
@@ -557,8 +558,8 @@ def compile_expr(node: Any, scope: Scope) -> Expr:
     if kind == "Star":
         return lambda r, c: r
     if kind in ("Subquery", "Exists", "InSubquery", "Quantified"):
-        from app.epl.subquery_expr import compile_subquery
-
+        if scope.kind == "sub":
+            raise NotSupportedExpr("a subquery inside a subquery")
         return compile_subquery(node, scope, compile_expr)
     raise NotSupportedExpr(kind)
 

@@ -34,10 +34,6 @@ def _refuse(node: Any) -> EplValidationError:
 def compile_subquery(node: Any, scope: Any, compile_expr: Callable[[Any, Any], Expr]) -> Expr:
     """The closure of a Subquery, Exists, InSubquery or Quantified node."""
     env = scope.subqueries
-    if scope.kind == "sub":
-        from app.epl.expr import NotSupportedExpr
-
-        raise NotSupportedExpr("a subquery inside a subquery")
     if env is None:
         raise _refuse(node)
     want_one = isinstance(node, ast.InSubquery | ast.Quantified)

@@ -45,11 +45,12 @@ class SubqueryHost:
     def __init__(self, spec: SubqueryHostSpec, state: StateNamespace,
                  ctx: PartitionCtx) -> None:
         from operators.pipeline import Pipeline
+        from operators.subquery.subquery import Subquery
 
         self.spec = spec
         self.ctx = ctx
         self.state = state
-        self.subs = [sq.build(state.child(f"sq{i}"), ctx, Pipeline._build_view)
+        self.subs = [Subquery(sq, state.child(f"sq{i}"), ctx, Pipeline._build_view)
                      for i, sq in enumerate(spec.subqueries)]
         ctx.subqueries = self.subs
 

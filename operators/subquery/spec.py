@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from operators.base import Expr, PartitionCtx, StateNamespace, ViewSpec
+from operators.base import Expr, ViewSpec
 from operators.resultset import AggregateDef
 
 Pair = tuple[Any, Any]
@@ -69,8 +69,3 @@ class SubquerySpec:
         else:
             how = "full scan"
         return f"subquery {self.text}: {src} {self.type_name}{win}, {how}"
-
-    def build(self, state: StateNamespace, ctx: PartitionCtx, build_view: Any) -> Any:
-        from operators.subquery.subquery import Subquery
-
-        return Subquery(self, state, ctx, build_view)

@@ -14,7 +14,6 @@ from typing import Any
 
 from operators.base import PartitionCtx, Row, Rows, StateNamespace
 from operators.joins.index import HashIndex, ScanIndex, hashable
-from operators.subquery.spec import SubquerySpec
 
 
 class Subquery:
@@ -22,8 +21,10 @@ class Subquery:
 
     __slots__ = ("spec", "ctx", "view", "index", "states", "state")
 
-    def __init__(self, spec: SubquerySpec, state: StateNamespace, ctx: PartitionCtx,
+    def __init__(self, spec: Any, state: StateNamespace, ctx: PartitionCtx,
                  build_view: Any) -> None:
+        """``spec``: the SubquerySpec (operators.subquery.spec); ``build_view`` builds its
+        data window as a pipeline builds its own."""
         self.spec = spec
         self.ctx = ctx
         self.view = (build_view(spec.view, state.child("view"), ctx)
