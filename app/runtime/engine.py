@@ -18,7 +18,7 @@ from typing import Any
 
 from app.runtime.plan import OnDemandPlan, StatementPlan
 from operators.base import PartitionCtx, Row, Rows
-from operators.contexts.managers import Change, Manager
+from operators.contexts.managers import CategoryManager, Change, Manager
 from operators.pipeline import Pipeline
 from operators.state import MemoryNamespace, MemoryStore
 from operators.table import GlobalTables, Table, TableSpec
@@ -40,6 +40,8 @@ class _Stmt:
     pipelines: dict[Any, Pipeline] = field(default_factory=dict)
     key0: tuple = ()
     """Timer key of the partition-0 pipeline (statements without a context)."""
+    sub_types: frozenset = frozenset()
+    """Event types only its subqueries read (not its from clause or trigger)."""
 
     def __post_init__(self) -> None:
         self.key0 = ("p", self.plan.name, 0)
@@ -126,6 +128,12 @@ class Engine:
         if plan.kind not in ("query", "window", "on"):
             return
         st = _Stmt(plan, len(self.order))
+        subs = plan.subqueries if plan.kind == "on" else (
+            plan.pipeline if plan.kind == "query" else None)
+        if subs is not None:
+            main = ({plan.action.trigger_type} if plan.kind == "on"
+                    else set(plan.pipeline.main_types()))
+            st.sub_types = frozenset(subs.subquery_types() - main)
         self.statements[plan.name] = st
         self.order.append(st)
         if plan.kind == "on":
@@ -486,6 +494,11 @@ class Engine:
                 # a named window's rows are routed as events of its underlying type (000 §4.6)
                 rtype = (st.plan.event_type or type_name) if st.plan.kind == "window" else type_name
                 pids = c.manager.route(rtype, event, now)
+                if (type_name in st.sub_types and isinstance(c.manager, CategoryManager)
+                        and type_name != c.manager.spec.type_name):
+                    # 000 §4.2.4: a category's predicate applies to every stream of the
+                    # statement, as Esper adds it to each filter: a subquery's too
+                    pids = c.manager.categories(event)
                 new_pids = started.get(ctx_name)
                 if new_pids and len(pids) > 1:
                     # the partitions this event started see it first, then the others in
