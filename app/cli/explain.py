@@ -77,8 +77,10 @@ def _state_of(plan: Any) -> list[str]:
             out.append("join indexes: in memory, rebuilt from the windows")
     for sq in p.subqueries:
         if sq.view is not None:
+            kept = ("its aggregates, one record" if sq.incremental()
+                    else "its index in memory, rebuilt from the window")
             out.append(f"subquery window {sq.view.describe()} of {sq.type_name} (rows; "
-                       "its index in memory, rebuilt from the window)")
+                       f"{kept})")
         elif sq.incremental():
             out.append(f"subquery aggregates over {sq.type_name} (one record)")
     if p.resultset.table is not None:
