@@ -123,7 +123,13 @@ class Subquery:
                         continue
                     v = a.value(pair, ctx) if a.value is not None else r
                     agg = a.aggregator
-                    states[i] = agg.enter(states[i], v) if entering else agg.leave(states[i], v)
+                    if getattr(agg, "by_event", False):
+                        # the window evicts out of arrival order: the entry of that event
+                        states[i] = (agg.enter_row(states[i], v, r) if entering
+                                     else agg.leave_row(states[i], v, r))
+                    else:
+                        states[i] = (agg.enter(states[i], v) if entering
+                                     else agg.leave(states[i], v))
 
     # -- lookups ---------------------------------------------------------------
     def candidates(self, outer: Any, ctx: PartitionCtx) -> Rows:

@@ -159,8 +159,10 @@ def _plan(env: SubqueryEnv, node: ast.SubSelect, scope: Scope, one_column: bool,
     if node.having is not None and not aggregated:
         raise verr("a subquery's having clause needs aggregation", node.having)
     aggs: list[Any] = []
+    in_order = view is None or bool(getattr(view, "oldest_first", True))
     sel_scope = dataclasses.replace(inner, aggregates=aggs, agg_value_scope=inner,
-                                    agg_texts={}) if aggregated else inner
+                                    agg_texts={}, rows_leave_in_order=in_order
+                                    ) if aggregated else inner
     columns: list[Any] = []
     names: list[str] = []
     for item in items:
@@ -315,6 +317,10 @@ def _check_names(env: SubqueryEnv, node: ast.SubSelect, inner: Scope,
                 raise verr(f"a subquery cannot read pattern tag '{head}'", n,
                            hint="a subquery names its own stream and the statement's "
                                 "streams; a pattern's tags are not streams")
+            if outer.kind == "tags" and head in env.outer_props and head not in outer.tags:
+                raise verr(f"'{head}' of the statement's streams is ambiguous inside a "
+                           "subquery", n, hint="qualify it with its stream's name or alias, "
+                           f"as in <stream>.{head}")
             if (head in outer.aliases or head in outer.tags or head in env.outer_props
                     or head in outer.partition_keys or not env.outer_props
                     or (inner.tables is not None and head in inner.tables.specs)):

@@ -13,7 +13,8 @@ from app.epl.printer import to_epl
 from app.runtime.catalog import Catalog, NotSupported
 from app.runtime.engine import Engine
 
-SCHEMAS = {"A": {"k": "string", "v": "int"}, "B": {"k": "string", "v": "int"}}
+SCHEMAS = {"A": {"k": "string", "v": "int"}, "B": {"k": "string", "v": "int"},
+           "C": {"k": "string", "w": "int"}}
 
 
 def run(epl: str, steps: list[tuple[str, dict]], extra: tuple[str, ...] = ()) -> list:
@@ -175,3 +176,9 @@ def test_on_set_reads_a_subquery() -> None:
         engine.send("B", {"k": "X", "v": v})
     engine.send("A", {"k": "X", "v": 0})
     assert engine.variables.get("top") == 3
+
+
+def test_unqualified_outer_name_in_a_join_subquery_is_refused() -> None:
+    e = _error("select (select count(*) from B#keepall as b where b.v > w) as n "
+               "from A#lastevent as a, C#lastevent as c", ())
+    assert "ambiguous inside a subquery" in e.message and e.hint and "<stream>.w" in e.hint
