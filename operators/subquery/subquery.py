@@ -52,7 +52,7 @@ class Subquery:
                 return
             self.states = [a.aggregator.initial() for a in spec.aggregates]
         if self.view is not None:
-            self._update(list(self.view.contents()), [])
+            self._update(_posted_rows(self.view), [])
 
     # -- window changes --------------------------------------------------------
     def on_event(self, event: Row, now_ms: int) -> None:
@@ -245,6 +245,15 @@ class Subquery:
                 states[i] = a.aggregator.enter(states[i], v)
         return [(first, [a.aggregator.result(s) for a, s in zip(aggs, states)])
                 for first, states in groups.values()]
+
+
+def _posted_rows(view: Any) -> Rows:
+    """The rows a window has posted and not taken back: its contents, but a batch
+    window's last released batch (the one its subquery sees)."""
+    batches = getattr(view, "batches", None)
+    if getattr(view, "is_batch", False) and batches is not None:
+        return batches.last()
+    return list(view.contents())
 
 
 def _tuple_key(values: list[Any], nulls: bool = False) -> Any:
