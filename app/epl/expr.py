@@ -559,7 +559,10 @@ def compile_expr(node: Any, scope: Scope) -> Expr:
         return lambda r, c: r
     if kind in ("Subquery", "Exists", "InSubquery", "Quantified"):
         if scope.kind == "sub":
-            raise NotSupportedExpr("a subquery inside a subquery")
+            # Esper: "subquery-within-subquery is not supported"
+            raise _err("a subquery cannot stand inside another subquery", node,
+                       "compute the inner value in its own statement (insert into a "
+                       "stream, a named window or a table) and read that")
         return compile_subquery(node, scope, compile_expr)
     raise NotSupportedExpr(kind)
 

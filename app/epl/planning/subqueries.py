@@ -49,8 +49,6 @@ class SubqueryEnv:
     def plan(self, node: ast.SubSelect, scope: Scope, one_column: bool = False,
              exists: bool = False) -> int:
         """Plan a subquery of an expression compiled in ``scope``; its index."""
-        if scope.kind == "sub":
-            raise NotSupported("a subquery inside a subquery")
         spec = _plan(self, node, scope, one_column, exists)
         self.specs.append(spec)
         return len(self.specs) - 1

@@ -148,9 +148,10 @@ def test_errors_have_positions() -> None:
 
 def test_unsupported_places_are_refused() -> None:
     cat = Catalog.from_schemas(SCHEMAS)
-    with pytest.raises(NotSupported, match="inside a subquery"):
+    with pytest.raises(EplValidationError, match="inside another subquery") as info:
         plan_statement(cat, "select (select (select v from A#lastevent) from B#lastevent) "
                             "as x from A", "s")
+    assert info.value.column == 16
     plan_statement(cat, "create context C partition by k from A", "c")
     with pytest.raises(NotSupported, match="does not partition"):
         plan_statement(cat, "context C select (select v from B#lastevent) as x from A", "s")
