@@ -68,7 +68,7 @@ class SelectPlanning(PlannerBase):
         elif type(src).__name__ == "PatternStream":
             from app.epl.planning.patterns import plan_pattern
 
-            pattern = plan_pattern(self, src.pattern)
+            pattern = plan_pattern(self, src.pattern, subqueries=subs)
             subs.pattern = True
             scope = Scope("tags", tags=frozenset(pattern.tag_names()), variables=variables,
                           tables=self.tenv, subqueries=subs)
