@@ -163,7 +163,8 @@ class NamedWindowPlanning(PlannerBase):
             if type(item).__name__ == "Wildcard":
                 wildcard = True
             elif not aggregated:
-                cols.append((column_name(item, self.source), compile_expr(item.expr, cscope)))
+                cols.append((column_name(item, self.source, self.subquery_numbers),
+                             compile_expr(item.expr, cscope)))
         rs = None
         if aggregated:
             sel = ast.SelectStatement(

@@ -61,7 +61,8 @@ class ResultPlanning(PlannerBase):
             if type(item).__name__ == "Wildcard":
                 wildcard = True
                 continue
-            columns.append(SelectColumn(column_name(item, self.source),
+            columns.append(SelectColumn(column_name(item, self.source,
+                                                    self.subquery_numbers),
                                         compile_expr(item.expr, ascope)))
             if not has_aggregate(item.expr):
                 plain_exprs.append(item.expr)

@@ -325,3 +325,72 @@ def _check_names(env: SubqueryEnv, node: ast.SubSelect, inner: Scope,
                 continue
             raise verr(f"'{head}' is not a property of {type_name} nor of the statement's "
                        "stream", n, hint=did_you_mean(head, [*props, *env.outer_props]))
+
+
+SUBQUERY_NODES = (ast.Subquery, ast.Exists, ast.InSubquery, ast.Quantified)
+
+
+def subquery_numbers(statement: Any) -> dict[int, int]:
+    """The number of each subquery of a statement (1, 2, ... in the order its clauses are
+    written), by the identity of its SubSelect node."""
+    from app.epl.walk import children
+
+    out: dict[int, int] = {}
+    stack = [statement]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.SubSelect):
+            out.setdefault(id(n), len(out) + 1)
+            continue
+        stack.extend(reversed(children(n)))
+    return out
+
+
+def subquery_name(node: Any, source: str, numbers: dict[int, int]) -> str:
+    """How Esper names a subquery in a column name: its first selected column's alias, else
+    that column's text, else (``select *``) ``subselect_N``."""
+    from app.epl.parser import source_text
+
+    items = node.query.select_items
+    first = items[0] if items else None
+    if isinstance(first, ast.SelectItem):
+        if first.alias:
+            return str(first.alias)
+        written = source_text(source, first.expr.pos) if source else ""
+        return "".join((written or text_of(first.expr)).split())
+    return f"subselect_{numbers.get(id(node.query), 1)}"
+
+
+def column_text(expr: Any, source: str, numbers: dict[int, int]) -> str | None:
+    """The column name of a select expression holding subqueries (Esper prints each
+    subquery by its name, see ``subquery_name``), or None when it holds none."""
+    from app.epl.walk import iter_nodes
+
+    found = [n for n in iter_nodes(expr) if isinstance(n, SUBQUERY_NODES)]
+    if not found:
+        return None
+    outer = [n for n in found if not any(m is not n and _within(n, m) for m in found)]
+    if isinstance(expr, SUBQUERY_NODES) or not source:
+        if isinstance(expr, SUBQUERY_NODES):
+            return subquery_name(expr, source, numbers)
+        return None
+    start, end = _offsets(source, expr.pos)
+    text = source[start:end]
+    for n in sorted(outer, key=lambda n: _offsets(source, n.pos)[0], reverse=True):
+        a, b = _offsets(source, n.pos)
+        text = text[:a - start] + subquery_name(n, source, numbers) + text[b - start:]
+    return "".join(text.split())
+
+
+def _within(inner: Any, outer: Any) -> bool:
+    from app.epl.walk import iter_nodes
+
+    return any(x is inner for x in iter_nodes(outer))
+
+
+def _offsets(source: str, pos: Any) -> tuple[int, int]:
+    lines = source.split("\n")
+    start = sum(len(line) + 1 for line in lines[: pos.line - 1]) + pos.column - 1
+    end = sum(len(line) + 1 for line in lines[: pos.end_line - 1]) + pos.end_column - 1
+    return start, end
+
