@@ -45,7 +45,7 @@ def compile_subquery(node: Any, scope: Any, compile_expr: Callable[[Any, Any], E
         empty = {n: None for n in names} if len(names) > 1 else None
 
         def value(r: Any, c: PartitionCtx) -> Any:
-            vals = c.subqueries[i].values(r, c)
+            vals = c.subqueries[i].values(r, c, False)
             if len(vals) == 1:
                 return vals[0]
             return dict(empty) if empty is not None else None

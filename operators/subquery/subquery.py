@@ -168,15 +168,16 @@ class Subquery:
             return cands
         return [r for r in cands if w((r, outer), ctx)]
 
-    def values(self, outer: Any, ctx: PartitionCtx) -> list[Any]:
+    def values(self, outer: Any, ctx: PartitionCtx, dedupe: bool = True) -> list[Any]:
         """The subquery's result rows for an enclosing row: one value each (the column,
-        a row of several columns, or the event for ``select *``)."""
+        a row of several columns, or the event for ``select *``).  ``dedupe``: apply
+        ``select distinct`` (Esper counts a scalar subquery's rows before it does)."""
         spec = self.spec
         if spec.aggregates or spec.group_by:
             out = self._aggregated(outer, ctx)
         else:
             out = [self._project((r, outer), ctx) for r in self.rows(outer, ctx)]
-        if spec.distinct and len(out) > 1:
+        if dedupe and spec.distinct and len(out) > 1:
             seen: list[Any] = []
             for v in out:
                 if v not in seen:
