@@ -102,6 +102,11 @@ class Subquery:
             return
         index = self.index
         assert index is not None
+        f = self.spec.index_filter
+        if f is not None:
+            ctx = self.ctx
+            new = [r for r in new if f((r, None), ctx)]
+            old = [r for r in old if f((r, None), ctx)]
         for r in old:
             index.remove(r)
         for r in new:

@@ -217,12 +217,34 @@ def _plan(env: SubqueryEnv, node: ast.SubSelect, scope: Scope, one_column: bool,
             keys.append(compile_expr(k, event_scope))
             lookup.append(compile_expr(v, outer))
             key_texts.append(t)
+    entry: list[Any] = []
+    if source != "table" and not incremental:
+        # conditions on the subquery's event alone decide once, as a row enters the index
+        entry = [c for c in residual if _entry_condition(c, inner)]
+        residual = [c for c in residual if not any(c is e for e in entry)]
     where_node = _and_all(residual)
     where = compile_expr(where_node, inner) if where_node is not None else None
+    entry_node = _and_all(entry)
+    index_filter = compile_expr(entry_node, inner) if entry_node is not None else None
     return SubquerySpec(
         src.type_name, source, filt, view, tuple(keys), tuple(lookup), tuple(key_texts),
         where, correlated, tuple(columns), tuple(names), tuple(aggs), group_by, having,
-        bool(node.distinct), table_keys, text=_text(planner, node))
+        bool(node.distinct), table_keys, index_filter, text=_text(planner, node))
+
+
+_CLOCK_CALLS = frozenset({"current_timestamp", "prev", "prevtail", "prevcount",
+                          "prevwindow"})
+
+
+def _entry_condition(c: Any, inner: Scope) -> bool:
+    """Whether a where-clause condition reads the subquery's event alone, and nothing that
+    changes while the event stays in the window (variables, the clock, the context)."""
+    from app.epl.walk import iter_nodes
+
+    if _side(c, inner) != "inner":
+        return False
+    return not any(isinstance(n, ast.Call) and n.name.lower() in _CLOCK_CALLS
+                   for n in iter_nodes(c))
 
 
 def _text(planner: Any, node: ast.SubSelect) -> str:

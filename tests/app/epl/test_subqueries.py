@@ -183,3 +183,19 @@ def test_unqualified_outer_name_in_a_join_subquery_is_refused() -> None:
     e = _error("select (select count(*) from B#keepall as b where b.v > w) as n "
                "from A#lastevent as a, C#lastevent as c", ())
     assert "ambiguous inside a subquery" in e.message and e.hint and "<stream>.w" in e.hint
+
+
+def test_conditions_on_the_subquery_event_alone_filter_its_index() -> None:
+    cat = Catalog.from_schemas(SCHEMAS)
+    plan_statement(cat, "create variable int lim = 1", "v")
+    sq = plan_statement(cat, "select (select count(*) from B#keepall as b where b.k = a.k "
+                             "and b.v > 100 and b.v > lim) as n from A as a",
+                        "s").pipeline.subqueries[0]
+    assert sq.index_filter is not None and sq.where is not None  # lim may change
+    rows = run("select (select b.v from B#length(3) as b where b.k = a.k and b.v > 5) as x "
+               "from A as a",
+               [("B", {"k": "X", "v": 9}), ("B", {"k": "X", "v": 1}),
+                ("A", {"k": "X", "v": 0}), ("B", {"k": "Y", "v": 7}),
+                ("B", {"k": "Y", "v": 8}), ("A", {"k": "X", "v": 0})])
+    assert rows[2] == [{"x": 9}]
+    assert rows[5] == [{"x": None}]  # X's row 9 left the length(3) window
