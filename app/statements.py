@@ -1,6 +1,6 @@
 """Statement files: the YAML a user deploys (event types, topics, EPL statements).
 
-Validated against ``app/schemas/statement-file.schema.json`` (package data); a bad file
+Validated against ``schemas/statement-file.schema.json`` (package data); a bad file
 gives one line saying what is wrong and where.  ``.epl`` modules (statements ended by ``;`` with
 ``create schema`` declarations) load into the same shape.
 """
@@ -15,7 +15,9 @@ from typing import Any
 import jsonschema
 import yaml
 
-SCHEMA_PATH = Path(__file__).with_name("schemas") / "statement-file.schema.json"
+from schemas import STATEMENT_FILE_SCHEMA
+
+SCHEMA_PATH = STATEMENT_FILE_SCHEMA
 
 
 class ConfigError(Exception):

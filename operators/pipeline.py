@@ -166,8 +166,8 @@ class Pipeline:
         self.main_types = spec.main_types()
         self.rs: ResultSet = spec.resultset.build(
             state.child("rs"), ctx, want_old=spec.stream_kind != "istream")
-        self.out: OutputLimiter = spec.output.build(
-            state.child("out"), ctx, self.rs, self._contents, spec.stream_kind)
+        self.out = OutputLimiter(spec.output, state.child("out"), ctx, self.rs,
+                                 self._contents, spec.stream_kind)
         self.limited = spec.output.limited
         self.kind = spec.stream_kind
         self._shaped = bool(spec.distinct or spec.resultset.order_by

@@ -13,8 +13,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from app.epl.planner import plan_query, plan_statement
-
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 
@@ -400,6 +398,7 @@ def _embedded(path: str) -> tuple[Any, Any, Any] | None:
     """Deploy a statement file in an embedded runtime: (statement file, catalog, engine),
     None on error."""
     from app.epl.errors import EplError
+    from app.epl.planner import plan_statement
     from app.runtime.catalog import Catalog, NotSupported, string_limits
     from app.runtime.engine import Engine
     from app.statements import load_statement_file
@@ -531,6 +530,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_query(args: argparse.Namespace) -> int:
     """Replay steps embedded, then an on-demand query over a named window or a table."""
     from app.epl.errors import EplError
+    from app.epl.planner import plan_query
     from app.runtime.catalog import NotSupported
     from app.runtime.selector import SelectorError, selector_predicate
 
@@ -577,6 +577,7 @@ def _query_kafka(args: argparse.Namespace, select: Any) -> int:
     """``kepl query --kafka``: the query over every engine partition's restored state."""
     from app.cli.kafka_commands import Unavailable, _check_topology, _config, require_deployed
     from app.epl.errors import EplError
+    from app.epl.planner import plan_query, plan_statement
     from app.runtime.catalog import NotSupported
     from app.runtime.kafka.inspect import restored_engines
     from app.statements import load_statement_file

@@ -71,6 +71,9 @@ class AppConfig:
     repartition records and input offsets; readers use read_committed) or
     ``at_least_once`` (the same records without a transaction; a crash may repeat rows,
     with the same ``kepl.id``)."""
+    on_lost_input: str = "continue"
+    """When source records were deleted before they were read: ``continue`` (say so,
+    count them, go on from the log start) or ``stop`` (say so and exit)."""
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> AppConfig:
@@ -108,7 +111,7 @@ class AppConfig:
         for t in full_topics.values():
             if not _NAME.match(t):
                 raise ConfigError(f"topic name '{t}' is not valid")
-        # a statement file says 'partitions' (app/schemas/statement-file.schema.json)
+        # a statement file says 'partitions' (schemas/statement-file.schema.json)
         parts = doc.get("source_partitions", doc.get("partitions", 1))
         if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
             raise ConfigError(f"'partitions' must be a positive integer, got {parts!r}")
@@ -116,6 +119,10 @@ class AppConfig:
         if guarantee not in GUARANTEES:
             raise ConfigError(f"'processing_guarantee' must be one of {', '.join(GUARANTEES)}, "
                               f"got {guarantee!r}")
+        on_lost = doc.get("on_lost_input", "continue")
+        if on_lost not in LOST_INPUT_POLICIES:
+            raise ConfigError("'on_lost_input' must be one of "
+                              f"{', '.join(LOST_INPUT_POLICIES)}, got {on_lost!r}")
         limits = doc.get("max_string_length")
         if limits is not None and not (
                 (isinstance(limits, int) and not isinstance(limits, bool) and limits >= 0)
@@ -137,7 +144,7 @@ class AppConfig:
         return cls(app, {k: dict(v) for k, v in schemas.items()}, tuple(stmts), full_topics,
                    parts, _context_partitions(doc.get("context_partitions")),
                    string_limits(limits), {str(k): _prop(v) for k, v in kafka.items()},
-                   rf, isr, guarantee)
+                   rf, isr, guarantee, on_lost)
 
     @classmethod
     def from_file(cls, path: Path | str) -> AppConfig:
@@ -157,6 +164,8 @@ class AppConfig:
                if self.context_partitions else {}),
             **({"processing_guarantee": self.processing_guarantee}
                if self.processing_guarantee != "exactly_once" else {}),
+            **({"on_lost_input": self.on_lost_input}
+               if self.on_lost_input != "continue" else {}),
             **({"max_string_length": dict(self.max_string_length)}
                if self.max_string_length else {}),
             **({"kafka": dict(self.kafka)} if self.kafka else {}),
@@ -215,6 +224,7 @@ def _prop(value: Any) -> str:
 
 MAX_CONTEXT_PARTITIONS = 10_000
 GUARANTEES = ("exactly_once", "at_least_once")
+LOST_INPUT_POLICIES = ("continue", "stop")
 SOURCE = "source"
 """``context_partitions: {C: source}``: C's key already partitions the source topics."""
 

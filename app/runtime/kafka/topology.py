@@ -10,7 +10,8 @@ its own repartition topic (ARCHITECTURE.md, Partitioning):
 - one group per hash context (``coalesce by consistent_hash_crc32(p) ... granularity
   N``): a repartition topic with exactly N partitions, an event going to partition
   ``crc32(str(p)) mod N`` (``HashSpec.partition_of``), so Kafka partition = bucket
-  (000 §4.2.3);
+  (000 §4.2.3); without ``preallocate`` ``context.id`` numbers the buckets in order of
+  first use, as embedded (the router's touch entries, ``router.Routing.forward``);
 - one group per keyed context named in ``context_partitions`` (``partition by p from
   T``, 000 §4.2.2): a repartition topic with K partitions, an event going to partition
   ``crc32(key text) mod K`` where the key text is that of the event's key values
@@ -126,6 +127,12 @@ class Group:
         """The context this group is dedicated to (None: ``main``)."""
         spec = self.hash_spec or self.keyed_spec
         return spec.name if spec is not None else None
+
+    @property
+    def numbers_first_use(self) -> bool:
+        """A hash context without ``preallocate``: its ids follow the first use of the
+        buckets, so the routing stage tells every partition of them (``touch``)."""
+        return self.hash_spec is not None and not self.hash_spec.preallocate
 
     @property
     def statements(self) -> list[str]:
