@@ -75,6 +75,14 @@ def _state_of(plan: Any) -> list[str]:
                            "writes per event)")
         if p.join.indexes:
             out.append("join indexes: in memory, rebuilt from the windows")
+    for sq in p.subqueries:
+        if sq.view is not None:
+            kept = ("its aggregates, one record" if sq.incremental()
+                    else "its index in memory, rebuilt from the window")
+            out.append(f"subquery window {sq.view.describe()} of {sq.type_name} (rows; "
+                       f"{kept})")
+        elif sq.incremental():
+            out.append(f"subquery aggregates over {sq.type_name} (one record)")
     if p.resultset.table is not None:
         out.append(f"aggregates in the rows of table {p.resultset.table} (one key per row)")
     elif p.resultset.aggregates:

@@ -19,6 +19,7 @@ from typing import Any
 from app.epl import ast
 from app.epl.errors import EplValidationError, closest
 from app.epl.properties import nested as _nested
+from app.epl.subquery_expr import compile_subquery
 from app.epl.walk import LONG_CHAIN, chain_length, iter_nodes, spine
 from operators.aggregates import AGGREGATE_NAMES, make_aggregator
 from operators.base import Expr, PartitionCtx
@@ -73,6 +74,14 @@ class Scope:
     partition_keys: dict[str, str] = field(default_factory=dict)
     """Partition properties of a keyed context -> the ``context`` key holding their value
     (``k`` -> ``key1``): read from the partition, they are not event properties."""
+    subqueries: Any = None
+    """Plans the subqueries an expression holds (app.epl.planning.subqueries); None: a
+    subquery cannot stand here."""
+    outer: Scope | None = None
+    """Inside a subquery (kind ``sub``, rows are (event, enclosing row) pairs): how the
+    enclosing statement's names resolve."""
+    inner_props: frozenset[str] = frozenset()
+    """Inside a subquery: the properties of its stream (they win over outer names)."""
 
 
 def text_of(node: Any) -> str:
@@ -86,6 +95,8 @@ def _compile_name(node: Any, scope: Scope) -> Expr:
     parts: tuple[str, ...] = tuple(node.parts)
     head = parts[0]
     rest = parts[1:]
+    if scope.kind == "sub":
+        return _compile_sub_name(node, scope)
     if rest and is_table_name(head, scope):
         return _compile_keyless_table(node, scope)
     if head == "context" and rest:
@@ -124,6 +135,34 @@ def _compile_name(node: Any, scope: Scope) -> Expr:
             return lambda r, c: c.props.get(key)
         return lambda r, c: r.get(head)
     return lambda r, c: _nested(r, parts)
+
+
+def is_inner_name(node: Any, scope: Scope) -> bool:
+    """Whether a name inside a subquery reads the subquery's own stream: qualified by its
+    name or alias, or a property of it (Esper resolves the subquery's stream first)."""
+    parts = node.parts
+    if len(parts) > 1 and parts[0] in scope.aliases:
+        return True
+    return parts[0] in scope.inner_props and parts[0] not in scope.variables
+
+
+def _compile_sub_name(node: Any, scope: Scope) -> Expr:
+    """A name inside a subquery: the subquery's event (pair[0]) or the enclosing row
+    (pair[1]); variables, context properties and tables read no row."""
+    parts = tuple(node.parts)
+    if is_inner_name(node, scope):
+        if len(parts) > 1 and parts[0] in scope.aliases:
+            parts = parts[1:]
+        if len(parts) == 1:
+            key = parts[0]
+            return lambda r, c: r[0].get(key) if r[0] is not None else None
+        return lambda r, c: _nested(r[0], parts) if r[0] is not None else None
+    if scope.outer is not None and not (parts[0] == "context" or parts[0] in scope.variables):
+        fn = compile_expr(node, scope.outer)
+        return lambda r, c: fn(r[1], c)
+    plain = Scope("event", variables=scope.variables, tables=scope.tables)
+    fn = compile_expr(node, plain)
+    return lambda r, c: fn(r[0], c)
 
 
 def is_table_name(head: str, scope: Scope) -> bool:
@@ -518,6 +557,13 @@ def compile_expr(node: Any, scope: Scope) -> Expr:
         return _compile_table_access(node, scope)
     if kind == "Star":
         return lambda r, c: r
+    if kind in ("Subquery", "Exists", "InSubquery", "Quantified"):
+        if scope.kind == "sub":
+            # Esper: "subquery-within-subquery is not supported"
+            raise _err("a subquery cannot stand inside another subquery", node,
+                       "compute the inner value in its own statement (insert into a "
+                       "stream, a named window or a table) and read that")
+        return compile_subquery(node, scope, compile_expr)
     raise NotSupportedExpr(kind)
 
 
@@ -619,7 +665,8 @@ def _compile_call(node: Any, scope: Scope) -> Expr:
             if args and not node.star and not isinstance(args[0], ast.Star):
                 value = compile_expr(args[0], Scope(
                     vscope.kind, vscope.aliases, vscope.tags, vscope.variables,
-                    tables=vscope.tables))
+                    tables=vscope.tables, outer=vscope.outer,
+                    inner_props=vscope.inner_props))
             star = node.star or (bool(args) and isinstance(args[0], ast.Star)) or (
                 name == "count" and not args)
             agg = make_aggregator(name, star=star, distinct=node.distinct, extra=extra,

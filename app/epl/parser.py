@@ -26,6 +26,7 @@ from app.epl.parsing.grammar import epl_lark
 from app.epl.parsing.patterns import PatternRules
 from app.epl.parsing.statements import StatementRules
 from app.epl.parsing.streams import StreamRules
+from app.epl.parsing.subqueries import SubqueryRules
 from app.epl.parsing.syntax_errors import IDENT_RE, syntax_error
 from app.epl.walk import MAX_DEPTH, too_deep
 
@@ -165,5 +166,6 @@ def _check_depth(built: Any, text: str) -> None:
 
 
 
-class _Builder(StatementRules, StreamRules, ContextRules, PatternRules, ExpressionRules):
+class _Builder(StatementRules, StreamRules, ContextRules, PatternRules, SubqueryRules,
+               ExpressionRules):
     """lark tree -> app.epl.ast; one method per grammar rule or alias, by section."""

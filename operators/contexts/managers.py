@@ -531,6 +531,11 @@ class CategoryManager(Manager):
             return []
         return [i for i, (_, pred) in enumerate(s.groups) if pred(event, ctx)]
 
+    def categories(self, event: Row) -> list[Pid]:
+        """The categories whose predicate an event of any type satisfies."""
+        ctx = self.ctx
+        return [i for i, (_, pred) in enumerate(self.spec.groups) if pred(event, ctx)]
+
     def props(self, pid: Pid) -> dict[str, Any]:
         return {"name": self.name, "id": pid, "label": self.spec.groups[pid][0]}
 

@@ -66,7 +66,8 @@ STATEMENT_KINDS = ("query", "window", "on")
 def consumed_types(plan: StatementPlan) -> set[str]:
     """Event types a statement reads (an on-action: its trigger type)."""
     if plan.kind == "on" and plan.action is not None:
-        return {plan.action.trigger_type}
+        subs = plan.subqueries.subquery_types() if plan.subqueries is not None else frozenset()
+        return {plan.action.trigger_type} | set(subs)
     if plan.pipeline is not None:
         return set(plan.pipeline.types())
     return set()
@@ -172,7 +173,7 @@ def is_stateless(plan: StatementPlan, assigned: set[str]) -> bool:
     p = plan.pipeline
     rs, out = p.resultset, p.output
     if (p.stream is None or p.stream.view is not None or p.pattern is not None
-            or p.distinct or out.limited or out.when_terminated
+            or p.subqueries or p.distinct or out.limited or out.when_terminated
             or out.after_ms is not None or out.after_events is not None):
         return False
     if (rs.aggregates or rs.group_by or rs.having is not None or rs.table is not None
