@@ -35,6 +35,8 @@ exit codes:
        or a time the app refuses (e.g. a watermark that goes backwards), undeploy or
        reset without --yes
   3    a worker fenced by a newer one (a zombie) stops
+  4    a worker stops on input deleted before it was read (on_lost_input: stop)
+  5    a worker's shutdown outlasted KEPL_SHUTDOWN_TIMEOUT_S, or a second signal
   130  interrupted (Ctrl-C)
   141  the reader closed the output early (kepl run ... | head): stopped quietly
 """
