@@ -405,7 +405,8 @@ def _embedded(path: str) -> tuple[Any, Any, Any] | None:
 
     sf = load_statement_file(path)
     catalog = Catalog.from_schemas(sf.schemas,
-                                   string_limits(sf.raw.get("max_string_length")))
+                                   string_limits(sf.raw.get("max_string_length")),
+                                   sf.functions)
     engine = Engine()
     try:
         for s in sf.statements:
@@ -428,7 +429,7 @@ def _kafka_layout(sf: Any) -> Any:
     if not sf.raw:
         return None
     try:
-        return Topology.plan(AppConfig.from_dict(sf.raw))
+        return Topology.plan(AppConfig.from_dict(sf.raw, sf.base_dir))
     except (ConfigError, EplError, NotSupported):
         return None
 
@@ -603,7 +604,8 @@ def _query_kafka(args: argparse.Namespace, select: Any) -> int:
                 if catalog is None:
                     from app.runtime.catalog import Catalog
 
-                    catalog = Catalog.from_schemas(config.schemas)
+                    catalog = Catalog.from_schemas(config.schemas,
+                                                   functions=config.functions)
                     for st in config.statements:
                         plan_statement(catalog, st.epl, st.name)
                 try:

@@ -367,6 +367,9 @@ class HashItem:
     function: str
     expr: Expr
     filter: Expr | None = None
+    user: bool = False
+    """``expr`` is a user single-row function's call whose integer result is the hash
+    code (000 §4.2.3: the hash function may be a plug-in single-row function)."""
 
 
 @dataclass(frozen=True)
@@ -404,8 +407,13 @@ class HashSpec:
             v = item.expr(event, ctx)
             if v is None:  # the reference product puts a null into bucket 0
                 return 0
-            h = crc32_of(v) if item.function.lower() == "consistent_hash_crc32" \
-                else java_hash_code(v)
+            if item.user:
+                # the returned number's Java intValue() is the hash code
+                h = ((int(v) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+            elif item.function.lower() == "consistent_hash_crc32":
+                h = crc32_of(v)
+            else:
+                h = java_hash_code(v)
             # Java's remainder keeps the sign of a negative hash code; the reference
             # product then takes its absolute value.
             return abs(h) % self.granularity
