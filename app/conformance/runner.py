@@ -109,7 +109,8 @@ def load_scenario(path: Path) -> dict:
         raise ScenarioError("'statements' must be a list of {name, epl}")
     if not isinstance(doc["steps"], list):
         raise ScenarioError("'steps' must be a list")
-    doc["functions"] = _functions_near(doc.get("functions"), path.resolve().parent)
+    if doc.get("functions") is not None:
+        doc["functions"] = _functions_near(doc["functions"], path.resolve().parent)
     return doc
 
 

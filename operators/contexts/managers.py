@@ -349,8 +349,9 @@ def java_hash_code(value: Any) -> int:
         h = (value ^ ((value & 0xFFFFFFFFFFFFFFFF) >> 32)) & 0xFFFFFFFF  # Long.hashCode
         return h - (1 << 32) if h >= (1 << 31) else h
     h = 0
-    for ch in str(value):
-        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    data = str(value).encode("utf-16-be", "surrogatepass")
+    for i in range(0, len(data), 2):  # Java hashes UTF-16 code units
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
     return h - (1 << 32) if h >= (1 << 31) else h
 
 
