@@ -143,7 +143,8 @@ def topics_of(topology: Any, name: str) -> list[str]:
                        f"({_count(g.partitions)}, no repartition hop)")
         else:
             if g.hash_spec is not None:
-                how = f"by consistent_hash_crc32 mod {g.partitions}"
+                fns = dict.fromkeys(i.function for i in g.hash_spec.items)
+                how = f"by {', '.join(fns)} mod {g.partitions}"
             elif g.keyed_spec is not None:
                 how = f"by crc32(key) mod {g.partitions}"
             else:
