@@ -467,6 +467,7 @@ def _replay(events: str, catalog: Any, engine: Any, done: _Replayed | None = Non
     engine refuses is reported on stderr and skipped. Returns how many were refused."""
     from app.conformance.runner import ScenarioError, clock_or_event
     from app.runtime.catalog import EventTypeError
+    from app.runtime.functions import UserFunctionError
 
     src = sys.stdin if events == "-" else open(events)  # noqa: SIM115
     done = done if done is not None else _Replayed()
@@ -494,7 +495,7 @@ def _replay(events: str, catalog: Any, engine: Any, done: _Replayed | None = Non
                 raise ScenarioError("a step needs 'time' or 'send'")
             if "send" in step:
                 done.events += 1
-        except (ValueError, EventTypeError, ScenarioError) as e:
+        except (ValueError, EventTypeError, ScenarioError, UserFunctionError) as e:
             done.say(f"kepl: {events}:{n}: {e}")
             rejected += 1
     return rejected
