@@ -10,7 +10,9 @@ instance given that JSON (``set_state(state)``, else its attributes are set from
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from operators.aggregates import Aggregator
@@ -19,6 +21,30 @@ from operators.aggregates import Aggregator
 class UserFunctionError(Exception):
     """A user function raised, or answered a value of another type than declared; the
     event that caused it goes to the dead-letter topic."""
+
+
+_TIMER_FAILURES: ContextVar[list[str] | None] = ContextVar("kepl_timer_failures",
+                                                           default=None)
+
+
+@contextmanager
+def failures_as_null() -> Iterator[list[str]]:
+    """While timers fire there is no event to dead-letter: a user function failing
+    then answers null (an aggregation keeps its state) and the failure is listed here."""
+    failures: list[str] = []
+    token = _TIMER_FAILURES.set(failures)
+    try:
+        yield failures
+    finally:
+        _TIMER_FAILURES.reset(token)
+
+
+def failed(error: UserFunctionError) -> None:
+    """Raise ``error``, or while timers fire note it (the caller then uses null)."""
+    failures = _TIMER_FAILURES.get()
+    if failures is None:
+        raise error
+    failures.append(str(error))
 
 
 class LiveState:
@@ -48,8 +74,9 @@ class UserAggregator(Aggregator):
         try:
             return self.factory()
         except Exception as e:  # noqa: BLE001 - a user error dead-letters the event
-            raise UserFunctionError(f"aggregation function {self.name}: creating its "
-                                    f"state raised {type(e).__name__}: {e}") from e
+            failed(UserFunctionError(f"aggregation function {self.name}: creating its "
+                                     f"state raised {type(e).__name__}: {e}"))
+            return None
 
     def _live(self, state: Any) -> LiveState:
         if type(state) is LiveState:
@@ -63,8 +90,8 @@ class UserAggregator(Aggregator):
             elif isinstance(saved, dict):
                 vars(obj).update(saved)
         except Exception as e:  # noqa: BLE001
-            raise UserFunctionError(f"aggregation function {self.name}: restoring its "
-                                    f"state raised {type(e).__name__}: {e}") from e
+            failed(UserFunctionError(f"aggregation function {self.name}: restoring its "
+                                     f"state raised {type(e).__name__}: {e}"))
         return LiveState(obj)
 
     def initial(self) -> Any:
@@ -79,8 +106,8 @@ class UserAggregator(Aggregator):
             else:
                 fn(value)
         except Exception as e:  # noqa: BLE001
-            raise UserFunctionError(f"aggregation function {self.name}.{method} raised "
-                                    f"{type(e).__name__}: {e}") from e
+            failed(UserFunctionError(f"aggregation function {self.name}.{method} raised "
+                                     f"{type(e).__name__}: {e}"))
         return live
 
     def enter(self, state: Any, value: Any) -> Any:
@@ -94,5 +121,6 @@ class UserAggregator(Aggregator):
         try:
             return live.obj.value()
         except Exception as e:  # noqa: BLE001
-            raise UserFunctionError(f"aggregation function {self.name}.value raised "
-                                    f"{type(e).__name__}: {e}") from e
+            failed(UserFunctionError(f"aggregation function {self.name}.value raised "
+                                     f"{type(e).__name__}: {e}"))
+            return None

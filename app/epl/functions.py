@@ -21,7 +21,7 @@ from app.epl import ast
 from app.epl.errors import EplValidationError, closest, verr
 from app.runtime.functions import FunctionDef, FunctionError
 from operators.base import Expr, PartitionCtx
-from operators.user_functions import UserAggregator, UserFunctionError
+from operators.user_functions import UserAggregator, UserFunctionError, failed
 
 _ACTIVE: ContextVar[Mapping[str, FunctionDef]] = ContextVar(
     "kepl_functions", default=MappingProxyType({}))
@@ -244,8 +244,15 @@ def compile_user_call(fd: FunctionDef, node: Any, scope: Any,
         try:
             out = fn(*vals)
         except Exception as e:  # noqa: BLE001 - a user error dead-letters the event
-            raise UserFunctionError(f"function {name} raised {type(e).__name__}: {e}") from e
-        return out if check is None else check(out)
+            failed(UserFunctionError(f"function {name} raised {type(e).__name__}: {e}"))
+            return None
+        if check is None:
+            return out
+        try:
+            return check(out)
+        except UserFunctionError as e:
+            failed(e)
+            return None
     return call
 
 
@@ -269,7 +276,14 @@ def user_aggregator(fd: FunctionDef, node: Any, scope: Any,
     check = _result_check(fd)
     if check is not None:
         raw = agg.result
-        agg.result = lambda state: check(raw(state))  # type: ignore[method-assign]
+
+        def checked(state: Any) -> Any:
+            try:
+                return check(raw(state))
+            except UserFunctionError as e:
+                failed(e)
+                return None
+        agg.result = checked  # type: ignore[method-assign]
     return agg, value
 
 

@@ -178,7 +178,9 @@ def _import(fd: FunctionDef) -> Any:
         obj = getattr(obj, part, None)
         if obj is None:
             raise FunctionError(f"function '{fd.name}': module '{module_name}' has no "
-                                f"'{attr}'", fd.name, "import")
+                                f"'{attr}'", fd.name, "import",
+                                f"define '{attr}' in {module_name}, or correct the name "
+                                "after ':'")
     if not callable(obj):
         raise FunctionError(f"function '{fd.name}': '{fd.target}' is not callable",
                             fd.name, "import")

@@ -45,6 +45,7 @@ app.yaml: at functions.gone:
 line 6:18: function 'gone': module 'udf_check_module' has no 'nothere'
     gone: {import: "udf_check_module:nothere", params: [int], returns: int}
                    ^
+  hint: define 'nothere' in udf_check_module, or correct the name after ':'
 app.yaml: at functions.abs:
 line 7:3: 'abs' is a built-in function
     abs: {import: "udf_check_module:half", params: [int], returns: int}

@@ -139,7 +139,7 @@ def test_a_result_of_another_type_is_an_error(catalog: Catalog) -> None:
     ("select half(distinct x) from T",
      "'distinct' applies to aggregation functions; 'half' is a single-row function", 8, None),
     ("select gone() from T", "function 'gone': module 'udf_test_module' has no 'gone'", 8,
-     "kepl imports the module of a declared function when a statement calls it"),
+     "define 'gone' in udf_test_module, or correct the name after ':'"),
     ("select Math.abs(s) from T", "Math.abs takes numbers; 's' is a string", 17,
      "write Math.abs(x)"),
     ("select Math.max(x) from T", "Math.max takes 2 argument(s), 1 given", 8,
@@ -204,3 +204,18 @@ def test_math_methods_answer_as_java() -> None:
     assert m("Math.signum(x)", x=-3.0) == -1.0
     assert m("java.lang.Math.abs(x)", x=-1.5) == 1.5
     assert m("Math.abs(x)") is None  # a null argument gives null
+
+
+def test_a_function_failing_while_a_timer_fires_gives_null(
+        catalog: Catalog, caplog: pytest.LogCaptureFixture) -> None:
+    engine = Engine()
+    engine.deploy(plan_statement(
+        catalog, "select fail(sum(n)) as v, sum(n) as s from T#time_batch(1 sec)", "s"))
+    out: list[dict] = []
+    engine.listeners.append(lambda stmt, new, old, pid: out.extend(new))
+    engine.send("T", {"s": None, "x": None, "n": 2, "k": None, "b": None})
+    with caplog.at_level("WARNING", logger="kepl.engine"):
+        engine.advance_time(1000)
+    assert out == [{"v": None, "s": 2}]  # no event to dead-letter: the batch goes out
+    assert [r.getMessage() for r in caplog.records] == [
+        "timer at 1000: function fail raised RuntimeError: no 2 (null instead)"]
