@@ -217,8 +217,15 @@ def _result_check(fd: FunctionDef) -> Callable[[Any], Any] | None:
     return None
 
 
-def _to_double(v: Any) -> Any:
-    return float(v) if type(v) is int else v
+def _widened(f: Expr, want: str) -> Expr:
+    """An argument as the parameter takes it: an int becomes a float for a double."""
+    if want not in ("double", "float"):
+        return f
+
+    def to_double(r: Any, c: PartitionCtx) -> Any:
+        v = f(r, c)
+        return float(v) if type(v) is int else v
+    return to_double
 
 
 def compile_user_call(fd: FunctionDef, node: Any, scope: Any,
@@ -230,12 +237,7 @@ def compile_user_call(fd: FunctionDef, node: Any, scope: Any,
         raise verr(f"aggregation function '{fd.name}' is not allowed here", node)
     args = call_args(fd, node, scope)
     fn = _load(fd, node)
-    fns = []
-    for a, want in zip(args, fd.params):
-        f = compile_expr(a, scope)
-        if want in ("double", "float"):
-            f = (lambda g: lambda r, c: _to_double(g(r, c)))(f)
-        fns.append(f)
+    fns = [_widened(compile_expr(a, scope), want) for a, want in zip(args, fd.params)]
     check = _result_check(fd)
     name = fd.name
 
@@ -261,10 +263,7 @@ def user_aggregator(fd: FunctionDef, node: Any, scope: Any,
     """(aggregator, value expression) of a user aggregation function call."""
     args = call_args(fd, node, scope)
     factory = _load(fd, node)
-    fns = [compile_expr(a, scope) for a in args]
-    for f, want in zip(list(fns), fd.params):
-        if want in ("double", "float"):
-            fns[fns.index(f)] = (lambda g: lambda r, c: _to_double(g(r, c)))(f)
+    fns = [_widened(compile_expr(a, scope), want) for a, want in zip(args, fd.params)]
     if len(fns) == 1:
         value = fns[0]
     else:
@@ -398,7 +397,8 @@ _MATH = {
     "round": (_round, 1, "round(x)", _long),
     "floor": (_floor, 1, "floor(x)", _double),
     "ceil": (_ceil, 1, "ceil(x)", _double),
-    "rint": (_nan_or(lambda x: float(round(x))) , 1, "rint(x)", _double),
+    "rint": (_nan_or(lambda x: float(round(x)) if math.isfinite(x) else x), 1, "rint(x)",
+             _double),
     "sqrt": (_nan_or(math.sqrt), 1, "sqrt(x)", _double),
     "cbrt": (_nan_or(lambda x: math.copysign(abs(x) ** (1 / 3), x)), 1, "cbrt(x)", _double),
     "exp": (_nan_or(math.exp), 1, "exp(x)", _double),
