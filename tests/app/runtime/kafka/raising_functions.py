@@ -15,3 +15,10 @@ def bucket(account: str) -> int:
     if account == "BAD":
         raise KeyError(account)
     return len(account)
+
+
+def capped(amount: float) -> float:
+    """The amount itself; an amount over 100 raises."""
+    if amount > 100:
+        raise ValueError("too large")
+    return amount
