@@ -81,6 +81,8 @@ def kind_of(node: Any, scope: Any) -> str | None:
     if isinstance(node, ast.Star):
         return "event"
     if isinstance(node, ast.Name):
+        if len(node.parts) == 1 and node.parts[0] in scope.tags:
+            return "event"  # a pattern tag: the event it matched
         env = getattr(scope, "tables", None)
         parts = node.parts
         if len(parts) == 2 and parts[0] in scope.aliases:
@@ -131,7 +133,7 @@ def _check_arg(fd: FunctionDef, index: int, arg: Any, want: str, scope: Any) -> 
     if want == "event":
         if have != "event":
             raise verr(f"parameter {index + 1} of '{fd.name}' takes an event", arg,
-                       hint=f"pass the event as '*', as in {fd.name}(*)")
+                       hint=f"pass the event as '*', as in {fd.name}(*), or a pattern tag")
         return
     if have == "event":
         raise verr(f"parameter {index + 1} of '{fd.name}' is {want}, not an event", arg,

@@ -101,6 +101,11 @@ def test_the_whole_event_as_argument(catalog: Catalog) -> None:
     assert run(catalog, "select key(*) as k from T", {"n": 21}) == [{"k": 42}]
 
 
+def test_a_pattern_tag_as_event_argument(catalog: Catalog) -> None:
+    assert run(catalog, "select key(a) as k from pattern [every a=T]", {"n": 5}) == [
+        {"k": 10}]
+
+
 def test_a_user_aggregation_enters_and_leaves(catalog: Catalog) -> None:
     rows = run(catalog, "select total(n) as t from T#length(2)",
                {"n": 1}, {"n": 2}, {"n": 4})
@@ -130,7 +135,7 @@ def test_a_result_of_another_type_is_an_error(catalog: Catalog) -> None:
     ("select wrong(half(x)) from T", "parameter 1 of 'wrong' is int; 'half(x)' is a double",
      14, "wrong takes (int) and returns int"),
     ("select key(n) from T", "parameter 1 of 'key' takes an event", 12,
-     "pass the event as '*', as in key(*)"),
+     "pass the event as '*', as in key(*), or a pattern tag"),
     ("select half(*) from T", "parameter 1 of 'half' is double, not an event", 8,
      "half takes (double) and returns double"),
     ("select Half(x) from T", "unknown function 'Half'", 8, "did you mean 'half'?"),
