@@ -370,7 +370,8 @@ class HashItem:
     filter: Expr | None = None
     user: bool = False
     """``expr`` is a user single-row function's call whose integer result is the hash
-    code (000 §4.2.3: the hash function may be a plug-in single-row function)."""
+    code (Esper ref. 4.2.3 hash segmented context: the hash function may be a plug-in
+    single-row function)."""
 
 
 @dataclass(frozen=True)

@@ -124,7 +124,7 @@ class ContextPlanning(PlannerBase):
 
     def _user_hash(self, fd: Any, item: Any, scope: Scope) -> Any:
         """A user single-row function as a hash context's hash function: its integer
-        result is the hash code (000 §4.2.3)."""
+        result is the hash code (Esper ref. 4.2.3 hash segmented context)."""
         if fd.aggregate or fd.returns not in ("int", "long"):
             raise verr(f"'{fd.name}' cannot be a hash function: it returns "
                        f"{'an aggregation' if fd.aggregate else fd.returns}", item,
