@@ -288,6 +288,20 @@ def user_aggregator(fd: FunctionDef, node: Any, scope: Any,
     return agg, value
 
 
+def user_aggregation_column(call: Any) -> Any:
+    """The aggregator of a table column declared with a user aggregation function
+    (``total spread(double)``), or None when the call names none."""
+    fd = user_function(call.name)
+    if fd is None or not fd.aggregate:
+        return None
+    agg: Any = UserAggregator(fd.name, _load(fd, call), len(fd.params))
+    if call.distinct:
+        from operators.aggregates import Distinct
+
+        agg = Distinct(agg)
+    return agg
+
+
 # -- java.lang.Math ------------------------------------------------------------------
 
 LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1

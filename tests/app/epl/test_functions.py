@@ -224,3 +224,24 @@ def test_a_function_failing_while_a_timer_fires_gives_null(
     assert out == [{"v": None, "s": 2}]  # no event to dead-letter: the batch goes out
     assert [r.getMessage() for r in caplog.records] == [
         "timer at 1000: function fail raised RuntimeError: no 2 (null instead)"]
+
+
+def test_a_table_column_of_a_user_aggregation(catalog: Catalog) -> None:
+    engine = Engine()
+    for i, epl in enumerate([
+            "create table Totals (s string primary key, t total(int))",
+            "into table Totals select total(n) as t from T group by s",
+            "select Totals[s].t as t from T"]):
+        engine.deploy(plan_statement(catalog, epl, f"s{i}"))
+    out: list[dict] = []
+    engine.listeners.append(lambda stmt, new, old, pid: out.extend(
+        new if stmt == "s2" else []))
+    for s, n in (("a", 1), ("b", 5), ("a", 2)):
+        engine.send("T", {"s": s, "x": None, "n": n, "k": None, "b": None})
+    assert out == [{"t": 1}, {"t": 5}, {"t": 3}]
+
+
+def test_a_table_column_takes_only_its_own_user_aggregation(catalog: Catalog) -> None:
+    plan_statement(catalog, "create table Totals (s string primary key, t total(int))", "t")
+    e = rejects(catalog, "into table Totals select count(*) as t from T group by s")
+    assert e.message == "column 't' is total(int); the statement aggregates count(*)"
