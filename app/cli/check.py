@@ -208,8 +208,9 @@ def _statement_problems(text: str, root: Any, doc: dict, unsupported: list[str],
 
 def _function_problems(text: str, root: Any, doc: dict, path: str, out: list[Problem]
                        ) -> dict[str, Any]:
-    """The usable declared functions; each one that cannot be used (a built-in's name,
-    a module that does not import, no such callable) is a problem at its key."""
+    """The declared functions; each one that cannot be used (a built-in's name, a module
+    that does not import, no such callable) is a problem at its key (and, once its
+    declaration is well formed, at each call)."""
     from app.runtime.functions import FunctionError, parse_functions
     from app.statements import schema_errors
 
@@ -223,10 +224,13 @@ def _function_problems(text: str, root: Any, doc: dict, path: str, out: list[Pro
     for name, spec in raw.items():
         if str(name) in bad:  # the schema problems already say what is wrong
             continue
+        fd = None
         try:
             fd = parse_functions({name: spec}, base)[str(name)]
             fd.load()
         except FunctionError as e:
+            if fd is not None:  # declared, but its module fails: calls of it say so too
+                good[fd.name] = fd
             k, node = _node_at(root, ["functions", name])
             if e.key is not None:
                 k2, v2 = _node_at(root, ["functions", name, e.key])

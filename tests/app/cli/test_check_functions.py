@@ -30,6 +30,8 @@ statements:
         from T
   - name: count
     epl: select half(x, x) from T
+  - name: broken
+    epl: select gone(1) from T
 """
 
 
@@ -39,7 +41,7 @@ def test_declarations_and_calls_are_checked_in_place(tmp_path: Path) -> None:
     path.write_text(FILE)
     out, failures = check_paths([str(path)])
     text = "\n".join(out).replace(str(path), "app.yaml")
-    assert failures == 5
+    assert failures == 6
     assert text == """\
 app.yaml: at functions.gone:
 line 6:18: function 'gone': module 'udf_check_module' has no 'nothere'
@@ -66,7 +68,12 @@ app.yaml: statement 'count':
 line 17:17: function 'half' takes 1 argument(s), 2 given
       epl: select half(x, x) from T
                   ^
-  hint: half takes (double) and returns double"""
+  hint: half takes (double) and returns double
+app.yaml: statement 'broken':
+line 19:17: function 'gone': module 'udf_check_module' has no 'nothere'
+      epl: select gone(1) from T
+                  ^
+  hint: define 'nothere' in udf_check_module, or correct the name after ':'"""
 
 
 def test_explain_names_the_functions_a_statement_calls() -> None:
