@@ -89,3 +89,31 @@ def test_the_worker_goes_on_and_no_aggregate_counts_the_event(app: KafkaApp) -> 
     assert rows("agg") == [{"cnt": 1, "total": 10.0}, {"cnt": 2, "total": 17.0}]
     assert rows("per_bucket") == [{"account": "A1", "n": 1}, {"account": "A3", "n": 2}]
     assert app.worker.alive()
+
+
+def test_a_failure_before_the_first_commit(kafka_bootstrap: str) -> None:
+    """The worker rewinds to the start of its inputs when nothing is committed yet: the
+    events around the failing one are not lost."""
+    name = f"udf-{uuid.uuid4().hex[:8]}"
+    config = AppConfig.from_dict({
+        "app": name,
+        "schemas": {"Withdrawal": {"account": "string", "amount": "double"}},
+        "topics": {"Withdrawal": f"{name}.withdrawal"},
+        "functions": {"capped": {"import": "raising_functions:capped", "params": ["double"],
+                                 "returns": "double"}},
+        "statements": [{"name": "agg", "epl": "select count(*) as cnt, "
+                                              "sum(capped(amount)) as total from Withdrawal"}],
+    }, Path(__file__).parent)
+    kapp = KafkaApp(config, kafka_bootstrap, start=True)
+    try:
+        kapp.send("Withdrawal", {"account": "A1", "amount": 10})
+        kapp.send("Withdrawal", {"account": "A4", "amount": 500})
+        kapp.send("Withdrawal", {"account": "A3", "amount": 7})
+        kapp.settle()
+        rows = [r.row for r in read_rows(kafka_bootstrap, config.output_topic("agg"))]
+        assert rows == [{"cnt": 1, "total": 10.0}, {"cnt": 2, "total": 17.0}]
+        got = [headers_dict(m.headers())["kepl.source"].decode()
+               for m in dead_letters(kafka_bootstrap, config.dlq_topic)]
+        assert got == [f"{config.topic_of('Withdrawal')}/0/1"]
+    finally:
+        kapp.close()
