@@ -61,7 +61,7 @@ def _config(sf: StatementFile) -> Any:
     from app.runtime.kafka.config import ConfigError as KafkaConfigError
 
     try:
-        config = AppConfig.from_dict(sf.raw)
+        config = AppConfig.from_dict(sf.raw, sf.base_dir)
         client.configure(config.kafka)
     except (KafkaConfigError, client.ClientConfigError) as e:
         raise ConfigError(f"{sf.path}: {e}") from None

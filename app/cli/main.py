@@ -407,7 +407,8 @@ def _embedded(path: str) -> tuple[Any, Any, Any] | None:
 
     sf = load_statement_file(path)
     catalog = Catalog.from_schemas(sf.schemas,
-                                   string_limits(sf.raw.get("max_string_length")))
+                                   string_limits(sf.raw.get("max_string_length")),
+                                   sf.functions)
     engine = Engine()
     try:
         for s in sf.statements:
@@ -430,7 +431,7 @@ def _kafka_layout(sf: Any) -> Any:
     if not sf.raw:
         return None
     try:
-        return Topology.plan(AppConfig.from_dict(sf.raw))
+        return Topology.plan(AppConfig.from_dict(sf.raw, sf.base_dir))
     except (ConfigError, EplError, NotSupported):
         return None
 
@@ -468,6 +469,7 @@ def _replay(events: str, catalog: Any, engine: Any, done: _Replayed | None = Non
     engine refuses is reported on stderr and skipped. Returns how many were refused."""
     from app.conformance.runner import ScenarioError, clock_or_event
     from app.runtime.catalog import EventTypeError
+    from app.runtime.functions import UserFunctionError
 
     src = sys.stdin if events == "-" else open(events)  # noqa: SIM115
     done = done if done is not None else _Replayed()
@@ -495,7 +497,7 @@ def _replay(events: str, catalog: Any, engine: Any, done: _Replayed | None = Non
                 raise ScenarioError("a step needs 'time' or 'send'")
             if "send" in step:
                 done.events += 1
-        except (ValueError, EventTypeError, ScenarioError) as e:
+        except (ValueError, EventTypeError, ScenarioError, UserFunctionError) as e:
             done.say(f"kepl: {events}:{n}: {e}")
             rejected += 1
     return rejected
@@ -605,7 +607,8 @@ def _query_kafka(args: argparse.Namespace, select: Any) -> int:
                 if catalog is None:
                     from app.runtime.catalog import Catalog
 
-                    catalog = Catalog.from_schemas(config.schemas)
+                    catalog = Catalog.from_schemas(config.schemas,
+                                                   functions=config.functions)
                     for st in config.statements:
                         plan_statement(catalog, st.epl, st.name)
                 try:

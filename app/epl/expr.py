@@ -16,12 +16,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.epl import ast
+from app.epl import ast, functions
 from app.epl.errors import EplValidationError, closest
 from app.epl.properties import nested as _nested
 from app.epl.subquery_expr import compile_subquery
 from app.epl.walk import LONG_CHAIN, chain_length, iter_nodes, spine
-from operators.aggregates import AGGREGATE_NAMES, make_aggregator
+from operators.aggregates import AGGREGATE_NAMES, Distinct, make_aggregator
 from operators.base import Expr, PartitionCtx
 from operators.resultset import AggregateDef
 
@@ -647,7 +647,13 @@ def _compile_period(node: Any, scope: Scope) -> Expr:
 
 def _compile_call(node: Any, scope: Scope) -> Expr:
     name = node.name.lower()
-    if name in AGGREGATE_NAMES and (scope.allow_aggregates or scope.aggregates is not None):
+    ufd = functions.user_function(node.name)
+    if ufd is not None and not ufd.aggregate:
+        return functions.compile_user_call(ufd, node, scope, compile_expr)
+    if ufd is not None and not (scope.allow_aggregates or scope.aggregates is not None):
+        raise _err(f"aggregation function '{node.name}' is not allowed here", node)
+    if (ufd is not None or name in AGGREGATE_NAMES) and (
+            scope.allow_aggregates or scope.aggregates is not None):
         if scope.aggregates is None:
             raise EplValidationError(
                 f"aggregation function '{node.name}' is not allowed here",
@@ -662,15 +668,20 @@ def _compile_call(node: Any, scope: Scope) -> Expr:
                 extra = (constant_value(args[1]),)
                 args = args[:1]
             value = None
-            if args and not node.star and not isinstance(args[0], ast.Star):
-                value = compile_expr(args[0], Scope(
-                    vscope.kind, vscope.aliases, vscope.tags, vscope.variables,
-                    tables=vscope.tables, outer=vscope.outer,
-                    inner_props=vscope.inner_props))
-            star = node.star or (bool(args) and isinstance(args[0], ast.Star)) or (
-                name == "count" and not args)
-            agg = make_aggregator(name, star=star, distinct=node.distinct, extra=extra,
-                                  by_event=not scope.rows_leave_in_order)
+            vs = Scope(vscope.kind, vscope.aliases, vscope.tags, vscope.variables,
+                       tables=vscope.tables, outer=vscope.outer,
+                       inner_props=vscope.inner_props)
+            if ufd is not None:
+                agg, value = functions.user_aggregator(ufd, node, vs, compile_expr)
+                if node.distinct:
+                    agg = Distinct(agg)
+            else:
+                if args and not node.star and not isinstance(args[0], ast.Star):
+                    value = compile_expr(args[0], vs)
+                star = node.star or (bool(args) and isinstance(args[0], ast.Star)) or (
+                    name == "count" and not args)
+                agg = make_aggregator(name, star=star, distinct=node.distinct, extra=extra,
+                                      by_event=not scope.rows_leave_in_order)
             idx = len(scope.aggregates)
             scope.aggregates.append(AggregateDef(text, agg, value))
             scope.agg_texts[text] = idx
@@ -724,8 +735,14 @@ def _compile_call(node: Any, scope: Scope) -> Expr:
         return coalesce
     if name in ("current_timestamp",):
         return lambda r, c: c.now_ms
+    math_call = functions.compile_math_call(node, scope, compile_expr)
+    if math_call is not None:
+        return math_call
     fn = FUNCTIONS.get(name)
     if fn is None:
+        near = functions.near_miss(node.name)
+        if near is not None:
+            raise _err(f"unknown function '{node.name}'", node, f"did you mean '{near}'?")
         raise NotSupportedExpr(f"function {node.name}()")
     args = [compile_expr(a, scope) for a in node.args]
 
@@ -739,7 +756,8 @@ def _compile_call(node: Any, scope: Scope) -> Expr:
 
 def has_aggregate(node: Any) -> bool:
     """Whether an expression contains an aggregate call."""
-    return any(isinstance(n, ast.Call) and n.name.lower() in AGGREGATE_NAMES
+    return any(isinstance(n, ast.Call) and (n.name.lower() in AGGREGATE_NAMES
+                                            or functions.is_user_aggregate(n.name))
                for n in iter_nodes(node))
 
 

@@ -16,6 +16,7 @@ from app.epl.expr import (
     TableEnv,
     constant_value,
 )
+from app.epl.functions import using
 from app.epl.parser import parse_statement
 from app.epl.planning.base import construct_name
 from app.epl.planning.contexts import ContextPlanning
@@ -41,7 +42,8 @@ class Planner(SelectPlanning, NamedWindowPlanning, TablePlanning, ResultPlanning
         node = parse_statement(epl)
         self.source = epl
         try:
-            return plan(node)
+            with using(self.catalog.functions):
+                return plan(node)
         except NotSupportedExpr as e:
             raise NotSupported(str(e)) from None
         except EplError as e:

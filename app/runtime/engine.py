@@ -11,6 +11,7 @@ agent driven by watermarks) owns time.
 from __future__ import annotations
 
 import heapq
+import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,7 +23,10 @@ from operators.contexts.managers import CategoryManager, Change, Manager
 from operators.pipeline import Pipeline
 from operators.state import MemoryNamespace, MemoryStore
 from operators.table import GlobalTables, Table, TableSpec
+from operators.user_functions import failures_as_null
 from operators.variables import VariableDecl, VariableScope, VariableStore
+
+log = logging.getLogger("kepl.engine")
 
 _SKIP_CHECK = 32
 """Firings within one clock move before the engine first looks for an idle stretch."""
@@ -328,6 +332,13 @@ class Engine:
         firings the engine looks for an idle stretch (``_skip_quiet``) and jumps it."""
         if to_ms < self.now_ms:
             raise ValueError(f"time cannot move backwards ({to_ms} < {self.now_ms})")
+        with failures_as_null() as failures:
+            self._fire_until(to_ms)
+        for failure in failures:  # no event to dead-letter: the value was null
+            log.warning("timer at %d: %s (null instead)", self.now_ms, failure)
+
+    def _fire_until(self, to_ms: int) -> None:
+        """The timers of ``advance_time``."""
         budget, fired = _SKIP_CHECK, 0
         while self._heap and self._heap[0][0] <= to_ms:
             if fired >= budget and self.skip_idle:

@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from app.conformance.runner import Collected, replay, rows_equal
+from app.conformance.runner import Collected, replay, rows_equal, scenario_functions
 from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog
 from app.runtime.kafka import client
@@ -232,7 +232,8 @@ def scenario_config(doc: dict[str, Any], source_partitions: int = 1) -> AppConfi
     statements = [{"name": s.get("name") or f"s{i}", "epl": str(s["epl"])}
                   for i, s in enumerate(doc["statements"])]
     # event types declared by 'create schema' need a source topic too
-    catalog = Catalog.from_schemas(doc.get("schemas") or {})
+    catalog = Catalog.from_schemas(doc.get("schemas") or {},
+                                   functions=scenario_functions(doc))
     for s in statements:
         plan_statement(catalog, s["epl"], s["name"])
     schemas = catalog.schemas
@@ -242,6 +243,7 @@ def scenario_config(doc: dict[str, Any], source_partitions: int = 1) -> AppConfi
         "topics": {t: f"kepl.{app}.in.{re.sub(r'[^A-Za-z0-9._-]', '_', t)}" for t in schemas},
         "statements": statements,
         "source_partitions": source_partitions,
+        **({"functions": doc["functions"]} if doc.get("functions") else {}),
     })
 
 

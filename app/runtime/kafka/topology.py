@@ -207,7 +207,8 @@ class Topology:
         """
         counts = {t: config.source_partitions for t in config.source_topics}
         counts.update(source_counts or {})
-        catalog = Catalog.from_schemas(config.schemas, config.max_string_length)
+        catalog = Catalog.from_schemas(config.schemas, config.max_string_length,
+                                         config.functions)
         plans = [plan_statement(catalog, s.epl, s.name) for s in config.statements]
         assigned = set().union(*(_assigned_variables(p) for p in plans))
         lanes = [p for p in plans if p.pipeline is not None and is_stateless(p, assigned)
