@@ -143,7 +143,7 @@ def _check_arg(fd: FunctionDef, index: int, arg: Any, want: str, scope: Any) -> 
     if have == "number" and want in ("int", "long", "double", "float"):
         return
     if have not in _ACCEPTS[want]:
-        from app.epl.expr import text_of
+        from app.epl.printer import to_epl as text_of
 
         raise verr(f"parameter {index + 1} of '{fd.name}' is {want}; "
                    f"'{text_of(arg)}' is {_a(have)} {have}", arg, hint=_signature_hint(fd))
@@ -471,7 +471,7 @@ def compile_math_call(node: Any, scope: Any, compile_expr: Callable[[Any, Any], 
     for a in node.args:
         k = kind_of(a, scope)
         if k is not None and k not in _NUMERIC and k != "null":
-            from app.epl.expr import text_of
+            from app.epl.printer import to_epl as text_of
 
             raise verr(f"Math.{sig.split('(')[0]} takes numbers; '{text_of(a)}' is "
                        f"{_a(k)} {k}", a, hint=f"write Math.{sig}")

@@ -100,7 +100,7 @@ def parse_functions(raw: Any, base_dir: str | Path | None = None) -> dict[str, F
 
 
 def _parse_one(name: Any, spec: Any, base_dir: str | Path | None) -> FunctionDef:
-    from app.epl.expr import FUNCTIONS
+    from app.epl.builtins import FUNCTIONS
     from operators.aggregates import AGGREGATE_NAMES
 
     if not isinstance(name, str) or not _NAME.match(name):
