@@ -38,7 +38,7 @@ oracle-generated: install
 	$(PY) -m tests.oracle.oracle --record --brief "$$dir"
 
 lint: install
-	$(VENV)/bin/ruff check app operators tests
+	$(VENV)/bin/ruff check app operators schemas tests
 
 bench: install
 	$(PY) tests/bench/bench_embedded.py

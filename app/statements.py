@@ -1,6 +1,6 @@
 """Statement files: the YAML a user deploys (event types, topics, EPL statements).
 
-Validated against ``app/schemas/statement-file.schema.json`` (package data); a bad file
+Validated against ``schemas/statement-file.schema.json`` (package data); a bad file
 gives one line saying what is wrong and where.  ``.epl`` modules (statements ended by ``;`` with
 ``create schema`` declarations) load into the same shape.
 """
@@ -15,7 +15,9 @@ from typing import Any
 import jsonschema
 import yaml
 
-SCHEMA_PATH = Path(__file__).with_name("schemas") / "statement-file.schema.json"
+from schemas import STATEMENT_FILE_SCHEMA
+
+SCHEMA_PATH = STATEMENT_FILE_SCHEMA
 
 
 class ConfigError(Exception):
@@ -42,6 +44,13 @@ class StatementFile:
     partitions: int = 1
     path: str = ""
     raw: dict[str, Any] = field(default_factory=dict)
+    functions: dict[str, Any] = field(default_factory=dict)
+    """Declared user functions (``app.runtime.functions.FunctionDef`` by name)."""
+
+    @property
+    def base_dir(self) -> str:
+        """The file's directory: relative function module paths start there."""
+        return str(Path(self.path).resolve().parent) if self.path else "."
 
     def topic_of(self, type_name: str) -> str:
         return self.topics.get(type_name, type_name)
@@ -81,8 +90,16 @@ def parse_statement_file(doc: Any, path: str = "<memory>") -> StatementFile:
                               f"'{name}'")
         seen.add(name)
         stmts.append(StatementDef(name, s["epl"], s.get("output_topic")))
+    from app.runtime.functions import FunctionError, parse_functions
+
+    base = str(Path(path).resolve().parent) if path != "<memory>" else None
+    try:
+        functions = parse_functions(doc.get("functions"), base)
+    except FunctionError as e:
+        raise ConfigError(f"{path}: at functions{'.' + e.name if e.name else ''}: {e}"
+                          ) from None
     return StatementFile(doc["app"], doc.get("schemas") or {}, doc.get("topics") or {}, stmts,
-                         int(doc.get("partitions", 1)), path, doc)
+                         int(doc.get("partitions", 1)), path, doc, functions)
 
 
 def load_statement_file(path: str | Path) -> StatementFile:

@@ -44,6 +44,8 @@ class PartitionCtx:
     """Built-in output-condition properties (count_insert, last_output_timestamp, ...)."""
     tables: dict[str, Any] = field(default_factory=dict)
     """Table instances a statement reads or aggregates into, by name (000 §4.7)."""
+    subqueries: list[Any] = field(default_factory=list)
+    """Running subqueries of the statement's partition, by index (Esper "Subqueries")."""
 
 
 Expr = Callable[[Row, PartitionCtx], Any]

@@ -16,6 +16,7 @@ from operators.joins.join import Join
 from operators.joins.spec import JoinSpec
 from operators.output import OutputLimiter, OutputSpec
 from operators.resultset import ResultSet, ResultSetSpec
+from operators.subquery.subquery import Subquery
 from operators.windows.batch import BatchWindow
 from operators.windows.common import ForcedEmit, WindowView
 
@@ -58,6 +59,8 @@ class PipelineSpec:
     distinct: bool = False
     join: JoinSpec | None = None
     """A join of several streams (``stream`` and ``pattern`` are then None)."""
+    subqueries: tuple[Any, ...] = ()
+    """SubquerySpecs of the statement's expressions (operators.subquery), by index."""
     match_recognize: Any = None
     """A MatchRecognizeSpec: row pattern recognition over the stream after its window;
     its match rows are what the rest of the pipeline sees."""
@@ -71,6 +74,7 @@ class PipelineSpec:
         stack = [self.stream.view] if self.stream is not None else []
         if self.join is not None:
             stack += self.join.views()
+        stack += [sq.view for sq in self.subqueries]
         while stack:
             v = stack.pop()
             if v is None:
@@ -83,16 +87,29 @@ class PipelineSpec:
         return False
 
     def types(self) -> frozenset[str]:
-        """Event types this pipeline consumes."""
+        """Event types this pipeline consumes (its subqueries' streams included)."""
+        return self.main_types() | self.subquery_types()
+
+    def main_types(self) -> frozenset[str]:
+        """Event types of the from clause."""
         if self.stream is not None:
             return frozenset({self.stream.type_name})
         if self.join is not None:
             return self.join.types()
         return self.pattern.types() if self.pattern is not None else frozenset()
 
+    def subquery_types(self) -> frozenset[str]:
+        """Event types whose events enter a subquery's own window."""
+        return frozenset(sq.type_name for sq in self.subqueries if sq.source == "stream")
+
+    def subquery_windows(self) -> frozenset[str]:
+        """Named windows a subquery reads."""
+        return frozenset(sq.type_name for sq in self.subqueries if sq.source == "window")
+
     def build(self, state: StateNamespace, ctx: PartitionCtx) -> Pipeline:
         if (self.stream is not None and self.pattern is None and self.where is None
-                and self.match_recognize is None and not self.output.limited and not self.distinct
+                and not self.subqueries and self.match_recognize is None
+                and not self.output.limited and not self.distinct
                 and not self.resultset.order_by and self.resultset.limit is None):
             return StreamPipeline(self, state, ctx)
         return Pipeline(self, state, ctx)
@@ -111,6 +128,7 @@ class PipelineSpec:
             out.append(self.pattern.describe())
         if self.join is not None:
             out += self.join.describe()
+        out += [sq.describe() for sq in self.subqueries]
         if self.where is not None:
             out.append("where")
         out.append(self.resultset.describe())
@@ -124,7 +142,8 @@ class Pipeline:
 
     __slots__ = ("spec", "ctx", "state", "type_name", "filter", "view", "matcher", "rs", "out",
                  "limited", "kind", "_shaped", "where", "_timers", "join",
-                 "_fresh_aggregates", "_batch_view", "_released", "mr")
+                 "_fresh_aggregates", "_batch_view", "_released", "subs", "sub_by_type",
+                 "main_types", "mr")
 
     def __init__(self, spec: PipelineSpec, state: StateNamespace, ctx: PartitionCtx) -> None:
         self.spec = spec
@@ -144,10 +163,18 @@ class Pipeline:
         self.join: Join | None = (
             Join(spec.join, state.child("join"), ctx, self._build_view)
             if spec.join is not None else None)
+        self.subs = [Subquery(sq, state.child(f"sq{i}"), ctx, self._build_view)
+                     for i, sq in enumerate(spec.subqueries)]
+        ctx.subqueries = self.subs
+        self.sub_by_type: dict[str, list[Any]] = {}
+        for sub in self.subs:
+            if sub.spec.source == "stream":
+                self.sub_by_type.setdefault(sub.spec.type_name, []).append(sub)
+        self.main_types = spec.main_types()
         self.rs: ResultSet = spec.resultset.build(
             state.child("rs"), ctx, want_old=spec.stream_kind != "istream")
-        self.out: OutputLimiter = spec.output.build(
-            state.child("out"), ctx, self.rs, self._contents, spec.stream_kind)
+        self.out = OutputLimiter(spec.output, state.child("out"), ctx, self.rs,
+                                 self._contents, spec.stream_kind)
         self.limited = spec.output.limited
         self.kind = spec.stream_kind
         self._shaped = bool(spec.distinct or spec.resultset.order_by
@@ -166,7 +193,7 @@ class Pipeline:
         self._timers = _TIMERS_ANY
         """Which parts can have timers (the engine asks ``next_timer`` after each event)."""
         if self.matcher is None and self.join is None and self.mr is None \
-                and not self.limited:
+                and not self.limited and not self.subs:
             view_timer = getattr(type(self.view), "next_timer", None)
             if self.view is None or view_timer is WindowView.next_timer:
                 self._timers = _TIMERS_NONE
@@ -253,6 +280,14 @@ class Pipeline:
     def on_event(self, type_name: str, event: Row, now_ms: int) -> Emit:
         """One event of a type this statement consumes."""
         self.ctx.now_ms = now_ms
+        subs = self.sub_by_type.get(type_name) if self.subs else None
+        if subs:
+            # Esper reference "Subqueries": an event of the subquery's stream enters its
+            # window before the enclosing statement evaluates the same event
+            for sub in subs:
+                sub.on_event(event, now_ms)
+            if type_name not in self.main_types:
+                return [], []
         if self.matcher is not None:
             matches = self.matcher.on_event(type_name, event, now_ms)
             if not matches:
@@ -304,6 +339,17 @@ class Pipeline:
         if not new and not old:
             return [], []
         return self._finish(list(new), list(old), now_ms)
+
+    def on_subquery_rows(self, window: str, new: Rows, old: Rows, prime: bool = False
+                         ) -> None:
+        """Insert and remove stream (or, priming, the current rows) of a named window
+        this statement's subqueries read."""
+        for sub in self.subs:
+            if sub.spec.source == "window" and sub.spec.type_name == window:
+                if prime:
+                    sub.prime(new)
+                else:
+                    sub.on_rows(new, old)
 
     def remove(self, rows: Rows, now_ms: int) -> Emit:
         """Delete rows from this pipeline's window (on-delete against a named window)."""
@@ -375,7 +421,7 @@ class Pipeline:
         if timers == _TIMERS_VIEW:
             return self.view.next_timer()  # type: ignore[union-attr]
         due: int | None = None
-        for part in (self.view, self.matcher, self.join, self.mr, self.out):
+        for part in (self.view, self.matcher, self.join, self.mr, self.out, *self.subs):
             if part is not None:
                 t = part.next_timer()
                 if t is not None and (due is None or t < due):
@@ -386,7 +432,7 @@ class Pipeline:
         """The earliest time before ``limit`` at which a timer of this pipeline may do
         something; idle periodic output is no such time (it can ``skip_to``)."""
         due = limit
-        for part in (self.view, self.matcher, self.join, self.mr):
+        for part in (self.view, self.matcher, self.join, self.mr, *self.subs):
             nt = getattr(part, "next_timer", None)
             t = nt() if nt is not None else None
             if t is not None and t < due:
@@ -409,6 +455,8 @@ class Pipeline:
         self.ctx.now_ms = now_ms
         out_new: Rows = []
         out_old: Rows = []
+        for sub in self.subs:
+            sub.on_time(now_ms)
         view = self.view
         if view is not None:
             t = view.next_timer()

@@ -61,7 +61,7 @@ def _config(sf: StatementFile) -> Any:
     from app.runtime.kafka.config import ConfigError as KafkaConfigError
 
     try:
-        config = AppConfig.from_dict(sf.raw)
+        config = AppConfig.from_dict(sf.raw, sf.base_dir)
         client.configure(config.kafka)
     except (KafkaConfigError, client.ClientConfigError) as e:
         raise ConfigError(f"{sf.path}: {e}") from None
@@ -112,8 +112,10 @@ def data_dir_of(args: argparse.Namespace, app: str) -> Path:
 def cmd_worker(args: argparse.Namespace, bootstrap: str) -> int:
     """Run a worker; a banner, its rebalances and restores and a closing line go to
     stderr whatever ``--log-level`` says, the worker's own logs by ``--log-level``."""
+    from app.runtime.kafka.loop import SHUTDOWN
     from app.runtime.kafka.worker import run_worker
 
+    SHUTDOWN.install()  # a stop before the loop runs exits at once, cleanly
     sf = load_statement_file(args.file)
     data_dir = data_dir_of(args, sf.app)
     config = _config(sf)

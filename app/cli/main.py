@@ -13,8 +13,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from app.epl.planner import plan_query, plan_statement
-
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 
@@ -37,6 +35,8 @@ exit codes:
        or a time the app refuses (e.g. a watermark that goes backwards), undeploy or
        reset without --yes
   3    a worker fenced by a newer one (a zombie) stops
+  4    a worker stops on input deleted before it was read (on_lost_input: stop)
+  5    a worker's shutdown outlasted KEPL_SHUTDOWN_TIMEOUT_S, or a second signal
   130  interrupted (Ctrl-C)
   141  the reader closed the output early (kepl run ... | head): stopped quietly
 """
@@ -400,13 +400,15 @@ def _embedded(path: str) -> tuple[Any, Any, Any] | None:
     """Deploy a statement file in an embedded runtime: (statement file, catalog, engine),
     None on error."""
     from app.epl.errors import EplError
+    from app.epl.planner import plan_statement
     from app.runtime.catalog import Catalog, NotSupported, string_limits
     from app.runtime.engine import Engine
     from app.statements import load_statement_file
 
     sf = load_statement_file(path)
     catalog = Catalog.from_schemas(sf.schemas,
-                                   string_limits(sf.raw.get("max_string_length")))
+                                   string_limits(sf.raw.get("max_string_length")),
+                                   sf.functions)
     engine = Engine()
     try:
         for s in sf.statements:
@@ -429,7 +431,7 @@ def _kafka_layout(sf: Any) -> Any:
     if not sf.raw:
         return None
     try:
-        return Topology.plan(AppConfig.from_dict(sf.raw))
+        return Topology.plan(AppConfig.from_dict(sf.raw, sf.base_dir))
     except (ConfigError, EplError, NotSupported):
         return None
 
@@ -465,8 +467,9 @@ class _Replayed:
 def _replay(events: str, catalog: Any, engine: Any, done: _Replayed | None = None) -> int:
     """Apply JSON-lines steps ({"time": ms} or {"send": Type, "event": {...}}); a step the
     engine refuses is reported on stderr and skipped. Returns how many were refused."""
-    from app.conformance.runner import ScenarioError
-    from app.runtime.catalog import EventTypeError, coerce_event
+    from app.conformance.runner import ScenarioError, clock_or_event
+    from app.runtime.catalog import EventTypeError
+    from app.runtime.functions import UserFunctionError
 
     src = sys.stdin if events == "-" else open(events)  # noqa: SIM115
     done = done if done is not None else _Replayed()
@@ -487,15 +490,14 @@ def _replay(events: str, catalog: Any, engine: Any, done: _Replayed | None = Non
             continue
         try:
             step = json.loads(line)
-            if "time" in step:
-                engine.advance_time(int(step["time"]))
-            elif "send" in step:
-                engine.send(step["send"], coerce_event(catalog, step["send"],
-                                                        step.get("event") or {}))
-                done.events += 1
-            else:
+            if not isinstance(step, dict):
+                raise ScenarioError("a step is a JSON object")
+            if not clock_or_event(step, lambda t: engine.advance_time(int(t)), engine.send,
+                                  catalog):
                 raise ScenarioError("a step needs 'time' or 'send'")
-        except (ValueError, EventTypeError, ScenarioError) as e:
+            if "send" in step:
+                done.events += 1
+        except (ValueError, EventTypeError, ScenarioError, UserFunctionError) as e:
             done.say(f"kepl: {events}:{n}: {e}")
             rejected += 1
     return rejected
@@ -531,6 +533,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_query(args: argparse.Namespace) -> int:
     """Replay steps embedded, then an on-demand query over a named window or a table."""
     from app.epl.errors import EplError
+    from app.epl.planner import plan_query
     from app.runtime.catalog import NotSupported
     from app.runtime.selector import SelectorError, selector_predicate
 
@@ -577,6 +580,7 @@ def _query_kafka(args: argparse.Namespace, select: Any) -> int:
     """``kepl query --kafka``: the query over every engine partition's restored state."""
     from app.cli.kafka_commands import Unavailable, _check_topology, _config, require_deployed
     from app.epl.errors import EplError
+    from app.epl.planner import plan_query, plan_statement
     from app.runtime.catalog import NotSupported
     from app.runtime.kafka.inspect import restored_engines
     from app.statements import load_statement_file
@@ -603,7 +607,8 @@ def _query_kafka(args: argparse.Namespace, select: Any) -> int:
                 if catalog is None:
                     from app.runtime.catalog import Catalog
 
-                    catalog = Catalog.from_schemas(config.schemas)
+                    catalog = Catalog.from_schemas(config.schemas,
+                                                   functions=config.functions)
                     for st in config.statements:
                         plan_statement(catalog, st.epl, st.name)
                 try:

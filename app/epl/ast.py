@@ -182,6 +182,56 @@ class Cast(Node):
     type_name: str
 
 
+# --------------------------------------------------------------------- subqueries
+# Esper reference "Subqueries": a select over one stream used inside an expression.
+
+
+@dataclass(frozen=True, slots=True)
+class SubSelect(Node):
+    """``select [distinct] items from Stream[(filter)]#views [as s] [where ..] [group by
+    ..] [having ..]`` inside parentheses; ``stream`` is a FilterStream."""
+
+    select_items: tuple[Node, ...]
+    stream: Node
+    where: Node | None = None
+    group_by: tuple[Node, ...] = ()
+    having: Node | None = None
+    distinct: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Subquery(Node):
+    """``(select ...)`` as a value: one column's value, or a row of several columns."""
+
+    query: SubSelect
+
+
+@dataclass(frozen=True, slots=True)
+class Exists(Node):
+    """``exists (select ...)``: whether the subquery finds a row."""
+
+    query: SubSelect
+
+
+@dataclass(frozen=True, slots=True)
+class InSubquery(Node):
+    """``expr [not] in (select ...)``."""
+
+    expr: Node
+    query: SubSelect
+    negated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Quantified(Node):
+    """``expr op any|some|all (select ...)``; ``quantifier`` is 'any' or 'all' (some = any)."""
+
+    expr: Node
+    op: str
+    quantifier: str
+    query: SubSelect
+
+
 # Milliseconds per normalised time unit. Esper §5.2.1 time periods; a month is
 # taken as 30 days and a year as 365 days when no calendar is involved.
 UNIT_MS: dict[str, float] = {

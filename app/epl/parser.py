@@ -27,6 +27,7 @@ from app.epl.parsing.match_recognize import MatchRecognizeRules
 from app.epl.parsing.patterns import PatternRules
 from app.epl.parsing.statements import StatementRules
 from app.epl.parsing.streams import StreamRules
+from app.epl.parsing.subqueries import SubqueryRules
 from app.epl.parsing.syntax_errors import IDENT_RE, syntax_error
 from app.epl.walk import MAX_DEPTH, too_deep
 
@@ -166,6 +167,7 @@ def _check_depth(built: Any, text: str) -> None:
 
 
 
-class _Builder(StatementRules, StreamRules, ContextRules, PatternRules, MatchRecognizeRules,
+class _Builder(StatementRules, StreamRules, ContextRules, PatternRules, SubqueryRules,
+               MatchRecognizeRules,
                ExpressionRules):
     """lark tree -> app.epl.ast; one method per grammar rule or alias, by section."""

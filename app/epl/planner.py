@@ -16,12 +16,14 @@ from app.epl.expr import (
     TableEnv,
     constant_value,
 )
+from app.epl.functions import using
 from app.epl.parser import parse_statement
 from app.epl.planning.base import construct_name
 from app.epl.planning.contexts import ContextPlanning
 from app.epl.planning.named_windows import NamedWindowPlanning
 from app.epl.planning.results import ResultPlanning
 from app.epl.planning.select import SelectPlanning
+from app.epl.planning.subqueries import subquery_numbers
 from app.epl.planning.tables import TablePlanning
 from app.runtime.catalog import Catalog, NotSupported
 from app.runtime.plan import OnDemandPlan, StatementPlan
@@ -40,7 +42,8 @@ class Planner(SelectPlanning, NamedWindowPlanning, TablePlanning, ResultPlanning
         node = parse_statement(epl)
         self.source = epl
         try:
-            return plan(node)
+            with using(self.catalog.functions):
+                return plan(node)
         except NotSupportedExpr as e:
             raise NotSupported(str(e)) from None
         except EplError as e:
@@ -71,6 +74,7 @@ class Planner(SelectPlanning, NamedWindowPlanning, TablePlanning, ResultPlanning
         kind = type(node).__name__
         self._check_context_variables(node)
         self.tenv = TableEnv(self.catalog.tables, getattr(node, "context", None))
+        self.subquery_numbers = subquery_numbers(node)
         plan = self._plan_kind(node, kind, name, epl)
         if self.tenv.used and plan.kind in ("query", "on"):
             # read-accessed tables: the runtime hands their instances to the statement

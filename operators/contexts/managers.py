@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -348,8 +349,9 @@ def java_hash_code(value: Any) -> int:
         h = (value ^ ((value & 0xFFFFFFFFFFFFFFFF) >> 32)) & 0xFFFFFFFF  # Long.hashCode
         return h - (1 << 32) if h >= (1 << 31) else h
     h = 0
-    for ch in str(value):
-        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    data = str(value).encode("utf-16-be", "surrogatepass")
+    for i in range(0, len(data), 2):  # Java hashes UTF-16 code units
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
     return h - (1 << 32) if h >= (1 << 31) else h
 
 
@@ -366,6 +368,10 @@ class HashItem:
     function: str
     expr: Expr
     filter: Expr | None = None
+    user: bool = False
+    """``expr`` is a user single-row function's call whose integer result is the hash
+    code (Esper ref. 4.2.3 hash segmented context: the hash function may be a plug-in
+    single-row function)."""
 
 
 @dataclass(frozen=True)
@@ -378,8 +384,9 @@ class HashSpec:
     preallocate: bool = False
     owned: int | None = None
     """Kafka mode: the one bucket this engine partition holds (its Kafka partition).
-    Its context partition id is then the bucket, preallocated or not (ARCHITECTURE.md:
-    context partition id = Kafka partition), and ``preallocate`` allocates only it."""
+    With ``preallocate`` its context partition id is the bucket and only it is
+    allocated; without, its id is its rank in the order of first use of all buckets,
+    which the engine partition learns from the routing stage (``HashManager.first_use``)."""
 
     def build(self, state: StateNamespace, ctx: PartitionCtx) -> HashManager:
         return HashManager(self, state, ctx)
@@ -402,8 +409,13 @@ class HashSpec:
             v = item.expr(event, ctx)
             if v is None:  # the reference product puts a null into bucket 0
                 return 0
-            h = crc32_of(v) if item.function.lower() == "consistent_hash_crc32" \
-                else java_hash_code(v)
+            if item.user:
+                # the returned number's Java intValue() is the hash code
+                h = ((int(v) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+            elif item.function.lower() == "consistent_hash_crc32":
+                h = crc32_of(v)
+            else:
+                h = java_hash_code(v)
             # Java's remainder keeps the sign of a negative hash code; the reference
             # product then takes its absolute value.
             return abs(h) % self.granularity
@@ -412,7 +424,13 @@ class HashSpec:
 
 class HashManager(Manager):
     """Partition per hash bucket; ids are the buckets when preallocated, else sequential
-    in allocation order (reference product behaviour)."""
+    in order of first use (reference product behaviour).
+
+    Kafka mode (``spec.owned``): the manager holds one bucket's partition.  Without
+    ``preallocate`` its id counts the buckets used before it anywhere; the engine
+    partition calls ``first_use`` with every bucket's first use in the merged event order
+    (the routing stage sends it to every engine partition of the context), so all engine
+    partitions number alike and as one embedded Engine does."""
 
     def __init__(self, spec: HashSpec, state: StateNamespace, ctx: PartitionCtx) -> None:
         self.spec = spec
@@ -420,9 +438,41 @@ class HashManager(Manager):
         self.ctx = ctx
         self.state = state
         self.ids: dict[int, int] = {int(b): i for b, i in (state.get("ids") or [])}
+        here = state.get("here")
+        if here is None and spec.owned in self.ids:
+            here = [spec.owned]  # a state written before the ids followed first use
+        self.here: set[int] = {int(b) for b in (here or [])}
+        """Kafka, by first use: the buckets whose partitions this engine holds (``ids``
+        also numbers buckets held elsewhere)."""
+
+    @property
+    def by_first_use(self) -> bool:
+        """Kafka mode without preallocate: ids come from ``first_use``."""
+        return self.spec.owned is not None and not self.spec.preallocate
+
+    @property
+    def numbered(self) -> bool:
+        """Whether the owned bucket has its id (later first uses cannot change it)."""
+        return self.spec.owned in self.ids
 
     def _save(self) -> None:
         self.state.put("ids", sorted(self.ids.items()))
+
+    def first_use(self, buckets: Iterable[int]) -> None:
+        """Buckets in the order of their first use (known ones are passed over), up to
+        the owned bucket; once it has its id nothing changes any more."""
+        owned = self.spec.owned
+        if owned in self.ids:
+            return
+        size = len(self.ids)
+        for b in buckets:
+            if b not in self.ids:
+                self.ids[b] = len(self.ids)
+            if b == owned:
+                break
+        if len(self.ids) != size:
+            self._save()
+            self.state.put("here", sorted(self.here))  # also says: not an older state
 
     def deploy(self, now_ms: int) -> list[Change]:
         if self.spec.preallocate and not self.ids:
@@ -439,12 +489,17 @@ class HashManager(Manager):
             return []
         pid = self.ids.get(bucket)
         if pid is None:
-            pid = bucket if self.spec.owned is not None else len(self.ids)
+            pid = bucket if self.spec.preallocate else len(self.ids)
             self.ids[bucket] = pid
             self._save()
+        if self.by_first_use and bucket not in self.here:
+            self.here.add(bucket)
+            self.state.put("here", sorted(self.here))
         return [pid]
 
     def live(self) -> list[Pid]:
+        if self.by_first_use:
+            return sorted(self.ids[b] for b in self.here)
         return sorted(self.ids.values())
 
 
@@ -485,6 +540,11 @@ class CategoryManager(Manager):
         if s.filter is not None and not s.filter(event, ctx):
             return []
         return [i for i, (_, pred) in enumerate(s.groups) if pred(event, ctx)]
+
+    def categories(self, event: Row) -> list[Pid]:
+        """The categories whose predicate an event of any type satisfies."""
+        ctx = self.ctx
+        return [i for i, (_, pred) in enumerate(self.spec.groups) if pred(event, ctx)]
 
     def props(self, pid: Pid) -> dict[str, Any]:
         return {"name": self.name, "id": pid, "label": self.spec.groups[pid][0]}

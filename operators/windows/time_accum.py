@@ -4,34 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from operators.base import Emit, PartitionCtx, Rows, StateNamespace
-from operators.windows.common import (
-    DEFAULT_ENV,
-    BuildEnv,
-    Deferred,
-    RowRefs,
-    WindowSpec,
-    remove_from_log,
-    resolve,
-)
-from operators.windows.fifo import FifoWindow
+from operators.base import Emit, PartitionCtx, StateNamespace
+from operators.windows.common import DEFAULT_ENV, BuildEnv, resolve
+from operators.windows.time import TimeSpec, TimeWindow
 
 
-class TimeAccumWindow(FifoWindow):
-    """Posts arrivals at once; all rows leave together ``period`` after the last arrival."""
-
-    in_place_update = True
-
-    def __init__(self, period: int, state: StateNamespace, refs: RowRefs) -> None:
-        super().__init__(state, refs, stamped=True)
-        self.period = period
-
-    def on_events(self, new: Rows, old: Rows, now_ms: int) -> Emit:
-        """Append with the arrival time; each arrival pushes the expiry out."""
-        removed = remove_from_log(self.log, old) if old else []
-        for row in new:
-            self.log.append(row, now_ms)
-        return new, removed
+class TimeAccumWindow(TimeWindow):
+    """A time window whose rows all leave together ``period`` after the last arrival
+    (each arrival pushes the expiry out)."""
 
     def on_time(self, now_ms: int) -> Emit:
         """No arrival for ``period``: the whole window leaves, oldest first."""
@@ -47,14 +27,10 @@ class TimeAccumWindow(FifoWindow):
 
 
 @dataclass(frozen=True)
-class TimeAccumSpec(WindowSpec):
+class TimeAccumSpec(TimeSpec):
     """``time_accum(period)``."""
 
-    oldest_first = True
-
-    period: int | Deferred
     name: str = "time_accum"
-    params_text: tuple[str, ...] = ()
 
     def build(
         self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None

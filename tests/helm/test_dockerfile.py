@@ -88,12 +88,13 @@ def test_runtime_installs_no_extras(parsed: list[Instruction]) -> None:
     runtime = stages(parsed)["runtime"]
     assert [a for k, a in runtime if k == "COPY"] == ["--from=build /opt/kepl /opt/kepl"]
     assert [a for k, a in build if k == "COPY"] == [
-        "pyproject.toml README.md LICENSE ./", "app ./app", "operators ./operators"]
+        "pyproject.toml README.md LICENSE ./", "app ./app", "operators ./operators",
+        "schemas ./schemas"]
 
 
 def test_build_context_keeps_what_the_build_copies() -> None:
     kept = {line[1:] for line in DOCKERIGNORE.read_text().splitlines() if line.startswith("!")}
-    assert kept == {"pyproject.toml", "README.md", "LICENSE", "app", "operators"}
+    assert kept == {"pyproject.toml", "README.md", "LICENSE", "app", "operators", "schemas"}
     assert DOCKERIGNORE.read_text().splitlines()[1] == "*"
 
 

@@ -17,6 +17,7 @@ from app.epl import ast
 from app.epl.errors import did_you_mean, verr
 from app.epl.expr import Scope, compile_expr, is_table_name, names_in, text_of
 from app.epl.planning.base import PlannerBase
+from app.epl.planning.subqueries import SubqueryEnv
 from app.epl.properties import path_error
 from app.runtime.catalog import NotSupported
 from app.runtime.plan import StatementPlan
@@ -104,7 +105,10 @@ def plan_join(planner: PlannerBase, node: Any, name: str, epl: str) -> Statement
         for on in inner_on:
             where = on if where is None else ast.Binary("and", on, where, pos=on.pos)
         node = dataclasses.replace(node, where=where, joins=())
-    scope = Scope("tags", tags=names, variables=variables, tables=planner.tenv)
+    subs = SubqueryEnv(planner, node.context,
+                       outer_props=frozenset(p for pr in props.values() for p in pr))
+    scope = Scope("tags", tags=names, variables=variables, tables=planner.tenv,
+                  subqueries=subs)
     agg_texts: dict[str, int] = {}
     # join rows leave as any stream's window evicts: order-based aggregates track them
     rs = planner.result_set(node, dataclasses.replace(scope, rows_leave_in_order=False),
@@ -124,7 +128,7 @@ def plan_join(planner: PlannerBase, node: Any, name: str, epl: str) -> Statement
     select_kind, insert_into, insert_stream, select_stream = planner.streams_of(node, rs)
     pipeline = PipelineSpec(rs, output, None, None, where,
                             select_kind if select_stream is None else "irstream",
-                            bool(node.distinct), join=spec)
+                            bool(node.distinct), join=spec, subqueries=tuple(subs.specs))
     return StatementPlan(name, "query", epl, pipeline, node.context,
                          insert_into=insert_into, insert_stream=insert_stream,
                          select_stream=select_stream,
@@ -214,6 +218,8 @@ def _rewrite(node: Any, fn: Any) -> Any:
     """``node`` with every Name replaced by ``fn(name)`` (other nodes rebuilt as needed)."""
     if isinstance(node, ast.Name):
         return fn(node)
+    if isinstance(node, ast.SubSelect):
+        return node  # a subquery resolves its own names (planning.subqueries)
     if isinstance(node, tuple):
         return tuple(_rewrite(x, fn) for x in node)
     if not (hasattr(node, "__dataclass_fields__") and isinstance(node, ast.Node)):

@@ -35,11 +35,13 @@ def pattern_tags(node: Any) -> list[str]:
     return out
 
 
-def plan_pattern(planner: Any, node: Any, outer_tags: frozenset[str] = frozenset()) -> Any:
-    """A PatternSpec for a pattern AST; filters may read earlier tags and ``outer_tags``."""
+def plan_pattern(planner: Any, node: Any, outer_tags: frozenset[str] = frozenset(),
+                 subqueries: Any = None) -> Any:
+    """A PatternSpec for a pattern AST; filters may read earlier tags and ``outer_tags``,
+    and hold subqueries when ``subqueries`` (the statement's SubqueryEnv) is given."""
     tags = frozenset(pattern_tags(node)) | outer_tags
     variables = frozenset(planner.catalog.variables)
-    return _Spec(_node(planner, node, tags, variables), text_of(node))
+    return _Spec(_node(planner, node, tags, variables, subqueries), text_of(node))
 
 
 class _Spec(PatternSpec):
@@ -49,7 +51,8 @@ class _Spec(PatternSpec):
         return self.tags()
 
 
-def _node(planner: Any, n: Any, tags: frozenset[str], variables: frozenset[str]) -> Any:
+def _node(planner: Any, n: Any, tags: frozenset[str], variables: frozenset[str],
+          subqueries: Any = None) -> Any:
     if isinstance(n, ast.PFilter):
         props = planner.catalog.type_props(n.type_name)
         if props is None:
@@ -59,33 +62,51 @@ def _node(planner: Any, n: Any, tags: frozenset[str], variables: frozenset[str])
         if n.filter is not None:
             tenv = getattr(planner, "tenv", None)
             env = replace(tenv, props=props) if tenv is not None else None
-            pred = compile_expr(n.filter, Scope("pfilter", frozenset(), tags, variables,
-                                                tables=env))
+            scope = Scope("pfilter", frozenset(), tags, variables, tables=env)
+            if subqueries is not None and _has_subquery(n.filter):
+                # Esper names a tagged filter's own stream by its tag: inside its
+                # subqueries 'a.k' of 'a=A(...)' is the event being filtered
+                own = frozenset({n.tag} if n.tag else ())
+                scope = Scope("pfilter", own, tags - own, variables, tables=env,
+                              subqueries=replace(subqueries, outer_props=frozenset(props),
+                                                 outer_names=frozenset({n.type_name})))
+            pred = compile_expr(n.filter, scope)
         return ps.Filter(n.tag, n.type_name, pred,
                          text_of(n.filter) if n.filter is not None else "")
     if isinstance(n, ast.PEvery):
-        return ps.Every(_node(planner, n.child, tags, variables))
+        return ps.Every(_node(planner, n.child, tags, variables, subqueries))
     if isinstance(n, ast.PEveryDistinct):
         keys = tuple(compile_expr(e, Scope("pfilter", frozenset(), tags, variables,
                                            tables=getattr(planner, "tenv", None)))
                      for e in n.exprs)
         period = time_period_ms(n.period) if n.period is not None else None
-        return ps.EveryDistinct(keys, period, _node(planner, n.child, tags, variables))
+        return ps.EveryDistinct(keys, period,
+                                _node(planner, n.child, tags, variables, subqueries))
     if isinstance(n, ast.PFollowedBy):
-        return ps.FollowedBy(tuple(_node(planner, c, tags, variables) for c in n.children))
+        return ps.FollowedBy(tuple(_node(planner, c, tags, variables, subqueries)
+                                   for c in n.children))
     if isinstance(n, ast.PAnd):
-        return ps.And(tuple(_node(planner, c, tags, variables) for c in n.children))
+        return ps.And(tuple(_node(planner, c, tags, variables, subqueries)
+                            for c in n.children))
     if isinstance(n, ast.POr):
-        return ps.Or(tuple(_node(planner, c, tags, variables) for c in n.children))
+        return ps.Or(tuple(_node(planner, c, tags, variables, subqueries)
+                           for c in n.children))
     if isinstance(n, ast.PNot):
-        return ps.Not(_node(planner, n.child, tags, variables))
+        return ps.Not(_node(planner, n.child, tags, variables, subqueries))
     if isinstance(n, ast.PTimerInterval):
         return ps.TimerInterval(time_period_ms(n.period))
     if isinstance(n, ast.PTimerAt):
         return ps.TimerAt(cron_spec(n.crontab))
     if isinstance(n, ast.PGuard):
-        return ps.Within(_node(planner, n.child, tags, variables), time_period_ms(n.period))
+        return ps.Within(_node(planner, n.child, tags, variables, subqueries),
+                         time_period_ms(n.period))
     raise NotSupported(f"pattern {type(n).__name__}")
+
+
+def _has_subquery(expr: Any) -> bool:
+    from app.epl.walk import iter_nodes
+
+    return any(isinstance(x, ast.SubSelect) for x in iter_nodes(expr))
 
 
 def _cron_value(f: Any) -> Any:

@@ -50,7 +50,8 @@ class ResultPlanning(PlannerBase):
         ascope = Scope(scope.kind, scope.aliases, scope.tags, scope.variables, aggs,
                        allow_aggregates=True, tables=scope.tables,
                        partition_keys=scope.partition_keys,
-                       rows_leave_in_order=scope.rows_leave_in_order)
+                       rows_leave_in_order=scope.rows_leave_in_order,
+                       subqueries=scope.subqueries)
         if agg_texts is not None:
             ascope.agg_texts = agg_texts
         columns: list[SelectColumn] = []
@@ -60,7 +61,8 @@ class ResultPlanning(PlannerBase):
             if type(item).__name__ == "Wildcard":
                 wildcard = True
                 continue
-            columns.append(SelectColumn(column_name(item, self.source),
+            columns.append(SelectColumn(column_name(item, self.source,
+                                                    self.subquery_numbers),
                                         compile_expr(item.expr, ascope)))
             if not has_aggregate(item.expr):
                 plain_exprs.append(item.expr)

@@ -19,6 +19,7 @@ from app.epl.planning.base import (
     construct_name,
     derived_props,
 )
+from app.epl.planning.subqueries import SubqueryEnv
 from app.runtime.catalog import NotSupported
 from app.runtime.plan import StatementPlan
 from operators.output import OutputSpec
@@ -42,6 +43,7 @@ class SelectPlanning(PlannerBase):
 
             return plan_join(self, node, name, epl)
         src = node.from_[0]
+        subs = SubqueryEnv(self, node.context)
         stream: StreamSpec | None = None
         pattern = None
         variables = frozenset(self.catalog.variables)
@@ -58,7 +60,10 @@ class SelectPlanning(PlannerBase):
                     hint=did_you_mean(src.type_name, self._type_names()))
             aliases = frozenset({src.alias} if src.alias else set())
             self.tenv.props = props
-            scope = Scope("event", aliases, variables=variables, tables=self.tenv)
+            subs.outer_names = frozenset({src.type_name})
+            subs.outer_props = frozenset(props)
+            scope = Scope("event", aliases, variables=variables, tables=self.tenv,
+                          subqueries=subs)
             filt = compile_expr(src.filter, scope) if src.filter is not None else None
             view = self.view_chain(src.views, scope, src.retain) if src.views else None
             if node.match_recognize is not None:
@@ -83,9 +88,10 @@ class SelectPlanning(PlannerBase):
         elif type(src).__name__ == "PatternStream":
             from app.epl.planning.patterns import plan_pattern
 
-            pattern = plan_pattern(self, src.pattern)
+            pattern = plan_pattern(self, src.pattern, subqueries=subs)
+            subs.pattern = True
             scope = Scope("tags", tags=frozenset(pattern.tag_names()), variables=variables,
-                          tables=self.tenv)
+                          tables=self.tenv, subqueries=subs)
             self._check_tag_names(node, pattern)
         else:
             raise NotSupported(construct_name(type(src).__name__))
@@ -110,7 +116,8 @@ class SelectPlanning(PlannerBase):
         select_kind, insert_into, insert_stream, select_stream = self.streams_of(node, rs)
         pipeline = PipelineSpec(rs, output, stream, pattern, where,
                                 select_kind if select_stream is None else "irstream",
-                                bool(node.distinct), match_recognize=mr)
+                                bool(node.distinct), subqueries=tuple(subs.specs),
+                                match_recognize=mr)
         return StatementPlan(name, "query", epl, pipeline, node.context,
                              insert_into=insert_into, insert_stream=insert_stream,
                              select_stream=select_stream,

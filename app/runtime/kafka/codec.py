@@ -16,11 +16,42 @@ import orjson
 
 def loads(data: bytes) -> Any:
     """Parse JSON; what orjson refuses goes through the standard library, which also
-    takes ``NaN`` and ``Infinity`` and words its errors as the embedded runtime does."""
+    takes ``NaN`` and ``Infinity`` and words its errors as the embedded runtime does.
+
+    A string holding a lone surrogate (``"\\ud800"``, valid JSON but no Unicode text)
+    is refused with ``ValueError``: it could be read but never written out again."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
-        return json.loads(data)
+        value = json.loads(data)
+    bad = _lone_surrogate(value)
+    if bad is not None:
+        raise NotText(f"string {bad} holds a lone surrogate (not Unicode text)")
+    return value
+
+
+class NotText(ValueError):
+    """Valid JSON holding a string that is not Unicode text (a lone surrogate)."""
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The first string (or key) in ``value`` that cannot be encoded as UTF-8, shortened
+    for a message, else None.  Iterative: the value may be nested deeply."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        t = type(v)
+        if t is str:
+            try:
+                v.encode()
+            except UnicodeEncodeError:
+                return ascii(v[:40])
+        elif t is dict:
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif t is list:
+            stack.extend(v)
+    return None
 
 
 NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
@@ -33,8 +64,14 @@ def encode_row(row: Any) -> tuple[bytes, bytes | None]:
     Such a double (NaN, an infinity) is written as the string ``"NaN"``, ``"Infinity"``
     or ``"-Infinity"``, as Jackson writes them and Spark's JSON reader takes them for a
     double column; the header lists the row's fields that held one (a JSON array), so
-    that kepl's readers turn exactly those back into numbers (``decode_row``)."""
-    out = orjson.dumps(row, default=str)
+    that kepl's readers turn exactly those back into numbers (``decode_row``).
+
+    What orjson cannot write (an integer beyond 64 bits, a lone surrogate) is written by
+    the standard library instead (digits; a ``\\ud800`` escape): a row never fails."""
+    try:
+        out = orjson.dumps(row, default=str)
+    except TypeError:
+        return _encode_row_slow(row)
     if b"null" in out and _non_finite(row):
         if type(row) is dict:
             fields = [k for k, v in row.items() if _non_finite(v)]
@@ -42,6 +79,18 @@ def encode_row(row: Any) -> tuple[bytes, bytes | None]:
             return orjson.dumps(fixed, default=str), orjson.dumps(fields)
         return orjson.dumps(_as_strings(row), default=str), b"true"
     return out, None
+
+
+def _encode_row_slow(row: Any) -> tuple[bytes, bytes | None]:
+    fields: Any = None
+    if _non_finite(row):
+        if type(row) is dict:
+            fields = [k for k, v in row.items() if _non_finite(v)]
+        else:
+            fields = True
+        row = _as_strings(row)
+    data = json.dumps(row, default=str, separators=(",", ":")).encode()
+    return data, (None if fields is None else json.dumps(fields).encode())
 
 
 def decode_row(data: bytes, nonfinite: bytes | None = None) -> Any:
@@ -80,8 +129,12 @@ def _as_numbers(value: Any) -> Any:
 
 
 def dumps(value: Any) -> bytes:
-    """Compact JSON of a row, an event or a control value."""
-    out = orjson.dumps(value, default=str)
+    """Compact JSON of a row, an event or a control value (the standard library writes
+    what orjson cannot: integers beyond 64 bits, lone surrogates, NaN)."""
+    try:
+        out = orjson.dumps(value, default=str)
+    except TypeError:
+        return json.dumps(value, default=str, separators=(",", ":")).encode()
     if b"null" in out and _non_finite(value):
         return json.dumps(value, default=str, separators=(",", ":")).encode()
     return out
@@ -113,4 +166,7 @@ def bundle(entries: list[list[Any]]) -> bytes:
     """A repartition record: entries ``[kind, type, upstream, offset, ts, seq, value]``
     in routing order.  No NaN check: events are routed only after their type accepted
     them, and a type takes no non-finite double (``catalog.event_coercer``)."""
-    return orjson.dumps(entries, default=str)
+    try:
+        return orjson.dumps(entries, default=str)
+    except TypeError:  # an untyped property holding an integer beyond 64 bits
+        return json.dumps(entries, default=str, separators=(",", ":")).encode()

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from app.runtime.catalog import string_limits
+from app.runtime.functions import FunctionError, parse_functions
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 MAIN_GROUP = "main"
@@ -66,15 +67,21 @@ class AppConfig:
     production)."""
     min_insync_replicas: int | None = None
     """``min.insync.replicas`` of the internal topics kepl creates (None: the broker's)."""
+    functions: dict[str, Any] = field(default_factory=dict)
+    """Declared user functions (``app.runtime.functions.FunctionDef`` by name)."""
     processing_guarantee: str = "exactly_once"
     """``exactly_once`` (one Kafka transaction per checkpoint: outputs, changelog,
     repartition records and input offsets; readers use read_committed) or
     ``at_least_once`` (the same records without a transaction; a crash may repeat rows,
     with the same ``kepl.id``)."""
+    on_lost_input: str = "continue"
+    """When source records were deleted before they were read: ``continue`` (say so,
+    count them, go on from the log start) or ``stop`` (say so and exit)."""
 
     @classmethod
-    def from_dict(cls, doc: dict[str, Any]) -> AppConfig:
-        """Validate the dict shape (item names, types) and fill in defaults."""
+    def from_dict(cls, doc: dict[str, Any], base_dir: str | Path | None = None) -> AppConfig:
+        """Validate the dict shape (item names, types) and fill in defaults; ``base_dir``:
+        the directory of the file it was read from (where function modules may live)."""
         if not isinstance(doc, dict):
             raise ConfigError("the configuration must be a mapping")
         app = doc.get("app")
@@ -108,7 +115,7 @@ class AppConfig:
         for t in full_topics.values():
             if not _NAME.match(t):
                 raise ConfigError(f"topic name '{t}' is not valid")
-        # a statement file says 'partitions' (app/schemas/statement-file.schema.json)
+        # a statement file says 'partitions' (schemas/statement-file.schema.json)
         parts = doc.get("source_partitions", doc.get("partitions", 1))
         if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
             raise ConfigError(f"'partitions' must be a positive integer, got {parts!r}")
@@ -116,6 +123,10 @@ class AppConfig:
         if guarantee not in GUARANTEES:
             raise ConfigError(f"'processing_guarantee' must be one of {', '.join(GUARANTEES)}, "
                               f"got {guarantee!r}")
+        on_lost = doc.get("on_lost_input", "continue")
+        if on_lost not in LOST_INPUT_POLICIES:
+            raise ConfigError("'on_lost_input' must be one of "
+                              f"{', '.join(LOST_INPUT_POLICIES)}, got {on_lost!r}")
         limits = doc.get("max_string_length")
         if limits is not None and not (
                 (isinstance(limits, int) and not isinstance(limits, bool) and limits >= 0)
@@ -134,17 +145,23 @@ class AppConfig:
         for key, v in (("replication_factor", rf), ("min_insync_replicas", isr)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise ConfigError(f"'{key}' must be a positive integer, got {v!r}")
+        try:
+            functions = parse_functions(doc.get("functions"), base_dir)
+        except FunctionError as e:
+            raise ConfigError(f"functions: {e}") from None
         return cls(app, {k: dict(v) for k, v in schemas.items()}, tuple(stmts), full_topics,
                    parts, _context_partitions(doc.get("context_partitions")),
                    string_limits(limits), {str(k): _prop(v) for k, v in kafka.items()},
-                   rf, isr, guarantee)
+                   rf, isr, functions=functions, processing_guarantee=guarantee,
+                   on_lost_input=on_lost)
 
     @classmethod
     def from_file(cls, path: Path | str) -> AppConfig:
         """Load a YAML (or JSON) file of the ``from_dict`` shape."""
         import yaml
 
-        return cls.from_dict(yaml.safe_load(Path(path).read_text()))
+        return cls.from_dict(yaml.safe_load(Path(path).read_text()),
+                             Path(path).resolve().parent)
 
     def to_dict(self) -> dict[str, Any]:
         """The dict shape again (for writing a worker's config file)."""
@@ -157,6 +174,8 @@ class AppConfig:
                if self.context_partitions else {}),
             **({"processing_guarantee": self.processing_guarantee}
                if self.processing_guarantee != "exactly_once" else {}),
+            **({"on_lost_input": self.on_lost_input}
+               if self.on_lost_input != "continue" else {}),
             **({"max_string_length": dict(self.max_string_length)}
                if self.max_string_length else {}),
             **({"kafka": dict(self.kafka)} if self.kafka else {}),
@@ -164,6 +183,8 @@ class AppConfig:
                if self.replication_factor != 1 else {}),
             **({"min_insync_replicas": self.min_insync_replicas}
                if self.min_insync_replicas is not None else {}),
+            **({"functions": {n: f.to_dict() for n, f in self.functions.items()}}
+               if self.functions else {}),
             "statements": [
                 {"name": s.name, "epl": s.epl,
                  **({"output_topic": s.output_topic} if s.output_topic else {})}
@@ -215,6 +236,7 @@ def _prop(value: Any) -> str:
 
 MAX_CONTEXT_PARTITIONS = 10_000
 GUARANTEES = ("exactly_once", "at_least_once")
+LOST_INPUT_POLICIES = ("continue", "stop")
 SOURCE = "source"
 """``context_partitions: {C: source}``: C's key already partitions the source topics."""
 

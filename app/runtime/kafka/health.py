@@ -72,6 +72,8 @@ class Metrics:
                              registry=r, labelnames=["app"]).labels(**lbl)
         self.stalled = Gauge("kepl_stalled", "1 while the worker reports a stall",
                              registry=r, labelnames=["app"]).labels(**lbl)
+        self.lost = Counter("kepl_input_lost", "Source records deleted before they were read "
+                            "(retention, DeleteRecords)", ["app", "partition"], registry=r)
         self.app = app
         self._lags: set[tuple[str, int]] = set()
         self._last: dict[str, float] = {}
@@ -90,6 +92,10 @@ class Metrics:
             if delta > 0:
                 self.rows.labels(self.app, stmt).inc(delta)
             self._last[key] = total
+
+    def add_lost(self, partition: str, n: int) -> None:
+        """``n`` records of source ``partition`` (``topic[p]``) were lost."""
+        self.lost.labels(self.app, partition).inc(n)
 
     def set_lag(self, lags: dict[tuple[str, int], int]) -> None:
         for key in self._lags - set(lags):

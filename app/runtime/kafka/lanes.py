@@ -16,7 +16,7 @@ holds older records of that partition).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from app.runtime.engine import Engine
@@ -37,9 +37,17 @@ class LaneCursor:
     seq: int = 0
     barrier: str = ""
     """Id of the last watermark seen (the progress a restarted lane reports)."""
+    lost: int = 0
+    """Records of the partition deleted before they were read, so far (``kepl status``)."""
+    used: dict[str, frozenset[int]] = field(default_factory=dict)
+    """Repartition topic of a hash context numbered by first use -> its partitions this
+    source partition sent events to (``Routing.forward``); not in the metadata."""
 
     def metadata(self) -> str:
-        return codec.dumps([self.applied, self.now, self.seq, self.barrier]).decode()
+        items: list = [self.applied, self.now, self.seq, self.barrier]
+        if self.lost:
+            items.append(self.lost)
+        return codec.dumps(items).decode()
 
     @classmethod
     def from_metadata(cls, text: str | None) -> LaneCursor:
@@ -47,13 +55,14 @@ class LaneCursor:
         if not text:
             return cls()
         try:
-            a, t, s, b = codec.loads(text)
-            return cls(int(a), int(t), int(s), str(b))
+            a, t, s, b, *more = codec.loads(text)
+            return cls(int(a), int(t), int(s), str(b), int(more[0]) if more else 0)
         except (ValueError, TypeError):
             return cls()
 
     def copy(self) -> LaneCursor:
-        return LaneCursor(self.applied, self.now, self.seq, self.barrier)
+        return LaneCursor(self.applied, self.now, self.seq, self.barrier, self.lost,
+                          dict(self.used))
 
 
 class Lane:

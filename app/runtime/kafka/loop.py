@@ -41,7 +41,7 @@ from app.runtime.kafka.checkpoint import KAFKA_LOG, Checkpoint, Fenced, Rewind
 from app.runtime.kafka.config import AppConfig
 from app.runtime.kafka.health import DEFAULT_STALL_S, STALL_ENV, Health, Metrics, serve
 from app.runtime.kafka.lanes import Lane, LaneCursor
-from app.runtime.kafka.partition import EnginePartition, InRecord, SnapshotPolicy
+from app.runtime.kafka.partition import EnginePartition, InRecord, Poisoned, SnapshotPolicy
 from app.runtime.kafka.recovery import KafkaChangelog
 from app.runtime.kafka.router import (
     H_CONTROL,
@@ -53,14 +53,15 @@ from app.runtime.kafka.router import (
     H_STREAM,
     H_TIME,
     H_TYPE,
+    KNOWN_HEADERS,
     Entry,
     Routing,
     barrier_entry,
     dead_letter_headers,
     decode_bundle,
+    decode_seq,
     decode_watermark,
     encode_bundles,
-    event_entry,
 )
 from app.runtime.kafka.topology import LANES, STATEMENT_KINDS, Group, Topology
 
@@ -83,6 +84,13 @@ CONSUME_TIMEOUT_S = 0.01
 MAX_CHECKPOINT_RECORDS = 50_000
 """Input records per checkpoint at most (bounds a changelog record)."""
 EXIT_FENCED = 3
+EXIT_LOST_INPUT = 4
+EXIT_SHUTDOWN_TIMEOUT = 5
+SHUTDOWN_ENV = "KEPL_SHUTDOWN_TIMEOUT_S"
+DEFAULT_SHUTDOWN_S = 10.0
+"""After SIGTERM/SIGINT a worker commits and leaves within this long, or exits without
+the last commit (the next worker reads from the one before); a second signal exits at
+once."""
 GC_FULL_ENV = "KEPL_GC_FULL_S"
 DEFAULT_GC_FULL_S = 600.0
 """After every checkpoint the objects alive are frozen out of the cyclic collector, so
@@ -102,6 +110,85 @@ _REMOVE = (H_STREAM, b"remove")
 def _tp(name: str) -> tuple[str, int]:
     topic, _, p = name.rpartition(":")
     return topic, int(p)
+
+
+class Interrupted(Exception):
+    """A stop was requested while a long step (a restore) ran: leave it unfinished."""
+
+
+class ShutdownWatch:
+    """Bounds a worker process's shutdown.  The first SIGTERM/SIGINT asks the loop to stop
+    (before a loop runs, the process exits at once: nothing to commit); if the process is
+    still here ``KEPL_SHUTDOWN_TIMEOUT_S`` later (a commit or a close waiting on an
+    unreachable broker), or at a second signal, it exits.
+
+    A thread woken through ``signal.set_wakeup_fd`` watches, because Python runs a signal
+    handler only once the main thread is back from a blocking client call."""
+
+    def __init__(self) -> None:
+        self.worker: Worker | None = None
+        self.installed = False
+
+    def install(self) -> None:
+        """Take SIGTERM and SIGINT (main thread only; elsewhere they are the embedding
+        program's).  Idempotent."""
+        import socket
+        import threading
+
+        if self.installed or threading.current_thread() is not threading.main_thread():
+            return
+        given = os.environ.get(SHUTDOWN_ENV, "").strip()
+        self.timeout_s = float(given) if given else DEFAULT_SHUTDOWN_S
+        r, w = socket.socketpair()
+        w.setblocking(False)
+        self._sockets = (r, w)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, _ignore)  # the thread acts; this only wakes it
+        signal.set_wakeup_fd(w.fileno(), warn_on_full_buffer=False)
+        threading.Thread(target=self._watch, args=(r,), name="kepl-shutdown",
+                         daemon=True).start()
+        self.installed = True
+
+    def _watch(self, r: Any) -> None:
+        import select
+
+        signals = 0
+        deadline = None
+        while True:
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([r], [], [], wait)
+            if ready:
+                got = r.recv(64)
+                if not got:
+                    return
+                signals += len(got)
+                worker = self.worker
+                if worker is None:
+                    log.warning("stopped before the consumer loop started")
+                    sys.stderr.flush()
+                    os._exit(0)
+                worker.stopping = True
+                if deadline is None:
+                    deadline = time.monotonic() + self.timeout_s
+            if signals >= 2:
+                log.warning("second signal: exiting now, without the last commit")
+            elif deadline is not None and time.monotonic() >= deadline:
+                log.warning("shutdown took longer than %.0f s: exiting without the last "
+                            "commit (the next worker continues from the one before)",
+                            self.timeout_s)
+            else:
+                continue
+            sys.stderr.flush()
+            os._exit(EXIT_SHUTDOWN_TIMEOUT)
+
+
+def _ignore(*_: Any) -> None:
+    pass
+
+
+SHUTDOWN = ShutdownWatch()
+"""The process's one shutdown watch: ``python -m app.runtime.kafka.worker`` installs it
+first thing, ``Worker.run`` attaches to it."""
 
 
 class Worker:
@@ -179,6 +266,9 @@ class Worker:
         self.bundles: dict[tuple[str, int], list[Entry]] = {}
         self.pending: dict[tuple[str, int], list[InRecord]] = {}
         self.progress_due: set[tuple[str, int]] = set()
+        self.poison: dict[tuple[str, int], str] = {}
+        """(upstream, offset) -> reason: source records that failed inside a statement of
+        an engine partition fed directly; every room skips them (``_poisoned``)."""
         self.lane_progress: set[tuple[str, int]] = set()
         self.stopping = False
         self.since_commit = 0
@@ -212,8 +302,8 @@ class Worker:
         self.consumer.subscribe(topics, on_assign=self._guarded(self._on_assign),
                                 on_revoke=self._guarded(self._on_revoke),
                                 on_lost=self._guarded(self._on_lost))
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, self._stop)
+        SHUTDOWN.install()
+        SHUTDOWN.worker = self
         if self.metrics is not None and self.metrics_port is not None:
             self.http = serve(self.metrics_port, self.health, self.metrics)
             log.info("metrics and probes on port %d (/metrics, /healthz, /readyz)",
@@ -222,6 +312,8 @@ class Worker:
             while not self.stopping:
                 self.step()
             self.commit()
+        except Interrupted:
+            log.warning("stopped while restoring: the next worker restores again")
         except Fenced as e:
             log.critical("worker stops: %s (another worker owns its partitions now)", e)
             sys.stderr.flush()
@@ -239,9 +331,6 @@ class Worker:
             except BaseException as e:  # noqa: BLE001 - re-raised by step()
                 self._callback_error = e
         return run
-
-    def _stop(self, *_: Any) -> None:
-        self.stopping = True
 
     def close(self) -> None:
         if self.http is not None:
@@ -302,10 +391,14 @@ class Worker:
 
     def _flush_stage(self) -> None:
         """Hand batched records to the engine partitions, bundles to the producer."""
-        for key, recs in self.pending.items():
-            part = self.parts.get(key)
-            if part is not None:
-                part.run(recs)
+        try:
+            for key, recs in self.pending.items():
+                part = self.parts.get(key)
+                if part is not None:
+                    part.run(recs)
+        except Poisoned as e:
+            self._poisoned(e)
+            return
         self.pending.clear()
         for (topic, p), entries in self.bundles.items():
             for value in encode_bundles(entries):
@@ -316,23 +409,48 @@ class Worker:
         p = m.partition()
         off = m.offset()
         key = (topic, p)
+        expected = self.positions.get(key)
         self.positions[key] = off + 1
         cur = self.cursors.get(key)
         if cur is None:  # not (yet) ours
             return
+        if expected is not None and off > expected:
+            self._gap(key, expected, off)
         fresh = off > cur.applied
-        headers = m.headers()
+        upstream = self.upstream_names.get(key) or self.upstream_names.setdefault(
+            key, f"{topic}:{p}")
+        if self.poison and (upstream, off) in self.poison:
+            # it failed inside a statement: every room skips it (see ``_poisoned``)
+            if fresh:
+                self._dead_letter(m, self.poison[(upstream, off)])
+                cur.applied = off
+            return
         control = type_hdr = seq = None
+        headers = m.headers()
         if headers:
+            bad = None
             for k, v in headers:
                 if k == H_CONTROL:
-                    control = v
+                    control = v if v is not None else b""
                 elif k == H_TYPE:
                     type_hdr = v
                 elif k == H_SEQ:
                     seq = v
-        upstream = self.upstream_names.get(key) or self.upstream_names.setdefault(
-            key, f"{topic}:{p}")
+                elif k.startswith("kepl.") and k not in KNOWN_HEADERS:
+                    bad = f"unknown header {k!r} (kepl.* headers are kepl's own)"
+            if bad is None and control is not None and control != _W:
+                bad = (f"unknown {H_CONTROL} {control[:40].decode(errors='replace')!r} "
+                       "(known: watermark)")
+            if bad is None and seq is not None:
+                try:
+                    seq = decode_seq(seq)
+                except ValueError as e:
+                    bad = str(e)
+            if bad is not None:
+                if fresh:
+                    self._dead_letter(m, bad)
+                    cur.applied = off
+                return
         if control == _W:
             self._barrier(m, topic, p, upstream, off, fresh, cur)
             return
@@ -341,6 +459,8 @@ class Worker:
             return
         try:
             type_name, event = self.routing.decode(topic, type_hdr, m.value())
+            targets = (self.routing.targets(topic, type_name, event)
+                       if fresh and self.routes[topic] else None)
         except Exception as e:  # noqa: BLE001 - anything a record can trigger is a dead letter
             if fresh:
                 self._dead_letter(m, str(e) or type(e).__name__)
@@ -353,21 +473,19 @@ class Worker:
                 try:
                     lane.send(type_name, event)
                 except Exception as e:  # noqa: BLE001 - a statement failing on one event
+                    # nothing of it went anywhere yet: the lane emits all rows or none
                     self._dead_letter(m, f"engine error: {type(e).__name__}: {e}")
-            if self.routes[topic]:
-                targets = self.routing.targets(topic, type_name, event)
-                if targets:
-                    entry = event_entry(type_name, upstream, off, m.timestamp()[1],
-                                        int(seq) if seq is not None else None, event)
-                    for target in targets:
-                        self.bundles.setdefault(target, []).append(entry)
+                    cur.applied = off
+                    return
+            if targets:
+                self.routing.forward(self.bundles, cur, topic, type_name, event, upstream,
+                                     off, m.timestamp()[1], seq, targets)
             cur.applied = off
         for g in direct:
             if type_name in g.types:
                 self.pending.setdefault((g.name, p), []).append(
                     InRecord("event", upstream, off, type_name, m.timestamp()[1],
-                             int(seq) if seq is not None else None, event, b"",
-                             upstream, off))
+                             seq, event, b"", upstream, off))
 
     def _barrier(self, m: Any, topic: str, p: int, upstream: str, off: int, fresh: bool,
                  cur: LaneCursor) -> None:
@@ -404,6 +522,62 @@ class Worker:
         self.positions[(topic, p)] = off + 1
         self.pending.setdefault((g.name, p), []).extend(
             decode_bundle(m.value(), f"{topic}:{p}", off))
+
+    def _poisoned(self, e: Poisoned) -> None:
+        """A source record failed inside a statement of a direct engine partition, after
+        lanes, routing and other partitions took it: back to the last commit, and from
+        there on every room skips it and it goes to the dead-letter topic instead, so
+        no statement keeps any of its effect."""
+        self.poison[(e.record.upstream, e.record.offset)] = e.reason
+        log.warning("%s offset %d failed in a statement (%s): rewinding to the last commit "
+                    "to dead-letter it", e.record.upstream, e.record.offset, e.reason)
+        self.rewind()
+
+    def _gap(self, key: tuple[str, int], expected: int, off: int) -> None:
+        """The next record read lies past the one expected: offsets a transaction marker
+        or an aborted transaction took, or records deleted before they were read."""
+        from confluent_kafka import TopicPartition
+
+        try:
+            low, _ = self.consumer.get_watermark_offsets(
+                TopicPartition(key[0], key[1]), timeout=1.0, cached=True)
+        except Exception:  # noqa: BLE001 - unknown yet: the next gap asks again
+            return
+        if expected < low:
+            self._lost_input(key, expected, min(low, off))
+
+    def _log_start(self, key: tuple[str, int]) -> int | None:
+        """The first offset still in a partition's log (None if the broker did not say)."""
+        from confluent_kafka import TopicPartition
+
+        try:
+            low, _ = self.consumer.get_watermark_offsets(
+                TopicPartition(key[0], key[1]), timeout=5.0, cached=False)
+        except Exception:  # noqa: BLE001 - then a gap in the offsets read tells
+            return None
+        return low
+
+    def _lost_input(self, key: tuple[str, int], expected: int, start: int) -> None:
+        """Records ``expected``..``start - 1`` of a source partition were deleted (retention,
+        DeleteRecords, a truncated topic) before this app read them: say so once, count
+        them, and go on from ``start`` unless the app's policy stops the worker."""
+        lost = start - expected
+        self.stats["lost"] = self.stats.get("lost", 0) + lost
+        cur = self.cursors.get(key)
+        if cur is not None:
+            cur.lost += lost
+        if self.metrics is not None:
+            self.metrics.add_lost(f"{key[0]}[{key[1]}]", lost)
+        where = f"{key[0]}[{key[1]}]"
+        if self.config.on_lost_input == "stop":
+            log.critical("input lost: %s offsets %d..%d (%d record(s)) were deleted before "
+                         "they were read; on_lost_input: stop", where, expected, start - 1,
+                         lost)
+            sys.stderr.flush()
+            os._exit(EXIT_LOST_INPUT)
+        log.error("input lost: %s offsets %d..%d (%d record(s)) were deleted before they "
+                  "were read (retention or DeleteRecords); continuing from offset %d",
+                  where, expected, start - 1, lost, start)
 
     def _dead_letter(self, m: Any, reason: str) -> None:
         self.stats["dead"] += 1
@@ -702,7 +876,7 @@ class Worker:
     def rewind(self) -> None:
         """Back to the last commit: engine partitions from their databases, cursors from
         the committed metadata, the consumer to the committed offsets."""
-        from confluent_kafka import TopicPartition
+        from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
         self.checkpoint.abort()
         self.pending.clear()
@@ -719,8 +893,9 @@ class Worker:
         seeks = []
         for key in list(self.positions):
             off = self.committed.get(key)
-            if off is None:
+            if off is None:  # nothing committed yet: read the partition from its start
                 del self.positions[key]
+                seeks.append(TopicPartition(key[0], key[1], OFFSET_BEGINNING))
                 continue
             self.positions[key] = off
             seeks.append(TopicPartition(key[0], key[1], off))
@@ -751,7 +926,12 @@ class Worker:
             self.cursors[key] = cur
             self.committed_cursors[key] = cur.copy()
             if tp.offset >= 0:
-                self.committed[key] = tp.offset
+                self.committed[key] = self.positions[key] = tp.offset
+                low = self._log_start(key)
+                if low is not None and tp.offset < low:
+                    # the consumer resets to the log start by itself (auto.offset.reset)
+                    self.positions[key] = low
+                    self._lost_input(key, tp.offset, low)
             if tp.topic in self.lane_plans:
                 self._open_lane(key, cur)
         opened: dict[tuple[str, int], Group] = {}
@@ -770,8 +950,11 @@ class Worker:
                  len(tps), len(opened), time.monotonic() - t0)
 
     def _alive(self) -> None:
-        """The loop is busy, not stuck (``/healthz``): a restore calls this per record."""
+        """The loop is busy, not stuck (``/healthz``): a restore calls this per record
+        (and stops it when the worker was asked to stop)."""
         self.health.last_loop = time.monotonic()
+        if self.stopping:
+            raise Interrupted("stop requested")
 
     def _open_lane(self, key: tuple[str, int], cur: LaneCursor) -> None:
         self.lanes[key] = Lane(self.lane_plans[key[0]], key[1], cur,
@@ -783,6 +966,7 @@ class Worker:
                                g.upstreams(p, self.all_upstreams),
                                self.config.changelog_topic(g.name), self.snapshots,
                                adjacent=not self.checkpoint.exactly_once)
+        part.escalate = g.direct
         part.restore(self.changelog, self._alive)
         part.progress = part.barrier  # already on the progress topic with its state
         if self.metrics is not None:

@@ -16,6 +16,9 @@ Bookkeeping kept in the same state (so it is committed atomically with the engin
 - output sequence numbers per (statement, context partition): ``kepl.id`` =
   ``statement/context-partition/sequence`` is identical when a batch is replayed (the
   context partition of a keyed group is the key text, see ``_context_partition``);
+- a hash group without ``preallocate``: the ids of the buckets used before this
+  partition's own (``HashManager.first_use``), learnt from the *touch* records the routing
+  stage sends every engine partition at a bucket's first event from a source partition;
 - with more than one upstream partition, events wait in memory, per upstream, until
   every upstream has delivered the closing barrier of their epoch; the epoch is then
   merged deterministically (record timestamp, ``kepl.seq``, upstream, offset, each
@@ -62,6 +65,7 @@ from app.runtime.engine import Engine
 from app.runtime.kafka.store import ChangelogRecord, PartitionStore, entry_size
 from app.runtime.kafka.topology import Group
 from app.runtime.rows import keyed_text, pid_text
+from operators.contexts.managers import HashManager
 
 
 class ChangelogLog(Protocol):
@@ -180,7 +184,7 @@ class InRecord:
     upstream source partition, and the Kafka record that carried it (``via``: the source
     partition itself when the group is direct, else the repartition partition)."""
 
-    kind: str  # event | barrier
+    kind: str  # event | barrier | touch (payload: a bucket's first use, router.py)
     upstream: str
     offset: int
     type_name: str = ""
@@ -218,6 +222,16 @@ class DeadLetter:
 
     record: InRecord
     reason: str
+
+
+class Poisoned(Exception):
+    """A record read straight from a source partition failed inside a statement; the
+    worker, not the partition, must take it out (other rooms also took it)."""
+
+    def __init__(self, record: InRecord, reason: str) -> None:
+        super().__init__(reason)
+        self.record = record
+        self.reason = reason
 
 
 class _Fault(Exception):
@@ -258,6 +272,9 @@ class EnginePartition:
         self.touched = False
         self.sealed: ChangelogRecord | None = None
         self.progress: tuple[int, str] | None = None
+        self.escalate = False
+        """A fault on a record read from a source partition raises ``Poisoned`` instead
+        of being replayed here (set by the worker for directly fed groups)."""
 
     # -- life cycle --------------------------------------------------------------
     def restore(self, log: ChangelogLog, alive: Callable[[], None] | None = None) -> None:
@@ -349,13 +366,17 @@ class EnginePartition:
         self.barriers_queued = [0] * len(self.upstreams)
         engine = Engine(store=self.store, now_ms=self.now)
         engine.listeners.append(self._on_rows)
+        spec = self.group.hash_spec
         for plan in self.group.plans:
-            if plan.kind == "context" and plan.context_spec is self.group.hash_spec:
-                # this engine holds one bucket: context partition id = Kafka partition
+            if plan.kind == "context" and plan.context_spec is spec:
+                # this engine holds one bucket (= its Kafka partition)
                 plan = replace(plan, context_spec=replace(plan.context_spec,
                                                           owned=self.partition))
             engine.deploy(plan)
         self.engine = engine
+        self.first_use: HashManager | None = None
+        if spec is not None and not spec.preallocate:
+            self.first_use = engine.contexts[spec.name].manager
 
     def close(self) -> None:
         self.writing = None  # its iterator goes before the database
@@ -374,6 +395,8 @@ class EnginePartition:
             for r in records:
                 self._handle(r)
         except _Fault as f:
+            if self.escalate and f.rec.via == f.rec.upstream:
+                raise Poisoned(f.rec, f.reason) from None
             self._replay_without(f)
 
     def _replay_without(self, fault: _Fault) -> None:
@@ -446,6 +469,12 @@ class EnginePartition:
                 while q[0].kind != "barrier":
                     events.append(q.popleft())
                 heads.append(events)
+            if self.first_use is not None:
+                if not self.first_use.numbered:
+                    self.first_use.first_use(self._first_uses(heads))
+                # touches take no part in the merge: how many a restarted router sent
+                # again must not move an event
+                heads = [[r for r in events if r.kind != "touch"] for events in heads]
             # one upstream's records keep their order; ties across upstreams are broken
             # by record timestamp, then the producer's kepl.seq, upstream, offset
             keyed = [[((r.ts, -1 if r.seq is None else r.seq, ui, r.offset), r)
@@ -464,7 +493,38 @@ class EnginePartition:
                     t, wid = bt, str(b.payload["id"])
             self._advance(t or 0, wid)
 
+    def _first_uses(self, heads: list[list[InRecord]]) -> list[int]:
+        """Buckets in the order of their first use in an epoch of several upstreams.
+
+        A bucket's place is the smallest merge key of its first record in each upstream
+        (a touch, or for our own bucket an event).  An upstream counts up to its first
+        event of our bucket: touches after it cannot come before our first use, and
+        whether a restarted router sent some again must not matter."""
+        own = self.partition
+        first: dict[int, tuple[int, int, int, int]] = {}
+        for ui, events in enumerate(heads):
+            seen: set[int] = set()
+            for r in events:
+                b = int(r.payload) if r.kind == "touch" else own
+                if b in seen:
+                    continue
+                seen.add(b)
+                key = (r.ts, -1 if r.seq is None else r.seq, ui, r.offset)
+                if b not in first or key < first[b]:
+                    first[b] = key
+                if b == own:
+                    break
+        return sorted(first, key=first.__getitem__)
+
     def _event(self, r: InRecord) -> None:
+        if r.kind == "touch":  # one upstream: in order
+            if self.first_use is not None:
+                self.first_use.first_use((int(r.payload),))
+            return
+        if self.first_use is not None:
+            # our bucket's first use numbers it (a poisoned event's too: the other
+            # partitions count it from its touch)
+            self.first_use.first_use((self.partition,))
         if (r.upstream, r.offset) in self.poison:
             return
         assert self.engine is not None
@@ -482,7 +542,8 @@ class EnginePartition:
     def _context_partition(self, pid: Any) -> str:
         """``kepl.context_partition`` of a row: the same whichever worker runs it.
 
-        Hash group: the bucket (= Kafka partition, 000 §4.2.3).  Keyed group: the key
+        Hash group: the bucket (= Kafka partition; ``context.id`` follows first use
+        unless preallocated).  Keyed group: the key
         text, since ``context.id`` only numbers the keys of this engine partition.
         Otherwise the context partition id of the one Engine of ``main``.
         """

@@ -9,6 +9,16 @@
   becomes a barrier in *every* partition of every repartition topic, tagged with the
   source partition it came from.
 
+- A hash context without ``preallocate`` numbers its buckets in order of first use
+  (``context.id``), and each bucket lives in another engine partition.  So at the first
+  event of a bucket from a source partition, every engine partition that has had no
+  event from that source partition yet also gets a *touch* entry (the bucket, at the
+  event's place): each then knows which buckets were used before its own, in the same
+  merged order as its events (``Routing.forward``, ``EnginePartition._first_uses``).
+  Which partitions a source partition has sent events to is kept in its ``LaneCursor``,
+  committed and rewound with it; a restart forgets it and sends touches again, which
+  change nothing.
+
 What one consume batch sends to one repartition partition travels as a *bundle* record:
 a JSON array of ``[kind, type, upstream, offset, ts, seq, value]`` entries in routing
 order (``encode_bundle`` / ``decode_bundle``).  Every entry carries its upstream
@@ -22,6 +32,7 @@ from typing import Any
 
 from app.runtime.catalog import Catalog, EventTypeError, event_coercer
 from app.runtime.kafka import codec
+from app.runtime.kafka.lanes import LaneCursor
 from app.runtime.kafka.partition import InRecord
 from app.runtime.kafka.topology import Group, Topology
 
@@ -37,6 +48,10 @@ H_TIME = "kepl.time"
 H_ID = "kepl.id"
 H_NONFINITE = "kepl.nonfinite"
 """On an output record whose row held NaN or an infinity, written as a string."""
+KNOWN_HEADERS = frozenset({H_CONTROL, H_TYPE, H_SEQ, H_ERROR, H_SOURCE, H_STATEMENT,
+                           H_STREAM, H_PARTITION, H_TIME, H_ID, H_NONFINITE})
+"""Every kepl.* header kepl writes: a source record may carry them (a dead letter sent
+back, another app's output); any other kepl.* header makes the record a dead letter."""
 
 BUNDLE_MAX_ENTRIES = 2000
 """Entries per bundle record at most (keeps a record well under the broker's 1 MiB)."""
@@ -68,6 +83,9 @@ class Routing:
             t: [(cfg.repartition_topic(g.name), g) for g in routed
                 if g.types & set(self.types_of[t])]
             for t in cfg.source_topics}
+        self._numbered = {cfg.repartition_topic(g.name): g.partitions for g in routed
+                          if g.numbers_first_use}
+        """Repartition topics of hash contexts numbered by first use -> partitions."""
 
     def type_of(self, topic: str, given: bytes | None) -> str:
         """The event type of a record: its ``kepl.type`` header, or the topic's one type."""
@@ -90,8 +108,12 @@ class Routing:
             raise EventTypeError("empty record (no value)")
         try:
             raw = codec.loads(value)
+        except codec.NotText as e:
+            raise EventTypeError(f"{type_name}: {e}") from None
         except ValueError as e:
             raise EventTypeError(f"not JSON: {e}") from None
+        except RecursionError:
+            raise EventTypeError("not JSON: nested too deeply") from None
         if not isinstance(raw, dict):
             raise EventTypeError(f"an event of {type_name} must be a JSON object")
         return type_name, self.coerce[type_name](raw)
@@ -99,6 +121,29 @@ class Routing:
     def routes(self, topic: str) -> bool:
         """Whether some routed group takes events of ``topic``."""
         return bool(self._route_of[topic])
+
+    def forward(self, bundles: dict[tuple[str, int], list[Entry]], cursor: LaneCursor,
+                topic: str, type_name: str, event: dict[str, Any], upstream: str,
+                offset: int, ts: int, seq: int | None,
+                targets: list[tuple[str, int]] | None = None) -> None:
+        """Append an event of source partition ``upstream`` to the bundles of its
+        repartition partitions (``targets``, when already known), with the touches of a
+        first use (module docstring)."""
+        if targets is None:
+            targets = self.targets(topic, type_name, event)
+        entry: Entry | None = None
+        for rt, q in targets:
+            if entry is None:
+                entry = event_entry(type_name, upstream, offset, ts, seq, event)
+            bundles.setdefault((rt, q), []).append(entry)
+            if rt in self._numbered:
+                used = cursor.used.get(rt, frozenset())
+                if q not in used:
+                    cursor.used[rt] = used | {q}
+                    touch = touch_entry(upstream, offset, ts, seq, q)
+                    for r in range(self._numbered[rt]):
+                        if r != q and r not in used:
+                            bundles.setdefault((rt, r), []).append(touch)
 
     def targets(self, topic: str, type_name: str,
                 event: dict[str, Any]) -> list[tuple[str, int]]:
@@ -111,13 +156,44 @@ class Routing:
         return out
 
 
+LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+
 def decode_watermark(value: bytes | None) -> tuple[int, str]:
-    """``(t, id)`` of a watermark record; ``ValueError`` when it is malformed."""
+    """``(t, id)`` of a watermark record (``{"t": ms, "id": text}``, ``t`` a 64-bit
+    integer); ``ValueError`` says what is wrong with a malformed one."""
     try:
         wm = codec.loads(value or b"")
-        return int(wm["t"]), str(wm["id"])
-    except (ValueError, TypeError, KeyError) as e:
-        raise ValueError(f"malformed watermark: {e}") from None
+    except RecursionError:
+        raise ValueError("malformed watermark: nested too deeply") from None
+    except ValueError as e:
+        raise ValueError(f"malformed watermark: not JSON: {e}") from None
+    if type(wm) is not dict or "t" not in wm or "id" not in wm:
+        raise ValueError('malformed watermark: must be an object {"t": ms, "id": text}')
+    given, wid = wm["t"], wm["id"]
+    t = int(given) if type(given) is float and given.is_integer() else given
+    if type(t) is not int or not LONG_MIN <= t <= LONG_MAX:
+        raise ValueError(f"malformed watermark: t must be a 64-bit integer (ms), got "
+                         f"{_short(given)}")
+    if type(wid) not in (str, int):
+        raise ValueError(f"malformed watermark: id must be a string, got {_short(wid)}")
+    return t, str(wid)
+
+
+def decode_seq(value: bytes) -> int:
+    """The ``kepl.seq`` header: a 64-bit integer, else ``ValueError`` saying so."""
+    try:
+        seq = int(value)
+    except (ValueError, TypeError):
+        seq = None
+    if seq is None or not LONG_MIN <= seq <= LONG_MAX:
+        raise ValueError(f"header {H_SEQ} must be a 64-bit integer, got {_short(value)}")
+    return seq
+
+
+def _short(v: object) -> str:
+    r = repr(v)
+    return r if len(r) <= 40 else f"{r[:37]}..."
 
 
 def dead_letter_headers(headers: Any, reason: str, topic: str, partition: int,
@@ -132,6 +208,11 @@ def dead_letter_headers(headers: Any, reason: str, topic: str, partition: int,
 def event_entry(type_name: str, upstream: str, offset: int, ts: int, seq: int | None,
                 event: dict[str, Any]) -> Entry:
     return ["event", type_name, upstream, offset, ts, seq, event]
+
+
+def touch_entry(upstream: str, offset: int, ts: int, seq: int | None, bucket: int) -> Entry:
+    """The first use of ``bucket`` by the event at ``offset`` (sent to other buckets)."""
+    return ["touch", "", upstream, offset, ts, seq, bucket]
 
 
 def barrier_entry(upstream: str, offset: int, t: int, wid: str) -> Entry:

@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from app.conformance.runner import Collected, replay, rows_equal
+from app.conformance.runner import Collected, replay, rows_equal, scenario_functions
 from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog
 from app.runtime.kafka import client
@@ -225,14 +225,15 @@ class KafkaApp:
                 pass
 
 
-def scenario_config(doc: dict[str, Any]) -> AppConfig:
+def scenario_config(doc: dict[str, Any], source_partitions: int = 1) -> AppConfig:
     """An app config for a scenario, with unique topic names."""
     base = re.sub(r"[^A-Za-z0-9._-]", "_", str(doc.get("name", "scenario")))[:80]
     app = f"{base}-{uuid.uuid4().hex[:8]}"
     statements = [{"name": s.get("name") or f"s{i}", "epl": str(s["epl"])}
                   for i, s in enumerate(doc["statements"])]
     # event types declared by 'create schema' need a source topic too
-    catalog = Catalog.from_schemas(doc.get("schemas") or {})
+    catalog = Catalog.from_schemas(doc.get("schemas") or {},
+                                   functions=scenario_functions(doc))
     for s in statements:
         plan_statement(catalog, s["epl"], s["name"])
     schemas = catalog.schemas
@@ -241,6 +242,8 @@ def scenario_config(doc: dict[str, Any]) -> AppConfig:
         "schemas": schemas,
         "topics": {t: f"kepl.{app}.in.{re.sub(r'[^A-Za-z0-9._-]', '_', t)}" for t in schemas},
         "statements": statements,
+        "source_partitions": source_partitions,
+        **({"functions": doc["functions"]} if doc.get("functions") else {}),
     })
 
 
@@ -268,17 +271,26 @@ def arrange(expected: list[Any], rows: list[OutputRow]) -> list[dict[str, Any]]:
     return out
 
 
-def run_scenario_kafka(doc: dict[str, Any], bootstrap: str, crash_at: str | None = None
-                       ) -> str | None:
+def run_scenario_kafka(doc: dict[str, Any], bootstrap: str, crash_at: str | None = None,
+                       workers: int = 1, source_partitions: int = 1) -> str | None:
     """Run one scenario through a Kafka-mode worker; the first difference, or None.
 
     ``crash_at`` (``before_flush:n`` / ``after_flush:n``) kills the worker at its n-th
     batch and starts it again: the outcome must not change (crash tests).
+    ``workers``: worker processes in the consumer group (only the first is restarted);
+    ``source_partitions``: partitions of each source topic, the sends spread over them
+    in turn (their events merge at each watermark).
     """
-    config = scenario_config(doc)
+    config = scenario_config(doc, source_partitions)
     kapp = KafkaApp(config, bootstrap)
     kapp.worker.start(env={CRASH_HOOK_ENV: crash_at} if crash_at else None)
     kapp.restarts = 1 if crash_at else 0
+    extra: list[WorkerProcess] = []
+    for i in range(1, workers):
+        workdir = kapp.workdir / f"worker{i}"
+        workdir.mkdir()
+        extra.append(WorkerProcess(config, bootstrap, workdir))
+        extra[-1].start()
     names = [p.name for p in kapp.topology.plans]
     collected: dict[str, Collected] = {n: Collected() for n in names}
     out_topics = sorted({t for t, _ in kapp.topology.output_topics().values()})
@@ -304,10 +316,15 @@ def run_scenario_kafka(doc: dict[str, Any], bootstrap: str, crash_at: str | None
                 c.old[:] = arrange(want.get("old") or [],
                                    [r for r in mine if r.stream == "remove"])
 
-        return replay(doc, kapp.advance, kapp.send, collected, kapp.topology.catalog,
+        def send(type_name: str, event: dict[str, Any]) -> None:
+            kapp.send(type_name, event, partition=kapp.seq % source_partitions)
+
+        return replay(doc, kapp.advance, send, collected, kapp.topology.catalog,
                       lambda: kapp.now, settle)
     finally:
         if reader is not None:
             reader.close()
+        for w in extra:
+            w.kill()
         kapp.close(graceful=False)
         kapp.delete_topics()

@@ -10,7 +10,8 @@ its own repartition topic (ARCHITECTURE.md, Partitioning):
 - one group per hash context (``coalesce by consistent_hash_crc32(p) ... granularity
   N``): a repartition topic with exactly N partitions, an event going to partition
   ``crc32(str(p)) mod N`` (``HashSpec.partition_of``), so Kafka partition = bucket
-  (000 §4.2.3);
+  (000 §4.2.3); without ``preallocate`` ``context.id`` numbers the buckets in order of
+  first use, as embedded (the router's touch entries, ``router.Routing.forward``);
 - one group per keyed context named in ``context_partitions`` (``partition by p from
   T``, 000 §4.2.2): a repartition topic with K partitions, an event going to partition
   ``crc32(key text) mod K`` where the key text is that of the event's key values
@@ -65,7 +66,8 @@ STATEMENT_KINDS = ("query", "window", "on")
 def consumed_types(plan: StatementPlan) -> set[str]:
     """Event types a statement reads (an on-action: its trigger type)."""
     if plan.kind == "on" and plan.action is not None:
-        return {plan.action.trigger_type}
+        subs = plan.subqueries.subquery_types() if plan.subqueries is not None else frozenset()
+        return {plan.action.trigger_type} | set(subs)
     if plan.pipeline is not None:
         return set(plan.pipeline.types())
     return set()
@@ -127,6 +129,12 @@ class Group:
         return spec.name if spec is not None else None
 
     @property
+    def numbers_first_use(self) -> bool:
+        """A hash context without ``preallocate``: its ids follow the first use of the
+        buckets, so the routing stage tells every partition of them (``touch``)."""
+        return self.hash_spec is not None and not self.hash_spec.preallocate
+
+    @property
     def statements(self) -> list[str]:
         """Names of the statements that may emit rows (each has an output topic)."""
         return [p.name for p in self.plans if p.kind in STATEMENT_KINDS]
@@ -165,7 +173,8 @@ def is_stateless(plan: StatementPlan, assigned: set[str]) -> bool:
     p = plan.pipeline
     rs, out = p.resultset, p.output
     if (p.stream is None or p.stream.view is not None or p.pattern is not None
-            or p.match_recognize is not None or p.distinct or out.limited or out.when_terminated
+            or p.subqueries or p.match_recognize is not None or p.distinct or out.limited
+            or out.when_terminated
             or out.after_ms is not None or out.after_events is not None):
         return False
     if (rs.aggregates or rs.group_by or rs.having is not None or rs.table is not None
@@ -199,7 +208,8 @@ class Topology:
         """
         counts = {t: config.source_partitions for t in config.source_topics}
         counts.update(source_counts or {})
-        catalog = Catalog.from_schemas(config.schemas, config.max_string_length)
+        catalog = Catalog.from_schemas(config.schemas, config.max_string_length,
+                                         config.functions)
         plans = [plan_statement(catalog, s.epl, s.name) for s in config.statements]
         assigned = set().union(*(_assigned_variables(p) for p in plans))
         lanes = [p for p in plans if p.pipeline is not None and is_stateless(p, assigned)

@@ -41,7 +41,7 @@ from typing import Any
 from app.runtime.kafka import client
 from app.runtime.kafka.clock import publish_watermark
 from app.runtime.kafka.config import AppConfig
-from app.runtime.kafka.loop import CRASH_HOOK_ENV, Worker
+from app.runtime.kafka.loop import CRASH_HOOK_ENV, SHUTDOWN, Worker
 from app.runtime.kafka.partition import EnginePartition, SnapshotPolicy
 from app.runtime.kafka.recovery import KafkaChangelog
 from app.runtime.kafka.topology import Topology, ensure_topics, source_partitions
@@ -158,6 +158,7 @@ def run_worker(config: AppConfig, bootstrap: str, data_dir: Path,
                announce: Callable[[str], None] | None = None) -> None:
     """Run a worker until it is stopped (SIGTERM/SIGINT); blocks.  ``announce``: a
     start-up banner, rebalances, restores and a closing line go there."""
+    SHUTDOWN.install()  # a signal while the broker is awaited exits at once
     client.configure(config.kafka)
     if announce is None:
         build_worker(config, bootstrap, Path(data_dir), metrics_port).run()
@@ -194,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kafka-config", default=None,
                     help="librdkafka properties file for every Kafka client (security)")
     args = ap.parse_args(argv)
+    SHUTDOWN.install()
     if args.kafka_config:
         os.environ[client.CONFIG_FILE_ENV] = args.kafka_config
     logging.basicConfig(level=args.loglevel.upper(), stream=sys.stderr,

@@ -24,19 +24,21 @@ PACKAGE_DATA = [
     "app/cli/bank.yaml",
     "app/epl/grammar.lark",
     "app/kafka/pom.xml",
-    "app/schemas/statement-file.schema.json",
+    "schemas/statement-file.schema.json",
 ]
 """Every file the CLI reads at run time, as the wheel holds them."""
 # What the installed package reads from its data files, one line per reader.
 PROBE = """\
 import app
 import operators
+import schemas
 from app.analytics.jars import pom_property
 from app.cli.kafka_commands import DEMO_FILE
 from app.kafka.local_broker import kafka_version
 from app.statements import SCHEMA_PATH, load_statement_file
 print(Path(app.__file__).parent == Path(sys.argv[1]) / "app")
 print(Path(operators.__file__).parent == Path(sys.argv[1]) / "operators")
+print(Path(schemas.__file__).parent == Path(sys.argv[1]) / "schemas")
 print(kafka_version() == sys.argv[2])
 print(pom_property("kepl.fallback.kafka.version") == sys.argv[3])
 print(load_statement_file(DEMO_FILE).app)
@@ -102,7 +104,7 @@ def test_the_installed_wheel_works_outside_the_checkout(tmp_path: Path) -> None:
     # build from a copy, so the checkout gets no build/ or egg-info of this run
     src = tmp_path / "src"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in ("app", "operators"):
+    for name in ("app", "operators", "schemas"):
         shutil.copytree(ROOT / name, src / name, ignore=ignore)
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, src / name)
@@ -131,7 +133,7 @@ def test_the_installed_wheel_works_outside_the_checkout(tmp_path: Path) -> None:
     # the same values as the checkout's readers give
     probe = _run([python, "-c", "import sys\nfrom pathlib import Path\n" + PROBE, str(site),
                   kafka_version(), pom_property("kepl.fallback.kafka.version")], work, env)
-    assert probe == "True\nTrue\nTrue\nTrue\nbank\nstatement-file.schema.json\n"
+    assert probe == "True\nTrue\nTrue\nTrue\nTrue\nbank\nstatement-file.schema.json\n"
     assert _run([*installed, "--version"], work, env) == "kepl 0.1.0\n"
     examples = ["examples/bank.yaml", "examples/bank.epl"]
     checked = _run([*installed, "check", *examples], work, env)

@@ -1,5 +1,5 @@
-"""Hash context partitions: ids in allocation order embedded, the bucket when one engine
-partition holds one bucket (Kafka mode)."""
+"""Hash context partitions: ids in order of first use, the bucket when preallocated; in
+Kafka mode one engine partition holds one bucket and learns the order of first use."""
 
 from __future__ import annotations
 
@@ -23,14 +23,51 @@ def test_embedded_ids_follow_allocation_order() -> None:
     assert [m.route("T", {"k": k}, 0) for k in ("alice", "carol", "alice")] == [[0], [1], [0]]
 
 
-def test_owned_bucket_is_the_id() -> None:
+def test_owned_bucket_takes_its_rank_in_the_order_of_first_use() -> None:
     owned = bucket("carol")
     m = replace(SPEC, owned=owned).build(MemoryNamespace(), PartitionCtx())
-    assert m.deploy(0) == []
+    assert m.deploy(0) == [] and not m.numbered
+    # alice's and bob's buckets were used first (elsewhere), then carol's, then dave's
+    m.first_use([bucket("alice"), bucket("bob")])
+    m.first_use([bucket("alice"), owned, bucket("dave")])
+    assert m.numbered
+    assert m.route("T", {"k": "carol"}, 0) == [2]
+    assert m.live() == [2]  # the others live in other engine partitions
+    m.first_use([bucket("erin")])  # after our own first use: changes nothing
+    assert m.route("T", {"k": "carol"}, 0) == [2]
+    state = MemoryNamespace()
+    again = replace(SPEC, owned=owned).build(state, PartitionCtx())
+    again.first_use([owned])
+    assert again.route("T", {"k": "carol"}, 0) == [0]
+    restored = replace(SPEC, owned=owned).build(state, PartitionCtx())
+    assert restored.numbered and restored.live() == [0]
+    numbered_only = MemoryNamespace()
+    m = replace(SPEC, owned=owned).build(numbered_only, PartitionCtx())
+    m.first_use([owned])  # numbered, its event not routed (yet)
+    assert replace(SPEC, owned=owned).build(numbered_only, PartitionCtx()).live() == []
+
+
+def test_state_of_an_owned_bucket_numbered_by_bucket_keeps_its_id() -> None:
+    owned = bucket("carol")
+    old = MemoryNamespace()
+    old.put("ids", [[owned, owned]])
+    m = replace(SPEC, owned=owned).build(old, PartitionCtx())
+    assert m.numbered and m.live() == [owned]
     assert m.route("T", {"k": "carol"}, 0) == [owned]
+
+
+def test_owned_bucket_without_first_use_counts_from_its_own_route() -> None:
+    owned = bucket("carol")
+    m = replace(SPEC, owned=owned).build(MemoryNamespace(), PartitionCtx())
+    assert m.route("T", {"k": "carol"}, 0) == [0]
+
+
+def test_preallocated_owned_bucket_is_the_id() -> None:
+    owned = bucket("carol")
     pre = replace(SPEC, owned=owned, preallocate=True).build(MemoryNamespace(), PartitionCtx())
     assert pre.deploy(0) == [Change("start", owned)]
     assert pre.live() == [owned]
+    assert pre.route("T", {"k": "carol"}, 0) == [owned]
 
 
 def test_null_goes_to_bucket_zero() -> None:

@@ -1,10 +1,12 @@
 """Conformance scenarios in Kafka mode: a representative share on the real broker.
 
 Every window kind, every public context case, the output forms, an insert-into chain
-of three statements, joins (inner, outer, in a keyed context) and match_recognize
+of three statements, joins (inner, outer, in a keyed context), subqueries (over a
+named window, a table, in a keyed context, in on-statements) and match_recognize
 (partition by, interval, data windows); the same files pass
-embedded (tests/app/conformance).  The whole public suite runs with
-``kepl scenario run --kafka ../shared/conformance/cases``.
+embedded (tests/app/conformance).  A hash context numbered by first use also runs with
+two workers, two source partitions and a worker killed around a checkpoint.  The whole
+public suite runs with ``kepl scenario run --kafka ../shared/conformance/cases``.
 """
 
 from __future__ import annotations
@@ -46,13 +48,34 @@ CASES = [
     OWN / "join_inner_windows.yaml",
     OWN / "join_outer.yaml",
     OWN / "join_keyed_context.yaml",
+    OWN / "context_hash_ids_first_use.yaml",
+    OWN / "subquery_named_window_table_context.yaml",
+    OWN / "subquery_on_statements.yaml",
     OWN / "match_recognize_partition.yaml",
     OWN / "match_recognize_interval.yaml",
     OWN / "match_recognize_window.yaml",
 ]
 
+SPREAD = [OWN / "context_hash_ids_first_use.yaml"]
+"""Scenarios whose rows must not depend on how many workers and source partitions run
+them (a hash context numbers its buckets across engine partitions)."""
+
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_scenario_in_kafka_mode(path: Path, kafka_bootstrap: str) -> None:
     outcome = run_file(path, lambda doc: run_scenario_kafka(doc, kafka_bootstrap))
+    assert outcome.passed, outcome.detail
+
+
+@pytest.mark.parametrize(("workers", "sources", "crash_at"),
+                         [(2, 1, None), (1, 2, None), (2, 2, None),
+                          (1, 2, "before_flush:2"), (1, 2, "after_flush:2")])
+@pytest.mark.parametrize("path", SPREAD, ids=[p.stem for p in SPREAD])
+def test_scenario_with_workers_and_source_partitions(
+        path: Path, workers: int, sources: int, crash_at: str | None,
+        kafka_bootstrap: str) -> None:
+    """Several workers, several source partitions, a worker killed around a checkpoint
+    and started again: the same rows."""
+    outcome = run_file(path, lambda doc: run_scenario_kafka(
+        doc, kafka_bootstrap, crash_at, workers=workers, source_partitions=sources))
     assert outcome.passed, outcome.detail

@@ -1,7 +1,8 @@
 """Context partitioning on a real broker: hash and keyed repartition topics.
 
 - a hash context of granularity 16 gets a 16-partition repartition topic and each
-  customer's records land on partition crc32(custId) mod 16 (000 §4.2.3);
+  customer's records land on partition crc32(custId) mod 16 (000 §4.2.3); its
+  ``context.id`` numbers the buckets in order of first use, with one worker or two;
 - a keyed context named in ``context_partitions`` gets K partitions, each key on
   partition crc32(key) mod K, and gives per key the rows of the embedded Engine;
 - the rows per context partition do not depend on how many worker processes share the
@@ -88,12 +89,15 @@ CUSTOMERS = ["alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi",
              "ivan", "judy", "mallory", "niaj", "olivia", "peggy", "rupert", "sybil"]
 
 
-def test_hash_context_granularity_16(kafka_bootstrap: str) -> None:
-    """16 repartition partitions; record partition = crc32(custId) mod 16; context.id =
-    bucket (= Kafka partition) without preallocate too; exact rows."""
+@pytest.mark.parametrize("workers", [1, 2])
+def test_hash_context_granularity_16(kafka_bootstrap: str, workers: int) -> None:
+    """16 repartition partitions; record partition = crc32(custId) mod 16; context.id
+    numbers the buckets in order of first use (as embedded) over two source partitions,
+    whichever worker runs a bucket; exact rows."""
     name = f"hash16-{uuid.uuid4().hex[:8]}"
     config = AppConfig.from_dict({
         "app": name, "schemas": {"Txn": TXN}, "topics": {"Txn": f"{name}.txn"},
+        "partitions": 2,
         "statements": [
             {"name": "ctx", "epl": "create context H coalesce by "
                                    "consistent_hash_crc32(custId) from Txn granularity 16"},
@@ -103,12 +107,20 @@ def test_hash_context_granularity_16(kafka_bootstrap: str) -> None:
         ],
     })
     kapp = KafkaApp(config, kafka_bootstrap, start=True)
+    (kapp.workdir / "other").mkdir()
+    other = WorkerProcess(config, kafka_bootstrap, kapp.workdir / "other")
     try:
+        if workers == 2:
+            other.start()
+            _wait_for_members(kafka_bootstrap, f"kepl.{name}", config.repartition_topic("H"), 2)
         sent = [(CUSTOMERS[(i * 7) % len(CUSTOMERS)], float(10 * (i + 1))) for i in range(40)]
         kapp.advance(1000)
-        for cust, amount in sent:
-            kapp.send("Txn", {"custId": cust, "amount": amount})
+        for i, (cust, amount) in enumerate(sent):
+            kapp.send("Txn", {"custId": cust, "amount": amount}, partition=i % 2)
         kapp.settle()
+        if workers == 2:
+            assert other.alive(), other.log_tail()
+            assert list((other.data_dir / "H").glob("*"))
 
         topic = config.repartition_topic("H")
         assert _describe_partitions(kafka_bootstrap, topic) == 16
@@ -131,13 +143,15 @@ def test_hash_context_granularity_16(kafka_bootstrap: str) -> None:
             bucket = zlib.crc32(cust.encode()) % 16
             seqs[bucket] = seqs.get(bucket, 0) + 1
             expected.setdefault(str(bucket), []).append(
-                ("insert", {"cid": bucket, "custId": cust, "n": n + 1,
-                            "total": total + amount}, 1000,
+                ("insert", {"cid": list(expected).index(str(bucket)), "custId": cust,
+                            "n": n + 1, "total": total + amount}, 1000,
                  f"per_cust/{bucket}/{seqs[bucket]}"))
+        assert len(expected) >= 6 and list(expected) != sorted(expected, key=int)
         rows = _rows(kapp, "per_cust")
         assert _lanes(rows) == expected
         assert all(r.partition == int(r.context_partition) for r in rows)
     finally:
+        other.kill()
         kapp.close(graceful=False)
         kapp.delete_topics()
 

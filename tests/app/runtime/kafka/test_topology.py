@@ -118,7 +118,7 @@ def test_routing_refuses_what_is_not_an_event_of_the_topic(
 def test_malformed_watermark_and_dead_letter_headers() -> None:
     with pytest.raises(ValueError) as e:
         decode_watermark(b'{"t": 1}')
-    assert str(e.value) == "malformed watermark: 'id'"
+    assert str(e.value) == 'malformed watermark: must be an object {"t": ms, "id": text}'
     assert dead_letter_headers([("kepl.type", b"T1"), ("kepl.error", b"old")], "bad", "T1",
                                2, 17) == [("kepl.type", b"T1"), ("kepl.error", b"bad"),
                                           ("kepl.source", b"T1/2/17")]
