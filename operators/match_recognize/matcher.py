@@ -123,10 +123,15 @@ class MatchRecognizer:
         if not ends and (not spec.or_terminated or terms is None):
             self._flush()
             return []
+        # Esper 9 ranks the matches of one first row into an immutable list when there
+        # is no partition by: holding one of them for the interval then fails, and the
+        # rest of the update (releases by 'or terminated', output) is lost
+        frozen = (not spec.partition_by and not spec.all_matches and len(ends) > 1
+                  and len({e["b"] for e in ends}) == 1)
         if not spec.all_matches:
             ends = self._rank_partitions(ends)
         if spec.interval_ms is not None:
-            ends = self._hold(ends, terms, now_ms)
+            ends = self._hold(ends, terms, now_ms, frozen)
         elif spec.skip in (PAST_LAST_ROW, TO_NEXT_ROW):
             past = spec.skip == PAST_LAST_ROW
             for end in ends:
@@ -359,8 +364,8 @@ class MatchRecognizer:
 
     # ---------------------------------------------------------------- interval
 
-    def _hold(self, ends: list[Entry], terms: list[Entry] | None, now_ms: int
-              ) -> list[Entry]:
+    def _hold(self, ends: list[Entry], terms: list[Entry] | None, now_ms: int,
+              frozen: bool = False) -> list[Entry]:
         """``interval``: hold matches until the interval after their first row (Esper
         schedules a match whose first row is recent enough); ``or terminated`` releases
         the held matches a partial match that cannot continue ends."""
@@ -378,6 +383,9 @@ class MatchRecognizer:
                 until = interval - since
                 if self._sched_has(end["t"]) or since < until:
                     self._sched_add(until, end, now_ms)
+                    if frozen:
+                        self._save_sched()
+                        return []
                     continue
             keep.append(end)
         ends = keep
