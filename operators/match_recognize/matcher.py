@@ -392,6 +392,10 @@ class MatchRecognizer:
         if spec.or_terminated and terms:
             for term in terms:
                 if _pkey(term) in self.parts or not spec.partition_by:
+                    if frozen and self._release_first(term):
+                        # adding the released match to the immutable list fails
+                        self._save_sched()
+                        return []
                     self._release(term, ends)
             if not spec.all_matches:
                 ends = self._rank_partitions(ends)
@@ -413,12 +417,30 @@ class MatchRecognizer:
         self.schedule.append([end["t"], [end]])
         self.schedule.sort(key=lambda s: s[0])
 
+    def _release_first(self, term: Entry) -> bool:
+        """Take the first held match ``term`` releases out of the schedule (Esper drops
+        a lone one's entry, leaves a list's, even empty); whether there was one."""
+        for i, s in enumerate(self.schedule):
+            if s[0] != term["t"]:
+                continue
+            for j, e in enumerate(s[1]):
+                if self._same_events(term, e):
+                    if len(s[1]) == 1:
+                        del self.schedule[i]
+                    else:
+                        del s[1][j]
+                    return True
+            return False
+        return False
+
     def _release(self, term: Entry, found: list[Entry]) -> None:
         for i, s in enumerate(self.schedule):
             if s[0] != term["t"]:
                 continue
             hit = [e for e in s[1] if self._same_events(term, e)]
             if not hit:
+                if not s[1]:
+                    del self.schedule[i]  # the timer stays (Esper: nothing was released)
                 return
             s[1] = [e for e in s[1] if not self._same_events(term, e)]
             found += hit
