@@ -44,6 +44,9 @@ class PartitionCtx:
     """Built-in output-condition properties (count_insert, last_output_timestamp, ...)."""
     tables: dict[str, Any] = field(default_factory=dict)
     """Table instances a statement reads or aggregates into, by name (000 §4.7)."""
+    is_new: bool = True
+    """False while the result set projects remove-stream rows: istream() reads it and
+    the prev functions give null there (Esper evaluates them on insert-stream events)."""
 
 
 Expr = Callable[[Row, PartitionCtx], Any]

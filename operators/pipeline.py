@@ -15,6 +15,7 @@ from operators.base import Emit, Expr, PartitionCtx, Row, Rows, StateNamespace, 
 from operators.joins.join import Join
 from operators.joins.spec import JoinSpec
 from operators.output import OutputLimiter, OutputSpec
+from operators.prior import Prior, PriorSpec
 from operators.resultset import ResultSet, ResultSetSpec
 from operators.windows.batch import BatchWindow
 from operators.windows.common import ForcedEmit, WindowView
@@ -43,6 +44,8 @@ class StreamSpec:
     view: ViewSpec | None = None
     alias: str | None = None
     filter_text: str = field(default="", compare=False)
+    prior: PriorSpec | None = None
+    """The statement's prior(n, x) calls: arriving events are stamped with their values."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,8 @@ class PipelineSpec:
         if self.stream is not None:
             s = self.stream
             out.append(f"stream {s.type_name}" + (f"({s.filter_text})" if s.filter else ""))
+            if s.prior is not None:
+                out.append(s.prior.describe())
             if s.view is not None:
                 out.append(s.view.describe())
         if self.pattern is not None:
@@ -119,7 +124,7 @@ class Pipeline:
 
     __slots__ = ("spec", "ctx", "state", "type_name", "filter", "view", "matcher", "rs", "out",
                  "limited", "kind", "_shaped", "where", "_timers", "join",
-                 "_fresh_aggregates", "_batch_view", "_released")
+                 "_fresh_aggregates", "_batch_view", "_released", "prior")
 
     def __init__(self, spec: PipelineSpec, state: StateNamespace, ctx: PartitionCtx) -> None:
         self.spec = spec
@@ -128,6 +133,9 @@ class Pipeline:
         s = spec.stream
         self.type_name = s.type_name if s is not None else None
         self.filter = s.filter if s is not None else None
+        self.prior: Prior | None = (
+            s.prior.build(state.child("prior"), ctx) if s is not None and s.prior is not None
+            else None)
         self.view: View | None = None
         if s is not None and s.view is not None:
             self.view = self._build_view(s.view, state, ctx)
@@ -256,6 +264,8 @@ class Pipeline:
         f = self.filter
         if f is not None and not f(event, self.ctx):
             return [], []
+        if self.prior is not None:
+            event = self.prior.stamp(event)
         if self.view is None:
             return self._finish([event], [], now_ms)
         emitted = self.view.on_events([event], [], now_ms)
@@ -452,6 +462,8 @@ class StreamPipeline(Pipeline):
         f = self.filter
         if f is not None and not f(event, ctx):
             return [], []
+        if self.prior is not None:
+            event = self.prior.stamp(event)
         view = self.view
         if view is None:
             new, old = self.rs.process([event], [])

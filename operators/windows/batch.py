@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from operators.base import Row, StateNamespace
-from operators.windows.common import BatchLog, RowRefs, WindowView
+from operators.windows.common import BatchLog, RowRefs, WindowView, relative_index
 
 
 class BatchWindow(WindowView):
@@ -24,9 +24,13 @@ class BatchWindow(WindowView):
         return self.batches.n_last
 
     def prev(self, i: int, row: Row | None = None) -> Row | None:
-        """The i-th most recent row of the last released batch (the posted insert stream)."""
+        """The i-th row before ``row`` in the last released batch (the posted insert
+        stream); Esper's prev is relative to the event, so the first of a batch has no
+        prev(1)."""
+        rows = self.batches.log.rows
         n = self.batches.n_last
-        return self.batches.log.rows[n - 1 - i] if 0 <= i < n else None
+        at = relative_index(rows, row, n)
+        return rows[at - i] if 0 <= i <= at else None
 
     def prevtail(self, i: int, row: Row | None = None) -> Row | None:
         """The i-th oldest row of the last released batch."""

@@ -18,10 +18,12 @@ from app.epl.planning.base import (
     construct_name,
     derived_props,
 )
+from app.epl.prev import check_prev_window, prior_calls, prior_items, window_calls
 from app.runtime.catalog import NotSupported
 from app.runtime.plan import StatementPlan
 from operators.output import OutputSpec
 from operators.pipeline import PipelineSpec, StreamSpec
+from operators.prior import PriorSpec
 
 
 class SelectPlanning(PlannerBase):
@@ -31,6 +33,12 @@ class SelectPlanning(PlannerBase):
         if node.context is not None and node.context not in self.catalog.contexts:
             raise verr(f"unknown context '{node.context}'", node,
                 hint=did_you_mean(node.context, self.catalog.contexts))
+        priors = prior_calls(node)
+        src = node.from_[0]
+        if priors and (len(node.from_) != 1 or type(src).__name__ != "FilterStream"
+                       or src.type_name in self.catalog.named_windows):
+            raise verr("prior is supported in a statement over one event stream", priors[0],
+                       hint="select from the event type itself, without a join or pattern")
         if len(node.from_) != 1:
             from app.epl.planning.joins import plan_join
 
@@ -52,11 +60,17 @@ class SelectPlanning(PlannerBase):
             aliases = frozenset({src.alias} if src.alias else set())
             self.tenv.props = props
             scope = Scope("event", aliases, variables=variables, tables=self.tenv)
+            misplaced = window_calls(src.filter)
+            if misplaced:
+                raise verr(f"{misplaced[0].name} is not allowed in a stream filter",
+                           misplaced[0], hint="move the condition to the where clause")
             filt = compile_expr(src.filter, scope) if src.filter is not None else None
             view = self.view_chain(src.views, scope, src.retain) if src.views else None
             self._check_names(node, {**props, **derived_props(view)}, scope, src.type_name)
+            check_prev_window(node, view)
             stream = StreamSpec(src.type_name, filt, view, src.alias,
-                                text_of(src.filter) if src.filter is not None else "")
+                                text_of(src.filter) if src.filter is not None else "",
+                                PriorSpec(prior_items(priors, scope)) if priors else None)
             if src.type_name in self.catalog.tables:
                 raise NotSupported("selecting from a table in a continuous statement (use an "
                                    "on-select, or 'kepl query' for an on-demand read)")
@@ -81,6 +95,8 @@ class SelectPlanning(PlannerBase):
                 stream.view is not None and not stream.view.oldest_first)):
             rs_scope = replace(rs_scope, rows_leave_in_order=False)
         rs = self.result_set(node, rs_scope, agg_texts=agg_texts)
+        if priors:
+            rs = replace(rs, hidden_keys=True)
         tables: tuple[str, ...] = ()
         if node.into_table is not None:
             rs = self._into_table(node, rs, agg_texts)
