@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from app.epl import ast
+from app.epl.declared import check_body, inline
 from app.epl.errors import EplError, verr
 from app.epl.expr import (
     NotSupportedExpr,
@@ -40,13 +42,23 @@ class Planner(SelectPlanning, NamedWindowPlanning, TablePlanning, ResultPlanning
         node = parse_statement(epl)
         self.source = epl
         try:
-            return plan(node)
+            return plan(self._inlined(node))
         except NotSupportedExpr as e:
             raise NotSupported(str(e)) from None
         except EplError as e:
             if e.source is None:
                 e.source = epl
             raise
+
+    def _inlined(self, node: Any) -> Any:
+        """The statement with its own and the shared declared expressions inlined."""
+        local: tuple = ()
+        if isinstance(node, ast.Declared):
+            local, node = node.expressions, node.statement
+        if isinstance(node, ast.CreateExpression):
+            return node
+        return inline(node, local, self.catalog.expressions,
+                      frozenset(self.catalog.variables))
 
     def plan(self, node: Any, name: str, epl: str = "") -> StatementPlan:
         plan = self._plan(node, name, epl)
@@ -86,6 +98,8 @@ class Planner(SelectPlanning, NamedWindowPlanning, TablePlanning, ResultPlanning
             spec = self.context_spec(node.name, node.spec)
             self.catalog.contexts[node.name] = spec
             return StatementPlan(name, "context", epl, context_spec=spec)
+        if kind == "CreateExpression":
+            return self.create_expression(node, name, epl)
         if kind == "CreateVariable":
             return self.create_variable(node, name, epl)
         if kind == "CreateTable":
@@ -99,6 +113,16 @@ class Planner(SelectPlanning, NamedWindowPlanning, TablePlanning, ResultPlanning
         if kind == "ApamaQuery":
             return self.apama(node, name, epl)
         raise NotSupported(construct_name(kind))
+
+
+    def create_expression(self, node: Any, name: str, epl: str) -> StatementPlan:
+        """Register a shared declared expression (a later one of the same name replaces
+        it for the statements planned after it)."""
+        decl = node.decl
+        check_body(decl, frozenset(self.catalog.variables)
+                   | frozenset(n for n, d in self.catalog.expressions.items() if d.alias))
+        self.catalog.expressions[decl.name] = decl
+        return StatementPlan(name, "expression", epl)
 
 
 def plan_statement(catalog: Catalog, epl: str, name: str) -> StatementPlan:

@@ -438,6 +438,21 @@ class _Printer:
             parts.append(f"context {self.ident(context)}")
         return " ".join(parts) + " " if parts else ""
 
+    def p_ExpressionDecl(self, node: A.ExpressionDecl) -> str:
+        """expression name [alias for] {[(params) =>] body}."""
+        alias = " alias for" if node.alias else ""
+        params = f"({', '.join(node.params)}) => " if node.params else ""
+        return f"expression {self.ident(node.name)}{alias} {{{params}{self.expr(node.body)}}}"
+
+    def p_Declared(self, node: A.Declared) -> str:
+        """A statement after its expression declarations."""
+        return " ".join([*(self.p_ExpressionDecl(d) for d in node.expressions),
+                         self.node(node.statement)])
+
+    def p_CreateExpression(self, node: A.CreateExpression) -> str:
+        """create expression ..."""
+        return self.prefix(node.annotations, None) + "create " + self.p_ExpressionDecl(node.decl)
+
     def p_SelectItem(self, node: A.SelectItem) -> str:
         """expr [as alias]."""
         alias = f" as {self.ident(node.alias)}" if node.alias is not None else ""
