@@ -616,8 +616,16 @@ def _compile_call(node: Any, scope: Scope) -> Expr:
             vscope = scope.agg_value_scope or scope
             args = list(node.args)
             extra: tuple = ()
-            if name == "nth" and len(args) == 2:
-                extra = (constant_value(args[1]),)
+            if name in ("nth", "first", "last") and len(args) == 2:
+                # Esper ref. "Aggregation functions": first(x, i), last(x, i), nth(x, i)
+                try:
+                    index = constant_value(args[1])
+                except ValueError:
+                    index = None
+                if type(index) is not int or index < 0:
+                    raise _err(f"the index of {name} must be a constant non-negative "
+                               "integer", args[1], f"write {name}({text_of(args[0])}, 1)")
+                extra = (index,)
                 args = args[:1]
             value = None
             if args and not node.star and not isinstance(args[0], ast.Star):

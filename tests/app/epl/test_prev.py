@@ -89,3 +89,8 @@ def test_misuse_is_refused_with_a_position() -> None:
     assert "index and an expression" in str(e)
     e = rejects(cat, "select sym, istream(px) from Q")
     assert "no parameters" in str(e)
+
+
+def test_first_last_index_must_be_a_constant() -> None:
+    e = rejects(catalog_with(SCHEMAS), "select first(px, n) from Q#length(3)")
+    assert "index of first" in str(e) and (e.line, e.column) == (1, 18)
