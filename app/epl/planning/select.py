@@ -35,10 +35,11 @@ class SelectPlanning(PlannerBase):
                 hint=did_you_mean(node.context, self.catalog.contexts))
         priors = prior_calls(node)
         src = node.from_[0]
-        if priors and (len(node.from_) != 1 or type(src).__name__ != "FilterStream"
-                       or src.type_name in self.catalog.named_windows):
-            raise verr("prior is supported in a statement over one event stream", priors[0],
-                       hint="select from the event type itself, without a join or pattern")
+        if (len(node.from_) != 1 or type(src).__name__ != "FilterStream"
+                or src.type_name in self.catalog.named_windows):
+            for call in (*priors, *window_calls(node)):
+                raise NotSupported(f"{call.name}() in a join, a pattern or over a named "
+                                   "window (kepl runs it on one event stream)")
         if len(node.from_) != 1:
             from app.epl.planning.joins import plan_join
 

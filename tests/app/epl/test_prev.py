@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from app.epl.planner import plan_statement
+from app.runtime.catalog import NotSupported
 from app.runtime.engine import Engine
 from tests.app.epl.validation import catalog_with, rejects
 
@@ -83,8 +86,11 @@ def test_misuse_is_refused_with_a_position() -> None:
     assert "retains previous events" in str(e) and (e.line, e.column) == (1, 8)
     e = rejects(cat, "select sym from Q(prev(1, px) > 0)#length(2)")
     assert "stream filter" in str(e)
-    e = rejects(cat, "select prior(1, q.px) from Q#length(2) as q, R#length(2) as r")
-    assert "one event stream" in str(e)
+    with pytest.raises(NotSupported, match="one event stream"):
+        plan_statement(cat, "select prior(1, q.px) from Q#length(2) as q, R#length(2) as r",
+                       "j")
+    with pytest.raises(NotSupported, match="prev"):
+        plan_statement(cat, "select prev(1, a.px) from pattern [every a=Q]", "p")
     e = rejects(cat, "select prior(1) from Q")
     assert "index and an expression" in str(e)
     e = rejects(cat, "select sym, istream(px) from Q")
