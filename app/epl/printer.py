@@ -252,6 +252,8 @@ class _Printer:
             if not (_IDENT_RE.match(ns) and _IDENT_RE.match(name)):
                 raise ValueError(f"cannot print function name {node.name!r}")
             head = node.name
+        elif node.name.lower() == "istream" and not node.args and not node.star:
+            return "istream()"  # one terminal in the grammar, never a quoted name
         else:
             head = self.dotted(node.name)
         if node.star:

@@ -1,5 +1,5 @@
 """Tree building for expression declarations (Esper reference, "Expression
-declarations"): ``expression name {...}`` and ``create expression``."""
+declarations"): ``expression name {...}`` and ``create expression``; and ``istream()``."""
 
 from __future__ import annotations
 
@@ -26,6 +26,10 @@ class DeclarationRules(BuilderBase):
         if arrow is not None:
             params = tuple(_PARAM.findall(arrow[:-2]))
         return A.ExpressionDecl(name, params, body, "EXPR_ALIAS_FOR" in tokens, pos=pos)
+
+    def r_istream_call(self, c: list[Any], pos: A.Pos) -> A.Call:
+        """istream() (one terminal, see the grammar)."""
+        return A.Call("istream", (), pos=pos)
 
     def r_create_expression(self, c: list[Any], pos: A.Pos) -> A.CreateExpression:
         """create expression ..."""

@@ -74,3 +74,11 @@ def test_misuse_is_refused_with_a_position() -> None:
     assert "needs an event" in str(e)
     e = rejects(cat, "create expression g {x => x + n2}")
     assert "'n2'" in str(e) and (e.line, e.column) == (1, 31)
+
+
+def test_istream_call_is_not_the_stream_keyword() -> None:
+    node = parse_statement("select istream() as i, sym from Q")
+    assert node.stream_kind is None
+    assert node.select_items[0].expr == A.Call("istream")
+    assert parse_statement("select istream sym from Q").stream_kind == "istream"
+    assert to_epl(node) == "select istream() as i, sym from Q"
