@@ -25,6 +25,7 @@ from app.epl.planning.named_windows import NamedWindowPlanning
 from app.epl.planning.results import ResultPlanning
 from app.epl.planning.select import SelectPlanning
 from app.epl.planning.tables import TablePlanning
+from app.epl.prev import window_calls
 from app.runtime.catalog import Catalog, NotSupported
 from app.runtime.plan import OnDemandPlan, StatementPlan
 
@@ -91,6 +92,10 @@ class Planner(SelectPlanning, NamedWindowPlanning, TablePlanning, ResultPlanning
         return plan
 
     def _plan_kind(self, node: Any, kind: str, name: str, epl: str) -> StatementPlan:
+        if kind not in ("SelectStatement", "CreateContext", "CreateSchema"):
+            for call in window_calls(node):
+                raise NotSupported(f"{call.name}() outside a select statement (kepl runs "
+                                   "it on one event stream)")
         if kind == "CreateSchema":
             self.catalog.schemas[node.name] = {f: str(t) for f, t in node.fields}
             return StatementPlan(name, "schema", epl, schema=self.catalog.schemas[node.name])

@@ -91,6 +91,9 @@ def test_misuse_is_refused_with_a_position() -> None:
                        "j")
     with pytest.raises(NotSupported, match="prev"):
         plan_statement(cat, "select prev(1, a.px) from pattern [every a=Q]", "p")
+    plan_statement(cat, "create variable double v = 0", "v")
+    with pytest.raises(NotSupported, match="outside a select"):
+        plan_statement(cat, "on Q set v = prior(1, px)", "o")
     e = rejects(cat, "select prior(1) from Q")
     assert "index and an expression" in str(e)
     e = rejects(cat, "select sym, istream(px) from Q")
