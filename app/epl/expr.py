@@ -647,7 +647,7 @@ def _compile_call(node: Any, scope: Scope) -> Expr:
     if name in PREV_FUNCTIONS:
         from app.epl.prev import compile_prev
 
-        return compile_prev(node, name, scope)
+        return compile_prev(node, name, scope, compile_expr)
     if name == "prior":
         from app.epl.prev import compile_prior
 

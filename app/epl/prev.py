@@ -14,10 +14,12 @@ prior call a key: the stream stamps each arriving event with the values under th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from app.epl import ast
 from app.epl.errors import verr
+from app.epl.printer import to_epl
 from app.epl.walk import iter_nodes
 from operators.base import Expr, PartitionCtx
 
@@ -26,26 +28,22 @@ PRIOR_KEY = "\x00prior:"
 the output)."""
 
 
-def _event_scope(scope: Any) -> Any:
-    from app.epl.expr import Scope
-
-    return Scope("event", scope.aliases, variables=scope.variables, tables=scope.tables)
+Compile = Callable[[Any, Any], Expr]
+"""``app.epl.expr.compile_expr``, passed in: the compiler imports this module."""
 
 
-def _target(node: Any, scope: Any) -> Expr | None:
+def _target(node: Any, scope: Any, compile_expr: Compile) -> Expr | None:
     """The expression read from the other event; None for ``*`` (the event itself)."""
-    from app.epl.expr import compile_expr
-
     arg = node.args[-1]
     if isinstance(arg, ast.Star):
         return None
-    return compile_expr(arg, _event_scope(scope))
+    event_scope = type(scope)("event", scope.aliases, variables=scope.variables,
+                              tables=scope.tables)
+    return compile_expr(arg, event_scope)
 
 
-def compile_prev(node: Any, name: str, scope: Any) -> Expr:
+def compile_prev(node: Any, name: str, scope: Any, compile_expr: Compile) -> Expr:
     """One of the prev functions as a closure over the partition's window."""
-    from app.epl.expr import compile_expr
-
     args = node.args
     if node.star and not args:
         args = (ast.Star(),)
@@ -56,7 +54,7 @@ def compile_prev(node: Any, name: str, scope: Any) -> Expr:
                        hint=f"write {name}(1, price) or {name}(price)")
     elif len(args) != 1:
         raise verr(f"{name} takes one expression", node, hint=f"write {name}(price)")
-    inner = _target(node, scope)
+    inner = _target(node, scope, compile_expr)
 
     def read(row: Any, c: PartitionCtx) -> Any:
         return row if inner is None else inner(row, c)
@@ -99,15 +97,10 @@ def compile_prev(node: Any, name: str, scope: Any) -> Expr:
 
 def prior_index(node: Any) -> int:
     """The constant n of ``prior(n, x)``; a positioned error otherwise."""
-    from app.epl.expr import constant_value
-
     if len(node.args) != 2 or node.star:
         raise verr("prior takes an index and an expression", node,
                    hint="write prior(1, price)")
-    try:
-        n = constant_value(node.args[0])
-    except ValueError:
-        n = None
+    n = node.args[0].value if isinstance(node.args[0], ast.Literal) else None
     if type(n) is not int or n < 0:
         raise verr("the index of prior must be a constant non-negative integer",
                    node.args[0], hint="write prior(1, price)")
@@ -116,9 +109,7 @@ def prior_index(node: Any) -> int:
 
 def prior_key(node: Any) -> str:
     """The hidden event key holding the value of one prior call."""
-    from app.epl.expr import text_of
-
-    return PRIOR_KEY + text_of(node)
+    return PRIOR_KEY + to_epl(node)
 
 
 def compile_prior(node: Any, scope: Any) -> Expr:
@@ -155,14 +146,15 @@ def window_calls(*nodes: Any) -> list[Any]:
     return out
 
 
-def prior_items(calls: list[Any], scope: Any) -> tuple[tuple[str, int, Expr | None], ...]:
+def prior_items(calls: list[Any], scope: Any, compile_expr: Compile
+                ) -> tuple[tuple[str, int, Expr | None], ...]:
     """(key, n, value expression) of each distinct prior call, for ``operators.prior``."""
     seen: dict[str, tuple[str, int, Expr | None]] = {}
     for call in calls:
         n = prior_index(call)
         key = prior_key(call)
         if key not in seen:
-            seen[key] = (key, n, _target(call, scope))
+            seen[key] = (key, n, _target(call, scope, compile_expr))
     return tuple(seen.values())
 
 

@@ -71,7 +71,8 @@ class SelectPlanning(PlannerBase):
             check_prev_window(node, view)
             stream = StreamSpec(src.type_name, filt, view, src.alias,
                                 text_of(src.filter) if src.filter is not None else "",
-                                PriorSpec(prior_items(priors, scope)) if priors else None)
+                                PriorSpec(prior_items(priors, scope, compile_expr))
+                                if priors else None)
             if src.type_name in self.catalog.tables:
                 raise NotSupported("selecting from a table in a continuous statement (use an "
                                    "on-select, or 'kepl query' for an on-demand read)")
