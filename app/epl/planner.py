@@ -121,9 +121,12 @@ class Planner(SelectPlanning, NamedWindowPlanning, TablePlanning, ResultPlanning
 
 
     def create_expression(self, node: Any, name: str, epl: str) -> StatementPlan:
-        """Register a shared declared expression (a later one of the same name replaces
-        it for the statements planned after it)."""
+        """Register a shared declared expression (once per name, as Esper)."""
         decl = node.decl
+        if decl.name in self.catalog.expressions:
+            raise verr(f"expression '{decl.name}' has already been declared", node,
+                       hint="give it another name, or declare it in the statement that "
+                       "uses it")
         check_body(decl, frozenset(self.catalog.variables)
                    | frozenset(n for n, d in self.catalog.expressions.items() if d.alias))
         self.catalog.expressions[decl.name] = decl

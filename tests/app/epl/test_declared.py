@@ -74,6 +74,9 @@ def test_misuse_is_refused_with_a_position() -> None:
     assert "needs an event" in str(e)
     e = rejects(cat, "create expression g {x => x + n2}")
     assert "'n2'" in str(e) and (e.line, e.column) == (1, 31)
+    plan_statement(cat, "create expression h {x => x}", "h")
+    e = rejects(cat, "create expression h {y => y}")
+    assert "already been declared" in str(e)
 
 
 def test_istream_call_is_not_the_stream_keyword() -> None:
