@@ -40,6 +40,8 @@ class PartitionCtx:
     """Aggregate results of the group being projected (set by the result set)."""
     window: Any = None
     """The statement's window view, for prev/prevtail/prevwindow/prevcount."""
+    windows: dict[str, Any] = field(default_factory=dict)
+    """A join's window views by stream name, for the prev functions."""
     output: dict[str, Any] = field(default_factory=dict)
     """Built-in output-condition properties (count_insert, last_output_timestamp, ...)."""
     tables: dict[str, Any] = field(default_factory=dict)

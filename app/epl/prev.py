@@ -37,9 +37,23 @@ def _target(node: Any, scope: Any, compile_expr: Compile) -> Expr | None:
     arg = node.args[-1]
     if isinstance(arg, ast.Star):
         return None
-    event_scope = type(scope)("event", scope.aliases, variables=scope.variables,
+    aliases = scope.aliases
+    if scope.kind == "tags":
+        aliases = frozenset({join_stream(node, scope.tags)})
+    event_scope = type(scope)("event", aliases, variables=scope.variables,
                               tables=scope.tables)
     return compile_expr(arg, event_scope)
+
+
+def join_stream(node: Any, streams: frozenset[str]) -> str:
+    """The one stream of a join whose window a prev function reads (its expression's
+    properties are qualified with the stream's name by then)."""
+    arg = node.args[-1] if node.args else None
+    heads = {n.parts[0] for n in iter_nodes(arg) if isinstance(n, ast.Name)} & streams
+    if len(heads) != 1:
+        raise verr(f"{node.name} in a join reads the window of one stream", node,
+                   hint="name one stream's properties, e.g. prev(1, s.price)")
+    return heads.pop()
 
 
 def compile_prev(node: Any, name: str, scope: Any, compile_expr: Compile) -> Expr:
@@ -59,17 +73,34 @@ def compile_prev(node: Any, name: str, scope: Any, compile_expr: Compile) -> Exp
     def read(row: Any, c: PartitionCtx) -> Any:
         return row if inner is None else inner(row, c)
 
+    if scope.kind == "tags":  # a join: the named stream's window
+        stream = join_stream(node, scope.tags)
+
+        def window(r: Any, c: PartitionCtx) -> Any:
+            return c.windows.get(stream) if r.get(stream) is not None else None
+
+        def event(r: Any) -> Any:
+            # Esper counts from the newest event of the window in a join, not from the
+            # row's event (which need not be the newest: the other stream triggered)
+            return None
+    else:
+        def window(r: Any, c: PartitionCtx) -> Any:
+            return c.window
+
+        def event(r: Any) -> Any:
+            return r
+
     if name == "prevcount":
         def prevcount(r: Any, c: PartitionCtx) -> Any:
-            w = c.window
-            return w.count(r) if w is not None and c.is_new else None
+            w = window(r, c)
+            return w.count(event(r)) if w is not None and c.is_new else None
         return prevcount
     if name == "prevwindow":
         def prevwindow(r: Any, c: PartitionCtx) -> Any:
-            w = c.window
+            w = window(r, c)
             if w is None or not c.is_new:
                 return None
-            rows = w.prevwindow(r)
+            rows = w.prevwindow(event(r))
             return [read(x, c) for x in rows] if rows else None
         return prevwindow
     tail = name == "prevtail"
@@ -82,7 +113,7 @@ def compile_prev(node: Any, name: str, scope: Any, compile_expr: Compile) -> Exp
         index = compile_expr(args[0], scope)
 
     def prev(r: Any, c: PartitionCtx) -> Any:
-        w = c.window
+        w = window(r, c)
         if w is None or not c.is_new:
             return None
         i = index(r, c)
@@ -90,7 +121,8 @@ def compile_prev(node: Any, name: str, scope: Any, compile_expr: Compile) -> Exp
             if not isinstance(i, (int, float)) or isinstance(i, bool) or i != int(i):
                 return None
             i = int(i)
-        found = w.prevtail(i, r) if tail else w.prev(i, r)
+        ev = event(r)
+        found = w.prevtail(i, ev) if tail else w.prev(i, ev)
         return None if found is None else read(found, c)
     return prev
 

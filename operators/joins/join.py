@@ -42,6 +42,7 @@ class Join:
         self.views: list[View | None] = [
             build_view(s.view, state.child(i), ctx) if s.view is not None else None
             for i, s in enumerate(streams)]
+        ctx.windows = {n: v for n, v in zip(self.names, self.views) if v is not None}
         self.tabs = {i: ctx.tables[s.type_name] for i, s in enumerate(streams) if s.table}
         """Table streams: read through the partition's table instance (000 §4.7)."""
         self.by_type: dict[str, list[int]] = {}

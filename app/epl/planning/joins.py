@@ -104,6 +104,7 @@ def plan_join(planner: PlannerBase, node: Any, name: str, epl: str) -> Statement
         for on in inner_on:
             where = on if where is None else ast.Binary("and", on, where, pos=on.pos)
         node = dataclasses.replace(node, where=where, joins=())
+    _check_prev_windows(node, streams, names)
     scope = Scope("tags", tags=names, variables=variables, tables=planner.tenv)
     agg_texts: dict[str, int] = {}
     # join rows leave as any stream's window evicts: order-based aggregates track them
@@ -227,6 +228,22 @@ def _rewrite(node: Any, fn: Any) -> Any:
         if nv is not v:
             changes[f.name] = nv
     return dataclasses.replace(node, **changes) if changes else node
+
+
+def _check_prev_windows(node: Any, streams: list[JoinStream], names: frozenset[str]
+                        ) -> None:
+    """A prev function reads one stream's window, which must retain previous events
+    (as on a single stream, ``app.epl.prev.check_prev_window``)."""
+    from app.epl.prev import join_stream, retains_previous, window_calls
+
+    views = {s.name: s.view for s in streams}
+    for call in window_calls(*node.select_items, node.where, node.having,
+                             *(node.order_by or ())):
+        if call.name.lower() == "prior":
+            continue
+        if not retains_previous(views[join_stream(call, names)]):
+            raise verr(f"{call.name} needs a data window that retains previous events",
+                       call, hint="such as #length(10), #time(1 min), #keepall or #sort")
 
 
 def _qualified(node: Any, resolver: _Resolver) -> Any:

@@ -35,11 +35,13 @@ class SelectPlanning(PlannerBase):
                 hint=did_you_mean(node.context, self.catalog.contexts))
         priors = prior_calls(node)
         src = node.from_[0]
-        if (len(node.from_) != 1 or type(src).__name__ != "FilterStream"
+        if len(node.from_) != 1 and priors:
+            raise NotSupported("prior() in a join (kepl runs it on one event stream)")
+        elif (type(src).__name__ != "FilterStream"
                 or src.type_name in self.catalog.named_windows):
-            for call in (*priors, *window_calls(node)):
-                raise NotSupported(f"{call.name}() in a join, a pattern or over a named "
-                                   "window (kepl runs it on one event stream)")
+            for call in window_calls(node):
+                raise NotSupported(f"{call.name}() in a pattern or over a named window "
+                                   "(kepl runs it on one event stream or a join)")
         if len(node.from_) != 1:
             from app.epl.planning.joins import plan_join
 
