@@ -148,6 +148,13 @@ def compile_prior(node: Any, scope: Any) -> Expr:
     """``prior(n, x)``: the value the stream stamped on the event (see module doc)."""
     prior_index(node)
     key = prior_key(node)
+    if scope.kind == "tags":  # a join: the value on the named stream's event
+        stream = join_stream(node, scope.tags)
+
+        def joined(r: Any, c: PartitionCtx) -> Any:
+            ev = r.get(stream)
+            return None if ev is None else ev.get(key)
+        return joined
 
     def prior(r: Any, c: PartitionCtx) -> Any:
         return r.get(key)

@@ -35,9 +35,7 @@ class SelectPlanning(PlannerBase):
                 hint=did_you_mean(node.context, self.catalog.contexts))
         priors = prior_calls(node)
         src = node.from_[0]
-        if len(node.from_) != 1 and priors:
-            raise NotSupported("prior() in a join (kepl runs it on one event stream)")
-        elif (type(src).__name__ != "FilterStream"
+        if len(node.from_) == 1 and (type(src).__name__ != "FilterStream"
                 or src.type_name in self.catalog.named_windows):
             for call in window_calls(node):
                 raise NotSupported(f"{call.name}() in a pattern or over a named window "

@@ -87,8 +87,7 @@ def test_misuse_is_refused_with_a_position() -> None:
     e = rejects(cat, "select sym from Q(prev(1, px) > 0)#length(2)")
     assert "stream filter" in str(e)
     with pytest.raises(NotSupported, match="prior"):
-        plan_statement(cat, "select prior(1, q.px) from Q#length(2) as q, R#length(2) as r",
-                       "j")
+        plan_statement(cat, "select prior(1, a.px) from pattern [every a=Q]", "pp")
     e = rejects(cat, "select prev(1, r.sym) from Q#length(2) as q, R#unique(sym) as r")
     assert "retains previous events" in str(e)
     e = rejects(cat, "select prev(1, q.px || r.sym) from Q#length(2) as q, R#length(2) as r")
