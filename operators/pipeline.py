@@ -15,7 +15,7 @@ from operators.base import Emit, Expr, PartitionCtx, Row, Rows, StateNamespace, 
 from operators.joins.join import Join
 from operators.joins.spec import JoinSpec
 from operators.output import OutputLimiter, OutputSpec
-from operators.prior import Prior, PriorSpec
+from operators.prior import MatchPrior, MatchPriorSpec, Prior, PriorSpec
 from operators.resultset import ResultSet, ResultSetSpec
 from operators.windows.batch import BatchWindow
 from operators.windows.common import ForcedEmit, WindowView
@@ -61,6 +61,8 @@ class PipelineSpec:
     distinct: bool = False
     join: JoinSpec | None = None
     """A join of several streams (``stream`` and ``pattern`` are then None)."""
+    match_prior: MatchPriorSpec | None = None
+    """A pattern statement's prior(n, x) calls: each match is stamped with their values."""
 
     def reacts_to_variables(self, names: set[str] | None = None) -> bool:
         """Whether a variable change concerns this statement: an expiry-expression window
@@ -133,9 +135,10 @@ class Pipeline:
         s = spec.stream
         self.type_name = s.type_name if s is not None else None
         self.filter = s.filter if s is not None else None
-        self.prior: Prior | None = (
+        self.prior: Prior | MatchPrior | None = (
             s.prior.build(state.child("prior"), ctx) if s is not None and s.prior is not None
-            else None)
+            else spec.match_prior.build(state.child("prior"), ctx)
+            if spec.match_prior is not None else None)
         self.view: View | None = None
         if s is not None and s.view is not None:
             self.view = self._build_view(s.view, state, ctx)
@@ -255,6 +258,8 @@ class Pipeline:
             matches = self.matcher.on_event(type_name, event, now_ms)
             if not matches:
                 return [], []
+            if self.prior is not None:
+                matches = [self.prior.stamp(m) for m in matches]
             return self._finish(matches, [], now_ms)
         if self.join is not None:
             new, old = self.join.on_event(type_name, event, now_ms)
@@ -288,6 +293,8 @@ class Pipeline:
             ctx = self.ctx
             new = [r for r in new if f(r, ctx)]
             old = [r for r in old if f(r, ctx)]
+        if self.prior is not None and new:
+            new = [self.prior.stamp(r) for r in new]
         if self.view is not None:
             new, old = self.view.on_events(new, old, now_ms)
         if not new and not old:
@@ -422,6 +429,8 @@ class Pipeline:
             if t is not None and t <= now_ms:
                 matches = self.matcher.on_time(now_ms)
                 if matches:
+                    if self.prior is not None:
+                        matches = [self.prior.stamp(m) for m in matches]
                     n, o = self._finish(matches, [], now_ms)
                     out_new += n
                     out_old += o

@@ -58,3 +58,44 @@ class Prior:
             self.recent = [event, *recent[:self.depth - 1]]
             self.state.put("recent", self.recent)
         return out
+
+
+@dataclass(frozen=True)
+class MatchPriorSpec:
+    """The prior calls of a pattern statement: (hidden key, n, x, tag); x is read from
+    the event of ``tag`` in the n-th match before the current one."""
+
+    items: tuple[tuple[str, int, Expr | None, str], ...]
+
+    def build(self, state: StateNamespace, ctx: PartitionCtx) -> MatchPrior:
+        return MatchPrior(self, state, ctx)
+
+
+class MatchPrior:
+    """One context partition's recent pattern matches."""
+
+    __slots__ = ("items", "depth", "state", "ctx", "recent")
+
+    def __init__(self, spec: MatchPriorSpec, state: StateNamespace,
+                 ctx: PartitionCtx) -> None:
+        self.items = spec.items
+        self.depth = max((n for _, n, _, _ in spec.items), default=0)
+        self.state = state
+        self.ctx = ctx
+        self.recent: list[Row] = list(state.get("recent") or ())
+
+    def stamp(self, match: Row) -> Row:
+        """A copy of ``match`` whose tagged events carry their prior values."""
+        out = dict(match)
+        recent = self.recent
+        for key, n, value, tag in self.items:
+            src = match if n == 0 else (recent[n - 1] if n <= len(recent) else None)
+            ev = None if src is None else src.get(tag)
+            v = None if ev is None else (dict(ev) if value is None else value(ev, self.ctx))
+            own = out.get(tag)
+            if own is not None:
+                out[tag] = {**own, key: v}
+        if self.depth:
+            self.recent = [match, *recent[:self.depth - 1]]
+            self.state.put("recent", self.recent)
+        return out

@@ -224,3 +224,12 @@ def check_prev_window(node: Any, view: Any) -> None:
         raise verr(f"{calls[0].name} needs a data window that retains previous events",
                    calls[0], hint="add one such as #length(10), #time(1 min), #keepall, "
                    "#sort or #rank (not #unique, #firstlength or an intersection)")
+
+
+def prior_tagged_items(calls: list[Any], scope: Any, compile_expr: Compile
+                       ) -> tuple[tuple[str, int, Expr | None, str], ...]:
+    """(key, n, value expression, tag) of each distinct prior call of a pattern
+    statement: x is read from the tagged event of the n-th earlier match."""
+    tags = {prior_key(c): join_stream(c, scope.tags) for c in calls}
+    return tuple((key, n, value, tags[key])
+                 for key, n, value in prior_items(calls, scope, compile_expr))

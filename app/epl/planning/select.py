@@ -18,12 +18,18 @@ from app.epl.planning.base import (
     construct_name,
     derived_props,
 )
-from app.epl.prev import check_prev_window, prior_calls, prior_items, window_calls
+from app.epl.prev import (
+    check_prev_window,
+    prior_calls,
+    prior_items,
+    prior_tagged_items,
+    window_calls,
+)
 from app.runtime.catalog import NotSupported
 from app.runtime.plan import StatementPlan
 from operators.output import OutputSpec
 from operators.pipeline import PipelineSpec, StreamSpec
-from operators.prior import PriorSpec
+from operators.prior import MatchPriorSpec, PriorSpec
 
 
 class SelectPlanning(PlannerBase):
@@ -35,11 +41,11 @@ class SelectPlanning(PlannerBase):
                 hint=did_you_mean(node.context, self.catalog.contexts))
         priors = prior_calls(node)
         src = node.from_[0]
-        if len(node.from_) == 1 and (type(src).__name__ != "FilterStream"
-                or src.type_name in self.catalog.named_windows):
+        if len(node.from_) == 1 and type(src).__name__ != "FilterStream":
             for call in window_calls(node):
-                raise NotSupported(f"{call.name}() in a pattern or over a named window "
-                                   "(kepl runs it on one event stream or a join)")
+                if call.name.lower() != "prior":
+                    raise verr(f"{call.name} needs a data window that retains previous "
+                               "events", call, hint="a pattern has no data window")
         if len(node.from_) != 1:
             from app.epl.planning.joins import plan_join
 
@@ -49,6 +55,7 @@ class SelectPlanning(PlannerBase):
         pattern = None
         variables = frozenset(self.catalog.variables)
         source_window = None
+        match_prior = None
         if type(src).__name__ == "FilterStream":
             props = self.catalog.type_props(src.type_name)
             if src.type_name in self.catalog.named_windows:
@@ -82,6 +89,8 @@ class SelectPlanning(PlannerBase):
             pattern = plan_pattern(self, src.pattern)
             scope = Scope("tags", tags=frozenset(pattern.tag_names()), variables=variables,
                           tables=self.tenv)
+            if priors:
+                match_prior = MatchPriorSpec(prior_tagged_items(priors, scope, compile_expr))
             self._check_tag_names(node, pattern)
         else:
             raise NotSupported(construct_name(type(src).__name__))
@@ -108,7 +117,7 @@ class SelectPlanning(PlannerBase):
         select_kind, insert_into, insert_stream, select_stream = self.streams_of(node, rs)
         pipeline = PipelineSpec(rs, output, stream, pattern, where,
                                 select_kind if select_stream is None else "irstream",
-                                bool(node.distinct))
+                                bool(node.distinct), match_prior=match_prior)
         return StatementPlan(name, "query", epl, pipeline, node.context,
                              insert_into=insert_into, insert_stream=insert_stream,
                              select_stream=select_stream,
