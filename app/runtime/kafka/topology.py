@@ -111,6 +111,9 @@ class Group:
     """Engine partition p reads source partition p of ``topics`` (no repartition hop)."""
     topics: list[str] = field(default_factory=list)
     """Source topics of the group's event types, sorted."""
+    posting: list[str] = field(default_factory=list)
+    """Variable statements whose variable this group's statements assign: each write
+    posts a row (Esper: a create-variable statement's listeners get every write)."""
     _ctx: PartitionCtx = field(default_factory=PartitionCtx, repr=False)
     _routes: dict[str, int] = field(default_factory=dict, repr=False)
     """Key text -> partition, for the keys seen lately (bounded by ``ROUTE_CACHE``)."""
@@ -137,7 +140,7 @@ class Group:
     @property
     def statements(self) -> list[str]:
         """Names of the statements that may emit rows (each has an output topic)."""
-        return [p.name for p in self.plans if p.kind in STATEMENT_KINDS]
+        return [p.name for p in self.plans if p.kind in STATEMENT_KINDS] + self.posting
 
     def partition_of(self, type_name: str, event: Row) -> int | None:
         """Kafka partition of the repartition topic for an event, None if not for us."""
@@ -261,6 +264,10 @@ class Topology:
                 for g in groups.values():
                     g.plans.append(p)
         for g in groups.values():
+            written = set().union(*(_assigned_variables(p) for p in g.plans
+                                    if p.kind in STATEMENT_KINDS))
+            g.posting = [p.name for p in g.plans
+                         if p.kind == "variable" and (p.variable or p.name) in written]
             g.types &= set(config.schemas)  # insert-into streams never come from Kafka
             g.topics = sorted({config.topic_of(t) for t in g.types})
         main = groups[MAIN_GROUP]
