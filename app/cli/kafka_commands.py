@@ -81,7 +81,10 @@ def client_conf(sf: StatementFile, base: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_topology(sf: StatementFile, config: Any) -> None:
-    """Plan the Kafka layout; a file it cannot run is a one-line error."""
+    """Plan the Kafka layout; a file it cannot run is a one-line error (an invalid
+    statement: its first error at its line and column in the file)."""
+    from app.cli.check import first_error
+    from app.epl.errors import EplError
     from app.runtime.catalog import NotSupported
     from app.runtime.kafka.config import ConfigError as KafkaConfigError
     from app.runtime.kafka.topology import Topology
@@ -90,6 +93,8 @@ def _check_topology(sf: StatementFile, config: Any) -> None:
         Topology.plan(config)
     except (KafkaConfigError, NotSupported) as e:
         raise ConfigError(f"{sf.path}: {e}") from None
+    except EplError as e:
+        raise ConfigError(first_error(sf.path) or f"{sf.path}: {e.message}") from None
 
 
 def cmd_deploy(args: argparse.Namespace, bootstrap: str) -> int:

@@ -411,9 +411,15 @@ def _embedded(path: str) -> tuple[Any, Any, Any] | None:
     try:
         for s in sf.statements:
             engine.deploy(plan_statement(catalog, s.epl, s.name))
-    except (EplError, NotSupported) as e:
-        print(e.render() if isinstance(e, EplError) else f"not supported yet: {e}",
-              file=sys.stderr)
+    except NotSupported as e:
+        print(f"kepl: {path}: not supported yet: {e}", file=sys.stderr)
+        return None
+    except EplError as e:
+        from app.cli.check import first_error
+
+        # a module's positions are the file's own; a YAML file's are mapped to it
+        line = None if path.endswith(".epl") else first_error(path)
+        print(f"kepl: {line or f'{path}:{e.line}:{e.column}: {e.message}'}", file=sys.stderr)
         return None
     return sf, catalog, engine
 

@@ -72,7 +72,7 @@ def app_config(name: str) -> AppConfig:
         "app": name,
         "schemas": {"Withdrawal": {"account": "string", "amount": "double"}},
         "topics": {"Withdrawal": f"{name}.withdrawal"},
-        "source_partitions": SOURCE_PARTITIONS,
+        "partitions": SOURCE_PARTITIONS,
         "context_partitions": {"ByAccount": 3},
         "statements": STATEMENTS,
     })
