@@ -118,3 +118,47 @@ def kafka_broker_restart(kafka_bootstrap: str) -> Callable[[], None] | None:
         local_broker.start(port=port, data_dir=data_dir, wait_s=90, die_with_parent=True)
 
     return restart
+
+
+@pytest.fixture(scope="session")
+def kafka_broker_outage(kafka_bootstrap: str) -> Callable[[float], None] | None:
+    """Stops the session's broker, waits ``seconds`` with no broker at its address, then
+    starts it again (same port and data); None where the broker is not this session's
+    own."""
+    data_dir = _OWNED.get(kafka_bootstrap)
+    if data_dir is None:
+        return None
+
+    def outage(seconds: float) -> None:
+        import time
+
+        port = int(kafka_bootstrap.rpartition(":")[2])
+        local_broker.stop(data_dir=data_dir, timeout_s=30)
+        time.sleep(seconds)
+        local_broker.start(port=port, data_dir=data_dir, wait_s=90, die_with_parent=True)
+
+    return outage
+
+
+@pytest.fixture(scope="session")
+def kafka_broker_freeze(kafka_bootstrap: str) -> Callable[[float], None] | None:
+    """Freezes the session's broker (SIGSTOP) for ``seconds``, then lets it go on
+    (SIGCONT): a broker that hangs with its connections open; None where the broker is
+    not this session's own."""
+    data_dir = _OWNED.get(kafka_bootstrap)
+    if data_dir is None:
+        return None
+
+    def freeze(seconds: float) -> None:
+        import signal
+        import time
+
+        pid = local_broker._read_pid(data_dir)
+        assert pid is not None, f"no broker pid in {data_dir}"
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            time.sleep(seconds)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+    return freeze

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -264,14 +265,29 @@ def last_watermark(bootstrap: str, topic: str) -> int | None:
 
 class BrokerWatch:
     """One line per change of the broker's reachability, instead of librdkafka's log
-    lines: its logs go to a silent logger, its errors to ``error_cb``."""
+    lines: its logs go to a silent logger, its errors to ``error_cb``.
+
+    librdkafka says ``_ALL_BROKERS_DOWN`` only when every broker it knows is down at
+    once (a bootstrap entry not yet reconnecting does not count, so after a clean stop
+    it may never say it), and nothing at all while a broker hangs with its connections
+    open.  So a connection error, or ``IDLE_PROBE_S`` without a row, makes ``check`` ask
+    for metadata: no answer within ``PROBE_S`` is "unreachable"."""
 
     DOWN = ("_ALL_BROKERS_DOWN",)
+    SUSPECT = ("_TRANSPORT", "_ALL_BROKERS_DOWN", "_TIMED_OUT")
+    IDLE_PROBE_S = 5.0
+    PROBE_S = 3.0
 
-    def __init__(self, command: str, bootstrap: str) -> None:
+    def __init__(self, command: str, bootstrap: str,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.command = command
         self.bootstrap = bootstrap
+        self.clock = clock
         self.down = False
+        self.suspect = False
+        """A connection error since the last check: ask the broker."""
+        self.answered = clock()
+        """When the broker last answered (a row, or metadata)."""
         self.closing = False
         """Set while the clients close: errors they queued while not polled are old news."""
         quiet = logging.getLogger(f"kepl.{command}.kafka")
@@ -286,23 +302,43 @@ class BrokerWatch:
     def error(self, err: Any) -> None:
         from confluent_kafka import KafkaError
 
-        codes = {getattr(KafkaError, name) for name in self.DOWN}
-        if err.code() in codes and not self.down and not self.closing:
-            self.down = True
-            self.say(f"broker {self.bootstrap} unreachable, retrying")
+        if self.closing or self.down:
+            return
+        if err.code() in {getattr(KafkaError, name) for name in self.DOWN}:
+            self.went_down()
+        elif err.code() in {getattr(KafkaError, name) for name in self.SUSPECT}:
+            self.suspect = True
+
+    def went_down(self) -> None:
+        self.down = True
+        self.suspect = False
+        self.say(f"broker {self.bootstrap} unreachable, retrying")
+
+    def alive(self) -> None:
+        """The broker answered (a row arrived)."""
+        self.answered = self.clock()
 
     def check(self, client: Any) -> None:
-        """While down: ask ``client`` for metadata; an answer means connected again."""
+        """Between polls: while down, an answer to a metadata request means connected
+        again; while up, after a connection error or a quiet spell, no answer means
+        down."""
         from confluent_kafka import KafkaException
 
-        if not self.down:
+        now = self.clock()
+        if not self.down and not self.suspect and now - self.answered < self.IDLE_PROBE_S:
             return
         try:
-            client.list_topics(timeout=1.0)
+            client.list_topics(timeout=1.0 if self.down else self.PROBE_S)
         except KafkaException:
+            if not self.down:
+                self.went_down()
             return
-        self.down = False
-        self.say(f"connected to {self.bootstrap}")
+        finally:
+            self.suspect = False
+        self.answered = self.clock()
+        if self.down:
+            self.down = False
+            self.say(f"connected to {self.bootstrap}")
 
 
 def cmd_tail(args: argparse.Namespace, bootstrap: str) -> int:
@@ -334,6 +370,7 @@ def cmd_tail(args: argparse.Namespace, bootstrap: str) -> int:
                 print(json.dumps(row.as_dict(), default=str), flush=True)
             return 0
         for row in reader.follow(on_poll=lambda: watch.check(reader.consumer)):
+            watch.alive()
             print(json.dumps(row.as_dict(), default=str), flush=True)
     finally:
         watch.closing = True
@@ -351,11 +388,20 @@ def _ops_config(args: argparse.Namespace, command: str, bootstrap: str) -> Any:
 
 def cmd_status(args: argparse.Namespace, bootstrap: str) -> int:
     """The app's topics, consumer group, lag, watermark, dead letters and changelogs."""
-    from app.runtime.kafka.ops import app_status, render_status
+    from confluent_kafka import KafkaException
+
+    from app.runtime.kafka.ops import BrokerError, app_status, render_status
 
     config = _ops_config(args, "status", bootstrap)
-    st = app_status(config, bootstrap, last_watermark,
-                    Path(args.data_dir) if args.data_dir else None)
+    try:
+        st = app_status(config, bootstrap, last_watermark,
+                        Path(args.data_dir) if args.data_dir else None)
+    except (BrokerError, KafkaException) as e:
+        # a broker that keeps answering with a transient error (a group coordinator
+        # still loading), or refuses a request: which request, and why
+        cause = e.args[0].str() if isinstance(e, KafkaException) and e.args and \
+            hasattr(e.args[0], "str") else str(e)
+        raise Unavailable(f"status: {cause} (at {bootstrap})") from None
     if args.json:
         print(json.dumps(st, indent=2))
     else:
@@ -377,7 +423,14 @@ def _confirm(command: str, plan: list[str], yes: bool) -> bool:
 def cmd_undeploy(args: argparse.Namespace, bootstrap: str) -> int:
     """Delete the app's internal and output topics and its consumer group (and, with
     ``--delete-state``, the local state); refused while workers run."""
-    from app.runtime.kafka.ops import Broker, Busy, group_id, planned_topics, require_idle
+    from app.runtime.kafka.ops import (
+        Broker,
+        BrokerError,
+        Busy,
+        group_id,
+        planned_topics,
+        require_idle,
+    )
     from app.runtime.kafka.ops import undeploy as do_undeploy
 
     config = _ops_config(args, "undeploy", bootstrap)
@@ -394,8 +447,9 @@ def cmd_undeploy(args: argparse.Namespace, bootstrap: str) -> int:
             return 2
         for line in do_undeploy(config, bootstrap, topics, state):
             print(line)
-    except Busy as e:
-        raise Unavailable(str(e)) from None
+    except (Busy, BrokerError) as e:
+        raise Unavailable(f"{e}" if isinstance(e, Busy) else f"{args.command}: {e} (at "
+                          f"{bootstrap})") from None
     return 0
 
 
@@ -405,6 +459,7 @@ def cmd_reset(args: argparse.Namespace, bootstrap: str) -> int:
     from app.runtime.kafka.ops import (
         RESET_ROLES,
         Broker,
+        BrokerError,
         Busy,
         group_id,
         planned_topics,
@@ -424,8 +479,9 @@ def cmd_reset(args: argparse.Namespace, bootstrap: str) -> int:
             return 2
         for line in do_reset(config, bootstrap, topics, state):
             print(line)
-    except Busy as e:
-        raise Unavailable(str(e)) from None
+    except (Busy, BrokerError) as e:
+        raise Unavailable(f"{e}" if isinstance(e, Busy) else f"{args.command}: {e} (at "
+                          f"{bootstrap})") from None
     return 0
 
 
