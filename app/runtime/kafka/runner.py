@@ -139,7 +139,7 @@ class KafkaApp:
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"kepl-{config.app}-"))
         self.worker = WorkerProcess(config, bootstrap, self.workdir)
         # records carry runtime time (scenarios: 1970) as timestamp: keep them
-        specs = self.topology.topic_specs(keep_sources=True)
+        specs = self.topology.topic_specs()
         # source topics first (the worker would create them with default retention),
         # then the worker's start-up overlaps with creating the rest (both create)
         ensure_topics(bootstrap, {t: specs[t] for t in config.source_topics})
