@@ -23,6 +23,15 @@ class ConfigError(Exception):
     """A statement file that cannot be used; the message is one line."""
 
 
+class InvalidFile(ConfigError):
+    """A statement file that does not have the statement-file shape; ``path`` names it,
+    so that a command can point at the first error's line and column (``kepl check``)."""
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 class Loader(yaml.SafeLoader):
     """PyYAML's safe loader whose value constructors never raise past it: a scalar it
     cannot turn into a value (an integer of more digits than Python converts, a date
@@ -110,14 +119,14 @@ def parse_statement_file(doc: Any, path: str = "<memory>") -> StatementFile:
         e = errors[0]
         more = (f" (and {len(errors) - 1} more error(s): kepl check lists them)"
                 if len(errors) > 1 else "")
-        raise ConfigError(f"{path}: at {_where(e.absolute_path)}: {e.message}{more}")
+        raise InvalidFile(f"{path}: at {_where(e.absolute_path)}: {e.message}{more}", path)
     stmts = []
     seen: set[str] = set()
     for i, s in enumerate(doc["statements"]):
         name = s.get("name") or f"s{i}"
         if name in seen:
-            raise ConfigError(f"{path}: at statements[{i}].name: duplicate statement name "
-                              f"'{name}'")
+            raise InvalidFile(f"{path}: at statements[{i}].name: duplicate statement name "
+                              f"'{name}'", path)
         seen.add(name)
         stmts.append(StatementDef(name, s["epl"], s.get("output_topic")))
     return StatementFile(doc["app"], doc.get("schemas") or {}, doc.get("topics") or {}, stmts,

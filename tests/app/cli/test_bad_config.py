@@ -55,6 +55,37 @@ def test_one_line_for_a_bad_file(tmp_path: Path, command: str, content: str,
         2, "", "kepl: " + line.format(f=f) + "\n")
 
 
+README_BAD = """\
+app: bank
+schemas:
+  Withdrawal: {account: string, amount: double}
+statements:
+  - name: big
+    epl: select * from Withdrawl(amount >= 200)
+  - name: per_account
+    epl: |
+      select account, sum(amount) as total
+        from Withdrawal
+        group by acount
+  - name: last
+    epl: select * from Withdrawal#length(5)
+    output_topik: last-five
+"""
+
+
+@pytest.mark.parametrize("command", ["run", "deploy", "worker"])
+def test_shape_errors_point_at_the_first_error(tmp_path: Path, command: str) -> None:
+    """The README's bad.yaml: its unknown key is a shape error the loader finds first,
+    but the line names the file's first error at its place, as kepl check lists it."""
+    f = tmp_path / "bad.yaml"
+    f.write_text(README_BAD)
+    args = ["--events", "/dev/null"] if command == "run" else ["--bootstrap", NOWHERE]
+    proc = _kepl(command, str(f), *args)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        2, "", f"kepl: {f}:6:24: statement 'big': unknown event type 'Withdrawl' (did you "
+               f"mean 'Withdrawal'?); 2 more: kepl check {f} lists them\n")
+
+
 def test_worker_module_one_line(tmp_path: Path) -> None:
     """``python -m app.runtime.kafka.worker --config``: the same files, one line each."""
     expected = [
