@@ -314,6 +314,14 @@ def test_unreadable_scalars(data: st.DataObject) -> None:
     assert code == 2, text
 
 
+@pytest.mark.long
+@fuzz_settings(1000)
+@given(st.data())
+def test_long_unreadable_scalars(data: st.DataObject) -> None:
+    code, text = assert_clean("f.yaml", _unreadable_in_file(data))
+    assert code == 2, text
+
+
 def _digits_line(prefix: str, digits: int) -> str:
     return prefix + "9" * digits
 

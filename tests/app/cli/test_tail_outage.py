@@ -84,3 +84,50 @@ def test_tail_follows_across_a_broker_outage(
     finally:
         tail.kill()
         tail.wait()
+
+
+class FakeConsumer:
+    """Answers metadata requests while ``up``."""
+
+    def __init__(self) -> None:
+        self.up = True
+        self.asked = 0
+
+    def list_topics(self, timeout: float) -> None:
+        from confluent_kafka import KafkaError, KafkaException
+
+        self.asked += 1
+        if not self.up:
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT))
+
+
+def test_watch_asks_after_a_quiet_spell_and_after_connection_errors(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from confluent_kafka import KafkaError
+
+    from app.cli.kafka_commands import BrokerWatch
+
+    now = [0.0]
+    watch = BrokerWatch("tail", "b:1", clock=lambda: now[0])
+    consumer = FakeConsumer()
+    watch.check(consumer)
+    assert consumer.asked == 0  # rows or an answer less than 5 s ago: nothing asked
+    now[0] = 4.9
+    watch.alive()
+    now[0] = 9.0
+    watch.check(consumer)
+    assert consumer.asked == 0
+    now[0] = 10.0
+    watch.check(consumer)
+    assert consumer.asked == 1  # 5 s without a row: asked, and answered
+    consumer.up = False
+    watch.error(KafkaError(KafkaError._TRANSPORT))  # a connection error: ask at once
+    watch.check(consumer)
+    assert (consumer.asked, watch.down) == (2, True)
+    watch.error(KafkaError(KafkaError._ALL_BROKERS_DOWN))  # already said
+    watch.check(consumer)
+    consumer.up = True
+    watch.check(consumer)
+    watch.check(consumer)
+    assert capsys.readouterr().err == ("kepl: tail: broker b:1 unreachable, retrying\n"
+                                       "kepl: tail: connected to b:1\n")
