@@ -104,10 +104,41 @@ def cmd_deploy(args: argparse.Namespace, bootstrap: str) -> int:
     sf = load_statement_file(args.file)
     config = _config(sf)
     _check_topology(sf, config)
-    probe_broker("deploy", bootstrap)
+    existing = probe_broker("deploy", bootstrap)
     for line in create_topics(config, bootstrap):
         print(line)
+    for note in retention_notes(bootstrap, [t for t in config.source_topics if t in existing]):
+        print(f"kepl: deploy: note: {note}", file=sys.stderr)
     return 0
+
+
+def retention_notes(bootstrap: str, topics: list[str]) -> list[str]:
+    """A line per source topic that existed before ``kepl deploy`` (which leaves it as
+    it is) and deletes records by time: records stamped with runtime times near 0, as
+    ``kepl clock`` and ``kepl demo`` write them, go at the broker's next retention check
+    (source topics kepl creates keep every record: ``topology.SOURCE_CONFIG``)."""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    from app.runtime.kafka import client
+
+    if not topics:
+        return []
+    admin = AdminClient(client.conf({"bootstrap.servers": bootstrap, "log_level": 0}))
+    res = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
+    out = []
+    for r, fut in admin.describe_configs(res, request_timeout=PROBE_TIMEOUT_S).items():
+        try:
+            ms = int(fut.result().get("retention.ms").value)
+        except Exception:  # noqa: BLE001 - a note only: no answer, no note
+            continue
+        if ms >= 0:
+            out.append(f"source topic {r.name} existed and deletes records older than "
+                       f"{ms / 3_600_000:g} h (retention.ms={ms}) by their timestamps; "
+                       "records stamped with runtime times (kepl clock, kepl demo) are "
+                       "that old at once (kafka-configs --alter --add-config "
+                       f"retention.ms=-1 --entity-type topics --entity-name {r.name} "
+                       "keeps them)")
+    return out
 
 
 def data_dir_of(args: argparse.Namespace, app: str) -> Path:

@@ -96,3 +96,34 @@ def test_deployed_source_topic_keeps_old_records(kafka_own_broker: str,
     assert _offsets(b, source) == (0, 3)
     assert _timestamps(b, source, 3) == OLD
     admin.delete_topics([control, source])
+
+
+@pytest.mark.kafka
+def test_deploy_notes_an_existing_source_topic_with_time_retention(
+        kafka_bootstrap: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A source topic that exists is left as it is; deploy says when it deletes by time."""
+    b = kafka_bootstrap
+    name = f"ret{uuid.uuid4().hex[:8]}"
+    source = f"{name}-withdrawals"
+    f = tmp_path / f"{name}.yaml"
+    f.write_text(BANK.read_text().replace("app: bank", f"app: {name}")
+                 .replace("Withdrawal: withdrawals", f"Withdrawal: {source}"))
+    admin = AdminClient({"bootstrap.servers": b})
+    admin.create_topics([NewTopic(source, 1, 1, config={"retention.ms": "86400000"})]
+                        )[source].result(timeout=30)
+    capsys.readouterr()
+    assert main(["deploy", str(f), "--bootstrap", b]) == 0
+    out, err = capsys.readouterr()
+    assert f"{source} (1 partition)" in out.splitlines()
+    assert err == (
+        f"kepl: deploy: note: source topic {source} existed and deletes records older than "
+        "24 h (retention.ms=86400000) by their timestamps; records stamped with runtime "
+        "times (kepl clock, kepl demo) are that old at once (kafka-configs --alter "
+        f"--add-config retention.ms=-1 --entity-type topics --entity-name {source} keeps "
+        "them)\n")
+    # deployed again, with the topic kepl created: no note
+    other = tmp_path / "again.yaml"
+    other.write_text(f.read_text().replace(source, f"{name}-fresh"))
+    assert main(["deploy", str(other), "--bootstrap", b]) == 0
+    assert main(["deploy", str(other), "--bootstrap", b]) == 0
+    assert capsys.readouterr().err == ""
