@@ -298,11 +298,10 @@ class BrokerWatch:
     """One line per change of the broker's reachability, instead of librdkafka's log
     lines: its logs go to a silent logger, its errors to ``error_cb``.
 
-    librdkafka says ``_ALL_BROKERS_DOWN`` only when every broker it knows is down at
-    once (a bootstrap entry not yet reconnecting does not count, so after a clean stop
-    it may never say it), and nothing at all while a broker hangs with its connections
-    open.  So a connection error, or ``IDLE_PROBE_S`` without a row, makes ``check`` ask
-    for metadata: no answer within ``PROBE_S`` is "unreachable"."""
+    librdkafka says ``_ALL_BROKERS_DOWN`` only when every broker connection it keeps is
+    down at once, and nothing at all while a broker hangs with its connections open.
+    So a connection error, or ``IDLE_PROBE_S`` without a row, makes ``check`` ask for
+    metadata: no answer within ``PROBE_S`` is "unreachable"."""
 
     DOWN = ("_ALL_BROKERS_DOWN",)
     SUSPECT = ("_TRANSPORT", "_ALL_BROKERS_DOWN", "_TIMED_OUT")
