@@ -318,7 +318,7 @@ class Topology:
             out[p.name] = (self.config.output_topic(p.name), self.source_counts.get(topic, 1))
         return out
 
-    def topic_specs(self, keep_sources: bool = False) -> dict[str, tuple[int, dict[str, str]]]:
+    def topic_specs(self) -> dict[str, tuple[int, dict[str, str]]]:
         """Every topic the app needs: name -> (partitions, topic config, with the
         replication factor under ``REPLICATION``).
 
@@ -327,9 +327,15 @@ class Topology:
         compaction would break the chain; snapshots bound them instead, deleting the
         records a complete snapshot made obsolete.
 
-        ``keep_sources``: source topics get infinite retention.  Needed when records
-        carry old timestamps (scenarios start the clock at 1970): time-based retention
-        would delete them at the broker's next retention check.
+        Source topics kepl creates keep their records: no time or size retention
+        (``SOURCE_CONFIG``).  kepl's producers stamp records with the runtime time (the
+        demo, ``kepl scenario run --kafka``, the watermarks ``kepl clock`` writes into
+        every source partition), near 0 = 1970 for a clock that starts at 0, and a
+        worker merges the records of several source partitions by that timestamp
+        (``partition.EnginePartition._release``), so the timestamps stay the
+        producer's (``CreateTime``) and the broker's retention (7 days by default)
+        would delete such records at its next check, before a worker read them.  A
+        source topic that exists is left as it is.
         """
         forever = {"retention.ms": "-1", "retention.bytes": "-1"}
         # changelog records hold a whole batch: allow big ones, and never let time or size
@@ -344,7 +350,7 @@ class Topology:
                if c.min_insync_replicas is not None else {})
         specs: dict[str, tuple[int, dict[str, str]]] = {}
         for t in c.source_topics:
-            specs[t] = (c.source_partitions, {**rf, **(forever if keep_sources else {})})
+            specs[t] = (c.source_partitions, {**rf, **SOURCE_CONFIG})
         for g in self.active_groups():
             if not g.direct:
                 specs[c.repartition_topic(g.name)] = (g.partitions, {**rf, **isr})
@@ -355,6 +361,11 @@ class Topology:
         specs[c.progress_topic] = (1, {**rf, **isr, "cleanup.policy": "compact"})
         specs[c.dlq_topic] = (1, dict(rf))
         return specs
+
+
+SOURCE_CONFIG = {"retention.ms": "-1", "retention.bytes": "-1",
+                 "message.timestamp.type": "CreateTime"}
+"""Topic settings of the source topics kepl creates (``Topology.topic_specs``)."""
 
 
 def _source_keyed_group(config: AppConfig, spec: KeyedSpec, counts: dict[str, int],
