@@ -48,7 +48,7 @@ class _Prev:
     def __init__(self, rows: list[Any]) -> None:
         self.rows = rows
 
-    def prev(self, n: Any) -> Row | None:
+    def prev(self, n: Any, event: Any = None) -> Row | None:
         if not isinstance(n, int) or n < 0 or n >= len(self.rows):
             return None
         return self.rows[-1 - n][1]
@@ -285,12 +285,18 @@ class MatchRecognizer:
                     row[v] = [e[1] for e in groups[j]]
         if prev is None:
             return cond(row, ctx) is True
-        saved = ctx.window
+        # prev(n, B.v) in a condition reads the partition's events through the window
+        # of the variable it names (a condition's row holds one event per variable)
+        saved, saved_windows = ctx.window, ctx.windows
         ctx.window = prev
+        ctx.windows = self._prev_windows(prev)
         try:
             return cond(row, ctx) is True
         finally:
-            ctx.window = saved
+            ctx.window, ctx.windows = saved, saved_windows
+
+    def _prev_windows(self, prev: _Prev) -> dict[str, Any]:
+        return {v: prev for v, _ in self.var_streams}
 
     # ----------------------------------------------------------------- ranking
 
