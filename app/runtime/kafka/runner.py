@@ -34,7 +34,7 @@ from app.runtime.catalog import Catalog
 from app.runtime.kafka import client
 from app.runtime.kafka.clock import Clock
 from app.runtime.kafka.config import AppConfig
-from app.runtime.kafka.reader import OutputRow, RowReader
+from app.runtime.kafka.reader import FETCH_WAIT_MS, OutputRow, RowReader, drain
 from app.runtime.kafka.router import H_SEQ
 from app.runtime.kafka.topology import Topology, ensure_topics
 from app.runtime.kafka.worker import CRASH_HOOK_ENV
@@ -102,7 +102,9 @@ class Progress:
 
         self.consumer = Consumer(client.conf({"bootstrap.servers": bootstrap,
                                               "group.id": "kepl-progress",
-                                              "enable.auto.commit": False, "log_level": 3}))
+                                              "enable.auto.commit": False,
+                                              "fetch.wait.max.ms": FETCH_WAIT_MS,
+                                              "log_level": 3}))
         self.consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
         self.latest: dict[str, str] = {}
 
@@ -115,7 +117,7 @@ class Progress:
                 raise TimeoutError(f"workers did not reach watermark {wid} in {timeout_s} s")
             if alive is not None and not alive():
                 raise RuntimeError("the worker exited")
-            for m in self.consumer.consume(100, 0.05):
+            for m in drain(self.consumer, 0.05):
                 if m.error() is None and m.key() is not None:
                     self.latest[m.key().decode()] = json.loads(m.value())["id"]
 
