@@ -13,10 +13,15 @@ second on and does exactly that; the table prints p50/p99 of
 - ``step``: the three together (one ``expect`` step of a scenario).
 
 Kinds: a lane (stateless, runs in place), a direct group (one source partition, no
-repartition hop), a routed group (a keyed context on its own repartition topic of two
+repartition hop), a routed group (a hash context: its own repartition topic of two
 partitions) and a join of two ``#time_batch`` windows.
 
-Run: .venv/bin/python tests/bench/bench_barrier.py [--steps N] [--kind NAME]
+``--scenarios`` times ``kepl scenario run --kafka``'s runner instead, on one scenario per
+kind of 92 ``expect`` steps (four events and one second each), its expectations
+recorded from the embedded engine first (both modes give the same output; each step
+has rows for every kind).
+
+Run: .venv/bin/python tests/bench/bench_barrier.py [--steps N] [--kind NAME] [--scenarios]
 (``KAFKA_BOOTSTRAP_SERVERS`` when set, else the local broker, started when needed.)
 """
 
@@ -27,10 +32,14 @@ import os
 import time
 from typing import Any
 
+from app.conformance.runner import Collected, replay
+from app.epl.planner import plan_statement
 from app.kafka import local_broker
+from app.runtime.catalog import Catalog
+from app.runtime.engine import Engine
 from app.runtime.kafka.config import AppConfig
 from app.runtime.kafka.reader import RowReader
-from app.runtime.kafka.runner import KafkaApp
+from app.runtime.kafka.runner import KafkaApp, run_scenario_kafka
 
 SCHEMAS = {"Bid": {"symbol": "string", "price": "double"},
            "Ask": {"symbol": "string", "price": "double"}}
@@ -42,9 +51,9 @@ KINDS: dict[str, dict[str, Any]] = {
         "select symbol, count(*) as n, sum(price) as total from Bid#time(10 sec) "
         "group by symbol output snapshot every 1 events"]},
     "routed group": {"statements": [
-        "create context BySymbol partition by symbol from Bid",
-        "context BySymbol select symbol, count(*) as n from Bid#length(10)"],
-        "context_partitions": {"BySymbol": 2}},
+        "create context ByHash coalesce by consistent_hash_crc32(symbol) from Bid "
+        "granularity 2",
+        "context ByHash select symbol, count(*) as n from Bid#length(10) group by symbol"]},
     "join": {"statements": [
         "select b.symbol as symbol, b.price as bid, a.price as ask "
         "from Bid#time_batch(2 sec) as b, Ask#time_batch(2 sec) as a "
@@ -101,13 +110,70 @@ def run_kind(name: str, spec: dict[str, Any], server: str, steps: int
     return times
 
 
+def scenario(name: str, spec: dict[str, Any], steps: int) -> dict[str, Any]:
+    """A scenario of ``steps`` expect steps for one kind, expectations recorded from the
+    embedded engine."""
+    doc: dict[str, Any] = {
+        "name": f"bench-{name.replace(' ', '-')}", "schemas": SCHEMAS,
+        "statements": [{"name": f"s{i}", "epl": e} for i, e in enumerate(spec["statements"])],
+        "steps": []}
+    for i in range(steps):
+        for j, sym in enumerate(SYMBOLS[:2]):
+            for k, type_name in enumerate(("Bid", "Ask")):
+                doc["steps"].append({"send": type_name,
+                                     "event": {"symbol": sym, "price": float(i + j + k)}})
+        doc["steps"] += [{"time": (i + 1) * 1000}, {"expect": {}}]
+    catalog = Catalog.from_schemas(SCHEMAS)
+    engine = Engine()
+    names = []
+    for st in doc["statements"]:
+        plan = plan_statement(catalog, st["epl"], st["name"])
+        engine.deploy(plan)
+        names.append(plan.name)
+    collected = {n: Collected() for n in names}
+    seen: list[dict[str, Any]] = []
+
+    def listen(stmt: str, new: list[Any], old: list[Any], pid: Any) -> None:
+        collected[stmt].new.extend(new)
+        collected[stmt].old.extend(old)
+
+    def settle() -> None:
+        seen.append({n: {"new": list(c.new), "old": list(c.old)} for n, c in collected.items()
+                     if n in engine.statements})
+
+    engine.listeners.append(listen)
+    replay(doc, engine.advance_time, lambda t, e: engine.send(t, e), collected, catalog,
+           lambda: engine.now_ms, settle)
+    expects = iter(seen)
+    for step in doc["steps"]:
+        if "expect" in step:
+            step["expect"] = next(expects)
+    return doc
+
+
+def run_scenarios(kinds: list[str], server: str, steps: int) -> None:
+    print(f"scenarios of {steps} expect steps, {steps * 4} events, with --kafka")
+    for name in kinds:
+        doc = scenario(name, KINDS[name], steps)
+        t0 = time.perf_counter()
+        diff = run_scenario_kafka(doc, server)
+        took = time.perf_counter() - t0
+        print(f"{name:<14} {took:6.1f} s  {'PASS' if diff is None else 'FAIL ' + diff}",
+              flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--kind", action="append", choices=sorted(KINDS),
                     help="only this kind (repeatable)")
+    ap.add_argument("--scenarios", action="store_true",
+                    help="time whole scenarios through the --kafka runner instead")
     args = ap.parse_args()
     server = bootstrap()
+    if args.scenarios:
+        run_scenarios(args.kind or list(KINDS), server, 92)
+        return
     print(f"{args.steps} steps per kind on {server}; milliseconds, p50 / p99")
     print(f"{'kind':<14} {'publish':>13} {'barrier':>13} {'read':>13} {'step':>13}")
     for name in args.kind or list(KINDS):

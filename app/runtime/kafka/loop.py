@@ -78,7 +78,8 @@ DEFAULT_COMMIT_INTERVAL_MS = 100
 """A checkpoint at least this often while input keeps coming (Kafka Streams' EOS value)."""
 CAUGHT_UP_COMMIT_MS = 20
 """Once a consume call drained what was there, a checkpoint after this long already:
-rows become visible soon at moderate load, and a backlog still commits per interval."""
+rows become visible soon at moderate load, and a backlog still commits per interval.
+A drained batch that applied or forwarded a barrier commits at once (``_barrier_due``)."""
 CONSUME_BATCH = 2000
 CONSUME_TIMEOUT_S = 0.01
 MAX_CHECKPOINT_RECORDS = 50_000
@@ -364,11 +365,26 @@ class Worker:
             return
         elapsed = time.monotonic() - self.last_commit
         if (elapsed >= self.interval_s or self.since_commit >= MAX_CHECKPOINT_RECORDS
-                or (len(msgs) < CONSUME_BATCH and elapsed >= self.caught_up_s)):
+                or (len(msgs) < CONSUME_BATCH
+                    and (elapsed >= self.caught_up_s or self._barrier_due()))):
             self.commit()
 
     def _dirty_offsets(self) -> bool:
         return any(self.positions.get(k) != self.committed.get(k) for k in self.positions)
+
+    def _barrier_due(self) -> bool:
+        """A barrier waits for this checkpoint: one a lane or an engine partition applied
+        (its progress record goes in it), or one routed to a repartition topic (the
+        engine partitions there see it once it commits).  Someone waits on a barrier, as
+        on a row: it commits as soon as the input is drained."""
+        if self.lane_progress or any(part.barrier != part.progress
+                                     for part in self.parts.values()):
+            return True
+        if not self.routing.barrier_targets:
+            return False
+        done = self.committed_cursors
+        return any(key in done and cur.barrier != done[key].barrier
+                   for key, cur in self.cursors.items())
 
     # -- records -------------------------------------------------------------------
     def handle(self, msgs: list[Any]) -> None:
