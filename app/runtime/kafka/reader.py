@@ -170,7 +170,7 @@ class RowReader:
         while True:
             if on_poll is not None:
                 on_poll()
-            for m in self.consumer.consume(500, poll_s):
+            for m in drain(self.consumer, poll_s, 500):
                 if m.error() is not None:
                     continue
                 row = decode_row(m)
