@@ -18,7 +18,8 @@ import yaml
 pytestmark = pytest.mark.kafka
 
 ROOT = Path(__file__).resolve().parents[4]
-STEPS = 3000  # far more than the time limit lets through
+STEPS = 4000  # a step takes 15 ms at least: far more than the time limit lets through
+LIMIT_S = 20
 
 
 def workers_of(app: str) -> list[int]:
@@ -70,10 +71,10 @@ def wait_for(cond: object, timeout_s: float) -> bool:
 
 def test_a_timed_out_scenario_leaves_no_worker(kafka_bootstrap: str, tmp_path: Path) -> None:
     path, name = long_scenario(tmp_path)
-    run = start_run(path, kafka_bootstrap, 8)
+    run = start_run(path, kafka_bootstrap, LIMIT_S)
     try:
-        assert wait_for(lambda: workers_of(name), 8), "the scenario's worker never started"
-        out, _ = run.communicate(timeout=60)
+        assert wait_for(lambda: workers_of(name), LIMIT_S), "the worker never started"
+        out, _ = run.communicate(timeout=LIMIT_S + 60)
     finally:
         run.kill()
     assert f"FAIL {name}: time limit" in out, out
@@ -85,7 +86,7 @@ def test_ctrl_c_leaves_no_worker(kafka_bootstrap: str, tmp_path: Path) -> None:
     path, name = long_scenario(tmp_path)
     run = start_run(path, kafka_bootstrap, 60)
     try:
-        assert wait_for(lambda: workers_of(name), 15), "the scenario's worker never started"
+        assert wait_for(lambda: workers_of(name), LIMIT_S), "the worker never started"
         run.send_signal(signal.SIGINT)  # to the command only, not to its process group
         run.communicate(timeout=30)
     finally:
