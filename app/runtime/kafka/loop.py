@@ -42,6 +42,7 @@ from app.runtime.kafka.config import AppConfig
 from app.runtime.kafka.health import DEFAULT_STALL_S, STALL_ENV, Health, Metrics, serve
 from app.runtime.kafka.lanes import Lane, LaneCursor
 from app.runtime.kafka.partition import EnginePartition, InRecord, Poisoned, SnapshotPolicy
+from app.runtime.kafka.reader import drain
 from app.runtime.kafka.recovery import KafkaChangelog
 from app.runtime.kafka.router import (
     H_CONTROL,
@@ -82,6 +83,8 @@ rows become visible soon at moderate load, and a backlog still commits per inter
 A drained batch that applied or forwarded a barrier commits at once (``_barrier_due``)."""
 CONSUME_BATCH = 2000
 CONSUME_TIMEOUT_S = 0.01
+"""An idle loop's wait for records; the first record ends it (``reader.drain``: a batch
+is what is there then, so a record waits for no timeout before it is handled)."""
 MAX_CHECKPOINT_RECORDS = 50_000
 """Input records per checkpoint at most (bounds a changelog record)."""
 EXIT_FENCED = 3
@@ -348,7 +351,7 @@ class Worker:
 
     def step(self) -> None:
         """One consume batch, then a checkpoint when one is due."""
-        msgs = self.consumer.consume(CONSUME_BATCH, CONSUME_TIMEOUT_S)
+        msgs = drain(self.consumer, CONSUME_TIMEOUT_S, CONSUME_BATCH)
         if self._callback_error is not None:
             err, self._callback_error = self._callback_error, None
             raise err
