@@ -358,6 +358,14 @@ class PGuard(Node):
 
 
 @dataclass(frozen=True, slots=True)
+class PGuardWhile(Node):
+    """Guard ``p where while (cond)``: p's results pass while cond holds for them."""
+
+    child: Node
+    cond: Node
+
+
+@dataclass(frozen=True, slots=True)
 class PRepeat(Node):
     """Repeat / match-until: ``[n] p``, ``[a:b] p``, ``p until q``, ``[a:b] p until q``."""
 

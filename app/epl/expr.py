@@ -73,6 +73,8 @@ class Scope:
     partition_keys: dict[str, str] = field(default_factory=dict)
     """Partition properties of a keyed context -> the ``context`` key holding their value
     (``k`` -> ``key1``): read from the partition, they are not event properties."""
+    array_tags: frozenset[str] = frozenset()
+    """Pattern tags holding a list of events (tags inside a repeat): read as ``a[i]``."""
 
 
 def text_of(node: Any) -> str:
@@ -224,6 +226,30 @@ def _compile_table_access(node: Any, scope: Scope) -> Expr:
             return None
         return read(rec) if read is not None else table.row(rec)
     return table_access
+
+
+def _compile_indexed_tag(node: Any, scope: Scope) -> Expr:
+    """``a[i]`` / ``a[i].prop``: the i-th event of a repeated pattern tag (Esper ref.
+    "Repeat": tags inside a repeat are indexed, from 0; null past the end)."""
+    name = node.table
+    if name not in scope.array_tags:
+        raise _err(f"tag '{name}' holds one event, not a list: only a tag inside a repeat "
+                   f"can be indexed", node, f"write {name}.property")
+    if len(node.keys) != 1:
+        raise _err(f"a repeated tag takes one index, {len(node.keys)} given", node,
+                   f"e.g. {name}[0]")
+    index = compile_expr(node.keys[0], scope)
+    column = node.column
+    in_filter = scope.kind == "pfilter"
+
+    def indexed(r: Any, c: PartitionCtx) -> Any:
+        events = (r[1] if in_filter else r).get(name)
+        i = index(r, c)
+        if type(events) is not list or type(i) is not int or not 0 <= i < len(events):
+            return None
+        event = events[i]
+        return event if column is None else _nested(event, (column,))
+    return indexed
 
 
 def _compile_keyless_table(node: Any, scope: Scope) -> Expr:
@@ -515,6 +541,8 @@ def compile_expr(node: Any, scope: Scope) -> Expr:
     if kind == "Call":
         return _compile_call(node, scope)
     if kind == "TableAccess":
+        if scope.kind in ("tags", "pfilter") and node.table in scope.tags:
+            return _compile_indexed_tag(node, scope)
         return _compile_table_access(node, scope)
     if kind == "Star":
         return lambda r, c: r
@@ -619,7 +647,7 @@ def _compile_call(node: Any, scope: Scope) -> Expr:
             if args and not node.star and not isinstance(args[0], ast.Star):
                 value = compile_expr(args[0], Scope(
                     vscope.kind, vscope.aliases, vscope.tags, vscope.variables,
-                    tables=vscope.tables))
+                    tables=vscope.tables, array_tags=vscope.array_tags))
             star = node.star or (bool(args) and isinstance(args[0], ast.Star)) or (
                 name == "count" and not args)
             agg = make_aggregator(name, star=star, distinct=node.distinct, extra=extra,

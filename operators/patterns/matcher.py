@@ -18,7 +18,12 @@ that it turned true (with the tags of the match, and whether it has quit) or fal
 * ``timer:interval`` and ``timer:within`` count from the instant their sub-expression
   starts; ``timer:at`` fires at the next crontab instant strictly after it starts;
 * ``every-distinct`` drops matches whose key values were already seen (within the
-  period, when one is given).
+  period, when one is given);
+* a repeat (``[n] p``, ``[low:high] p until q``) restarts ``p`` after each result and
+  collects the events of ``p``'s tags into lists; ``until`` ends it (true when the lower
+  bound was reached, else false), and so does the n-th result of an exact repeat;
+* ``where while (cond)`` passes results while ``cond`` holds and turns false on the first
+  result for which it is false.
 
 An event reaches only the filters that were listening when it arrived, oldest first (a
 filter started while the event is processed does not see it); timers due at the same
@@ -48,8 +53,10 @@ from operators.patterns.spec import (
     Not,
     Or,
     PatternPlan,
+    Repeat,
     TimerAt,
     TimerInterval,
+    WhileGuard,
     Within,
 )
 
@@ -599,6 +606,183 @@ class _OrNode(_OperandsNode):
             self.up_false()
 
 
+class _WhileNode(_Node):
+    """``child where while (cond)``: a result passes while ``cond`` is true for it.
+
+    Esper ref. "Patterns", "While": a false condition quits the sub-expression and the
+    guard turns permanently false; a null condition only drops that result.
+    """
+
+    __slots__ = ("kid",)
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.kid: _Node | None = None
+
+    def start(self) -> None:
+        kid = self.kid = self.m.spawn(self.child_sidx(), self, 0, self.tags)
+        kid.start()
+
+    def quit(self) -> None:
+        if self.kid is not None:
+            self.kid.quit()
+            self.kid = None
+        self.drop()
+
+    def child_true(self, child: _Node, tags: Tags, quitted: bool) -> None:
+        if self.kid is not child:
+            return  # a result after the sub-expression quit is ignored
+        if quitted:
+            self.kid = None
+        ok = self.spec.cond((None, self.m.visible(tags)), self.m.ctx)
+        if ok is True:
+            if quitted:
+                self.drop()
+            self.up_true(tags, quitted)
+        elif ok is None:
+            if quitted:
+                self.drop()  # gone without a result; the parent is not told
+        else:
+            self.quit()
+            self.up_false()
+
+    def child_false(self, child: _Node) -> None:
+        if self.kid is child:
+            self.kid = None
+        self.drop()
+        self.up_false()
+
+    def attach(self, child: _Node) -> None:
+        self.kid = child
+
+
+class _RepeatNode(_Node):
+    """``[n] p``, ``[low:high] p until q``, ``p until q``.
+
+    Esper ref. "Patterns", "Repeat" and "Repeat-Until": the until sub-expression starts
+    before the repeated one, so an event both would match ends the repeat without
+    counting; ``p`` is restarted with the tags from before the repeat after each result
+    while the upper bound allows; an exact repeat is true with its n-th result; ``until``
+    turning true makes the repeat true when at least ``low`` results were counted, else
+    permanently false.  A result carries every tag of ``p`` as the list of its events.
+    """
+
+    __slots__ = ("kid", "stop", "count", "arrays", "low", "high")
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.kid: _Node | None = None
+        self.stop: _Node | None = None
+        self.count = 0
+        self.arrays: dict[str, list[Row]] = {}
+        self.low: int | None = None
+        self.high: int | None = None
+
+    def start(self) -> None:
+        spec = self.spec
+        self.low, self.high = self._bounds()
+        if spec.until is not None:
+            self.stop = self.m.spawn(self.child_sidx(1), self, 1, self.tags)
+        self.kid = self.m.spawn(self.child_sidx(0), self, 0, self.tags)
+        if self.stop is not None:
+            self.stop.start()
+        if self.alive and self.kid is not None:
+            self.kid.start()
+
+    def _bounds(self) -> tuple[int | None, int | None]:
+        """The bounds of this instance, evaluated with the tags it started with."""
+        spec = self.spec
+        row = (None, self.m.visible(self.tags))
+        low = _bound(spec.low(row, self.m.ctx)) if spec.low is not None else None
+        if spec.exact:
+            return low, low
+        high = _bound(spec.high(row, self.m.ctx)) if spec.high is not None else None
+        if low is not None and high is not None and high < low:
+            low, high = high, low
+        return low, high
+
+    @property
+    def _exact(self) -> bool:
+        return self.low is not None and self.low == self.high
+
+    def quit(self) -> None:
+        for kid in (self.kid, self.stop):
+            if kid is not None:
+                kid.quit()
+        self.kid = self.stop = None
+        self.drop()
+
+    def _result(self, tags: Tags) -> Tags:
+        """A result's tags with the repeated tags replaced by their lists of events."""
+        return {**tags, **{t: list(v) for t, v in self.arrays.items()}}
+
+    def child_true(self, child: _Node, tags: Tags, quitted: bool) -> None:
+        if not self.alive:
+            return
+        if child is self.kid:
+            self.count += 1
+            arrays = dict(self.arrays)
+            for t in self.spec.array_tags:
+                v = tags.get(t)
+                if v is not None:
+                    arrays[t] = [*arrays.get(t, ()), *(v if isinstance(v, list) else [v])]
+            self.arrays = arrays
+            self.m.touch(self)
+            if quitted:
+                self.kid = None
+            if self._exact and self.count == self.low:
+                result = self._result(tags)
+                self.quit()
+                self.up_true(result, True)
+                return
+            more = self.high is None or self.high > self.count
+            if self.kid is None:
+                if more:
+                    kid = self.kid = self.m.spawn(self.child_sidx(0), self, 0, self.tags)
+                    kid.start()
+            elif not more:
+                self.kid.quit()
+                self.kid = None
+        elif child is self.stop:
+            if quitted:
+                self.stop = None
+            result = self._result(tags)
+            self.quit()
+            if self.low is not None and self.count < self.low:
+                self.up_false()
+            else:
+                self.up_true(result, True)
+
+    def child_false(self, child: _Node) -> None:
+        if not self.alive or child not in (self.kid, self.stop):
+            return
+        if child is self.kid:
+            self.kid = None
+        else:
+            self.stop = None
+        self.quit()
+        self.up_false()
+
+    def extra(self) -> dict[str, Any]:
+        return {"c": self.count, "a": self.arrays, "lo": self.low, "hi": self.high}
+
+    def restore(self, rec: dict[str, Any]) -> None:
+        self.count = rec.get("c", 0)
+        self.arrays = dict(rec.get("a") or {})
+        self.low, self.high = rec.get("lo"), rec.get("hi")
+
+    def attach(self, child: _Node) -> None:
+        if child.idx == 0:
+            self.kid = child
+        else:
+            self.stop = child
+
+
+def _bound(value: Any) -> int | None:
+    """A repeat bound as an int (null: no bound)."""
+    return None if value is None else int(value)
+
+
 _KINDS: dict[type, type[_Node]] = {
     Filter: _FilterNode,
     TimerInterval: _IntervalNode,
@@ -610,6 +794,8 @@ _KINDS: dict[type, type[_Node]] = {
     FollowedBy: _FollowedByNode,
     And: _AndNode,
     Or: _OrNode,
+    WhileGuard: _WhileNode,
+    Repeat: _RepeatNode,
 }
 
 

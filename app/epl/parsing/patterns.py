@@ -79,6 +79,33 @@ class PatternRules(BuilderBase):
             period = exprs.pop()
         return A.PEveryDistinct(tuple(exprs), period, child, pos=pos)
 
+    def r_p_every_repeat(self, c: list[Any], pos: A.Pos) -> A.PEvery:
+        """every [n] p: the repeat inside the every."""
+        items = present(c)
+        return A.PEvery(self._ranged(items[0], items[1], pos), pos=pos)
+
+    def r_p_not_repeat(self, c: list[Any], pos: A.Pos) -> A.PNot:
+        """not [n] p: the repeat inside the not."""
+        items = present(c)
+        return A.PNot(self._ranged(items[0], items[1], pos), pos=pos)
+
+    def r_p_every_distinct_repeat(self, c: list[Any], pos: A.Pos) -> A.PEveryDistinct:
+        """every-distinct(exprs[, period]) [n] p: the repeat inside the every-distinct."""
+        items = present(c)
+        rep = self._ranged(items[-2], items[-1], pos)
+        return self.r_p_every_distinct([*items[:-2], rep], pos)
+
+    def _ranged(self, rng: Wrapped, child: Any, pos: A.Pos) -> A.PRepeat:
+        """A repeat of ``child`` over a parsed range."""
+        low, high, ranged = rng.value
+        child_pos = getattr(child, "pos", None) or pos
+        return A.PRepeat(child, low, high, ranged, None, pos=child_pos)
+
+    def r_p_guard_while(self, c: list[Any], pos: A.Pos) -> A.PGuardWhile:
+        """p where while (expr)."""
+        items = present(c)
+        return A.PGuardWhile(items[0], items[-1], pos=pos)
+
     def r_p_guard(self, c: list[Any], pos: A.Pos) -> A.PGuard:
         """p where timer:within(period)."""
         child = c[0]

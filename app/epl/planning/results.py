@@ -50,7 +50,8 @@ class ResultPlanning(PlannerBase):
         ascope = Scope(scope.kind, scope.aliases, scope.tags, scope.variables, aggs,
                        allow_aggregates=True, tables=scope.tables,
                        partition_keys=scope.partition_keys,
-                       rows_leave_in_order=scope.rows_leave_in_order)
+                       rows_leave_in_order=scope.rows_leave_in_order,
+                       array_tags=scope.array_tags)
         if agg_texts is not None:
             ascope.agg_texts = agg_texts
         columns: list[SelectColumn] = []

@@ -65,7 +65,7 @@ class SelectPlanning(PlannerBase):
 
             pattern = plan_pattern(self, src.pattern)
             scope = Scope("tags", tags=frozenset(pattern.tag_names()), variables=variables,
-                          tables=self.tenv)
+                          tables=self.tenv, array_tags=pattern.array_tag_names())
             self._check_tag_names(node, pattern)
         else:
             raise NotSupported(construct_name(type(src).__name__))
