@@ -359,7 +359,8 @@ class PGuard(Node):
 
 @dataclass(frozen=True, slots=True)
 class PGuardWhile(Node):
-    """Guard ``p where while (cond)``: p's results pass while cond holds for them."""
+    """Guard ``p while (cond)`` (also read as ``p where while (cond)``): p's results
+    pass while cond holds for them."""
 
     child: Node
     cond: Node

@@ -408,8 +408,8 @@ class _Printer:
         return f"{self.pat(node.child, _P_GUARD)} where timer:within({self.expr(node.period)})"
 
     def p_PGuardWhile(self, node: A.PGuardWhile) -> str:
-        """p where while (cond)."""
-        return f"{self.pat(node.child, _P_GUARD)} where while ({self.expr(node.cond)})"
+        """p while (cond)."""
+        return f"{self.pat(node.child, _P_GUARD)} while ({self.expr(node.cond)})"
 
     def p_PFilter(self, node: A.PFilter) -> str:
         """[tag=]Type[(filter)]."""

@@ -22,7 +22,7 @@ that it turned true (with the tags of the match, and whether it has quit) or fal
 * a repeat (``[n] p``, ``[low:high] p until q``) restarts ``p`` after each result and
   collects the events of ``p``'s tags into lists; ``until`` ends it (true when the lower
   bound was reached, else false), and so does the n-th result of an exact repeat;
-* ``where while (cond)`` passes results while ``cond`` holds and turns false on the first
+* ``while (cond)`` passes results while ``cond`` holds and turns false on the first
   result for which it is false.
 
 An event reaches only the filters that were listening when it arrived, oldest first (a
@@ -607,7 +607,7 @@ class _OrNode(_OperandsNode):
 
 
 class _WhileNode(_Node):
-    """``child where while (cond)``: a result passes while ``cond`` is true for it.
+    """``child while (cond)``: a result passes while ``cond`` is true for it.
 
     Esper ref. "Patterns", "While": a false condition quits the sub-expression and the
     guard turns permanently false; a null condition only drops that result.

@@ -123,7 +123,7 @@ class Within:
 
 @dataclass(frozen=True)
 class WhileGuard:
-    """``child where while (cond)``: passes the child's results while ``cond`` holds.
+    """``child while (cond)``: passes the child's results while ``cond`` holds.
 
     ``cond`` is called as ``cond((None, tags), ctx)`` with the tags of each result; false
     ends the sub-expression (permanently false), null drops the result only.
@@ -205,7 +205,7 @@ def render(node: PatternNode) -> str:
     if isinstance(node, Within):
         return f"{_paren(node.child)} where timer:within({node.ms} ms)"
     if isinstance(node, WhileGuard):
-        return f"{_paren(node.child)} where while ({node.text or '...'})"
+        return f"{_paren(node.child)} while ({node.text or '...'})"
     if isinstance(node, Repeat):
         head = f"{node.text or '[...]'} " if node.low is not None or node.high is not None else ""
         tail = f" until {_paren(node.until)}" if node.until is not None else ""

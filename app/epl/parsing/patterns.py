@@ -102,7 +102,7 @@ class PatternRules(BuilderBase):
         return A.PRepeat(child, low, high, ranged, None, pos=child_pos)
 
     def r_p_guard_while(self, c: list[Any], pos: A.Pos) -> A.PGuardWhile:
-        """p where while (expr)."""
+        """p while (expr) (or p where while (expr))."""
         items = present(c)
         return A.PGuardWhile(items[0], items[-1], pos=pos)
 

@@ -136,7 +136,7 @@ def test_repeated_part_turning_false_ends_the_repeat(run) -> None:
 
 
 def test_while_passes_until_false(run) -> None:
-    """``(every a=A) where while (a.v < 10)``: As pass until one has v >= 10."""
+    """``(every a=A) while (a.v < 10)``: As pass until one has v >= 10."""
     cond = lambda et, ctx: et[1]["a"]["v"] < 10  # noqa: E731
     spec = PatternSpec(WhileGuard(Every(Filter("a", "A")), cond))
     out, d = run(spec, [e("A", v=1), e("A", v=5), e("A", v=10), e("A", v=2)])
@@ -155,7 +155,7 @@ def test_while_null_drops_only_that_result(run) -> None:
 
 
 def test_every_while_restarts_after_false(run) -> None:
-    """``every (a=A where while (a.v < 10))``: a false guard only ends one instance."""
+    """``every (a=A while (a.v < 10))``: a false guard only ends one instance."""
     cond = lambda et, ctx: et[1]["a"]["v"] < 10  # noqa: E731
     spec = PatternSpec(Every(WhileGuard(Filter("a", "A"), cond)))
     out, _ = run(spec, [e("A", v=1), e("A", v=12), e("A", v=3)])
