@@ -65,7 +65,7 @@ def plan_pattern(planner: Any, node: Any, outer_tags: frozenset[str] = frozenset
     """A PatternSpec for a pattern AST; filters may read earlier tags and ``outer_tags``."""
     tags = frozenset(pattern_tags(node)) | outer_tags
     variables = frozenset(planner.catalog.variables)
-    _check_repeated_tags(node)
+    _check_tags(node)
     arrays = repeated_tags(node)
     return _Spec(_node(planner, node, tags, variables, arrays), text_of(node))
 
@@ -82,10 +82,19 @@ class _Spec(PatternSpec):
                          for t in n.array_tags)
 
 
-def _check_repeated_tags(root: Any) -> None:
-    """Esper ref. "Repeat": a tag inside a repeat names the list of its events, so no
-    filter outside that repeat may use the same tag."""
+def _check_tags(root: Any) -> None:
+    """A tag names events of one type; Esper ref. "Repeat": a tag inside a repeat names
+    the list of its events, so no filter outside that repeat may use the same tag."""
     everywhere = _filters(root)
+    types: dict[str, str] = {}
+    for f in everywhere:
+        if f.tag is None:
+            continue
+        seen = types.setdefault(f.tag, f.type_name)
+        if seen != f.type_name:
+            raise verr(f"tag '{f.tag}' for event type '{f.type_name}' is already declared for "
+                       f"events of type '{seen}'", f,
+                       hint="one tag names events of one type; give this filter another tag")
     for rep in _repeats(root):
         inner = _filters(rep.child)
         names = {f.tag for f in inner if f.tag}
