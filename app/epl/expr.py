@@ -252,6 +252,28 @@ def _compile_indexed_tag(node: Any, scope: Scope) -> Expr:
     return indexed
 
 
+_TAG_METHODS = {
+    "countof": len,
+    "firstof": lambda events: events[0] if events else None,
+    "lastof": lambda events: events[-1] if events else None,
+}
+
+
+def _compile_tag_method(node: Any, tag: str, method: str, scope: Scope) -> Expr:
+    """``a.countOf()``, ``a.firstOf()``, ``a.lastOf()`` over a repeated tag's events
+    (Esper ref. enumeration methods, the forms without a lambda); null without events."""
+    fn = _TAG_METHODS.get(method)
+    if fn is None or node.args:
+        raise _err(f"'{node.name}(...)' is not supported on the repeated tag '{tag}'", node,
+                   f"supported: {tag}.countOf(), {tag}.firstOf(), {tag}.lastOf(), "
+                   f"{tag}[index]")
+
+    def tag_method(r: Any, c: PartitionCtx) -> Any:
+        events = r.get(tag)
+        return fn(events) if type(events) is list else None
+    return tag_method
+
+
 def _compile_keyless_table(node: Any, scope: Scope) -> Expr:
     """``T.col`` for a table without primary keys: its single row's column."""
     spec = _table_spec(scope.tables, node.parts[0], node)
@@ -705,6 +727,13 @@ def _compile_call(node: Any, scope: Scope) -> Expr:
         return coalesce
     if name in ("current_timestamp",):
         return lambda r, c: c.now_ms
+    head, _, method = node.name.partition(".")
+    if method and head in scope.array_tags and scope.kind in ("tags", "pfilter"):
+        if scope.kind == "pfilter":
+            raise _err(f"'{node.name}()' cannot be used in a pattern filter", node,
+                       f"compare with {head}[index] here, or use {node.name}() in the "
+                       f"select or where clause")
+        return _compile_tag_method(node, head, method.lower(), scope)
     fn = FUNCTIONS.get(name)
     if fn is None:
         raise NotSupportedExpr(f"function {node.name}()")

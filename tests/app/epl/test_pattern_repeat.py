@@ -107,3 +107,15 @@ def test_bounds_from_variables_and_tags_plan() -> None:
     c = catalog_with(SCHEMAS, "create variable int lo = 1", "create variable int hi = 3")
     plan_statement(c, "select * from pattern [[lo:hi] a=A]", "s1")
     plan_statement(c, "select * from pattern [s=S -> [s.n] a=A]", "s2")
+
+
+def test_enumeration_methods_of_repeated_tags() -> None:
+    """countOf/firstOf/lastOf read a repeated tag in select and where; a pattern filter
+    refuses them (Esper evaluates them there against a single event, not the list)."""
+    c = catalog_with(SCHEMAS)
+    plan_statement(c, "select a.countOf(), a.firstOf(), a.lastOf() from pattern "
+                      "[a=A until b=B] where a.countOf() > 1", "s1")
+    e = rejects(c, "select * from pattern [a=A until b=B -> C(v = a.countOf())]")
+    assert (e.message, e.column) == ("'a.countOf()' cannot be used in a pattern filter", 47)
+    e = rejects(c, "select a.distinctOf() from pattern [a=A until b=B]")
+    assert e.message == "'a.distinctOf(...)' is not supported on the repeated tag 'a'"
