@@ -99,6 +99,10 @@ def _compile_name(node: Any, scope: Scope) -> Expr:
         return lambda r, c: c.output.get(head)
     if len(parts) == 1 and head in scope.variables:
         return lambda r, c: c.variables.get(head)
+    if rest and head in scope.array_tags and scope.kind in ("tags", "pfilter"):
+        raise _err(f"tag '{head}' is a repeated tag (a list of events): "
+                   f"'{'.'.join(parts)}' needs an index", node,
+                   f"write {head}[0].{'.'.join(rest)}, or {head}.countOf()")
     if scope.kind == "tags":
         if head in scope.tags:
             if not rest:

@@ -119,3 +119,20 @@ def test_enumeration_methods_of_repeated_tags() -> None:
     assert (e.message, e.column) == ("'a.countOf()' cannot be used in a pattern filter", 47)
     e = rejects(c, "select a.distinctOf() from pattern [a=A until b=B]")
     assert e.message == "'a.distinctOf(...)' is not supported on the repeated tag 'a'"
+
+
+@pytest.mark.parametrize(("epl", "column"), [
+    ("select a.id as x from pattern [[2] a=A]", 8),
+    ("select * from pattern [[2] a=A -> c=C(v = a.v)]", 43),
+])
+def test_property_of_a_repeated_tag_needs_an_index(epl: str, column: int) -> None:
+    """Esper: 'a' is an indexed property, so 'a.id' needs an index or an enumeration."""
+    e = rejects(catalog_with(SCHEMAS), epl)
+    assert e.message.startswith("tag 'a' is a repeated tag (a list of events)")
+    assert e.column == column
+
+
+def test_inside_the_repeat_the_tag_is_one_event() -> None:
+    """Within one repeat the sub-expression sees its own tag as a single event."""
+    plan_statement(catalog_with(SCHEMAS), "select a[0].id from pattern "
+                   "[every [2] (a=A -> c=C(id = a.id))]", "s")
