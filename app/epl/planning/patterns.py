@@ -61,12 +61,14 @@ def repeated_tags(node: Any) -> frozenset[str]:
     return frozenset(out)
 
 
-def plan_pattern(planner: Any, node: Any, outer_tags: frozenset[str] = frozenset()) -> Any:
-    """A PatternSpec for a pattern AST; filters may read earlier tags and ``outer_tags``."""
+def plan_pattern(planner: Any, node: Any, outer_tags: frozenset[str] = frozenset(),
+                 outer_arrays: frozenset[str] = frozenset()) -> Any:
+    """A PatternSpec for a pattern AST; filters may read earlier tags and ``outer_tags``
+    (of them ``outer_arrays`` hold lists of events)."""
     tags = frozenset(pattern_tags(node)) | outer_tags
     variables = frozenset(planner.catalog.variables)
     _check_tags(node)
-    arrays = repeated_tags(node)
+    arrays = repeated_tags(node) | (outer_arrays - frozenset(pattern_tags(node)))
     return _Spec(_node(planner, node, tags, variables, arrays), text_of(node))
 
 
