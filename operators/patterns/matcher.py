@@ -32,7 +32,8 @@ instant fire in the order they were started.  Timers are driven by ``next_timer`
 timer:interval`` reschedules from its due time (FORMAT.md clock rule).
 
 State: every live node is one key ``("n", id)`` holding JSON-shaped data (spec index,
-parent, begin tags, and its own fields); ``"meta"`` holds the id counter and status.  Only
+parent, begin tags, and its own fields), a repeat's collected events one key each
+(``("r", id, i)``); ``"meta"`` holds the id counter and status.  Only
 nodes created, changed or removed by a call are written, so a matcher built over the same
 namespace continues exactly where the previous one stopped.
 """
@@ -665,9 +666,12 @@ class _RepeatNode(_Node):
     while the upper bound allows; an exact repeat is true with its n-th result; ``until``
     turning true makes the repeat true when at least ``low`` results were counted, else
     permanently false.  A result carries every tag of ``p`` as the list of its events.
+
+    The collected events are stored one key each (``("r", id, i)`` -> ``[tag, event]``),
+    so a result costs one write however many events the repeat holds.
     """
 
-    __slots__ = ("kid", "stop", "count", "arrays", "low", "high")
+    __slots__ = ("kid", "stop", "count", "arrays", "items", "low", "high")
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
@@ -675,6 +679,7 @@ class _RepeatNode(_Node):
         self.stop: _Node | None = None
         self.count = 0
         self.arrays: dict[str, list[Row]] = {}
+        self.items = 0  # collected events stored under ("r", id, i)
         self.low: int | None = None
         self.high: int | None = None
 
@@ -712,6 +717,25 @@ class _RepeatNode(_Node):
         self.kid = self.stop = None
         self.drop()
 
+    def drop(self) -> None:
+        if self.alive:
+            for i in range(self.items):
+                self.m.state.delete(("r", self.id, i))
+            self.items = 0
+        super().drop()
+
+    def _collect(self, tags: Tags) -> None:
+        """Append a result's events of the repeated tags (a nested list is flattened)."""
+        state = self.m.state
+        for t in self.spec.array_tags:
+            v = tags.get(t)
+            if v is None:
+                continue
+            for event in v if isinstance(v, list) else (v,):
+                self.arrays.setdefault(t, []).append(event)
+                state.put(("r", self.id, self.items), [t, event])
+                self.items += 1
+
     def _result(self, tags: Tags) -> Tags:
         """A result's tags with the repeated tags replaced by their lists of events."""
         return {**tags, **{t: list(v) for t, v in self.arrays.items()}}
@@ -721,12 +745,7 @@ class _RepeatNode(_Node):
             return
         if child is self.kid:
             self.count += 1
-            arrays = dict(self.arrays)
-            for t in self.spec.array_tags:
-                v = tags.get(t)
-                if v is not None:
-                    arrays[t] = [*arrays.get(t, ()), *(v if isinstance(v, list) else [v])]
-            self.arrays = arrays
+            self._collect(tags)
             self.m.touch(self)
             if quitted:
                 self.kid = None
@@ -764,12 +783,16 @@ class _RepeatNode(_Node):
         self.up_false()
 
     def extra(self) -> dict[str, Any]:
-        return {"c": self.count, "a": self.arrays, "lo": self.low, "hi": self.high}
+        return {"c": self.count, "n": self.items, "lo": self.low, "hi": self.high}
 
     def restore(self, rec: dict[str, Any]) -> None:
         self.count = rec.get("c", 0)
-        self.arrays = dict(rec.get("a") or {})
+        self.items = rec.get("n", 0)
         self.low, self.high = rec.get("lo"), rec.get("hi")
+        self.arrays = {}
+        for i in range(self.items):
+            tag, event = self.m.state.get(("r", self.id, i))
+            self.arrays.setdefault(tag, []).append(event)
 
     def attach(self, child: _Node) -> None:
         if child.idx == 0:

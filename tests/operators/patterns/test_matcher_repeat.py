@@ -20,7 +20,7 @@ from operators.patterns import (
     TimerInterval,
     WhileGuard,
 )
-from operators.state import MemoryStore
+from operators.state import MemoryStore, RocksStore
 from tests.operators.patterns.test_matcher import e, prop, run, t
 
 __all__ = ["run"]  # the backend fixture
@@ -172,3 +172,27 @@ def test_repeat_state_is_stored_per_node(tmp_path: Path) -> None:
     assert m2.on_event("A", {"id": 2}, 2) == []
     m3 = spec.build(ns, PartitionCtx(now_ms=3))
     assert m3.on_event("B", {"id": 3}, 3) == [{"a": [{"id": 1}, {"id": 2}], "b": {"id": 3}}]
+
+
+def test_a_repeat_writes_each_event_once(tmp_path: Path) -> None:
+    """Collecting the n-th event writes that event and the small node record, not the
+    n events collected before; the end deletes them with the node."""
+    writes: list[tuple[bytes, Any]] = []
+    store = RocksStore(tmp_path / "db", sink=lambda k, v: writes.append((k, v)))
+    try:
+        spec = PatternSpec(Repeat(Filter("a", "A"), Filter("b", "B"), array_tags=("a",)))
+        ns = store.namespace("p")
+        m = spec.build(ns, PartitionCtx())
+        for i in range(200):
+            m.on_event("A", {"id": i, "pad": "x" * 50}, i)
+        writes.clear()
+        m.on_event("A", {"id": 200, "pad": "x" * 50}, 200)
+        written = sum(len(v) for _, v in writes if v is not None)
+        # the event, the repeat record, the old filter deleted, the new one put, meta
+        assert len(writes) <= 5 and written < 600
+        out = m.on_event("B", {"id": 0}, 201)
+        assert [a["id"] for a in out[0]["a"]] == list(range(201))
+        assert m.finished
+        assert [k for k, _ in ns.items() if k != "meta"] == []
+    finally:
+        store.close()
