@@ -264,7 +264,13 @@ class _WithinNode(_TimedNode):
         if self.kid is not child:
             return
         self.kid = None
-        self.drop()
+        if self.due is None:  # false while starting: no deadline was set
+            self.drop()
+        else:
+            # Esper ref. "timer:within": the guard of a sub-expression that turned false
+            # keeps its timer, and at the deadline reports false once more (an every
+            # above it then starts one more instance)
+            self.m.touch(self)
         self.up_false()
 
     def on_timer(self) -> None:
