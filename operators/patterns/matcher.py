@@ -322,20 +322,26 @@ class _NotNode(_Node):
 class _EveryNode(_Node):
     """``every child``: restarts the child on each result; never quits by itself."""
 
-    __slots__ = ("kids", "probe", "probe_hit")
+    __slots__ = ("kids", "probe", "probe_hit", "first", "shared")
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.kids: list[_Node] = []
         self.probe: _Node | None = None
         self.probe_hit = False
+        self.first: int | None = None  # id of the first child instance
+        self.shared: Tags | None = None  # begin tags of later children, when they differ
 
     def start(self) -> None:
         self.respawn()
 
     def respawn(self, order: int | None = None) -> _Node | None:
         """Start a fresh child; drop it if it turns true/false while starting."""
-        kid = self.m.spawn(self.child_sidx(), self, 0, self.tags, order)
+        tags = self.tags if self.first is None or self.shared is None else self.shared
+        kid = self.m.spawn(self.child_sidx(), self, 0, tags, order)
+        if self.first is None:
+            self.first = kid.id
+            self.m.touch(self)
         self.kids.append(kid)
         saved = self.probe, self.probe_hit
         self.probe, self.probe_hit = kid, False
@@ -384,6 +390,23 @@ class _EveryNode(_Node):
 
     def attach(self, child: _Node) -> None:
         self.kids.append(child)
+
+    def add_shared(self, tags: Tags) -> None:
+        """Esper's every starts its first child with the tags it began with and every
+        later one with one shared copy of them; a repeat-until ended by a timer or a
+        'not' writes its lists into the copy it began with (see _RepeatNode)."""
+        self.shared = {**(self.shared if self.shared is not None else self.tags), **tags}
+        self.m.touch(self)
+
+    def extra(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"f": self.first}
+        if self.shared is not None:
+            out["sh"] = self.shared
+        return out
+
+    def restore(self, rec: dict[str, Any]) -> None:
+        self.first = rec.get("f")
+        self.shared = rec.get("sh")
 
 
 class _EveryDistinctNode(_EveryNode):
@@ -458,9 +481,11 @@ class _EveryDistinctNode(_EveryNode):
                 self.keys[kid.id] = {}  # the reference starts a fresh key set here
 
     def extra(self) -> dict[str, Any]:
-        return {"k": [[cid, list(ks.items())] for cid, ks in self.keys.items()]}
+        return {**super().extra(),
+                "k": [[cid, list(ks.items())] for cid, ks in self.keys.items()]}
 
     def restore(self, rec: dict[str, Any]) -> None:
+        super().restore(rec)
         self.keys = {int(cid): {k: e for k, e in ks} for cid, ks in rec.get("k", [])}
 
 
@@ -772,11 +797,24 @@ class _RepeatNode(_Node):
             if quitted:
                 self.stop = None
             result = self._result(tags)
+            if self.arrays and _reports_begin(self.m.plan, self.child_sidx(1)):
+                self._share_lists()
             self.quit()
             if self.low is not None and self.count < self.low:
                 self.up_false()
             else:
                 self.up_true(result, True)
+
+    def _share_lists(self) -> None:
+        """Esper's repeat-until writes the lists into the tag map the until reported;
+        a timer or a 'not' reports the very map the repeat began with, which, under an
+        every (through guards), is the copy the every starts its later children with.
+        So a later repeat that collects nothing reports the lists of this one."""
+        node, parent = self, self.parent
+        while isinstance(parent, _WithinNode | _WhileNode):
+            node, parent = parent, parent.parent
+        if isinstance(parent, _EveryNode) and parent.first != node.id:
+            parent.add_shared({t: list(v) for t, v in self.arrays.items()})
 
     def child_false(self, child: _Node) -> None:
         if not self.alive or child not in (self.kid, self.stop):
@@ -805,6 +843,18 @@ class _RepeatNode(_Node):
             self.kid = child
         else:
             self.stop = child
+
+
+def _reports_begin(plan: PatternPlan, sidx: int) -> bool:
+    """Whether a sub-expression turns true with the tags it began with, unchanged: a
+    timer or a 'not' (through every, guards, or and followed-by of such), not a filter
+    (it adds its event to a copy) nor an 'and' (it merges into a new map)."""
+    node = plan.nodes[sidx]
+    if isinstance(node, TimerInterval | TimerAt | Not):
+        return True
+    if isinstance(node, Every | EveryDistinct | Within | WhileGuard | Or | FollowedBy):
+        return all(_reports_begin(plan, c) for c in plan.children[sidx])
+    return False
 
 
 def _bound(value: Any) -> int | None:
