@@ -19,6 +19,7 @@ from operators.patterns import (
     Repeat,
     TimerInterval,
     WhileGuard,
+    Within,
 )
 from operators.state import MemoryStore, RocksStore
 from tests.operators.patterns.test_matcher import e, prop, run, t
@@ -196,3 +197,24 @@ def test_a_repeat_writes_each_event_once(tmp_path: Path) -> None:
         assert [k for k, _ in ns.items() if k != "meta"] == []
     finally:
         store.close()
+
+
+def test_every_timer_until_hands_lists_to_later_spans(run) -> None:
+    """``every (b=B until timer:interval(2))``: a span without B after one with Bs
+    reports that list again (Esper's shared begin map); the first spans report none."""
+    spec = PatternSpec(Every(Repeat(Filter("b", "B"), TimerInterval(2000), array_tags=("b",))))
+    out, _ = run(spec, [t(500), e("B", id=1), t(4500), e("B", id=2), t(8500), e("B", id=3),
+                        t(12_000)])
+    assert [(ms, [x["id"] for x in r["b"]] if "b" in r else None) for ms, r in out] == [
+        (2000, [1]), (4000, None), (6000, [2]), (8000, [2]), (10_000, [3]), (12_000, [3])]
+
+
+def test_within_keeps_its_deadline_after_false(run) -> None:
+    """``every ((a=A and not B) where timer:within(3))``: the guard of an instance that
+    B made false still reports false at its deadline, so every starts one more."""
+    guarded = Within(And((Filter("a", "A"), Not(Filter(None, "B")))), 3000)
+    spec = PatternSpec(Every(guarded))
+    out, _ = run(spec, [e("B", id=0), t(1000), e("B", id=1), t(5000), e("A", id=2)])
+    # B0 ends #1 (kept deadline 3000) -> #2 at 0; B1 ends #2 (kept 3000) -> #3 at 1000;
+    # at 3000 both kept deadlines start #4 and #5; #3 expires at 4000 -> #6: A2 meets 3
+    assert [r["a"]["id"] for _, r in out] == [2, 2, 2]
