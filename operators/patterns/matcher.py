@@ -889,6 +889,8 @@ class PatternMatcher:
     def __init__(self, plan: PatternPlan, tz: str, state: StateNamespace, ctx: PartitionCtx, *,
                  start_ms: int | None = None, tags: Tags | None = None) -> None:
         self.plan = plan
+        self.all_tags = tuple(dict.fromkeys(
+            n.tag for n in plan.nodes if isinstance(n, Filter) and n.tag))
         self.state = state
         self.ctx = ctx
         self.tz = tz
@@ -965,7 +967,11 @@ class PatternMatcher:
 
     # -- the root's parent ------------------------------------------------------------
     def child_true(self, child: _Node, tags: Tags, quitted: bool) -> None:
-        self.out.append(dict(tags))
+        # a match row names every tag of the pattern, null when it took no part (as
+        # Esper's pattern event type does: 'select *' lists them all)
+        row = dict.fromkeys(self.all_tags)
+        row.update(tags)
+        self.out.append(row)
         if quitted:
             self.done = True
 

@@ -23,7 +23,7 @@ def pattern_tags(node: Any) -> list[str]:
             if n.tag and n.tag not in out:
                 out.append(n.tag)
             return
-        for f in ("child", "children"):
+        for f in ("child", "children", "until"):
             v = getattr(n, f, None)
             if isinstance(v, tuple):
                 for c in v:

@@ -136,3 +136,11 @@ def test_inside_the_repeat_the_tag_is_one_event() -> None:
     """Within one repeat the sub-expression sees its own tag as a single event."""
     plan_statement(catalog_with(SCHEMAS), "select a[0].id from pattern "
                    "[every [2] (a=A -> c=C(id = a.id))]", "s")
+
+
+def test_until_tags_are_visible_to_later_expressions() -> None:
+    """The until's tags are ordinary tags: a later filter or guard reads them."""
+    c = catalog_with(SCHEMAS)
+    plan = plan_statement(c, "select * from pattern [(a=A until b=B) while (b.id = 'x')]", "s")
+    cond = plan.pipeline.pattern.root.cond
+    assert cond((None, {"b": {"id": "x"}}), None) is True

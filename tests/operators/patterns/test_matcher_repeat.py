@@ -68,7 +68,7 @@ def test_until_without_bounds(run) -> None:
     """``a=A until b=B``: As are collected until B; a B before any A gives no ``a``."""
     spec = PatternSpec(Every(Repeat(Filter("a", "A"), Filter("b", "B"), array_tags=("a",))))
     out, _ = run(spec, [e("B", id=0), e("A", id=1), e("A", id=2), t(7), e("B", id=3)])
-    assert out == [(0, {"b": {"id": 0}}),
+    assert out == [(0, {"a": None, "b": {"id": 0}}),
                    (7, {"a": [{"id": 1}, {"id": 2}], "b": {"id": 3}})]
 
 
@@ -104,7 +104,7 @@ def test_swapped_and_null_bounds(run) -> None:
     spec = PatternSpec(Repeat(Filter("a", "A"), Filter("b", "B"), const(None), const(None),
                               False, ("a",)))
     out, _ = run(spec, [e("B", id=9)])
-    assert out == [(0, {"b": {"id": 9}})]
+    assert out == [(0, {"a": None, "b": {"id": 9}})]
 
 
 def test_bound_reads_an_earlier_tag(run) -> None:
@@ -205,7 +205,7 @@ def test_every_timer_until_hands_lists_to_later_spans(run) -> None:
     spec = PatternSpec(Every(Repeat(Filter("b", "B"), TimerInterval(2000), array_tags=("b",))))
     out, _ = run(spec, [t(500), e("B", id=1), t(4500), e("B", id=2), t(8500), e("B", id=3),
                         t(12_000)])
-    assert [(ms, [x["id"] for x in r["b"]] if "b" in r else None) for ms, r in out] == [
+    assert [(ms, [x["id"] for x in r["b"]] if r["b"] else None) for ms, r in out] == [
         (2000, [1]), (4000, None), (6000, [2]), (8000, [2]), (10_000, [3]), (12_000, [3])]
 
 
