@@ -167,8 +167,11 @@ def _repeat(planner: Any, n: Any, tags: frozenset[str], variables: frozenset[str
     if n.ranged and not tight and n.until is None:
         raise verr("a repeat with variable bounds needs an until-expression", n,
                    hint="e.g. [2:] a=A until b=B; [n] repeats exactly n times")
+    # inside one repeat its own tags are single events; those of a repeat nested in it
+    # are lists there too
     inner = repeated_tags_of(n.child)
-    child = _node(planner, n.child, tags, variables, arrays - inner)
+    child = _node(planner, n.child, tags, variables,
+                  (arrays - inner) | repeated_tags(n.child))
     until = _node(planner, n.until, tags, variables, arrays) if n.until is not None else None
     scope = _pscope(planner, tags, variables, arrays)
     low = compile_expr(n.low, scope) if n.low is not None else None

@@ -144,3 +144,10 @@ def test_until_tags_are_visible_to_later_expressions() -> None:
     plan = plan_statement(c, "select * from pattern [(a=A until b=B) while (b.id = 'x')]", "s")
     cond = plan.pipeline.pattern.root.cond
     assert cond((None, {"b": {"id": "x"}}), None) is True
+
+
+def test_a_nested_repeat_tag_is_a_list_inside_the_outer_repeat() -> None:
+    c = catalog_with(SCHEMAS)
+    plan_statement(c, "select * from pattern [[2] ((a=A until b=B) -> c=C(v = a[0].v))]", "s")
+    e = rejects(c, "select * from pattern [[2] ((a=A until b=B) -> c=C(v = b[0].v))]")
+    assert e.message.startswith("tag 'b' holds one event")
