@@ -404,8 +404,12 @@ class _Printer:
         return f"every-distinct({', '.join(args)}) {self.pat(node.child, _P_UNARY)}"
 
     def p_PGuard(self, node: A.PGuard) -> str:
-        """p where timer:within(period)."""
-        return f"{self.pat(node.child, _P_GUARD)} where timer:within({self.expr(node.period)})"
+        """p where timer:within(period) / timer:withinmax(period, count)."""
+        head = self.pat(node.child, _P_GUARD)
+        if node.max_count is not None:
+            return (f"{head} where timer:withinmax({self.expr(node.period)}, "
+                    f"{self.expr(node.max_count)})")
+        return f"{head} where timer:within({self.expr(node.period)})"
 
     def p_PGuardWhile(self, node: A.PGuardWhile) -> str:
         """p while (cond)."""

@@ -231,19 +231,22 @@ class _AtNode(_TimedNode):
 
 
 class _WithinNode(_TimedNode):
-    """``child where timer:within(ms)``: passes the child's results until the deadline."""
+    """``child where timer:within(ms)``: passes the child's results until the deadline;
+    ``timer:withinmax(ms, n)`` also counts them and turns false at the (n+1)-th."""
 
-    __slots__ = ("kid",)
+    __slots__ = ("kid", "count")
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.kid: _Node | None = None
+        self.count = 0
 
     def start(self) -> None:
         kid = self.kid = self.m.spawn(self.child_sidx(), self, 0, self.tags)
         kid.start()
         # The deadline counts from the start; a child that already finished needs none.
         if self.alive and self.kid is not None:
+            self.count = 0  # Esper starts the guard (and its count) after the child
             self.schedule(self.m.now + self.spec.ms)
 
     def quit(self) -> None:
@@ -257,6 +260,16 @@ class _WithinNode(_TimedNode):
             return  # already quit (the reference ignores late results too)
         if quitted:
             self.kid = None
+        limit = self.spec.max_count
+        if limit is not None:
+            # Esper ref. "timer:withinmax": a result beyond the count ends the guard
+            self.count += 1
+            if self.count > limit:
+                self.quit()
+                self.up_false()
+                return
+            self.m.touch(self)
+        if quitted:
             self.drop()
         self.up_true(tags, quitted)
 
@@ -276,6 +289,16 @@ class _WithinNode(_TimedNode):
     def on_timer(self) -> None:
         self.quit()
         self.up_false()
+
+    def extra(self) -> dict[str, Any]:
+        out = super().extra()
+        if self.count:
+            out["n"] = self.count
+        return out
+
+    def restore(self, rec: dict[str, Any]) -> None:
+        super().restore(rec)
+        self.count = rec.get("n", 0)
 
     def attach(self, child: _Node) -> None:
         self.kid = child

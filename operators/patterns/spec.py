@@ -115,10 +115,12 @@ class TimerAt:
 
 @dataclass(frozen=True)
 class Within:
-    """``child where timer:within(period)``: the child must turn true within ``ms``."""
+    """``child where timer:within(period)``: the child must turn true within ``ms``;
+    with ``max_count`` (``timer:withinmax``) at most that many results pass."""
 
     child: PatternNode
     ms: int
+    max_count: int | None = None
 
 
 @dataclass(frozen=True)
@@ -203,6 +205,9 @@ def render(node: PatternNode) -> str:
     if isinstance(node, TimerAt):
         return f"timer:at({node.cron.text or '...'})"
     if isinstance(node, Within):
+        if node.max_count is not None:
+            return (f"{_paren(node.child)} where timer:withinmax({node.ms} ms, "
+                    f"{node.max_count})")
         return f"{_paren(node.child)} where timer:within({node.ms} ms)"
     if isinstance(node, WhileGuard):
         return f"{_paren(node.child)} while ({node.text or '...'})"

@@ -115,9 +115,16 @@ class PatternRules(BuilderBase):
         tok_pos = A.Pos(name_tok.line, name_tok.column, name_tok.end_line, name_tok.end_column)
         if name.lower() not in GUARDS:
             guess = closest(name, GUARDS)
-            hint = f"did you mean '{guess}'?" if guess else "the supported guard is timer:within"
+            hint = (f"did you mean '{guess}'?" if guess else
+                    "the supported guards are timer:within and timer:withinmax")
             raise self._error(f"unknown pattern guard '{name}'", tok_pos, hint)
-        if len(args) != 1 or isinstance(args[0], (StarArg, DistinctArg, A.NamedArg)):
+        plain = not any(isinstance(a, (StarArg, DistinctArg, A.NamedArg)) for a in args)
+        if name.lower() == "timer:withinmax":
+            if len(args) != 2 or not plain:
+                raise self._error("timer:withinmax takes a time period and a count", tok_pos,
+                                  "e.g. where timer:withinmax(10 seconds, 3)")
+            return A.PGuard(child, args[0], args[1], pos=pos)
+        if len(args) != 1 or not plain:
             raise self._error("timer:within takes exactly one time period", tok_pos,
                               "e.g. where timer:within(10 seconds)")
         return A.PGuard(child, args[0], pos=pos)

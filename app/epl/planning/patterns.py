@@ -242,8 +242,17 @@ def _node(planner: Any, n: Any, tags: frozenset[str], variables: frozenset[str],
     if isinstance(n, ast.PTimerAt):
         return ps.TimerAt(cron_spec(n.crontab))
     if isinstance(n, ast.PGuard):
+        count = None
+        if n.max_count is not None:
+            try:
+                count = constant_value(n.max_count)
+            except ValueError:
+                count = None
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise verr("the count of timer:withinmax must be a whole number, 0 or more",
+                           n.max_count, hint="e.g. where timer:withinmax(10 sec, 3)")
         return ps.Within(_node(planner, n.child, tags, variables, arrays),
-                         time_period_ms(n.period))
+                         time_period_ms(n.period), count)
     raise NotSupported(f"pattern {type(n).__name__}")
 
 

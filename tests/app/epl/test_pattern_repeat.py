@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from app.epl import ast as A
+from app.epl.errors import EplError
 from app.epl.parser import parse_pattern, parse_statement
 from app.epl.planner import plan_statement
 from app.epl.printer import to_epl
@@ -151,3 +152,21 @@ def test_a_nested_repeat_tag_is_a_list_inside_the_outer_repeat() -> None:
     plan_statement(c, "select * from pattern [[2] ((a=A until b=B) -> c=C(v = a[0].v))]", "s")
     e = rejects(c, "select * from pattern [[2] ((a=A until b=B) -> c=C(v = b[0].v))]")
     assert e.message.startswith("tag 'b' holds one event")
+
+
+def test_withinmax_guard_parses_plans_and_checks_its_count() -> None:
+    """Esper ref. Guards, timer:withinmax(period, count)."""
+    got = parse_pattern("(every a=A) where timer:withinmax(5 sec, 2)")
+    assert isinstance(got, A.PGuard) and got.max_count == i(2)
+    assert to_epl(parse_statement("select * from pattern [A where timer:withinmax(1 sec, 3)]")) \
+        == "select * from pattern [A where timer:withinmax(1 second, 3)]"
+    c = catalog_with(SCHEMAS)
+    plan = plan_statement(c, "select * from pattern [A where timer:withinmax(1 sec, 3)]", "s")
+    root = plan.pipeline.pattern.root
+    assert (root.ms, root.max_count) == (1000, 3)
+    e = rejects(c, "select * from pattern [A where timer:withinmax(1 sec, -1)]")
+    assert (e.message, e.column) == (
+        "the count of timer:withinmax must be a whole number, 0 or more", 55)
+    with pytest.raises(EplError) as info:
+        parse_statement("select * from pattern [A where timer:withinmax(1 sec)]")
+    assert "timer:withinmax takes a time period and a count" in str(info.value)
