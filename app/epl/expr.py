@@ -113,6 +113,11 @@ def _compile_name(node: Any, scope: Scope) -> Expr:
     if scope.kind == "pfilter":
         if head in scope.tags and rest:
             return lambda r, c: _nested(r[1].get(head), rest)
+        if head in scope.tags:
+            # a bare tag is the tagged event (or list); a property of the filtered event
+            # with that name comes first
+            return lambda r, c: (r[1].get(head) if r[0] is None or head not in r[0]
+                                 else r[0][head])
         if head in scope.aliases and rest:
             return lambda r, c: _nested(r[0], rest)
         if len(parts) == 1:

@@ -170,3 +170,12 @@ def test_withinmax_guard_parses_plans_and_checks_its_count() -> None:
     with pytest.raises(EplError) as info:
         parse_statement("select * from pattern [A where timer:withinmax(1 sec)]")
     assert "timer:withinmax takes a time period and a count" in str(info.value)
+
+
+def test_a_bare_tag_in_a_guard_is_the_tags_value() -> None:
+    c = catalog_with(SCHEMAS)
+    plan = plan_statement(c, "select * from pattern [every ((b=B until C) while "
+                             "(b is null))]", "s")
+    cond = plan.pipeline.pattern.root.child.cond
+    assert cond((None, {"b": None}), None) is True
+    assert cond((None, {"b": {"id": "x"}}), None) is False
