@@ -148,13 +148,20 @@ class _Node:
 class _FilterNode(_Node):
     """A filter waiting for one event; quits after matching."""
 
-    __slots__ = ("order",)
+    __slots__ = ("order", "placed")
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.order = self.id
+        self.placed = False  # the order was handed over (a restarted filter's place)
 
     def start(self) -> None:
+        # Dispatch follows registration: a filter started after nodes created later
+        # than it (an 'or' operand after the filters its first operand started, a
+        # repeat's sub-expression after its until) comes after their filters.
+        if not self.placed and self.m.next_id != self.id + 1:
+            self.order = self.m.next_id
+            self.m.next_id += 1
         self.m.watch(self)
 
     def test(self, event: Row) -> bool:
@@ -1010,6 +1017,7 @@ class PatternMatcher:
         node = _KINDS[type(self.plan.nodes[sidx])](self, nid, sidx, parent, idx, tags)
         if order is not None and isinstance(node, _FilterNode):
             node.order = order
+            node.placed = True
         self.nodes[nid] = node
         self.dirty.add(nid)
         self.fresh.add(nid)
