@@ -15,7 +15,9 @@ from operators.base import Emit, Expr, PartitionCtx, Row, Rows, StateNamespace, 
 from operators.joins.join import Join
 from operators.joins.spec import JoinSpec
 from operators.output import OutputLimiter, OutputSpec
+from operators.prior import MatchPrior, MatchPriorSpec, Prior, PriorSpec
 from operators.resultset import ResultSet, ResultSetSpec
+from operators.subquery.subquery import Subquery
 from operators.windows.batch import BatchWindow
 from operators.windows.common import ForcedEmit, WindowView
 
@@ -43,6 +45,8 @@ class StreamSpec:
     view: ViewSpec | None = None
     alias: str | None = None
     filter_text: str = field(default="", compare=False)
+    prior: PriorSpec | None = None
+    """The statement's prior(n, x) calls: arriving events are stamped with their values."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,10 @@ class PipelineSpec:
     distinct: bool = False
     join: JoinSpec | None = None
     """A join of several streams (``stream`` and ``pattern`` are then None)."""
+    subqueries: tuple[Any, ...] = ()
+    """SubquerySpecs of the statement's expressions (operators.subquery), by index."""
+    match_prior: MatchPriorSpec | None = None
+    """A pattern statement's prior(n, x) calls: each match is stamped with their values."""
 
     def reacts_to_variables(self, names: set[str] | None = None) -> bool:
         """Whether a variable change concerns this statement: an expiry-expression window
@@ -68,6 +76,7 @@ class PipelineSpec:
         stack = [self.stream.view] if self.stream is not None else []
         if self.join is not None:
             stack += self.join.views()
+        stack += [sq.view for sq in self.subqueries]
         while stack:
             v = stack.pop()
             if v is None:
@@ -80,15 +89,28 @@ class PipelineSpec:
         return False
 
     def types(self) -> frozenset[str]:
-        """Event types this pipeline consumes."""
+        """Event types this pipeline consumes (its subqueries' streams included)."""
+        return self.main_types() | self.subquery_types()
+
+    def main_types(self) -> frozenset[str]:
+        """Event types of the from clause."""
         if self.stream is not None:
             return frozenset({self.stream.type_name})
         if self.join is not None:
             return self.join.types()
         return self.pattern.types() if self.pattern is not None else frozenset()
 
+    def subquery_types(self) -> frozenset[str]:
+        """Event types whose events enter a subquery's own window."""
+        return frozenset(sq.type_name for sq in self.subqueries if sq.source == "stream")
+
+    def subquery_windows(self) -> frozenset[str]:
+        """Named windows a subquery reads."""
+        return frozenset(sq.type_name for sq in self.subqueries if sq.source == "window")
+
     def build(self, state: StateNamespace, ctx: PartitionCtx) -> Pipeline:
         if (self.stream is not None and self.pattern is None and self.where is None
+                and not self.subqueries
                 and not self.output.limited and not self.distinct
                 and not self.resultset.order_by and self.resultset.limit is None):
             return StreamPipeline(self, state, ctx)
@@ -100,12 +122,15 @@ class PipelineSpec:
         if self.stream is not None:
             s = self.stream
             out.append(f"stream {s.type_name}" + (f"({s.filter_text})" if s.filter else ""))
+            if s.prior is not None:
+                out.append(s.prior.describe())
             if s.view is not None:
                 out.append(s.view.describe())
         if self.pattern is not None:
             out.append(self.pattern.describe())
         if self.join is not None:
             out += self.join.describe()
+        out += [sq.describe() for sq in self.subqueries]
         if self.where is not None:
             out.append("where")
         out.append(self.resultset.describe())
@@ -119,7 +144,8 @@ class Pipeline:
 
     __slots__ = ("spec", "ctx", "state", "type_name", "filter", "view", "matcher", "rs", "out",
                  "limited", "kind", "_shaped", "where", "_timers", "join",
-                 "_fresh_aggregates", "_batch_view", "_released")
+                 "_fresh_aggregates", "_batch_view", "_released", "subs", "sub_by_type",
+                 "main_types", "prior")
 
     def __init__(self, spec: PipelineSpec, state: StateNamespace, ctx: PartitionCtx) -> None:
         self.spec = spec
@@ -128,6 +154,10 @@ class Pipeline:
         s = spec.stream
         self.type_name = s.type_name if s is not None else None
         self.filter = s.filter if s is not None else None
+        self.prior: Prior | MatchPrior | None = (
+            s.prior.build(state.child("prior"), ctx) if s is not None and s.prior is not None
+            else spec.match_prior.build(state.child("prior"), ctx)
+            if spec.match_prior is not None else None)
         self.view: View | None = None
         if s is not None and s.view is not None:
             self.view = self._build_view(s.view, state, ctx)
@@ -137,6 +167,14 @@ class Pipeline:
         self.join: Join | None = (
             Join(spec.join, state.child("join"), ctx, self._build_view)
             if spec.join is not None else None)
+        self.subs = [Subquery(sq, state.child(f"sq{i}"), ctx, self._build_view)
+                     for i, sq in enumerate(spec.subqueries)]
+        ctx.subqueries = self.subs
+        self.sub_by_type: dict[str, list[Any]] = {}
+        for sub in self.subs:
+            if sub.spec.source == "stream":
+                self.sub_by_type.setdefault(sub.spec.type_name, []).append(sub)
+        self.main_types = spec.main_types()
         self.rs: ResultSet = spec.resultset.build(
             state.child("rs"), ctx, want_old=spec.stream_kind != "istream")
         self.out = OutputLimiter(spec.output, state.child("out"), ctx, self.rs,
@@ -158,7 +196,7 @@ class Pipeline:
         so its iterator still returns the released one)."""
         self._timers = _TIMERS_ANY
         """Which parts can have timers (the engine asks ``next_timer`` after each event)."""
-        if self.matcher is None and self.join is None and not self.limited:
+        if self.matcher is None and self.join is None and not self.limited and not self.subs:
             view_timer = getattr(type(self.view), "next_timer", None)
             if self.view is None or view_timer is WindowView.next_timer:
                 self._timers = _TIMERS_NONE
@@ -243,10 +281,20 @@ class Pipeline:
     def on_event(self, type_name: str, event: Row, now_ms: int) -> Emit:
         """One event of a type this statement consumes."""
         self.ctx.now_ms = now_ms
+        subs = self.sub_by_type.get(type_name) if self.subs else None
+        if subs:
+            # Esper reference "Subqueries": an event of the subquery's stream enters its
+            # window before the enclosing statement evaluates the same event
+            for sub in subs:
+                sub.on_event(event, now_ms)
+            if type_name not in self.main_types:
+                return [], []
         if self.matcher is not None:
             matches = self.matcher.on_event(type_name, event, now_ms)
             if not matches:
                 return [], []
+            if self.prior is not None:
+                matches = [self.prior.stamp(m) for m in matches]
             return self._finish(matches, [], now_ms)
         if self.join is not None:
             new, old = self.join.on_event(type_name, event, now_ms)
@@ -256,6 +304,8 @@ class Pipeline:
         f = self.filter
         if f is not None and not f(event, self.ctx):
             return [], []
+        if self.prior is not None:
+            event = self.prior.stamp(event)
         if self.view is None:
             return self._finish([event], [], now_ms)
         emitted = self.view.on_events([event], [], now_ms)
@@ -278,11 +328,24 @@ class Pipeline:
             ctx = self.ctx
             new = [r for r in new if f(r, ctx)]
             old = [r for r in old if f(r, ctx)]
+        if self.prior is not None and new:
+            new = [self.prior.stamp(r) for r in new]
         if self.view is not None:
             new, old = self.view.on_events(new, old, now_ms)
         if not new and not old:
             return [], []
         return self._finish(list(new), list(old), now_ms)
+
+    def on_subquery_rows(self, window: str, new: Rows, old: Rows, prime: bool = False
+                         ) -> None:
+        """Insert and remove stream (or, priming, the current rows) of a named window
+        this statement's subqueries read."""
+        for sub in self.subs:
+            if sub.spec.source == "window" and sub.spec.type_name == window:
+                if prime:
+                    sub.prime(new)
+                else:
+                    sub.on_rows(new, old)
 
     def remove(self, rows: Rows, now_ms: int) -> Emit:
         """Delete rows from this pipeline's window (on-delete against a named window)."""
@@ -354,7 +417,7 @@ class Pipeline:
         if timers == _TIMERS_VIEW:
             return self.view.next_timer()  # type: ignore[union-attr]
         due: int | None = None
-        for part in (self.view, self.matcher, self.join, self.out):
+        for part in (self.view, self.matcher, self.join, self.out, *self.subs):
             if part is not None:
                 t = part.next_timer()
                 if t is not None and (due is None or t < due):
@@ -365,7 +428,7 @@ class Pipeline:
         """The earliest time before ``limit`` at which a timer of this pipeline may do
         something; idle periodic output is no such time (it can ``skip_to``)."""
         due = limit
-        for part in (self.view, self.matcher, self.join):
+        for part in (self.view, self.matcher, self.join, *self.subs):
             nt = getattr(part, "next_timer", None)
             t = nt() if nt is not None else None
             if t is not None and t < due:
@@ -388,6 +451,8 @@ class Pipeline:
         self.ctx.now_ms = now_ms
         out_new: Rows = []
         out_old: Rows = []
+        for sub in self.subs:
+            sub.on_time(now_ms)
         view = self.view
         if view is not None:
             t = view.next_timer()
@@ -412,6 +477,8 @@ class Pipeline:
             if t is not None and t <= now_ms:
                 matches = self.matcher.on_time(now_ms)
                 if matches:
+                    if self.prior is not None:
+                        matches = [self.prior.stamp(m) for m in matches]
                     n, o = self._finish(matches, [], now_ms)
                     out_new += n
                     out_old += o
@@ -452,6 +519,8 @@ class StreamPipeline(Pipeline):
         f = self.filter
         if f is not None and not f(event, ctx):
             return [], []
+        if self.prior is not None:
+            event = self.prior.stamp(event)
         view = self.view
         if view is None:
             new, old = self.rs.process([event], [])

@@ -46,11 +46,11 @@ class Problem:
 def check_yaml(path: str, text: str, unsupported: list[str] | None = None) -> list[Problem]:
     """Every problem of a YAML statement file's text, in file order; statements that are
     valid but not supported yet are named in ``unsupported``."""
-    from app.statements import ConfigError, _yaml_problem, schema_errors
+    from app.statements import ConfigError, Loader, _yaml_problem, schema_errors
 
     loader = None
     try:
-        loader = yaml.SafeLoader(text)
+        loader = Loader(text)
         root = loader.get_single_node()
         doc = loader.construct_document(root) if root is not None else None
     except RecursionError:
@@ -80,7 +80,7 @@ def check_yaml(path: str, text: str, unsupported: list[str] | None = None) -> li
     if isinstance(doc, dict):
         problems += _topic_problems(text, root, doc)
         problems += _statement_problems(text, root, doc,
-                                        unsupported if unsupported is not None else [])
+                                        unsupported if unsupported is not None else [], path)
     problems.sort(key=lambda p: (p.error.line or 0, p.error.column or 0))
     return problems
 
@@ -167,8 +167,8 @@ def _topic_problems(text: str, root: Any, doc: dict) -> list[Problem]:
     return out
 
 
-def _statement_problems(text: str, root: Any, doc: dict, unsupported: list[str]
-                        ) -> list[Problem]:
+def _statement_problems(text: str, root: Any, doc: dict, unsupported: list[str],
+                        path: str = "") -> list[Problem]:
     """Every statement planned; EPL errors positioned in the file, duplicate names."""
     from app.runtime.catalog import Catalog, NotSupported
 
@@ -176,11 +176,13 @@ def _statement_problems(text: str, root: Any, doc: dict, unsupported: list[str]
     schemas = doc.get("schemas")
     if not isinstance(stmts, list):
         return []
-    try:
-        catalog = Catalog.from_schemas(schemas if isinstance(schemas, dict) else {})
-    except Exception:  # noqa: BLE001 - the schema errors already say what is wrong
-        return []
     out: list[Problem] = []
+    functions = _function_problems(text, root, doc, path, out)
+    try:
+        catalog = Catalog.from_schemas(schemas if isinstance(schemas, dict) else {},
+                                       functions=functions)
+    except Exception:  # noqa: BLE001 - the schema errors already say what is wrong
+        return out
     seen: set[str] = set()
     for i, s in enumerate(stmts):
         if not isinstance(s, dict) or not isinstance(s.get("epl"), str):
@@ -202,6 +204,43 @@ def _statement_problems(text: str, root: Any, doc: dict, unsupported: list[str]
         except NotSupported as e:
             unsupported.append(f"statement '{name}': valid, but not supported yet: {e}")
     return out
+
+
+def _function_problems(text: str, root: Any, doc: dict, path: str, out: list[Problem]
+                       ) -> dict[str, Any]:
+    """The declared functions; each one that cannot be used (a built-in's name, a module
+    that does not import, no such callable) is a problem at its key (and, once its
+    declaration is well formed, at each call)."""
+    from app.runtime.functions import FunctionError, parse_functions
+    from app.statements import schema_errors
+
+    raw = doc.get("functions")
+    if not isinstance(raw, dict):
+        return {}
+    base = str(Path(path).resolve().parent) if path else None
+    bad = {str(e.absolute_path[1]) for e in schema_errors(doc)
+           if len(e.absolute_path) > 1 and e.absolute_path[0] == "functions"}
+    good: dict[str, Any] = {}
+    for name, spec in raw.items():
+        if str(name) in bad:  # the schema problems already say what is wrong
+            continue
+        fd = None
+        try:
+            fd = parse_functions({name: spec}, base)[str(name)]
+            fd.load()
+        except FunctionError as e:
+            if fd is not None:  # declared, but its module fails: calls of it say so too
+                good[fd.name] = fd
+            k, node = _node_at(root, ["functions", name])
+            if e.key is not None:
+                k2, v2 = _node_at(root, ["functions", name, e.key])
+                node = v2 if v2 is not None and k2 is not None else k
+            else:
+                node = k
+            out.append(Problem(f"at functions.{name}", _error(text, node, str(e), e.hint)))
+            continue
+        good[fd.name] = fd
+    return good
 
 
 def _positioned(text: str, node: Any, value: str, e: EplError, about: str) -> Problem:
@@ -311,6 +350,28 @@ def map_position(text: str, node: Any, value: str, line: int, column: int
     return _at(text, max(index, text.rfind("\n", 0, where[k]) + 1))
 
 
+def first_error(path: str | Path) -> str | None:
+    """The first error of a YAML statement file as one line, ``FILE:LINE:COLUMN: what``
+    (None when it has none): what ``kepl run``, ``deploy`` and ``worker`` print for a
+    file they cannot use, pointing to ``kepl check`` for the rest."""
+    from app.statements import ConfigError, _decode
+
+    p = Path(path)
+    try:
+        problems = check_yaml(str(p), _decode(p, p.read_bytes()))
+    except (ConfigError, OSError):
+        return None
+    if not problems:
+        return None
+    pr, e = problems[0], problems[0].error
+    where = f"{p}:{e.line}:{e.column}" if e.line else str(p)
+    about = f" {pr.about}:" if pr.about else ""
+    hint = f" ({e.hint})" if e.hint else ""
+    more = (f"; {len(problems) - 1} more: kepl check {p} lists them"
+            if len(problems) > 1 else "")
+    return f"{where}:{about} {e.message}{hint}{more}"
+
+
 def check_paths(paths: list[str]) -> tuple[list[str], int]:
     """Output lines of ``kepl check`` for the files, and how many errors they hold."""
     from app.runtime.catalog import Catalog, NotSupported
@@ -324,7 +385,7 @@ def check_paths(paths: list[str]) -> tuple[list[str], int]:
             if p.suffix == ".epl":
                 sf = load_statement_file(f)
                 problems: list[Problem] = []
-                catalog = Catalog.from_schemas(sf.schemas)
+                catalog = Catalog.from_schemas(sf.schemas, functions=sf.functions)
                 for s in sf.statements:
                     try:
                         plan_statement(catalog, s.epl, s.name)

@@ -12,7 +12,7 @@ from app.statements import StatementFile
 
 def explain_file(sf: StatementFile) -> tuple[list[str], bool]:
     """Lines describing every statement of a file, and whether all were valid."""
-    catalog = Catalog.from_schemas(sf.schemas)
+    catalog = Catalog.from_schemas(sf.schemas, functions=sf.functions)
     out: list[str] = []
     for s in sf.statements:
         try:
@@ -25,11 +25,30 @@ def explain_file(sf: StatementFile) -> tuple[list[str], bool]:
             continue
         out += plan.explain()
         out += [f"  state: {line}" for line in _state_of(plan)]
+        out += [f"  calls: {sf.functions[n].signature()}"
+                for n in called_functions(s.epl, sf.functions)]
     topology = _topology(sf)
     if isinstance(topology, str):
         out.append(f"kafka: not runnable on Kafka: {topology}")
         return out, True
     return _with_topics(out, topology), True
+
+
+def called_functions(epl: str, functions: dict[str, Any]) -> list[str]:
+    """The declared user functions a statement calls (hash functions too), in order."""
+    from app.epl import ast
+    from app.epl.parser import parse_statement
+    from app.epl.walk import iter_nodes
+
+    if not functions:
+        return []
+    names: list[str] = []
+    for n in iter_nodes(parse_statement(epl)):
+        name = n.name if isinstance(n, ast.Call) else \
+            n.function if isinstance(n, ast.HashItem) else None
+        if name in functions and name not in names:
+            names.append(name)
+    return names
 
 
 def _topology(sf: StatementFile) -> Any:
@@ -38,7 +57,7 @@ def _topology(sf: StatementFile) -> Any:
     from app.runtime.kafka.topology import Topology
 
     try:
-        return Topology.plan(AppConfig.from_dict(sf.raw))
+        return Topology.plan(AppConfig.from_dict(sf.raw, sf.base_dir))
     except (ConfigError, NotSupported) as e:
         return str(e)
 
@@ -75,6 +94,14 @@ def _state_of(plan: Any) -> list[str]:
                            "writes per event)")
         if p.join.indexes:
             out.append("join indexes: in memory, rebuilt from the windows")
+    for sq in p.subqueries:
+        if sq.view is not None:
+            kept = ("its aggregates, one record" if sq.incremental()
+                    else "its index in memory, rebuilt from the window")
+            out.append(f"subquery window {sq.view.describe()} of {sq.type_name} (rows; "
+                       f"{kept})")
+        elif sq.incremental():
+            out.append(f"subquery aggregates over {sq.type_name} (one record)")
     if p.resultset.table is not None:
         out.append(f"aggregates in the rows of table {p.resultset.table} (one key per row)")
     elif p.resultset.aggregates:
@@ -116,7 +143,8 @@ def topics_of(topology: Any, name: str) -> list[str]:
                        f"({_count(g.partitions)}, no repartition hop)")
         else:
             if g.hash_spec is not None:
-                how = f"by consistent_hash_crc32 mod {g.partitions}"
+                fns = dict.fromkeys(i.function for i in g.hash_spec.items)
+                how = f"by {', '.join(fns)} mod {g.partitions}"
             elif g.keyed_spec is not None:
                 how = f"by crc32(key) mod {g.partitions}"
             else:

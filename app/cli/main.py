@@ -35,6 +35,8 @@ exit codes:
        or a time the app refuses (e.g. a watermark that goes backwards), undeploy or
        reset without --yes
   3    a worker fenced by a newer one (a zombie) stops
+  4    a worker stops on input deleted before it was read (on_lost_input: stop)
+  5    a worker's shutdown outlasted KEPL_SHUTDOWN_TIMEOUT_S, or a second signal
   130  interrupted (Ctrl-C)
   141  the reader closed the output early (kepl run ... | head): stopped quietly
 """
@@ -388,10 +390,22 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 print(f"kepl: {e}", file=sys.stderr)
                 return 1
     except ConfigError as e:
-        print(f"kepl: {e}", file=sys.stderr)
+        print(f"kepl: {_positioned(e)}", file=sys.stderr)
         return 2
     parser.print_help()
     return 2
+
+
+def _positioned(e: Exception) -> str:
+    """A statement file's shape error as its first error at its line and column in the
+    file (as ``kepl check`` finds it), else the error's own line."""
+    from app.statements import InvalidFile
+
+    if isinstance(e, InvalidFile) and not e.path.endswith(".epl"):
+        from app.cli.check import first_error
+
+        return first_error(e.path) or str(e)
+    return str(e)
 
 
 def _embedded(path: str) -> tuple[Any, Any, Any] | None:
@@ -405,14 +419,21 @@ def _embedded(path: str) -> tuple[Any, Any, Any] | None:
 
     sf = load_statement_file(path)
     catalog = Catalog.from_schemas(sf.schemas,
-                                   string_limits(sf.raw.get("max_string_length")))
+                                   string_limits(sf.raw.get("max_string_length")),
+                                   sf.functions)
     engine = Engine()
     try:
         for s in sf.statements:
             engine.deploy(plan_statement(catalog, s.epl, s.name))
-    except (EplError, NotSupported) as e:
-        print(e.render() if isinstance(e, EplError) else f"not supported yet: {e}",
-              file=sys.stderr)
+    except NotSupported as e:
+        print(f"kepl: {path}: not supported yet: {e}", file=sys.stderr)
+        return None
+    except EplError as e:
+        from app.cli.check import first_error
+
+        # a module's positions are the file's own; a YAML file's are mapped to it
+        line = None if path.endswith(".epl") else first_error(path)
+        print(f"kepl: {line or f'{path}:{e.line}:{e.column}: {e.message}'}", file=sys.stderr)
         return None
     return sf, catalog, engine
 
@@ -428,7 +449,7 @@ def _kafka_layout(sf: Any) -> Any:
     if not sf.raw:
         return None
     try:
-        return Topology.plan(AppConfig.from_dict(sf.raw))
+        return Topology.plan(AppConfig.from_dict(sf.raw, sf.base_dir))
     except (ConfigError, EplError, NotSupported):
         return None
 
@@ -464,8 +485,9 @@ class _Replayed:
 def _replay(events: str, catalog: Any, engine: Any, done: _Replayed | None = None) -> int:
     """Apply JSON-lines steps ({"time": ms} or {"send": Type, "event": {...}}); a step the
     engine refuses is reported on stderr and skipped. Returns how many were refused."""
-    from app.conformance.runner import ScenarioError
-    from app.runtime.catalog import EventTypeError, coerce_event
+    from app.conformance.runner import ScenarioError, clock_or_event
+    from app.runtime.catalog import EventTypeError
+    from app.runtime.functions import UserFunctionError
 
     src = sys.stdin if events == "-" else open(events)  # noqa: SIM115
     done = done if done is not None else _Replayed()
@@ -486,15 +508,14 @@ def _replay(events: str, catalog: Any, engine: Any, done: _Replayed | None = Non
             continue
         try:
             step = json.loads(line)
-            if "time" in step:
-                engine.advance_time(int(step["time"]))
-            elif "send" in step:
-                engine.send(step["send"], coerce_event(catalog, step["send"],
-                                                        step.get("event") or {}))
-                done.events += 1
-            else:
+            if not isinstance(step, dict):
+                raise ScenarioError("a step is a JSON object")
+            if not clock_or_event(step, lambda t: engine.advance_time(int(t)), engine.send,
+                                  catalog):
                 raise ScenarioError("a step needs 'time' or 'send'")
-        except (ValueError, EventTypeError, ScenarioError) as e:
+            if "send" in step:
+                done.events += 1
+        except (ValueError, EventTypeError, ScenarioError, UserFunctionError) as e:
             done.say(f"kepl: {events}:{n}: {e}")
             rejected += 1
     return rejected
@@ -604,7 +625,8 @@ def _query_kafka(args: argparse.Namespace, select: Any) -> int:
                 if catalog is None:
                     from app.runtime.catalog import Catalog
 
-                    catalog = Catalog.from_schemas(config.schemas)
+                    catalog = Catalog.from_schemas(config.schemas,
+                                                   functions=config.functions)
                     for st in config.statements:
                         plan_statement(catalog, st.epl, st.name)
                 try:

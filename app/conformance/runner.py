@@ -19,6 +19,7 @@ from app.epl.errors import EplError
 from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog, NotSupported, coerce_event
 from app.runtime.engine import Engine
+from app.runtime.functions import FunctionError, parse_functions
 
 TYPES = {"string", "int", "long", "double", "boolean", "float", "short", "byte"}
 
@@ -108,12 +109,37 @@ def load_scenario(path: Path) -> dict:
         raise ScenarioError("'statements' must be a list of {name, epl}")
     if not isinstance(doc["steps"], list):
         raise ScenarioError("'steps' must be a list")
+    if doc.get("functions") is not None:
+        doc["functions"] = _functions_near(doc["functions"], path.resolve().parent)
     return doc
+
+
+def _functions_near(raw: Any, base: Path) -> Any:
+    """A scenario's ``functions:`` (kepl's extension of the format: user functions, as a
+    statement file declares them), each module looked for next to the scenario file
+    unless its ``path`` says where; checked here so that a bad one is a bad file."""
+    if raw is None:
+        return None
+    try:
+        parse_functions(raw, base)
+    except FunctionError as e:
+        raise ScenarioError(f"functions: {e}") from None
+    return {name: {**spec, "path": str(base / spec.get("path", "."))}
+            for name, spec in raw.items()}
+
+
+def scenario_functions(doc: dict) -> dict[str, Any]:
+    """The user functions a loaded scenario declares."""
+    try:
+        return parse_functions(doc.get("functions"))
+    except FunctionError as e:
+        raise ScenarioError(f"functions: {e}") from None
 
 
 def run_scenario_embedded(doc: dict) -> str | None:
     """Run one scenario in-process; return the first difference, or None on a pass."""
-    catalog = Catalog.from_schemas(doc.get("schemas") or {})
+    catalog = Catalog.from_schemas(doc.get("schemas") or {},
+                                   functions=scenario_functions(doc))
     engine = Engine()
     names: list[str] = []
     for i, s in enumerate(doc["statements"]):
@@ -132,6 +158,20 @@ def run_scenario_embedded(doc: dict) -> str | None:
                   catalog, lambda: engine.now_ms)
 
 
+def clock_or_event(step: dict, advance: Callable[[Any], None],
+                   send: Callable[[str, dict], None], catalog: Catalog) -> bool:
+    """Apply a ``time`` or ``send`` step (the event checked against its type); False for
+    a step of another kind.  One interpreter for scenarios and ``kepl run`` steps."""
+    if "time" in step:
+        advance(step["time"])
+        return True
+    if "send" in step:
+        tname = step["send"]
+        send(tname, coerce_event(catalog, tname, step.get("event") or {}))
+        return True
+    return False
+
+
 def replay(doc: dict, advance: Callable[[int], None], send: Callable[[str, dict], None],
            collected: dict[str, Collected], catalog: Catalog, now: Callable[[], int],
            settle: Callable[[], None] | None = None) -> str | None:
@@ -142,15 +182,12 @@ def replay(doc: dict, advance: Callable[[int], None], send: Callable[[str, dict]
             raise ScenarioError(f"step {n} is not a mapping")
         if "time" in step:
             t = step["time"]
-            if not isinstance(t, int) or t < clock:
+            if isinstance(t, bool) or not isinstance(t, int) or t < clock:
                 raise ScenarioError(f"step {n}: time {t!r} moves backwards or is not an int")
             clock = t
-            advance(t)
-        elif "send" in step:
-            tname = step["send"]
-            event = coerce_event(catalog, tname, step.get("event") or {})
-            send(tname, event)
-        elif "expect" in step:
+        if clock_or_event(step, advance, send, catalog):
+            continue
+        if "expect" in step:
             if settle is not None:
                 settle()
             exp = step["expect"] or {}

@@ -182,6 +182,56 @@ class Cast(Node):
     type_name: str
 
 
+# --------------------------------------------------------------------- subqueries
+# Esper reference "Subqueries": a select over one stream used inside an expression.
+
+
+@dataclass(frozen=True, slots=True)
+class SubSelect(Node):
+    """``select [distinct] items from Stream[(filter)]#views [as s] [where ..] [group by
+    ..] [having ..]`` inside parentheses; ``stream`` is a FilterStream."""
+
+    select_items: tuple[Node, ...]
+    stream: Node
+    where: Node | None = None
+    group_by: tuple[Node, ...] = ()
+    having: Node | None = None
+    distinct: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Subquery(Node):
+    """``(select ...)`` as a value: one column's value, or a row of several columns."""
+
+    query: SubSelect
+
+
+@dataclass(frozen=True, slots=True)
+class Exists(Node):
+    """``exists (select ...)``: whether the subquery finds a row."""
+
+    query: SubSelect
+
+
+@dataclass(frozen=True, slots=True)
+class InSubquery(Node):
+    """``expr [not] in (select ...)``."""
+
+    expr: Node
+    query: SubSelect
+    negated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Quantified(Node):
+    """``expr op any|some|all (select ...)``; ``quantifier`` is 'any' or 'all' (some = any)."""
+
+    expr: Node
+    op: str
+    quantifier: str
+    query: SubSelect
+
+
 # Milliseconds per normalised time unit. Esper §5.2.1 time periods; a month is
 # taken as 30 days and a year as 365 days when no calendar is involved.
 UNIT_MS: dict[str, float] = {
@@ -865,6 +915,37 @@ class ApamaQuery(Node):
     select_items: tuple[Node, ...]
 
 
+# ---------------------------------------------------------- expression declarations
+
+
+@dataclass(frozen=True, slots=True)
+class ExpressionDecl(Node):
+    """``expression name {[params =>] body}`` or ``expression name alias for {body}``
+    (Esper reference, "Expression declarations"); calls to it inline at planning."""
+
+    name: str
+    params: tuple[str, ...]
+    body: Node
+    alias: bool = False
+    """``alias for``: used as a plain name, without parentheses or parameters."""
+
+
+@dataclass(frozen=True, slots=True)
+class Declared(Node):
+    """A statement preceded by its own expression declarations."""
+
+    expressions: tuple[ExpressionDecl, ...]
+    statement: Node
+
+
+@dataclass(frozen=True, slots=True)
+class CreateExpression(Node):
+    """``create expression ...``: a declaration later statements may call."""
+
+    decl: ExpressionDecl
+    annotations: tuple[Annotation, ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class Module(Node):
     """A list of statements parsed from one text (``;``-separated)."""
@@ -882,6 +963,8 @@ Statement = (
     | OnStatement
     | CreateContext
     | ApamaQuery
+    | CreateExpression
+    | Declared
 )
 """Any statement node."""
 Expr = Node
@@ -889,7 +972,7 @@ Expr = Node
 
 STATEMENT_TYPES: tuple[type, ...] = (
     SelectStatement, CreateSchema, CreateWindow, CreateTable, CreateVariable, CreateIndex,
-    OnStatement, CreateContext, ApamaQuery,
+    OnStatement, CreateContext, ApamaQuery, CreateExpression, Declared,
 )
 
 __all__ = sorted(

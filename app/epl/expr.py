@@ -16,17 +16,23 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.epl import ast
+from app.epl import ast, functions
+from app.epl.builtins import FUNCTIONS
 from app.epl.errors import EplValidationError, closest
 from app.epl.properties import nested as _nested
+from app.epl.subquery_expr import compile_subquery
 from app.epl.walk import LONG_CHAIN, chain_length, iter_nodes, spine
-from operators.aggregates import AGGREGATE_NAMES, make_aggregator
+from operators.aggregates import AGGREGATE_NAMES, Distinct, make_aggregator
 from operators.base import Expr, PartitionCtx
 from operators.resultset import AggregateDef
 
 OUTPUT_BUILTINS = frozenset({
     "count_insert", "count_remove", "count_insert_total", "count_remove_total",
     "last_output_timestamp", "current_timestamp"})
+
+
+PREV_FUNCTIONS = frozenset({"prev", "prevtail", "prevwindow", "prevcount"})
+"""Esper ref. "Single-row functions": the functions that read the data window."""
 
 
 class NotSupportedExpr(Exception):
@@ -73,6 +79,14 @@ class Scope:
     partition_keys: dict[str, str] = field(default_factory=dict)
     """Partition properties of a keyed context -> the ``context`` key holding their value
     (``k`` -> ``key1``): read from the partition, they are not event properties."""
+    subqueries: Any = None
+    """Plans the subqueries an expression holds (app.epl.planning.subqueries); None: a
+    subquery cannot stand here."""
+    outer: Scope | None = None
+    """Inside a subquery (kind ``sub``, rows are (event, enclosing row) pairs): how the
+    enclosing statement's names resolve."""
+    inner_props: frozenset[str] = frozenset()
+    """Inside a subquery: the properties of its stream (they win over outer names)."""
     array_tags: frozenset[str] = frozenset()
     """Pattern tags holding a list of events (tags inside a repeat): read as ``a[i]``."""
 
@@ -88,6 +102,8 @@ def _compile_name(node: Any, scope: Scope) -> Expr:
     parts: tuple[str, ...] = tuple(node.parts)
     head = parts[0]
     rest = parts[1:]
+    if scope.kind == "sub":
+        return _compile_sub_name(node, scope)
     if rest and is_table_name(head, scope):
         return _compile_keyless_table(node, scope)
     if head == "context" and rest:
@@ -135,6 +151,34 @@ def _compile_name(node: Any, scope: Scope) -> Expr:
             return lambda r, c: c.props.get(key)
         return lambda r, c: r.get(head)
     return lambda r, c: _nested(r, parts)
+
+
+def is_inner_name(node: Any, scope: Scope) -> bool:
+    """Whether a name inside a subquery reads the subquery's own stream: qualified by its
+    name or alias, or a property of it (Esper resolves the subquery's stream first)."""
+    parts = node.parts
+    if len(parts) > 1 and parts[0] in scope.aliases:
+        return True
+    return parts[0] in scope.inner_props and parts[0] not in scope.variables
+
+
+def _compile_sub_name(node: Any, scope: Scope) -> Expr:
+    """A name inside a subquery: the subquery's event (pair[0]) or the enclosing row
+    (pair[1]); variables, context properties and tables read no row."""
+    parts = tuple(node.parts)
+    if is_inner_name(node, scope):
+        if len(parts) > 1 and parts[0] in scope.aliases:
+            parts = parts[1:]
+        if len(parts) == 1:
+            key = parts[0]
+            return lambda r, c: r[0].get(key) if r[0] is not None else None
+        return lambda r, c: _nested(r[0], parts) if r[0] is not None else None
+    if scope.outer is not None and not (parts[0] == "context" or parts[0] in scope.variables):
+        fn = compile_expr(node, scope.outer)
+        return lambda r, c: fn(r[1], c)
+    plain = Scope("event", variables=scope.variables, tables=scope.tables)
+    fn = compile_expr(node, plain)
+    return lambda r, c: fn(r[0], c)
 
 
 def is_table_name(head: str, scope: Scope) -> bool:
@@ -412,18 +456,6 @@ def _num(v: Any) -> Any:
     return v
 
 
-FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "abs": abs, "round": lambda x, n=0: round(x, int(n)), "floor": math.floor,
-    "ceil": math.ceil, "sqrt": math.sqrt, "exp": math.exp, "ln": math.log,
-    "log": math.log10, "pow": math.pow, "sign": lambda x: (x > 0) - (x < 0),
-    "max": lambda *a: max(a), "min": lambda *a: min(a),
-    "lower": lambda s: s.lower(), "upper": lambda s: s.upper(),
-    "length": lambda s: len(s), "trim": lambda s: s.strip(),
-    "substring": lambda s, a, b=None: s[int(a):] if b is None else s[int(a):int(b)],
-    "concat": lambda *a: "".join(str(x) for x in a), "tostring": str,
-    "startswith": lambda s, p: s.startswith(p), "endswith": lambda s, p: s.endswith(p),
-    "contains": lambda s, p: p in s,
-}
 
 _CASTS: dict[str, Callable[[Any], Any]] = {
     "int": int, "integer": int, "long": int, "short": int, "byte": int,
@@ -577,6 +609,13 @@ def compile_expr(node: Any, scope: Scope) -> Expr:
         return _compile_table_access(node, scope)
     if kind == "Star":
         return lambda r, c: r
+    if kind in ("Subquery", "Exists", "InSubquery", "Quantified"):
+        if scope.kind == "sub":
+            # Esper: "subquery-within-subquery is not supported"
+            raise _err("a subquery cannot stand inside another subquery", node,
+                       "compute the inner value in its own statement (insert into a "
+                       "stream, a named window or a table) and read that")
+        return compile_subquery(node, scope, compile_expr)
     raise NotSupportedExpr(kind)
 
 
@@ -660,7 +699,13 @@ def _compile_period(node: Any, scope: Scope) -> Expr:
 
 def _compile_call(node: Any, scope: Scope) -> Expr:
     name = node.name.lower()
-    if name in AGGREGATE_NAMES and (scope.allow_aggregates or scope.aggregates is not None):
+    ufd = functions.user_function(node.name)
+    if ufd is not None and not ufd.aggregate:
+        return functions.compile_user_call(ufd, node, scope, compile_expr)
+    if ufd is not None and not (scope.allow_aggregates or scope.aggregates is not None):
+        raise _err(f"aggregation function '{node.name}' is not allowed here", node)
+    if (ufd is not None or name in AGGREGATE_NAMES) and (
+            scope.allow_aggregates or scope.aggregates is not None):
         if scope.aggregates is None:
             raise EplValidationError(
                 f"aggregation function '{node.name}' is not allowed here",
@@ -671,18 +716,32 @@ def _compile_call(node: Any, scope: Scope) -> Expr:
             vscope = scope.agg_value_scope or scope
             args = list(node.args)
             extra: tuple = ()
-            if name == "nth" and len(args) == 2:
-                extra = (constant_value(args[1]),)
+            if name in ("nth", "first", "last") and len(args) == 2:
+                # Esper ref. "Aggregation functions": first(x, i), last(x, i), nth(x, i)
+                try:
+                    index = constant_value(args[1])
+                except ValueError:
+                    index = None
+                if type(index) is not int or index < 0:
+                    raise _err(f"the index of {name} must be a constant non-negative "
+                               "integer", args[1], f"write {name}({text_of(args[0])}, 1)")
+                extra = (index,)
                 args = args[:1]
             value = None
-            if args and not node.star and not isinstance(args[0], ast.Star):
-                value = compile_expr(args[0], Scope(
-                    vscope.kind, vscope.aliases, vscope.tags, vscope.variables,
-                    tables=vscope.tables, array_tags=vscope.array_tags))
-            star = node.star or (bool(args) and isinstance(args[0], ast.Star)) or (
-                name == "count" and not args)
-            agg = make_aggregator(name, star=star, distinct=node.distinct, extra=extra,
-                                  by_event=not scope.rows_leave_in_order)
+            vs = Scope(vscope.kind, vscope.aliases, vscope.tags, vscope.variables,
+                       tables=vscope.tables, outer=vscope.outer,
+                       inner_props=vscope.inner_props, array_tags=vscope.array_tags)
+            if ufd is not None:
+                agg, value = functions.user_aggregator(ufd, node, vs, compile_expr)
+                if node.distinct:
+                    agg = Distinct(agg)
+            else:
+                if args and not node.star and not isinstance(args[0], ast.Star):
+                    value = compile_expr(args[0], vs)
+                star = node.star or (bool(args) and isinstance(args[0], ast.Star)) or (
+                    name == "count" and not args)
+                agg = make_aggregator(name, star=star, distinct=node.distinct, extra=extra,
+                                      by_event=not scope.rows_leave_in_order)
             idx = len(scope.aggregates)
             scope.aggregates.append(AggregateDef(text, agg, value))
             scope.agg_texts[text] = idx
@@ -691,39 +750,18 @@ def _compile_call(node: Any, scope: Scope) -> Expr:
             key = f"$agg{i}"
             return lambda r, c: r.get(key)
         return lambda r, c: c.aggs[i] if c.aggs is not None else None
-    if name in ("prev", "prevtail"):
-        args = list(node.args)
-        if len(args) == 1:
-            n_fn: Expr = lambda r, c: 1  # noqa: E731
-            target = args[0]
-        else:
-            n_fn, target = compile_expr(args[0], scope), args[1]
-        inner = compile_expr(target, Scope("event", scope.aliases, variables=scope.variables,
-                                           tables=scope.tables))
-        tail = name == "prevtail"
+    if name in PREV_FUNCTIONS:
+        from app.epl.prev import compile_prev
 
-        def prev(r: Any, c: PartitionCtx) -> Any:
-            w = c.window
-            if w is None:
-                return None
-            row = w.prevtail(n_fn(r, c)) if tail else w.prev(n_fn(r, c))
-            return None if row is None else inner(row, c)
-        return prev
-    if name == "prevcount":
-        return lambda r, c: c.window.count() if c.window is not None else None
-    if name == "prevwindow":
-        inner = compile_expr(node.args[0], Scope("event", scope.aliases,
-                                                 variables=scope.variables,
-                                                 tables=scope.tables)) \
-            if node.args and not isinstance(node.args[0], ast.Star) else None
+        return compile_prev(node, name, scope, compile_expr)
+    if name == "prior":
+        from app.epl.prev import compile_prior
 
-        def prevwindow(r: Any, c: PartitionCtx) -> Any:
-            w = c.window
-            if w is None:
-                return None
-            rows = list(w.contents())[::-1]
-            return rows if inner is None else [inner(x, c) for x in rows]
-        return prevwindow
+        return compile_prior(node, scope)
+    if name == "istream":
+        if node.args:
+            raise _err("istream() takes no parameters", node, "write istream()")
+        return lambda r, c: c.is_new
     if name == "coalesce":
         args = [compile_expr(a, scope) for a in node.args]
 
@@ -743,8 +781,14 @@ def _compile_call(node: Any, scope: Scope) -> Expr:
                        f"compare with {head}[index] here, or use {node.name}() in the "
                        f"select or where clause")
         return _compile_tag_method(node, head, method.lower(), scope)
+    math_call = functions.compile_math_call(node, scope, compile_expr)
+    if math_call is not None:
+        return math_call
     fn = FUNCTIONS.get(name)
     if fn is None:
+        near = functions.near_miss(node.name)
+        if near is not None:
+            raise _err(f"unknown function '{node.name}'", node, f"did you mean '{near}'?")
         raise NotSupportedExpr(f"function {node.name}()")
     args = [compile_expr(a, scope) for a in node.args]
 
@@ -758,7 +802,8 @@ def _compile_call(node: Any, scope: Scope) -> Expr:
 
 def has_aggregate(node: Any) -> bool:
     """Whether an expression contains an aggregate call."""
-    return any(isinstance(n, ast.Call) and n.name.lower() in AGGREGATE_NAMES
+    return any(isinstance(n, ast.Call) and (n.name.lower() in AGGREGATE_NAMES
+                                            or functions.is_user_aggregate(n.name))
                for n in iter_nodes(node))
 
 

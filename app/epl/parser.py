@@ -21,11 +21,13 @@ from lark.lexer import PatternStr
 from app.epl import ast as A
 from app.epl.errors import EplSyntaxError
 from app.epl.parsing.contexts import ContextRules
+from app.epl.parsing.declarations import DeclarationRules
 from app.epl.parsing.expressions import ExpressionRules
 from app.epl.parsing.grammar import epl_lark
 from app.epl.parsing.patterns import PatternRules
 from app.epl.parsing.statements import StatementRules
 from app.epl.parsing.streams import StreamRules
+from app.epl.parsing.subqueries import SubqueryRules
 from app.epl.parsing.syntax_errors import IDENT_RE, syntax_error
 from app.epl.walk import MAX_DEPTH, too_deep
 
@@ -165,5 +167,6 @@ def _check_depth(built: Any, text: str) -> None:
 
 
 
-class _Builder(StatementRules, StreamRules, ContextRules, PatternRules, ExpressionRules):
+class _Builder(StatementRules, StreamRules, ContextRules, PatternRules, SubqueryRules,
+               ExpressionRules, DeclarationRules):
     """lark tree -> app.epl.ast; one method per grammar rule or alias, by section."""

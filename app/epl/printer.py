@@ -93,6 +93,7 @@ def _is_expression(node: A.Node) -> bool:
     return isinstance(node, (
         A.Literal, A.Name, A.Unary, A.Binary, A.Between, A.InList, A.InRange, A.Like,
         A.Regexp, A.IsNull, A.Case, A.Call, A.Cast, A.TimePeriod, A.TableAccess,
+        A.Subquery, A.Exists, A.InSubquery, A.Quantified,
     ))
 
 
@@ -148,8 +149,11 @@ class _Printer:
             return _NOT if node.op == "not" else _UNARY
         if isinstance(node, A.IsNull):
             return _EQ
-        if isinstance(node, (A.Between, A.InList, A.InRange, A.Like, A.Regexp)):
+        if isinstance(node, (A.Between, A.InList, A.InRange, A.Like, A.Regexp,
+                             A.InSubquery)):
             return _REL
+        if isinstance(node, A.Quantified):
+            return _EQ if node.op in ("=", "!=") else _REL
         if isinstance(node, A.Literal) and node.type in ("int", "long", "double"):
             return _UNARY if str(self.literal(node)).startswith("-") else _PRIMARY
         return _PRIMARY
@@ -215,7 +219,25 @@ class _Printer:
             return f"cast({self.expr(node.expr)}, {self.dotted(node.type_name)})"
         if isinstance(node, A.TimePeriod):
             return self.time_period(node)
+        if isinstance(node, A.Subquery):
+            return self.subselect(node.query)
+        if isinstance(node, A.Exists):
+            return f"exists {self.subselect(node.query)}"
+        if isinstance(node, A.InSubquery):
+            neg = "not " if node.negated else ""
+            return f"{self.expr(node.expr, _CONCAT)} {neg}in {self.subselect(node.query)}"
+        if isinstance(node, A.Quantified):
+            left = _EQ if node.op in ("=", "!=") else _REL
+            return (f"{self.expr(node.expr, left)} {node.op} {node.quantifier} "
+                    f"{self.subselect(node.query)}")
         return self.node(node)
+
+    def subselect(self, node: A.SubSelect) -> str:
+        """``(select ... from ... [where ...] [group by ...] [having ...])``."""
+        sel = "select distinct" if node.distinct else "select"
+        out = [f"({sel} {self.join(node.select_items)}", f"from {self.node(node.stream)}"]
+        out.extend(self.query_tail(node.where, node.group_by, node.having))
+        return " ".join(out) + ")"
 
     def literal(self, node: A.Literal) -> str:
         """Literal text: 5, 5L, 1.5, 'text', true, null."""
@@ -252,6 +274,8 @@ class _Printer:
             if not (_IDENT_RE.match(ns) and _IDENT_RE.match(name)):
                 raise ValueError(f"cannot print function name {node.name!r}")
             head = node.name
+        elif node.name.lower() == "istream" and not node.args and not node.star:
+            return "istream()"  # one terminal in the grammar, never a quoted name
         else:
             head = self.dotted(node.name)
         if node.star:
@@ -445,6 +469,21 @@ class _Printer:
         if context is not None:
             parts.append(f"context {self.ident(context)}")
         return " ".join(parts) + " " if parts else ""
+
+    def p_ExpressionDecl(self, node: A.ExpressionDecl) -> str:
+        """expression name [alias for] {[(params) =>] body}."""
+        alias = " alias for" if node.alias else ""
+        params = f"({', '.join(node.params)}) => " if node.params else ""
+        return f"expression {self.ident(node.name)}{alias} {{{params}{self.expr(node.body)}}}"
+
+    def p_Declared(self, node: A.Declared) -> str:
+        """A statement after its expression declarations."""
+        return " ".join([*(self.p_ExpressionDecl(d) for d in node.expressions),
+                         self.node(node.statement)])
+
+    def p_CreateExpression(self, node: A.CreateExpression) -> str:
+        """create expression ..."""
+        return self.prefix(node.annotations, None) + "create " + self.p_ExpressionDecl(node.decl)
 
     def p_SelectItem(self, node: A.SelectItem) -> str:
         """expr [as alias]."""

@@ -48,14 +48,18 @@ def children(node: Any) -> list[Any]:
 
 
 def iter_nodes(node: Any) -> Iterator[Any]:
-    """Every node under (and including) node, parents before children, in source order."""
+    """Every node under (and including) node, parents before children, in source order.
+
+    A subquery's select is yielded but not entered: its names and aggregates belong to
+    the subquery, not to the expression around it (Esper reference "Subqueries")."""
     stack = [node]
     while stack:
         n = stack.pop()
         if not is_node(n):
             continue
         yield n
-        stack.extend(reversed(children(n)))
+        if not isinstance(n, ast.SubSelect):
+            stack.extend(reversed(children(n)))
 
 
 def spine(node: Any) -> tuple[Any, list[Any]]:

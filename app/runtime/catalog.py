@@ -53,14 +53,20 @@ class Catalog:
     variable_values: dict[str, Any] = field(default_factory=dict)
     context_variables: dict[str, str] = field(default_factory=dict)
     tables: dict[str, Any] = field(default_factory=dict)
+    expressions: dict[str, Any] = field(default_factory=dict)
+    """Declared expressions shared by ``create expression`` (name -> ExpressionDecl)."""
     max_string_length: dict[str, int] = field(default_factory=dict)
     """Event type (or ``"*"``) -> the longest string a property may hold (0: any)."""
+    functions: dict[str, Any] = field(default_factory=dict)
+    """Declared user functions by name (``app.runtime.functions.FunctionDef``)."""
 
     @classmethod
     def from_schemas(cls, schemas: dict[str, dict[str, str]],
-                     max_string_length: dict[str, int] | None = None) -> Catalog:
+                     max_string_length: dict[str, int] | None = None,
+                     functions: dict[str, Any] | None = None) -> Catalog:
         return cls(schemas={k: dict(v) for k, v in schemas.items()},
-                   max_string_length=dict(max_string_length or {}))
+                   max_string_length=dict(max_string_length or {}),
+                   functions=dict(functions or {}))
 
     def string_limit(self, type_name: str) -> int | None:
         """The longest string an event of ``type_name`` may carry (None: no limit)."""

@@ -11,6 +11,7 @@ agent driven by watermarks) owns time.
 from __future__ import annotations
 
 import heapq
+import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,16 +19,22 @@ from typing import Any
 
 from app.runtime.plan import OnDemandPlan, StatementPlan
 from operators.base import PartitionCtx, Row, Rows
-from operators.contexts.managers import Change, Manager
+from operators.contexts.managers import CategoryManager, Change, Manager
 from operators.pipeline import Pipeline
 from operators.state import MemoryNamespace, MemoryStore
 from operators.table import GlobalTables, Table, TableSpec
+from operators.user_functions import failures_as_null
 from operators.variables import VariableDecl, VariableScope, VariableStore
+
+log = logging.getLogger("kepl.engine")
 
 _SKIP_CHECK = 32
 """Firings within one clock move before the engine first looks for an idle stretch."""
 _SKIP_MAX = 1 << 16
 """Longest back-off between looks when nothing could be skipped."""
+
+_SEGMENT = object()
+"""Marks the end of one statement run among the variable writes (see _post_variable_writes)."""
 
 Listener = Callable[[str, Rows, Rows, Any], None]
 """Called as listener(statement name, new rows, old rows, context partition id)."""
@@ -40,6 +47,8 @@ class _Stmt:
     pipelines: dict[Any, Pipeline] = field(default_factory=dict)
     key0: tuple = ()
     """Timer key of the partition-0 pipeline (statements without a context)."""
+    sub_types: frozenset = frozenset()
+    """Event types only its subqueries read (not its from clause or trigger)."""
 
     def __post_init__(self) -> None:
         self.key0 = ("p", self.plan.name, 0)
@@ -65,7 +74,11 @@ class Engine:
         self.contexts: dict[str, _Ctx] = {}
         self.by_type: dict[str, list[_Stmt]] = {}
         self._var_changes: list[str] = []
-        self.var_store = VariableStore(self.store.namespace("v", "global"), self._var_changes)
+        self._var_writes: list[Any] = []
+        self._var_posts: dict[tuple[str | None, str], str] = {}
+        """(context, variable) -> the name of the statement that declared it."""
+        self.var_store = VariableStore(self.store.namespace("v", "global"), self._var_changes,
+                                       self._var_writes, (None, 0))
         self.variables = VariableScope(self.var_store)
         """Global variables as expressions see them (000 §4.8)."""
         self._ctx_var_decls: dict[str, list[VariableDecl]] = {}
@@ -82,6 +95,8 @@ class Engine:
         self._excluded: set[tuple[str, Any]] = set()
         self.windows: dict[str, _Stmt] = {}
         self.consumers: dict[str, list[_Stmt]] = {}
+        self.sub_readers: dict[str, list[_Stmt]] = {}
+        """Per named window: statements whose subqueries read it (Esper "Subqueries")."""
         self._early: dict[str, list[_Stmt]] = {}
         """Per event type: statements that see an event before their context's
         partitions start or end on it (``@Priority`` above the context's)."""
@@ -96,6 +111,7 @@ class Engine:
         if plan.kind == "variable":
             decl = plan.var_decl or VariableDecl(plan.variable or plan.name, "object",
                                                  plan.initial)
+            self._var_posts[(plan.context, decl.name)] = plan.name
             if plan.context is not None:
                 # 000 §4.8: a context variable has one value per context partition
                 self._ctx_var_decls.setdefault(plan.context, []).append(decl)
@@ -124,10 +140,18 @@ class Engine:
         if plan.kind not in ("query", "window", "on"):
             return
         st = _Stmt(plan, len(self.order))
+        subs = plan.subqueries if plan.kind == "on" else (
+            plan.pipeline if plan.kind == "query" else None)
+        if subs is not None:
+            main = ({plan.action.trigger_type} if plan.kind == "on"
+                    else set(plan.pipeline.main_types()))
+            st.sub_types = frozenset(subs.subquery_types() - main)
         self.statements[plan.name] = st
         self.order.append(st)
         if plan.kind == "on":
             self.by_type.setdefault(plan.action.trigger_type, []).append(st)
+            if plan.subqueries is not None:
+                self._deploy_on_subqueries(st)
             return
         if plan.kind == "window":
             self.windows[plan.window] = st
@@ -137,9 +161,15 @@ class Engine:
                 # a join with a named window reads the events of its other streams too
                 for t in plan.pipeline.types():
                     self.by_type.setdefault(t, []).append(st)
+            else:
+                for t in plan.pipeline.subquery_types():
+                    self.by_type.setdefault(t, []).append(st)
         else:
             for t in plan.pipeline.types():
                 self.by_type.setdefault(t, []).append(st)
+        if plan.kind == "query":
+            for w in plan.pipeline.subquery_windows():
+                self.sub_readers.setdefault(w, []).append(st)
         if plan.context is None:
             self._pipeline(st, 0)
         else:
@@ -151,6 +181,22 @@ class Engine:
                     else plan.pipeline.types())
                 for t in types:
                     self._early.setdefault(t, []).append(st)
+            for pid in c.manager.live():
+                self._pipeline(st, pid)
+
+    def _deploy_on_subqueries(self, st: _Stmt) -> None:
+        """An on-statement with subqueries: their streams' events and named windows' rows
+        reach its partitions' subquery host (operators.subquery.host)."""
+        plan = st.plan
+        for t in sorted(plan.subqueries.subquery_types() - {plan.action.trigger_type}):
+            self.by_type.setdefault(t, []).append(st)
+        for w in plan.subqueries.subquery_windows():
+            self.sub_readers.setdefault(w, []).append(st)
+        if plan.context is None:
+            self._pipeline(st, 0)
+        else:
+            c = self.contexts[plan.context]
+            c.statements.append(st)
             for pid in c.manager.live():
                 self._pipeline(st, pid)
 
@@ -168,7 +214,7 @@ class Engine:
         store = self._ctx_vars.get(key)
         if store is None:
             store = VariableStore(self.store.namespace("v", context, repr(pid)),
-                                  self._var_changes)
+                                  self._var_changes, self._var_writes, (context, pid))
             for decl in self._ctx_var_decls[context]:
                 store.declare(decl)
             self._ctx_vars[key] = store
@@ -200,14 +246,31 @@ class Engine:
         if p is None:
             ctx = self._ctx(st, pid)
             ns = self.store.namespace("s", st.plan.name, repr(pid))
-            p = st.plan.pipeline.build(ns, ctx)
+            spec = st.plan.subqueries if st.plan.kind == "on" else st.plan.pipeline
+            p = spec.build(ns, ctx)
             st.pipelines[pid] = p
             self._seq += 1
             p_key = ("p", st.plan.name, pid)
             self._arm(p_key, p.next_timer, (0, st.index, self._seq))
             if st.plan.kind == "query" and st.plan.window is not None:
                 self._prime(st, pid, p)
+            if st.plan.kind in ("query", "on") and spec.subquery_windows():
+                for w in spec.subquery_windows():
+                    p.on_subquery_rows(w, self._window_rows(w, st.plan.context, pid), [],
+                                       prime=True)
         return p
+
+    def _window_rows(self, window: str, context: str | None, pid: Any) -> Rows:
+        """The current rows of a named window as a partition of ``context`` reads them."""
+        wst = self.windows.get(window)
+        rows: Rows = []
+        if wst is None:
+            return rows
+        for wpid in self._window_pids(window, context, pid):
+            wp = wst.pipelines.get(wpid)
+            if wp is not None and wp.view is not None:
+                rows.extend(wp.view.contents())
+        return rows
 
     def _window_pids(self, window: str, consumer_ctx: str | None, pid: Any) -> list[Any]:
         """Partitions of a named window a consumer partition reads (000 §4.6)."""
@@ -235,6 +298,8 @@ class Engine:
     def _notify_variables(self) -> None:
         """Variables changed: views and output conditions that read them react
         (001 §14.3.12 ``#expr`` windows, Esper §5.7.1.1 ``output when``)."""
+        if self._var_writes:
+            self._post_variable_writes()
         rounds = 0
         while self._var_changes and rounds < 100:
             rounds += 1
@@ -248,6 +313,32 @@ class Engine:
                     new, old = p.on_variables_changed(now)
                     self._emit(st, pid, new, old)
                     self._arm(("p", st.plan.name, pid), p.next_timer)
+            if self._var_writes:
+                self._post_variable_writes()
+
+    def _post_variable_writes(self) -> None:
+        """Each statement run that writes a variable posts a row to the variable's
+        statement: the new value on the insert stream, the value before the run on the
+        remove stream, the column named after the variable (Esper: listeners of a
+        create-variable statement; the writes of one run commit together, so
+        ``set a = a * 2, a = a + 1`` posts once)."""
+        writes = list(self._var_writes)
+        self._var_writes.clear()
+        run: dict[tuple[Any, str], list] = {}
+        for w in (*writes, _SEGMENT):
+            if w is not _SEGMENT:
+                tag, name, old, new = w
+                if (tag, name) in run:
+                    run[(tag, name)][1] = new
+                else:
+                    run[(tag, name)] = [old, new]
+                continue
+            for ((context, pid), name), (old, new) in run.items():
+                stmt = self._var_posts.get((context, name))
+                if stmt is not None:
+                    for listener in self.listeners:
+                        listener(stmt, [{name: new}], [{name: old}], pid)
+            run.clear()
 
     # -- timers -------------------------------------------------------------
     def _arm(self, key: Any, next_timer: Callable[[], int | None],
@@ -277,6 +368,13 @@ class Engine:
         firings the engine looks for an idle stretch (``_skip_quiet``) and jumps it."""
         if to_ms < self.now_ms:
             raise ValueError(f"time cannot move backwards ({to_ms} < {self.now_ms})")
+        with failures_as_null() as failures:
+            self._fire_until(to_ms)
+        for failure in failures:  # no event to dead-letter: the value was null
+            log.warning("timer at %d: %s (null instead)", self.now_ms, failure)
+
+    def _fire_until(self, to_ms: int) -> None:
+        """The timers of ``advance_time``."""
         budget, fired = _SKIP_CHECK, 0
         while self._heap and self._heap[0][0] <= to_ms:
             if fired >= budget and self.skip_idle:
@@ -443,6 +541,11 @@ class Engine:
                 # a named window's rows are routed as events of its underlying type (000 §4.6)
                 rtype = (st.plan.event_type or type_name) if st.plan.kind == "window" else type_name
                 pids = c.manager.route(rtype, event, now)
+                if (type_name in st.sub_types and isinstance(c.manager, CategoryManager)
+                        and type_name != c.manager.spec.type_name):
+                    # 000 §4.2.4: a category's predicate applies to every stream of the
+                    # statement, as Esper adds it to each filter: a subquery's too
+                    pids = c.manager.categories(event)
                 new_pids = started.get(ctx_name)
                 if new_pids and len(pids) > 1:
                     # the partitions this event started see it first, then the others in
@@ -460,7 +563,15 @@ class Engine:
     def _deliver(self, st: _Stmt, pid: Any, type_name: str, event: Row, now: int) -> None:
         """One event into one context partition of a statement."""
         if st.plan.kind == "on":
-            self._on_action(st, pid, event)
+            ctx = None
+            if st.plan.subqueries is not None:
+                host = self._pipeline(st, pid)
+                host.on_event(type_name, event, now)
+                self._arm(("p", st.plan.name, pid), host.next_timer)
+                ctx = host.ctx
+                if type_name != st.plan.action.trigger_type:
+                    return
+            self._on_action(st, pid, event, ctx)
             return
         p = self._pipeline(st, pid)
         new, old = p.on_event(type_name, event, now)
@@ -498,11 +609,16 @@ class Engine:
         if context in self._ctx_var_decls:
             self.store.namespace("v", context, repr(pid)).clear()
 
-    def _on_action(self, st: _Stmt, pid: Any, event: Row) -> None:
-        """Run an on-statement for its triggering event (002 named windows, 000 §4.6/4.7)."""
+    def _on_action(self, st: _Stmt, pid: Any, event: Row,
+                   ctx: PartitionCtx | None = None) -> None:
+        """Run an on-statement for its triggering event (002 named windows, 000 §4.6/4.7);
+        ``ctx``: its subquery host's context, when it has subqueries."""
         action = st.plan.action
         now = self.now_ms
-        ctx = self._ctx(st, pid)
+        if ctx is None:
+            ctx = self._ctx(st, pid)
+        else:
+            ctx.now_ms = now
         if not action.matches(event, ctx):
             return
         if action.kind == "set":
@@ -541,6 +657,9 @@ class Engine:
             self._emit(st, pid, res.new, res.old)
 
     def _emit(self, st: _Stmt, pid: Any, new: Rows, old: Rows) -> None:
+        writes = self._var_writes
+        if writes and writes[-1] is not _SEGMENT:
+            writes.append(_SEGMENT)  # the variable writes of one statement run end here
         if not new and not old:
             return
         if st.plan.select_stream is None:
@@ -554,6 +673,11 @@ class Engine:
         if st.plan.kind == "window":
             now = self.now_ms
             window = st.plan.window or ""
+            for rst in self.sub_readers.get(window, ()):
+                for rpid in self._reader_pids(rst, st.plan.context, pid):
+                    rp = rst.pipelines.get(rpid)
+                    if rp is not None:
+                        rp.on_subquery_rows(window, new, old)
             for cst in self.consumers.get(window, ()):
                 cctx = cst.plan.context
                 if cctx is None:
@@ -571,6 +695,16 @@ class Engine:
         if target is not None:
             for r in st.plan.routed(new, old):
                 self._queue.append((target, r))
+
+    def _reader_pids(self, reader: _Stmt, window_ctx: str | None, pid: Any) -> list[Any]:
+        """Partitions of a statement that see a change of a named window's partition
+        ``pid`` (the same partition in the same context, 000 §4.6)."""
+        cctx = reader.plan.context
+        if cctx is None:
+            return [0]
+        if cctx == window_ctx:
+            return [pid]
+        return list(reader.pipelines)
 
     # -- queries ------------------------------------------------------------
     def query(self, plan: OnDemandPlan,

@@ -42,6 +42,8 @@ class StatementPlan:
     """kind 'variable': the VariableDecl."""
     event_type: str | None = None
     """kind 'window': the window's underlying event type (context routing, 000 §4.6)."""
+    subqueries: Any = None
+    """kind 'on': the SubqueryHostSpec of its expressions' subqueries (None: none)."""
     priority: int = 0
     """``@Priority(n)``: with an event that ends a context partition and that a statement
     of the context also reads, the higher priority goes first (000 §4.2.3 note)."""
@@ -80,6 +82,8 @@ class StatementPlan:
             lines.append(f"  named window: {self.window}")
         if self.action is not None:
             lines += [f"  -> {s}" for s in self.action.describe()]
+        if self.subqueries is not None:
+            lines += [f"  -> {s}" for s in self.subqueries.describe()]
         if self.table is not None:
             lines.append(f"  {self.table.describe()}")
         if self.var_decl is not None:

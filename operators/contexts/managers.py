@@ -349,8 +349,9 @@ def java_hash_code(value: Any) -> int:
         h = (value ^ ((value & 0xFFFFFFFFFFFFFFFF) >> 32)) & 0xFFFFFFFF  # Long.hashCode
         return h - (1 << 32) if h >= (1 << 31) else h
     h = 0
-    for ch in str(value):
-        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    data = str(value).encode("utf-16-be", "surrogatepass")
+    for i in range(0, len(data), 2):  # Java hashes UTF-16 code units
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
     return h - (1 << 32) if h >= (1 << 31) else h
 
 
@@ -367,6 +368,10 @@ class HashItem:
     function: str
     expr: Expr
     filter: Expr | None = None
+    user: bool = False
+    """``expr`` is a user single-row function's call whose integer result is the hash
+    code (Esper ref. 4.2.3 hash segmented context: the hash function may be a plug-in
+    single-row function)."""
 
 
 @dataclass(frozen=True)
@@ -404,8 +409,13 @@ class HashSpec:
             v = item.expr(event, ctx)
             if v is None:  # the reference product puts a null into bucket 0
                 return 0
-            h = crc32_of(v) if item.function.lower() == "consistent_hash_crc32" \
-                else java_hash_code(v)
+            if item.user:
+                # the returned number's Java intValue() is the hash code
+                h = ((int(v) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+            elif item.function.lower() == "consistent_hash_crc32":
+                h = crc32_of(v)
+            else:
+                h = java_hash_code(v)
             # Java's remainder keeps the sign of a negative hash code; the reference
             # product then takes its absolute value.
             return abs(h) % self.granularity
@@ -530,6 +540,11 @@ class CategoryManager(Manager):
         if s.filter is not None and not s.filter(event, ctx):
             return []
         return [i for i, (_, pred) in enumerate(s.groups) if pred(event, ctx)]
+
+    def categories(self, event: Row) -> list[Pid]:
+        """The categories whose predicate an event of any type satisfies."""
+        ctx = self.ctx
+        return [i for i, (_, pred) in enumerate(self.spec.groups) if pred(event, ctx)]
 
     def props(self, pid: Pid) -> dict[str, Any]:
         return {"name": self.name, "id": pid, "label": self.spec.groups[pid][0]}

@@ -146,6 +146,8 @@ def skip_reason(doc: dict) -> str | None:
     for tag, what in NON_ESPER_TAGS.items():
         if tag in tags:
             return f"not Esper syntax ({what})"
+    if doc.get("functions"):
+        return "calls Python user functions (functions:), which Esper cannot run"
     return None
 
 

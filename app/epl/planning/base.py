@@ -36,6 +36,8 @@ class PlannerBase:
         self.source = ""
         self.tenv = TableEnv({})
         """Tables the statement being planned may read, and those it reads (000 §4.7)."""
+        self.subquery_numbers: dict[int, int] = {}
+        """The statement's subqueries numbered as written (their column names)."""
 
     def _type_names(self) -> list[str]:
         return [*self.catalog.schemas, *self.catalog.streams]
@@ -107,10 +109,18 @@ class PlannerBase:
 
 
 
-def column_name(item: Any, source: str = "") -> str:
-    """Alias, else the expression text as written without whitespace (FORMAT.md: Rows)."""
+def column_name(item: Any, source: str = "", subqueries: dict[int, int] | None = None
+                ) -> str:
+    """Alias, else the expression text as written without whitespace (FORMAT.md: Rows);
+    a subquery in it is written as Esper names it (planning.subqueries.column_text)."""
     if item.alias:
         return str(item.alias)
+    if subqueries:
+        from app.epl.planning.subqueries import column_text
+
+        text = column_text(item.expr, source, subqueries)
+        if text is not None:
+            return text
     written = source_text(source, item.expr.pos) if source else ""
     return WHITESPACE.sub("", written or text_of(item.expr))
 

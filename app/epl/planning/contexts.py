@@ -7,6 +7,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from app.epl import ast
 from app.epl.errors import did_you_mean, verr
 from app.epl.expr import (
     Scope,
@@ -16,6 +17,7 @@ from app.epl.expr import (
     text_of,
     time_period_ms,
 )
+from app.epl.functions import user_function
 from app.epl.planning.base import (
     PlannerBase,
     construct_name,
@@ -82,9 +84,14 @@ class ContextPlanning(PlannerBase):
             for it in spec.items:
                 hprops = self._require_type(it.type_name, it)
                 scope = Scope("event", variables=variables, tables=self._routing_env(hprops))
+                filt = compile_expr(it.filter, scope) if it.filter is not None else None
+                user = user_function(it.function)
+                if user is not None:
+                    hitems.append(HashItem(it.type_name, it.function,
+                                           self._user_hash(user, it, scope), filt, True))
+                    continue
                 hitems.append(HashItem(
-                    it.type_name, it.function, compile_expr(it.args[0], scope),
-                    compile_expr(it.filter, scope) if it.filter is not None else None))
+                    it.type_name, it.function, compile_expr(it.args[0], scope), filt))
             return HashSpec(name, tuple(hitems), int(constant_value(spec.granularity)),
                             bool(spec.preallocate))
         if kind == "CategoryContext":
@@ -117,6 +124,17 @@ class ContextPlanning(PlannerBase):
                 out = NestedSpec(name, outer, out)
             return out
         raise NotSupported(construct_name(kind))
+
+    def _user_hash(self, fd: Any, item: Any, scope: Scope) -> Any:
+        """A user single-row function as a hash context's hash function: its integer
+        result is the hash code (Esper ref. 4.2.3 hash segmented context)."""
+        if fd.aggregate or fd.returns not in ("int", "long"):
+            raise verr(f"'{fd.name}' cannot be a hash function: it returns "
+                       f"{'an aggregation' if fd.aggregate else fd.returns}", item,
+                       hint="a hash function is a single-row function returning int or long")
+        star = len(item.args) == 1 and isinstance(item.args[0], ast.Star)
+        call = ast.Call(fd.name, () if star else tuple(item.args), False, star, pos=item.pos)
+        return compile_expr(call, scope)
 
     def _keyed_lifecycle(self, spec: Any, listed: set[str]) -> tuple[tuple[Any, ...], Any]:
         """``initiated by`` filters and the ``terminated by`` condition of a keyed context,

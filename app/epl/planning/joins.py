@@ -17,6 +17,7 @@ from app.epl import ast
 from app.epl.errors import did_you_mean, verr
 from app.epl.expr import Scope, compile_expr, is_table_name, names_in, text_of
 from app.epl.planning.base import PlannerBase
+from app.epl.planning.subqueries import SubqueryEnv
 from app.epl.properties import path_error
 from app.runtime.catalog import NotSupported
 from app.runtime.plan import StatementPlan
@@ -104,7 +105,12 @@ def plan_join(planner: PlannerBase, node: Any, name: str, epl: str) -> Statement
         for on in inner_on:
             where = on if where is None else ast.Binary("and", on, where, pos=on.pos)
         node = dataclasses.replace(node, where=where, joins=())
-    scope = Scope("tags", tags=names, variables=variables, tables=planner.tenv)
+    _check_prev_windows(node, streams, names)
+    subs = SubqueryEnv(planner, node.context,
+                       outer_props=frozenset(p for pr in props.values() for p in pr))
+    scope = Scope("tags", tags=names, variables=variables, tables=planner.tenv,
+                  subqueries=subs)
+    streams = _with_priors(node, streams, names, scope)
     agg_texts: dict[str, int] = {}
     # join rows leave as any stream's window evicts: order-based aggregates track them
     rs = planner.result_set(node, dataclasses.replace(scope, rows_leave_in_order=False),
@@ -124,7 +130,7 @@ def plan_join(planner: PlannerBase, node: Any, name: str, epl: str) -> Statement
     select_kind, insert_into, insert_stream, select_stream = planner.streams_of(node, rs)
     pipeline = PipelineSpec(rs, output, None, None, where,
                             select_kind if select_stream is None else "irstream",
-                            bool(node.distinct), join=spec)
+                            bool(node.distinct), join=spec, subqueries=tuple(subs.specs))
     return StatementPlan(name, "query", epl, pipeline, node.context,
                          insert_into=insert_into, insert_stream=insert_stream,
                          select_stream=select_stream,
@@ -214,6 +220,8 @@ def _rewrite(node: Any, fn: Any) -> Any:
     """``node`` with every Name replaced by ``fn(name)`` (other nodes rebuilt as needed)."""
     if isinstance(node, ast.Name):
         return fn(node)
+    if isinstance(node, ast.SubSelect):
+        return node  # a subquery resolves its own names (planning.subqueries)
     if isinstance(node, tuple):
         return tuple(_rewrite(x, fn) for x in node)
     if not (hasattr(node, "__dataclass_fields__") and isinstance(node, ast.Node)):
@@ -227,6 +235,42 @@ def _rewrite(node: Any, fn: Any) -> Any:
         if nv is not v:
             changes[f.name] = nv
     return dataclasses.replace(node, **changes) if changes else node
+
+
+def _with_priors(node: Any, streams: list[JoinStream], names: frozenset[str], scope: Scope
+                 ) -> list[JoinStream]:
+    """Each stream with the prior(n, x) calls on it: its events are stamped with their
+    prior values as they arrive (``operators.prior``)."""
+    from app.epl.prev import join_stream, prior_calls, prior_items
+    from operators.prior import PriorSpec
+
+    calls: dict[str, list[Any]] = {}
+    for call in prior_calls(node):
+        calls.setdefault(join_stream(call, names), []).append(call)
+    out = []
+    for s in streams:
+        mine = calls.get(s.name)
+        if mine and (s.named_window or s.table):
+            raise NotSupported(f"prior() on the named window or table stream '{s.name}'")
+        out.append(dataclasses.replace(s, prior=PriorSpec(prior_items(
+            mine, scope, compile_expr))) if mine else s)
+    return out
+
+
+def _check_prev_windows(node: Any, streams: list[JoinStream], names: frozenset[str]
+                        ) -> None:
+    """A prev function reads one stream's window, which must retain previous events
+    (as on a single stream, ``app.epl.prev.check_prev_window``)."""
+    from app.epl.prev import join_stream, retains_previous, window_calls
+
+    views = {s.name: s.view for s in streams}
+    for call in window_calls(*node.select_items, node.where, node.having,
+                             *(node.order_by or ())):
+        if call.name.lower() == "prior":
+            continue
+        if not retains_previous(views[join_stream(call, names)]):
+            raise verr(f"{call.name} needs a data window that retains previous events",
+                       call, hint="such as #length(10), #time(1 min), #keepall or #sort")
 
 
 def _qualified(node: Any, resolver: _Resolver) -> Any:

@@ -19,6 +19,7 @@ from app.epl.planning.base import (
     construct_name,
     target_name,
 )
+from app.epl.planning.subqueries import SubqueryEnv
 from app.runtime.catalog import NotSupported
 from app.runtime.plan import StatementPlan
 from operators.output import Assignment, OutputSpec
@@ -27,6 +28,13 @@ from operators.resultset import (
     SIMPLE,
     ResultSetSpec,
 )
+
+
+def _host(subs: SubqueryEnv) -> Any:
+    """An on-statement's subqueries, which run in a host of their own (None: none)."""
+    from operators.subquery.host import SubqueryHostSpec
+
+    return SubqueryHostSpec(tuple(subs.specs)) if subs.specs else None
 
 
 class NamedWindowPlanning(PlannerBase):
@@ -70,15 +78,19 @@ class NamedWindowPlanning(PlannerBase):
         akind = type(action).__name__
         variables = frozenset(self.catalog.variables)
         self.tenv.props = self.catalog.type_props(trig.type_name) or {}
+        subs = SubqueryEnv(self, node.context, outer_names=frozenset({trig.type_name}),
+                           outer_props=frozenset(self.tenv.props))
         tscope = Scope("event", frozenset({trig.alias} if trig.alias else set()),
-                       variables=variables, tables=self.tenv)
+                       variables=variables, tables=self.tenv, subqueries=subs)
         tfilter = compile_expr(trig.filter, tscope) if trig.filter is not None else None
         if akind == "OnSet":
             oscope = Scope("tags", frozenset(), frozenset(
-                {trig.alias} if trig.alias else {trig.type_name}), variables, tables=self.tenv)
+                {trig.alias} if trig.alias else {trig.type_name}), variables, tables=self.tenv,
+                subqueries=subs)
             assigns = tuple(self._assignment(a, oscope, node) for a in action.assignments)
             spec = OnActionSpec("set", trig.type_name, tfilter, trig.alias, assignments=assigns)
-            return StatementPlan(name, "on", epl, context=node.context, action=spec)
+            return StatementPlan(name, "on", epl, context=node.context, action=spec,
+                                 subqueries=_host(subs))
         target_name = getattr(action, "window", None)
         if target_name in self.catalog.named_windows:
             target = "window"
@@ -103,7 +115,9 @@ class NamedWindowPlanning(PlannerBase):
                        hint=f"write 'context {tctx} on ...' ({section})" if tctx else None)
         tags = {a for a in (trig.alias, action.alias, target_name, trig.type_name, "initial")
                 if a}
-        cscope = Scope("tags", frozenset(), frozenset(tags), variables, tables=self.tenv)
+        subs.outer_props = subs.outer_props | frozenset(props)
+        cscope = Scope("tags", frozenset(), frozenset(tags), variables, tables=self.tenv,
+                       subqueries=subs)
         where = compile_expr(action.where, cscope) if action.where is not None else None
         common = dict(trigger_type=trig.type_name, trigger_filter=tfilter,
                       trigger_alias=trig.alias, window=target_name, window_alias=action.alias,
@@ -128,7 +142,8 @@ class NamedWindowPlanning(PlannerBase):
         else:
             raise NotSupported(construct_name(akind))
         return StatementPlan(name, "on", epl, context=node.context, action=spec,
-                             insert_into=insert_into, insert_stream=insert_stream or "istream",
+                             subqueries=_host(subs), insert_into=insert_into,
+                             insert_stream=insert_stream or "istream",
                              window=target_name if target == "window" else None,
                              tables=(target_name,) if target == "table" else (),
                              table=self.catalog.tables[target_name] if target == "table"
@@ -148,7 +163,8 @@ class NamedWindowPlanning(PlannerBase):
             if type(item).__name__ == "Wildcard":
                 wildcard = True
             elif not aggregated:
-                cols.append((column_name(item, self.source), compile_expr(item.expr, cscope)))
+                cols.append((column_name(item, self.source, self.subquery_numbers),
+                             compile_expr(item.expr, cscope)))
         rs = None
         if aggregated:
             sel = ast.SelectStatement(

@@ -62,14 +62,15 @@ def repeated_tags(node: Any) -> frozenset[str]:
 
 
 def plan_pattern(planner: Any, node: Any, outer_tags: frozenset[str] = frozenset(),
-                 outer_arrays: frozenset[str] = frozenset()) -> Any:
+                 outer_arrays: frozenset[str] = frozenset(), subqueries: Any = None) -> Any:
     """A PatternSpec for a pattern AST; filters may read earlier tags and ``outer_tags``
-    (of them ``outer_arrays`` hold lists of events)."""
+    (of them ``outer_arrays`` hold lists of events), and hold subqueries when
+    ``subqueries`` (the statement's SubqueryEnv) is given."""
     tags = frozenset(pattern_tags(node)) | outer_tags
     variables = frozenset(planner.catalog.variables)
     _check_tags(node)
     arrays = repeated_tags(node) | (outer_arrays - frozenset(pattern_tags(node)))
-    return _Spec(_node(planner, node, tags, variables, arrays), text_of(node))
+    return _Spec(_node(planner, node, tags, variables, arrays, subqueries), text_of(node))
 
 
 class _Spec(PatternSpec):
@@ -144,7 +145,7 @@ def _pscope(planner: Any, tags: frozenset[str], variables: frozenset[str],
 
 
 def _repeat(planner: Any, n: Any, tags: frozenset[str], variables: frozenset[str],
-            arrays: frozenset[str]) -> Any:
+            arrays: frozenset[str], subqueries: Any = None) -> Any:
     """A repeat / repeat-until: bounds checked as Esper checks constant bounds."""
     exact = n.low is not None and not n.ranged
     low_c = _const_bound(n.low)
@@ -171,8 +172,9 @@ def _repeat(planner: Any, n: Any, tags: frozenset[str], variables: frozenset[str
     # are lists there too
     inner = repeated_tags_of(n.child)
     child = _node(planner, n.child, tags, variables,
-                  (arrays - inner) | repeated_tags(n.child))
-    until = _node(planner, n.until, tags, variables, arrays) if n.until is not None else None
+                  (arrays - inner) | repeated_tags(n.child), subqueries)
+    until = (_node(planner, n.until, tags, variables, arrays, subqueries)
+             if n.until is not None else None)
     scope = _pscope(planner, tags, variables, arrays)
     low = compile_expr(n.low, scope) if n.low is not None else None
     high = compile_expr(n.high, scope) if n.high is not None else None
@@ -204,7 +206,7 @@ def _const_bound(node: Any) -> int | None:
 
 
 def _node(planner: Any, n: Any, tags: frozenset[str], variables: frozenset[str],
-          arrays: frozenset[str] = frozenset()) -> Any:
+          arrays: frozenset[str] = frozenset(), subqueries: Any = None) -> Any:
     if isinstance(n, ast.PFilter):
         props = planner.catalog.type_props(n.type_name)
         if props is None:
@@ -212,31 +214,42 @@ def _node(planner: Any, n: Any, tags: frozenset[str], variables: frozenset[str],
                        hint=did_you_mean(n.type_name, planner._type_names()))
         pred = None
         if n.filter is not None:
-            pred = compile_expr(n.filter, _pscope(planner, tags, variables, arrays, props))
+            scope = _pscope(planner, tags, variables, arrays, props)
+            if subqueries is not None and _has_subquery(n.filter):
+                # Esper names a tagged filter's own stream by its tag: inside its
+                # subqueries 'a.k' of 'a=A(...)' is the event being filtered
+                own = frozenset({n.tag} if n.tag else ())
+                scope = replace(scope, aliases=own, tags=tags - own,
+                                subqueries=replace(subqueries, outer_props=frozenset(props),
+                                                   outer_names=frozenset({n.type_name})))
+            pred = compile_expr(n.filter, scope)
         return ps.Filter(n.tag, n.type_name, pred,
                          text_of(n.filter) if n.filter is not None else "")
     if isinstance(n, ast.PEvery):
-        return ps.Every(_node(planner, n.child, tags, variables, arrays))
+        return ps.Every(_node(planner, n.child, tags, variables, arrays, subqueries))
     if isinstance(n, ast.PEveryDistinct):
         scope = _pscope(planner, tags, variables, arrays)
         keys = tuple(compile_expr(e, scope) for e in n.exprs)
         period = time_period_ms(n.period) if n.period is not None else None
-        return ps.EveryDistinct(keys, period, _node(planner, n.child, tags, variables, arrays))
+        return ps.EveryDistinct(keys, period,
+                                _node(planner, n.child, tags, variables, arrays, subqueries))
     if isinstance(n, ast.PFollowedBy):
-        return ps.FollowedBy(tuple(_node(planner, c, tags, variables, arrays)
+        return ps.FollowedBy(tuple(_node(planner, c, tags, variables, arrays, subqueries)
                                    for c in n.children))
     if isinstance(n, ast.PAnd):
-        return ps.And(tuple(_node(planner, c, tags, variables, arrays) for c in n.children))
+        return ps.And(tuple(_node(planner, c, tags, variables, arrays, subqueries)
+                            for c in n.children))
     if isinstance(n, ast.POr):
-        return ps.Or(tuple(_node(planner, c, tags, variables, arrays) for c in n.children))
+        return ps.Or(tuple(_node(planner, c, tags, variables, arrays, subqueries)
+                           for c in n.children))
     if isinstance(n, ast.PNot):
-        return ps.Not(_node(planner, n.child, tags, variables, arrays))
+        return ps.Not(_node(planner, n.child, tags, variables, arrays, subqueries))
     if isinstance(n, ast.PRepeat):
-        return _repeat(planner, n, tags, variables, arrays)
+        return _repeat(planner, n, tags, variables, arrays, subqueries)
     if isinstance(n, ast.PGuardWhile):
         cond = compile_expr(n.cond, _pscope(planner, tags, variables, arrays))
-        return ps.WhileGuard(_node(planner, n.child, tags, variables, arrays), cond,
-                             text_of(n.cond))
+        return ps.WhileGuard(_node(planner, n.child, tags, variables, arrays, subqueries),
+                             cond, text_of(n.cond))
     if isinstance(n, ast.PTimerInterval):
         return ps.TimerInterval(time_period_ms(n.period))
     if isinstance(n, ast.PTimerAt):
@@ -251,9 +264,15 @@ def _node(planner: Any, n: Any, tags: frozenset[str], variables: frozenset[str],
             if isinstance(count, bool) or not isinstance(count, int) or count < 0:
                 raise verr("the count of timer:withinmax must be a whole number, 0 or more",
                            n.max_count, hint="e.g. where timer:withinmax(10 sec, 3)")
-        return ps.Within(_node(planner, n.child, tags, variables, arrays),
+        return ps.Within(_node(planner, n.child, tags, variables, arrays, subqueries),
                          time_period_ms(n.period), count)
     raise NotSupported(f"pattern {type(n).__name__}")
+
+
+def _has_subquery(expr: Any) -> bool:
+    from app.epl.walk import iter_nodes
+
+    return any(isinstance(x, ast.SubSelect) for x in iter_nodes(expr))
 
 
 def _cron_value(f: Any) -> Any:

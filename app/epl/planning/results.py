@@ -51,7 +51,7 @@ class ResultPlanning(PlannerBase):
                        allow_aggregates=True, tables=scope.tables,
                        partition_keys=scope.partition_keys,
                        rows_leave_in_order=scope.rows_leave_in_order,
-                       array_tags=scope.array_tags)
+                       array_tags=scope.array_tags, subqueries=scope.subqueries)
         if agg_texts is not None:
             ascope.agg_texts = agg_texts
         columns: list[SelectColumn] = []
@@ -61,7 +61,8 @@ class ResultPlanning(PlannerBase):
             if type(item).__name__ == "Wildcard":
                 wildcard = True
                 continue
-            columns.append(SelectColumn(column_name(item, self.source),
+            columns.append(SelectColumn(column_name(item, self.source,
+                                                    self.subquery_numbers),
                                         compile_expr(item.expr, ascope)))
             if not has_aggregate(item.expr):
                 plain_exprs.append(item.expr)

@@ -80,6 +80,7 @@ class TablePlanning(PlannerBase):
 
     def create_table(self, node: Any, name: str, epl: str) -> StatementPlan:
         """``[context C] create table Name (k type primary key, c sum(double), ...)``."""
+        from app.epl.functions import user_aggregation_column
         from operators.aggregates import AGGREGATE_NAMES, make_aggregator
 
         if node.context is not None and node.context not in self.catalog.contexts:
@@ -95,6 +96,11 @@ class TablePlanning(PlannerBase):
             seen.add(c.name)
             if c.aggregation is not None:
                 fname = c.aggregation.name.lower()
+                user = user_aggregation_column(c.aggregation)
+                if user is not None:
+                    cols.append(TableColumn(c.name, None, False, user,
+                                            text_of(c.aggregation)))
+                    continue
                 if fname not in AGGREGATE_NAMES:
                     raise verr(f"'{c.aggregation.name}' is not an aggregation function", c,
                                hint="aggregation columns are written like 'total sum(double)'")
@@ -139,7 +145,8 @@ class TablePlanning(PlannerBase):
             idx = aggs_by_text.get(text_of(item.expr))
             if idx is None:
                 continue
-            if type(rs.aggregates[idx].aggregator) is not type(col.aggregator):
+            have = rs.aggregates[idx].aggregator
+            if type(have) is not type(col.aggregator) or have.name != col.aggregator.name:
                 raise verr(f"column '{col_name}' is {col.agg_text}; the statement aggregates "
                            f"{text_of(item.expr)}", item)
             columns[idx] = col_name

@@ -7,6 +7,7 @@ from typing import Any
 from app.epl import ast
 from app.epl.errors import closest, verr
 from app.epl.expr import Scope, compile_expr, constant_value, text_of
+from app.epl.functions import is_user_aggregate
 from app.epl.walk import iter_nodes
 from operators.aggregates import AGGREGATE_NAMES
 from operators.resultset import AggregateDef
@@ -50,7 +51,8 @@ def _check_param(node: Any, window: str, index: int) -> None:
         name = call.name.lower()
         if name in ("prev", "prevtail", "prevwindow", "prevcount", "prior"):
             raise verr(f"{name} is not allowed as a data window parameter", call)
-        if name in AGGREGATE_NAMES and not (window in _EXPIRY and index == 0):
+        if (name in AGGREGATE_NAMES or is_user_aggregate(call.name)) and not (
+                window in _EXPIRY and index == 0):
             raise verr(f"aggregation function '{call.name}' is not allowed as a parameter of "
                        f"'{window}'", call, hint="only expr and expr_batch take aggregations")
 

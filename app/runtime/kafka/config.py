@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from app.runtime.catalog import string_limits
+from app.runtime.functions import FunctionError, parse_functions
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 MAIN_GROUP = "main"
@@ -66,6 +67,8 @@ class AppConfig:
     production)."""
     min_insync_replicas: int | None = None
     """``min.insync.replicas`` of the internal topics kepl creates (None: the broker's)."""
+    functions: dict[str, Any] = field(default_factory=dict)
+    """Declared user functions (``app.runtime.functions.FunctionDef`` by name)."""
     processing_guarantee: str = "exactly_once"
     """``exactly_once`` (one Kafka transaction per checkpoint: outputs, changelog,
     repartition records and input offsets; readers use read_committed) or
@@ -76,8 +79,9 @@ class AppConfig:
     count them, go on from the log start) or ``stop`` (say so and exit)."""
 
     @classmethod
-    def from_dict(cls, doc: dict[str, Any]) -> AppConfig:
-        """Validate the dict shape (item names, types) and fill in defaults."""
+    def from_dict(cls, doc: dict[str, Any], base_dir: str | Path | None = None) -> AppConfig:
+        """Validate the dict shape (item names, types) and fill in defaults; ``base_dir``:
+        the directory of the file it was read from (where function modules may live)."""
         if not isinstance(doc, dict):
             raise ConfigError("the configuration must be a mapping")
         app = doc.get("app")
@@ -111,8 +115,12 @@ class AppConfig:
         for t in full_topics.values():
             if not _NAME.match(t):
                 raise ConfigError(f"topic name '{t}' is not valid")
-        # a statement file says 'partitions' (schemas/statement-file.schema.json)
-        parts = doc.get("source_partitions", doc.get("partitions", 1))
+        # one name for the source partitions, as statement files, the JSON schema and
+        # the helm chart say: 'partitions'
+        if "source_partitions" in doc:
+            raise ConfigError("unknown key 'source_partitions': the partitions of the "
+                              "source topics are 'partitions'")
+        parts = doc.get("partitions", 1)
         if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
             raise ConfigError(f"'partitions' must be a positive integer, got {parts!r}")
         guarantee = doc.get("processing_guarantee", "exactly_once")
@@ -141,17 +149,41 @@ class AppConfig:
         for key, v in (("replication_factor", rf), ("min_insync_replicas", isr)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise ConfigError(f"'{key}' must be a positive integer, got {v!r}")
+        try:
+            functions = parse_functions(doc.get("functions"), base_dir)
+        except FunctionError as e:
+            raise ConfigError(f"functions: {e}") from None
         return cls(app, {k: dict(v) for k, v in schemas.items()}, tuple(stmts), full_topics,
                    parts, _context_partitions(doc.get("context_partitions")),
                    string_limits(limits), {str(k): _prop(v) for k, v in kafka.items()},
-                   rf, isr, guarantee, on_lost)
+                   rf, isr, functions=functions, processing_guarantee=guarantee,
+                   on_lost_input=on_lost)
 
     @classmethod
     def from_file(cls, path: Path | str) -> AppConfig:
-        """Load a YAML (or JSON) file of the ``from_dict`` shape."""
+        """Load a YAML (or JSON) file of the ``from_dict`` shape; a file that cannot be
+        read or is not valid is a one-line ``ConfigError`` naming it (and where in it)."""
         import yaml
 
-        return cls.from_dict(yaml.safe_load(Path(path).read_text()))
+        from app.statements import _yaml_problem, load_yaml
+
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as e:
+            raise ConfigError(f"{p}: cannot read: {e.strerror}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"{p}: not UTF-8 text") from None
+        try:
+            doc = load_yaml(text)
+        except RecursionError:
+            raise ConfigError(f"{p}: YAML nested too deeply to read") from None
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{p}: not valid YAML at {_yaml_problem(text, e)}") from None
+        try:
+            return cls.from_dict(doc, p.resolve().parent)
+        except ConfigError as e:
+            raise ConfigError(f"{p}: {e}") from None
 
     def to_dict(self) -> dict[str, Any]:
         """The dict shape again (for writing a worker's config file)."""
@@ -159,7 +191,7 @@ class AppConfig:
             "app": self.app,
             "schemas": self.schemas,
             "topics": dict(self.topics),
-            "source_partitions": self.source_partitions,
+            "partitions": self.source_partitions,
             **({"context_partitions": dict(self.context_partitions)}
                if self.context_partitions else {}),
             **({"processing_guarantee": self.processing_guarantee}
@@ -173,6 +205,8 @@ class AppConfig:
                if self.replication_factor != 1 else {}),
             **({"min_insync_replicas": self.min_insync_replicas}
                if self.min_insync_replicas is not None else {}),
+            **({"functions": {n: f.to_dict() for n, f in self.functions.items()}}
+               if self.functions else {}),
             "statements": [
                 {"name": s.name, "epl": s.epl,
                  **({"output_topic": s.output_topic} if s.output_topic else {})}

@@ -876,7 +876,7 @@ class Worker:
     def rewind(self) -> None:
         """Back to the last commit: engine partitions from their databases, cursors from
         the committed metadata, the consumer to the committed offsets."""
-        from confluent_kafka import TopicPartition
+        from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
         self.checkpoint.abort()
         self.pending.clear()
@@ -893,8 +893,9 @@ class Worker:
         seeks = []
         for key in list(self.positions):
             off = self.committed.get(key)
-            if off is None:
+            if off is None:  # nothing committed yet: read the partition from its start
                 del self.positions[key]
+                seeks.append(TopicPartition(key[0], key[1], OFFSET_BEGINNING))
                 continue
             self.positions[key] = off
             seeks.append(TopicPartition(key[0], key[1], off))

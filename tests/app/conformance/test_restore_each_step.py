@@ -12,7 +12,13 @@ from typing import Any
 
 import pytest
 
-from app.conformance.runner import Collected, load_scenario, replay, scenario_files
+from app.conformance.runner import (
+    Collected,
+    load_scenario,
+    replay,
+    scenario_files,
+    scenario_functions,
+)
 from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog
 from app.runtime.engine import Engine
@@ -28,7 +34,8 @@ class Restoring:
     """An engine that is rebuilt from a checkpoint of its store before each step."""
 
     def __init__(self, doc: dict) -> None:
-        catalog = Catalog.from_schemas(doc.get("schemas") or {})
+        catalog = Catalog.from_schemas(doc.get("schemas") or {},
+                                       functions=scenario_functions(doc))
         self.catalog = catalog
         self.plans = [plan_statement(catalog, str(s["epl"]), s.get("name") or f"s{i}")
                       for i, s in enumerate(doc["statements"])]

@@ -1,4 +1,4 @@
-"""Output rate limiting (operators/output.py) driven through a pipeline, on every store.
+"""Output rate limiting (operators/output/) driven through a pipeline, on every store.
 
 Each test runs in the harness's restore modes: the pipeline is rebuilt over its state
 (fresh instance, MemoryStore checkpoint round trip, reopened RocksDB) before every step,

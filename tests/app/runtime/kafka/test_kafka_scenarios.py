@@ -1,7 +1,8 @@
 """Conformance scenarios in Kafka mode: a representative share on the real broker.
 
 Every window kind, every public context case, the output forms, an insert-into chain
-of three statements and joins (inner, outer, in a keyed context); the same files pass
+of three statements, joins (inner, outer, in a keyed context) and subqueries (over a
+named window, a table, in a keyed context, in on-statements); the same files pass
 embedded (tests/app/conformance).  A hash context numbered by first use also runs with
 two workers, two source partitions and a worker killed around a checkpoint.  The whole
 public suite runs with ``kepl scenario run --kafka ../shared/conformance/cases``.
@@ -47,6 +48,8 @@ CASES = [
     OWN / "join_outer.yaml",
     OWN / "join_keyed_context.yaml",
     OWN / "context_hash_ids_first_use.yaml",
+    OWN / "subquery_named_window_table_context.yaml",
+    OWN / "subquery_on_statements.yaml",
 ]
 
 SPREAD = [OWN / "context_hash_ids_first_use.yaml"]

@@ -1,0 +1,1 @@
+"""Subqueries: a statement's lookups into another stream's window (Esper "Subqueries")."""
