@@ -401,10 +401,21 @@ class PTimerAt(Node):
 
 @dataclass(frozen=True, slots=True)
 class PGuard(Node):
-    """Guard ``p where timer:within(period)``: p must match within the period."""
+    """Guard ``p where timer:within(period)``: p must match within the period;
+    ``timer:withinmax(period, max_count)`` also ends p after max_count results."""
 
     child: Node
     period: Node
+    max_count: Node | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PGuardWhile(Node):
+    """Guard ``p while (cond)`` (also read as ``p where while (cond)``): p's results
+    pass while cond holds for them."""
+
+    child: Node
+    cond: Node
 
 
 @dataclass(frozen=True, slots=True)

@@ -87,6 +87,10 @@ class Scope:
     enclosing statement's names resolve."""
     inner_props: frozenset[str] = frozenset()
     """Inside a subquery: the properties of its stream (they win over outer names)."""
+    array_tags: frozenset[str] = frozenset()
+    """Pattern tags holding a list of events (tags inside a repeat): read as ``a[i]``."""
+    row_vars: frozenset[str] = frozenset()
+    """match_recognize variables: ``B[i]`` reads the i-th row a variable matched."""
 
 
 def text_of(node: Any) -> str:
@@ -113,6 +117,10 @@ def _compile_name(node: Any, scope: Scope) -> Expr:
         return lambda r, c: c.output.get(head)
     if len(parts) == 1 and head in scope.variables:
         return lambda r, c: c.variables.get(head)
+    if rest and head in scope.array_tags and scope.kind in ("tags", "pfilter"):
+        raise _err(f"tag '{head}' is a repeated tag (a list of events): "
+                   f"'{'.'.join(parts)}' needs an index", node,
+                   f"write {head}[0].{'.'.join(rest)}, or {head}.countOf()")
     if scope.kind == "tags":
         if head in scope.tags:
             if not rest:
@@ -123,6 +131,11 @@ def _compile_name(node: Any, scope: Scope) -> Expr:
     if scope.kind == "pfilter":
         if head in scope.tags and rest:
             return lambda r, c: _nested(r[1].get(head), rest)
+        if head in scope.tags:
+            # a bare tag is the tagged event (or list); a property of the filtered event
+            # with that name comes first
+            return lambda r, c: (r[1].get(head) if r[0] is None or head not in r[0]
+                                 else r[0][head])
         if head in scope.aliases and rest:
             return lambda r, c: _nested(r[0], rest)
         if len(parts) == 1:
@@ -271,21 +284,51 @@ def _compile_table_access(node: Any, scope: Scope) -> Expr:
 
 
 def _compile_indexed_tag(node: Any, scope: Scope) -> Expr:
-    """``B[i].col``: the i-th event (from 0) a multi-row match_recognize variable matched
-    (Esper reference, Match Recognize: grouped variables are read by index); null past
-    the last one."""
+    """``a[i]`` / ``a[i].prop``: the i-th event of a repeated pattern tag (Esper ref.
+    "Repeat": tags inside a repeat are indexed, from 0), or the i-th row a match_recognize
+    variable matched (Esper ref. "Match Recognize": grouped variables are read by index);
+    null past the end."""
     name = node.table
+    if name not in scope.array_tags and name not in scope.row_vars:
+        raise _err(f"tag '{name}' holds one event, not a list: only a tag inside a repeat "
+                   f"can be indexed", node, f"write {name}.property")
+    if len(node.keys) != 1:
+        raise _err(f"a repeated tag takes one index, {len(node.keys)} given", node,
+                   f"e.g. {name}[0]")
     index = compile_expr(node.keys[0], scope)
-    col = node.column
+    column = node.column
+    in_filter = scope.kind == "pfilter"
 
     def indexed(r: Any, c: PartitionCtx) -> Any:
-        events = r.get(name)
+        events = (r[1] if in_filter else r).get(name)
         i = index(r, c)
-        if type(events) is not list or not isinstance(i, int) or not 0 <= i < len(events):
+        if type(events) is not list or type(i) is not int or not 0 <= i < len(events):
             return None
-        ev = events[i]
-        return ev if col is None else _nested(ev, (col,))
+        event = events[i]
+        return event if column is None else _nested(event, (column,))
     return indexed
+
+
+_TAG_METHODS = {
+    "countof": len,
+    "firstof": lambda events: events[0] if events else None,
+    "lastof": lambda events: events[-1] if events else None,
+}
+
+
+def _compile_tag_method(node: Any, tag: str, method: str, scope: Scope) -> Expr:
+    """``a.countOf()``, ``a.firstOf()``, ``a.lastOf()`` over a repeated tag's events
+    (Esper ref. enumeration methods, the forms without a lambda); null without events."""
+    fn = _TAG_METHODS.get(method)
+    if fn is None or node.args:
+        raise _err(f"'{node.name}(...)' is not supported on the repeated tag '{tag}'", node,
+                   f"supported: {tag}.countOf(), {tag}.firstOf(), {tag}.lastOf(), "
+                   f"{tag}[index]")
+
+    def tag_method(r: Any, c: PartitionCtx) -> Any:
+        events = r.get(tag)
+        return fn(events) if type(events) is list else None
+    return tag_method
 
 
 def _compile_keyless_table(node: Any, scope: Scope) -> Expr:
@@ -565,7 +608,7 @@ def compile_expr(node: Any, scope: Scope) -> Expr:
     if kind == "Call":
         return _compile_call(node, scope)
     if kind == "TableAccess":
-        if scope.kind == "tags" and node.table in scope.tags:
+        if scope.kind in ("tags", "pfilter") and node.table in scope.tags:
             return _compile_indexed_tag(node, scope)
         return _compile_table_access(node, scope)
     if kind == "Star":
@@ -691,7 +734,7 @@ def _compile_call(node: Any, scope: Scope) -> Expr:
             value = None
             vs = Scope(vscope.kind, vscope.aliases, vscope.tags, vscope.variables,
                        tables=vscope.tables, outer=vscope.outer,
-                       inner_props=vscope.inner_props)
+                       inner_props=vscope.inner_props, array_tags=vscope.array_tags)
             if ufd is not None:
                 agg, value = functions.user_aggregator(ufd, node, vs, compile_expr)
                 if node.distinct:
@@ -735,6 +778,13 @@ def _compile_call(node: Any, scope: Scope) -> Expr:
         return coalesce
     if name in ("current_timestamp",):
         return lambda r, c: c.now_ms
+    head, _, method = node.name.partition(".")
+    if method and head in scope.array_tags and scope.kind in ("tags", "pfilter"):
+        if scope.kind == "pfilter":
+            raise _err(f"'{node.name}()' cannot be used in a pattern filter", node,
+                       f"compare with {head}[index] here, or use {node.name}() in the "
+                       f"select or where clause")
+        return _compile_tag_method(node, head, method.lower(), scope)
     math_call = functions.compile_math_call(node, scope, compile_expr)
     if math_call is not None:
         return math_call

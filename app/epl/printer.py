@@ -41,7 +41,7 @@ _P_FB, _P_OR, _P_AND, _P_REPEAT, _P_UNARY, _P_GUARD, _P_ATOM = range(1, 8)
 
 _PATTERN_TYPES = (
     A.PFilter, A.PEvery, A.PEveryDistinct, A.PNot, A.PFollowedBy, A.PAnd, A.POr,
-    A.PTimerInterval, A.PTimerAt, A.PGuard, A.PRepeat,
+    A.PTimerInterval, A.PTimerAt, A.PGuard, A.PGuardWhile, A.PRepeat,
 )
 
 
@@ -379,7 +379,7 @@ class _Printer:
             return _P_REPEAT
         if isinstance(node, (A.PEvery, A.PNot, A.PEveryDistinct)):
             return _P_UNARY
-        if isinstance(node, A.PGuard):
+        if isinstance(node, (A.PGuard, A.PGuardWhile)):
             return _P_GUARD
         return _P_ATOM
 
@@ -428,8 +428,16 @@ class _Printer:
         return f"every-distinct({', '.join(args)}) {self.pat(node.child, _P_UNARY)}"
 
     def p_PGuard(self, node: A.PGuard) -> str:
-        """p where timer:within(period)."""
-        return f"{self.pat(node.child, _P_GUARD)} where timer:within({self.expr(node.period)})"
+        """p where timer:within(period) / timer:withinmax(period, count)."""
+        head = self.pat(node.child, _P_GUARD)
+        if node.max_count is not None:
+            return (f"{head} where timer:withinmax({self.expr(node.period)}, "
+                    f"{self.expr(node.max_count)})")
+        return f"{head} where timer:within({self.expr(node.period)})"
+
+    def p_PGuardWhile(self, node: A.PGuardWhile) -> str:
+        """p while (cond)."""
+        return f"{self.pat(node.child, _P_GUARD)} while ({self.expr(node.cond)})"
 
     def p_PFilter(self, node: A.PFilter) -> str:
         """[tag=]Type[(filter)]."""

@@ -13,8 +13,10 @@ from operators.patterns.spec import (
     Or,
     PatternExpr,
     PatternNode,
+    Repeat,
     TimerAt,
     TimerInterval,
+    WhileGuard,
     Within,
 )
 
@@ -32,7 +34,9 @@ __all__ = [
     "PatternMatcher",
     "PatternNode",
     "PatternSpec",
+    "Repeat",
     "TimerAt",
     "TimerInterval",
+    "WhileGuard",
     "Within",
 ]

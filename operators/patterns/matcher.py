@@ -18,7 +18,12 @@ that it turned true (with the tags of the match, and whether it has quit) or fal
 * ``timer:interval`` and ``timer:within`` count from the instant their sub-expression
   starts; ``timer:at`` fires at the next crontab instant strictly after it starts;
 * ``every-distinct`` drops matches whose key values were already seen (within the
-  period, when one is given).
+  period, when one is given);
+* a repeat (``[n] p``, ``[low:high] p until q``) restarts ``p`` after each result and
+  collects the events of ``p``'s tags into lists; ``until`` ends it (true when the lower
+  bound was reached, else false), and so does the n-th result of an exact repeat;
+* ``while (cond)`` passes results while ``cond`` holds and turns false on the first
+  result for which it is false.
 
 An event reaches only the filters that were listening when it arrived, oldest first (a
 filter started while the event is processed does not see it); timers due at the same
@@ -27,7 +32,8 @@ instant fire in the order they were started.  Timers are driven by ``next_timer`
 timer:interval`` reschedules from its due time (FORMAT.md clock rule).
 
 State: every live node is one key ``("n", id)`` holding JSON-shaped data (spec index,
-parent, begin tags, and its own fields); ``"meta"`` holds the id counter and status.  Only
+parent, begin tags, and its own fields), a repeat's collected events one key each
+(``("r", id, i)``); ``"meta"`` holds the id counter and status.  Only
 nodes created, changed or removed by a call are written, so a matcher built over the same
 namespace continues exactly where the previous one stopped.
 """
@@ -48,8 +54,10 @@ from operators.patterns.spec import (
     Not,
     Or,
     PatternPlan,
+    Repeat,
     TimerAt,
     TimerInterval,
+    WhileGuard,
     Within,
 )
 
@@ -140,13 +148,20 @@ class _Node:
 class _FilterNode(_Node):
     """A filter waiting for one event; quits after matching."""
 
-    __slots__ = ("order",)
+    __slots__ = ("order", "placed")
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.order = self.id
+        self.placed = False  # the order was handed over (a restarted filter's place)
 
     def start(self) -> None:
+        # Dispatch follows registration: a filter started after nodes created later
+        # than it (an 'or' operand after the filters its first operand started, a
+        # repeat's sub-expression after its until) comes after their filters.
+        if not self.placed and self.m.next_id != self.id + 1:
+            self.order = self.m.next_id
+            self.m.next_id += 1
         self.m.watch(self)
 
     def test(self, event: Row) -> bool:
@@ -223,19 +238,22 @@ class _AtNode(_TimedNode):
 
 
 class _WithinNode(_TimedNode):
-    """``child where timer:within(ms)``: passes the child's results until the deadline."""
+    """``child where timer:within(ms)``: passes the child's results until the deadline;
+    ``timer:withinmax(ms, n)`` also counts them and turns false at the (n+1)-th."""
 
-    __slots__ = ("kid",)
+    __slots__ = ("kid", "count")
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.kid: _Node | None = None
+        self.count = 0
 
     def start(self) -> None:
         kid = self.kid = self.m.spawn(self.child_sidx(), self, 0, self.tags)
         kid.start()
         # The deadline counts from the start; a child that already finished needs none.
         if self.alive and self.kid is not None:
+            self.count = 0  # Esper starts the guard (and its count) after the child
             self.schedule(self.m.now + self.spec.ms)
 
     def quit(self) -> None:
@@ -249,6 +267,16 @@ class _WithinNode(_TimedNode):
             return  # already quit (the reference ignores late results too)
         if quitted:
             self.kid = None
+        limit = self.spec.max_count
+        if limit is not None:
+            # Esper ref. "timer:withinmax": a result beyond the count ends the guard
+            self.count += 1
+            if self.count > limit:
+                self.quit()
+                self.up_false()
+                return
+            self.m.touch(self)
+        if quitted:
             self.drop()
         self.up_true(tags, quitted)
 
@@ -256,12 +284,28 @@ class _WithinNode(_TimedNode):
         if self.kid is not child:
             return
         self.kid = None
-        self.drop()
+        if self.due is None:  # false while starting: no deadline was set
+            self.drop()
+        else:
+            # Esper ref. "timer:within": the guard of a sub-expression that turned false
+            # keeps its timer, and at the deadline reports false once more (an every
+            # above it then starts one more instance)
+            self.m.touch(self)
         self.up_false()
 
     def on_timer(self) -> None:
         self.quit()
         self.up_false()
+
+    def extra(self) -> dict[str, Any]:
+        out = super().extra()
+        if self.count:
+            out["n"] = self.count
+        return out
+
+    def restore(self, rec: dict[str, Any]) -> None:
+        super().restore(rec)
+        self.count = rec.get("n", 0)
 
     def attach(self, child: _Node) -> None:
         self.kid = child
@@ -308,20 +352,26 @@ class _NotNode(_Node):
 class _EveryNode(_Node):
     """``every child``: restarts the child on each result; never quits by itself."""
 
-    __slots__ = ("kids", "probe", "probe_hit")
+    __slots__ = ("kids", "probe", "probe_hit", "first", "shared")
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.kids: list[_Node] = []
         self.probe: _Node | None = None
         self.probe_hit = False
+        self.first: int | None = None  # id of the first child instance
+        self.shared: Tags | None = None  # begin tags of later children, when they differ
 
     def start(self) -> None:
         self.respawn()
 
     def respawn(self, order: int | None = None) -> _Node | None:
         """Start a fresh child; drop it if it turns true/false while starting."""
-        kid = self.m.spawn(self.child_sidx(), self, 0, self.tags, order)
+        tags = self.tags if self.first is None or self.shared is None else self.shared
+        kid = self.m.spawn(self.child_sidx(), self, 0, tags, order)
+        if self.first is None:
+            self.first = kid.id
+            self.m.touch(self)
         self.kids.append(kid)
         saved = self.probe, self.probe_hit
         self.probe, self.probe_hit = kid, False
@@ -370,6 +420,23 @@ class _EveryNode(_Node):
 
     def attach(self, child: _Node) -> None:
         self.kids.append(child)
+
+    def add_shared(self, tags: Tags) -> None:
+        """Esper's every starts its first child with the tags it began with and every
+        later one with one shared copy of them; a repeat-until ended by a timer or a
+        'not' writes its lists into the copy it began with (see _RepeatNode)."""
+        self.shared = {**(self.shared if self.shared is not None else self.tags), **tags}
+        self.m.touch(self)
+
+    def extra(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"f": self.first}
+        if self.shared is not None:
+            out["sh"] = self.shared
+        return out
+
+    def restore(self, rec: dict[str, Any]) -> None:
+        self.first = rec.get("f")
+        self.shared = rec.get("sh")
 
 
 class _EveryDistinctNode(_EveryNode):
@@ -444,9 +511,11 @@ class _EveryDistinctNode(_EveryNode):
                 self.keys[kid.id] = {}  # the reference starts a fresh key set here
 
     def extra(self) -> dict[str, Any]:
-        return {"k": [[cid, list(ks.items())] for cid, ks in self.keys.items()]}
+        return {**super().extra(),
+                "k": [[cid, list(ks.items())] for cid, ks in self.keys.items()]}
 
     def restore(self, rec: dict[str, Any]) -> None:
+        super().restore(rec)
         self.keys = {int(cid): {k: e for k, e in ks} for cid, ks in rec.get("k", [])}
 
 
@@ -599,6 +668,230 @@ class _OrNode(_OperandsNode):
             self.up_false()
 
 
+class _WhileNode(_Node):
+    """``child while (cond)``: a result passes while ``cond`` is true for it.
+
+    Esper ref. "Patterns", "While": a false condition quits the sub-expression and the
+    guard turns permanently false; a null condition only drops that result.
+    """
+
+    __slots__ = ("kid",)
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.kid: _Node | None = None
+
+    def start(self) -> None:
+        kid = self.kid = self.m.spawn(self.child_sidx(), self, 0, self.tags)
+        kid.start()
+
+    def quit(self) -> None:
+        if self.kid is not None:
+            self.kid.quit()
+            self.kid = None
+        self.drop()
+
+    def child_true(self, child: _Node, tags: Tags, quitted: bool) -> None:
+        if self.kid is not child:
+            return  # a result after the sub-expression quit is ignored
+        if quitted:
+            self.kid = None
+        ok = self.spec.cond((None, self.m.visible(tags)), self.m.ctx)
+        if ok is True:
+            if quitted:
+                self.drop()
+            self.up_true(tags, quitted)
+        elif ok is None:
+            if quitted:
+                self.drop()  # gone without a result; the parent is not told
+        else:
+            self.quit()
+            self.up_false()
+
+    def child_false(self, child: _Node) -> None:
+        if self.kid is child:
+            self.kid = None
+        self.drop()
+        self.up_false()
+
+    def attach(self, child: _Node) -> None:
+        self.kid = child
+
+
+class _RepeatNode(_Node):
+    """``[n] p``, ``[low:high] p until q``, ``p until q``.
+
+    Esper ref. "Patterns", "Repeat" and "Repeat-Until": the until sub-expression starts
+    before the repeated one, so an event both would match ends the repeat without
+    counting; ``p`` is restarted with the tags from before the repeat after each result
+    while the upper bound allows; an exact repeat is true with its n-th result; ``until``
+    turning true makes the repeat true when at least ``low`` results were counted, else
+    permanently false.  A result carries every tag of ``p`` as the list of its events.
+
+    The collected events are stored one key each (``("r", id, i)`` -> ``[tag, event]``),
+    so a result costs one write however many events the repeat holds.
+    """
+
+    __slots__ = ("kid", "stop", "count", "arrays", "items", "low", "high")
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.kid: _Node | None = None
+        self.stop: _Node | None = None
+        self.count = 0
+        self.arrays: dict[str, list[Row]] = {}
+        self.items = 0  # collected events stored under ("r", id, i)
+        self.low: int | None = None
+        self.high: int | None = None
+
+    def start(self) -> None:
+        spec = self.spec
+        self.low, self.high = self._bounds()
+        if spec.until is not None:
+            self.stop = self.m.spawn(self.child_sidx(1), self, 1, self.tags)
+        self.kid = self.m.spawn(self.child_sidx(0), self, 0, self.tags)
+        if self.stop is not None:
+            self.stop.start()
+        if self.alive and self.kid is not None:
+            self.kid.start()
+
+    def _bounds(self) -> tuple[int | None, int | None]:
+        """The bounds of this instance, evaluated with the tags it started with."""
+        spec = self.spec
+        row = (None, self.m.visible(self.tags))
+        low = _bound(spec.low(row, self.m.ctx)) if spec.low is not None else None
+        if spec.exact:
+            return low, low
+        high = _bound(spec.high(row, self.m.ctx)) if spec.high is not None else None
+        if low is not None and high is not None and high < low:
+            low, high = high, low
+        return low, high
+
+    @property
+    def _exact(self) -> bool:
+        return self.low is not None and self.low == self.high
+
+    def quit(self) -> None:
+        for kid in (self.kid, self.stop):
+            if kid is not None:
+                kid.quit()
+        self.kid = self.stop = None
+        self.drop()
+
+    def drop(self) -> None:
+        if self.alive:
+            for i in range(self.items):
+                self.m.state.delete(("r", self.id, i))
+            self.items = 0
+        super().drop()
+
+    def _collect(self, tags: Tags) -> None:
+        """Append a result's events of the repeated tags (a nested list is flattened)."""
+        state = self.m.state
+        for t in self.spec.array_tags:
+            v = tags.get(t)
+            if v is None:
+                continue
+            for event in v if isinstance(v, list) else (v,):
+                self.arrays.setdefault(t, []).append(event)
+                state.put(("r", self.id, self.items), [t, event])
+                self.items += 1
+
+    def _result(self, tags: Tags) -> Tags:
+        """A result's tags with the repeated tags replaced by their lists of events."""
+        return {**tags, **{t: list(v) for t, v in self.arrays.items()}}
+
+    def child_true(self, child: _Node, tags: Tags, quitted: bool) -> None:
+        if not self.alive:
+            return
+        if child is self.kid:
+            self.count += 1
+            self._collect(tags)
+            self.m.touch(self)
+            if quitted:
+                self.kid = None
+            if self._exact and self.count == self.low:
+                result = self._result(tags)
+                self.quit()
+                self.up_true(result, True)
+                return
+            more = self.high is None or self.high > self.count
+            if self.kid is None:
+                if more:
+                    kid = self.kid = self.m.spawn(self.child_sidx(0), self, 0, self.tags)
+                    kid.start()
+            elif not more:
+                self.kid.quit()
+                self.kid = None
+        elif child is self.stop:
+            if quitted:
+                self.stop = None
+            result = self._result(tags)
+            if self.arrays and _reports_begin(self.m.plan, self.child_sidx(1)):
+                self._share_lists()
+            self.quit()
+            if self.low is not None and self.count < self.low:
+                self.up_false()
+            else:
+                self.up_true(result, True)
+
+    def _share_lists(self) -> None:
+        """Esper's repeat-until writes the lists into the tag map the until reported;
+        a timer or a 'not' reports the very map the repeat began with, which, under an
+        every (through guards), is the copy the every starts its later children with.
+        So a later repeat that collects nothing reports the lists of this one."""
+        node, parent = self, self.parent
+        while isinstance(parent, _WithinNode | _WhileNode):
+            node, parent = parent, parent.parent
+        if isinstance(parent, _EveryNode) and parent.first != node.id:
+            parent.add_shared({t: list(v) for t, v in self.arrays.items()})
+
+    def child_false(self, child: _Node) -> None:
+        if not self.alive or child not in (self.kid, self.stop):
+            return
+        if child is self.kid:
+            self.kid = None
+        else:
+            self.stop = None
+        self.quit()
+        self.up_false()
+
+    def extra(self) -> dict[str, Any]:
+        return {"c": self.count, "n": self.items, "lo": self.low, "hi": self.high}
+
+    def restore(self, rec: dict[str, Any]) -> None:
+        self.count = rec.get("c", 0)
+        self.items = rec.get("n", 0)
+        self.low, self.high = rec.get("lo"), rec.get("hi")
+        self.arrays = {}
+        for i in range(self.items):
+            tag, event = self.m.state.get(("r", self.id, i))
+            self.arrays.setdefault(tag, []).append(event)
+
+    def attach(self, child: _Node) -> None:
+        if child.idx == 0:
+            self.kid = child
+        else:
+            self.stop = child
+
+
+def _reports_begin(plan: PatternPlan, sidx: int) -> bool:
+    """Whether a sub-expression turns true with the tags it began with, unchanged: a
+    timer or a 'not' (through every, guards, or and followed-by of such), not a filter
+    (it adds its event to a copy) nor an 'and' (it merges into a new map)."""
+    node = plan.nodes[sidx]
+    if isinstance(node, TimerInterval | TimerAt | Not):
+        return True
+    if isinstance(node, Every | EveryDistinct | Within | WhileGuard | Or | FollowedBy):
+        return all(_reports_begin(plan, c) for c in plan.children[sidx])
+    return False
+
+
+def _bound(value: Any) -> int | None:
+    """A repeat bound as an int (null: no bound)."""
+    return None if value is None else int(value)
+
+
 _KINDS: dict[type, type[_Node]] = {
     Filter: _FilterNode,
     TimerInterval: _IntervalNode,
@@ -610,6 +903,8 @@ _KINDS: dict[type, type[_Node]] = {
     FollowedBy: _FollowedByNode,
     And: _AndNode,
     Or: _OrNode,
+    WhileGuard: _WhileNode,
+    Repeat: _RepeatNode,
 }
 
 
@@ -624,6 +919,8 @@ class PatternMatcher:
     def __init__(self, plan: PatternPlan, tz: str, state: StateNamespace, ctx: PartitionCtx, *,
                  start_ms: int | None = None, tags: Tags | None = None) -> None:
         self.plan = plan
+        self.all_tags = tuple(dict.fromkeys(
+            n.tag for n in plan.nodes if isinstance(n, Filter) and n.tag))
         self.state = state
         self.ctx = ctx
         self.tz = tz
@@ -700,7 +997,11 @@ class PatternMatcher:
 
     # -- the root's parent ------------------------------------------------------------
     def child_true(self, child: _Node, tags: Tags, quitted: bool) -> None:
-        self.out.append(dict(tags))
+        # a match row names every tag of the pattern, null when it took no part (as
+        # Esper's pattern event type does: 'select *' lists them all)
+        row = dict.fromkeys(self.all_tags)
+        row.update(tags)
+        self.out.append(row)
         if quitted:
             self.done = True
 
@@ -716,6 +1017,7 @@ class PatternMatcher:
         node = _KINDS[type(self.plan.nodes[sidx])](self, nid, sidx, parent, idx, tags)
         if order is not None and isinstance(node, _FilterNode):
             node.order = order
+            node.placed = True
         self.nodes[nid] = node
         self.dirty.add(nid)
         self.fresh.add(nid)

@@ -9,10 +9,12 @@ Calling convention of pattern expressions (they see the partial match, not one r
 * a filter predicate is called as ``predicate((event, tags), ctx)``: ``event`` is the
   candidate event, ``tags`` maps tag name -> event matched so far (``b=B(id = a.id)``
   reads ``tags['a']``);
-* an every-distinct key is called as ``key((None, tags), ctx)``.
+* an every-distinct key, a repeat bound and a while-guard condition are called as
+  ``expr((None, tags), ctx)``.
 
 A match row is ``{tag: event}`` over the tagged filters of the match (untagged filters
-contribute nothing; a pure timer pattern yields ``{}``).
+contribute nothing; a pure timer pattern yields ``{}``); a tag inside a repeat is
+``{tag: [event, ...]}`` outside it (an indexed tag: ``a[0]``).
 """
 
 from __future__ import annotations
@@ -113,14 +115,52 @@ class TimerAt:
 
 @dataclass(frozen=True)
 class Within:
-    """``child where timer:within(period)``: the child must turn true within ``ms``."""
+    """``child where timer:within(period)``: the child must turn true within ``ms``;
+    with ``max_count`` (``timer:withinmax``) at most that many results pass."""
 
     child: PatternNode
     ms: int
+    max_count: int | None = None
+
+
+@dataclass(frozen=True)
+class WhileGuard:
+    """``child while (cond)``: passes the child's results while ``cond`` holds.
+
+    ``cond`` is called as ``cond((None, tags), ctx)`` with the tags of each result; false
+    ends the sub-expression (permanently false), null drops the result only.
+    """
+
+    child: PatternNode
+    cond: PatternExpr
+    text: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """``[n] child``, ``[low:high] child``, ``child until stop``: a repeated sub-expression.
+
+    ``low``/``high`` are bound expressions evaluated when an instance starts (None: no
+    bound; ``exact``: ``[n]``, both bounds are ``low``).  ``array_tags`` are the tags
+    inside ``child``: a result carries each as the list of its events over all repeats.
+    """
+
+    child: PatternNode
+    until: PatternNode | None = None
+    low: PatternExpr | None = None
+    high: PatternExpr | None = None
+    exact: bool = False
+    array_tags: tuple[str, ...] = ()
+    text: str = field(default="", compare=False)
+    """The range as written, e.g. ``[2:]`` (for describe only)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "array_tags", tuple(self.array_tags))
 
 
 PatternNode = (
-    Filter | Every | EveryDistinct | FollowedBy | And | Or | Not | TimerInterval | TimerAt | Within)
+    Filter | Every | EveryDistinct | FollowedBy | And | Or | Not | TimerInterval | TimerAt
+    | Within | WhileGuard | Repeat)
 """Any pattern sub-expression."""
 
 
@@ -136,8 +176,10 @@ def child_nodes(node: PatternNode) -> tuple[PatternNode, ...]:
     """The direct sub-expressions of a pattern node, in order."""
     if isinstance(node, FollowedBy | And | Or):
         return node.children
-    if isinstance(node, Every | EveryDistinct | Not | Within):
+    if isinstance(node, Every | EveryDistinct | Not | Within | WhileGuard):
         return (node.child,)
+    if isinstance(node, Repeat):
+        return (node.child,) if node.until is None else (node.child, node.until)
     return ()
 
 
@@ -163,14 +205,24 @@ def render(node: PatternNode) -> str:
     if isinstance(node, TimerAt):
         return f"timer:at({node.cron.text or '...'})"
     if isinstance(node, Within):
+        if node.max_count is not None:
+            return (f"{_paren(node.child)} where timer:withinmax({node.ms} ms, "
+                    f"{node.max_count})")
         return f"{_paren(node.child)} where timer:within({node.ms} ms)"
+    if isinstance(node, WhileGuard):
+        return f"{_paren(node.child)} while ({node.text or '...'})"
+    if isinstance(node, Repeat):
+        head = f"{node.text or '[...]'} " if node.low is not None or node.high is not None else ""
+        tail = f" until {_paren(node.until)}" if node.until is not None else ""
+        return f"{head}{_paren(node.child)}{tail}"
     raise TypeError(f"not a pattern node: {node!r}")
 
 
 def _paren(node: PatternNode) -> str:
     """Render a sub-expression, parenthesised when it is a binary operator."""
     text = render(node)
-    return f"({text})" if isinstance(node, FollowedBy | And | Or | Within) else text
+    return f"({text})" if isinstance(
+        node, FollowedBy | And | Or | Within | WhileGuard | Repeat) else text
 
 
 @dataclass(frozen=True)
@@ -194,7 +246,8 @@ def flatten(root: PatternNode) -> PatternPlan:
         nodes.append(node)
         children.append(())
         sig.append(type(node).__name__ + (
-            f":{node.tag}:{node.type_name}" if isinstance(node, Filter) else ""))
+            f":{node.tag}:{node.type_name}" if isinstance(node, Filter) else
+            f":{int(node.until is not None)}" if isinstance(node, Repeat) else ""))
         children[idx] = tuple(visit(c) for c in child_nodes(node))
         return idx
 

@@ -74,7 +74,7 @@ ESCAPE_RE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.S)
 OBSERVERS = ("timer:interval", "timer:at")
 
 
-GUARDS = ("timer:within",)
+GUARDS = ("timer:within", "timer:withinmax")
 
 
 def unescape(body: str) -> str:

@@ -79,6 +79,33 @@ class PatternRules(BuilderBase):
             period = exprs.pop()
         return A.PEveryDistinct(tuple(exprs), period, child, pos=pos)
 
+    def r_p_every_repeat(self, c: list[Any], pos: A.Pos) -> A.PEvery:
+        """every [n] p: the repeat inside the every."""
+        items = present(c)
+        return A.PEvery(self._ranged(items[0], items[1], pos), pos=pos)
+
+    def r_p_not_repeat(self, c: list[Any], pos: A.Pos) -> A.PNot:
+        """not [n] p: the repeat inside the not."""
+        items = present(c)
+        return A.PNot(self._ranged(items[0], items[1], pos), pos=pos)
+
+    def r_p_every_distinct_repeat(self, c: list[Any], pos: A.Pos) -> A.PEveryDistinct:
+        """every-distinct(exprs[, period]) [n] p: the repeat inside the every-distinct."""
+        items = present(c)
+        rep = self._ranged(items[-2], items[-1], pos)
+        return self.r_p_every_distinct([*items[:-2], rep], pos)
+
+    def _ranged(self, rng: Wrapped, child: Any, pos: A.Pos) -> A.PRepeat:
+        """A repeat of ``child`` over a parsed range."""
+        low, high, ranged = rng.value
+        child_pos = getattr(child, "pos", None) or pos
+        return A.PRepeat(child, low, high, ranged, None, pos=child_pos)
+
+    def r_p_guard_while(self, c: list[Any], pos: A.Pos) -> A.PGuardWhile:
+        """p while (expr) (or p where while (expr))."""
+        items = present(c)
+        return A.PGuardWhile(items[0], items[-1], pos=pos)
+
     def r_p_guard(self, c: list[Any], pos: A.Pos) -> A.PGuard:
         """p where timer:within(period)."""
         child = c[0]
@@ -88,9 +115,16 @@ class PatternRules(BuilderBase):
         tok_pos = A.Pos(name_tok.line, name_tok.column, name_tok.end_line, name_tok.end_column)
         if name.lower() not in GUARDS:
             guess = closest(name, GUARDS)
-            hint = f"did you mean '{guess}'?" if guess else "the supported guard is timer:within"
+            hint = (f"did you mean '{guess}'?" if guess else
+                    "the supported guards are timer:within and timer:withinmax")
             raise self._error(f"unknown pattern guard '{name}'", tok_pos, hint)
-        if len(args) != 1 or isinstance(args[0], (StarArg, DistinctArg, A.NamedArg)):
+        plain = not any(isinstance(a, (StarArg, DistinctArg, A.NamedArg)) for a in args)
+        if name.lower() == "timer:withinmax":
+            if len(args) != 2 or not plain:
+                raise self._error("timer:withinmax takes a time period and a count", tok_pos,
+                                  "e.g. where timer:withinmax(10 seconds, 3)")
+            return A.PGuard(child, args[0], args[1], pos=pos)
+        if len(args) != 1 or not plain:
             raise self._error("timer:within takes exactly one time period", tok_pos,
                               "e.g. where timer:within(10 seconds)")
         return A.PGuard(child, args[0], pos=pos)

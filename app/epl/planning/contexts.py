@@ -103,15 +103,18 @@ class ContextPlanning(PlannerBase):
                                 compile_expr(spec.filter, scope) if spec.filter else None)
         if kind == "NonOverlappingContext":
             start = self.condition(spec.start, frozenset(), is_start=True)
-            end = self.condition(spec.end, tags_of(spec.start), is_start=False)
+            end = self.condition(spec.end, tags_of(spec.start), is_start=False,
+                                 arrays=arrays_of(spec.start))
             return NonOverlappingSpec(name, start, end)
         if kind == "OverlappingContext":
             init = self.condition(spec.initiated, frozenset(), is_start=True)
-            term = self.condition(spec.terminated, tags_of(spec.initiated), is_start=False)
+            term = self.condition(spec.terminated, tags_of(spec.initiated), is_start=False,
+                                  arrays=arrays_of(spec.initiated))
             distinct = ()
             if spec.distinct:
                 tags = tags_of(spec.initiated)
-                dscope = Scope("pfilter", tags=tags, variables=variables)
+                dscope = Scope("pfilter", tags=tags, variables=variables,
+                               array_tags=arrays_of(spec.initiated))
                 distinct = tuple(compile_expr(d, dscope) for d in spec.distinct)
             return OverlappingSpec(name, init, term, distinct)
         if kind == "NestedContext":
@@ -183,7 +186,10 @@ class ContextPlanning(PlannerBase):
         return TableEnv(self.catalog.tables, props=props,
                         refusal="a keyed or hash context declaration cannot read a table")
 
-    def condition(self, c: Any, tags: frozenset[str], is_start: bool) -> Any:
+    def condition(self, c: Any, tags: frozenset[str], is_start: bool,
+                  arrays: frozenset[str] = frozenset()) -> Any:
+        """A context condition; ``tags`` (of them ``arrays`` hold lists of events) are
+        those of the start condition, visible to a correlated end condition."""
         if c is None:
             return cond.CondNeverSpec()
         kind = type(c).__name__
@@ -192,15 +198,15 @@ class ContextPlanning(PlannerBase):
             self._require_type(c.type_name, c)
             aliases = frozenset({c.alias} if c.alias else set())
             env = replace(self.tenv, props=self.catalog.type_props(c.type_name) or {})
-            scope = Scope("pfilter", aliases, tags, variables, tables=env)
+            scope = Scope("pfilter", aliases, tags, variables, tables=env, array_tags=arrays)
             pred = compile_expr(c.filter, scope) if c.filter is not None else None
             text = c.type_name + (f"({text_of(c.filter)})" if c.filter is not None else "")
             return cond.CondFilterSpec(c.type_name, pred, c.alias, text)
         if kind == "CondPattern":
             from app.epl.planning.patterns import plan_pattern
 
-            return cond.CondPatternSpec(plan_pattern(self, c.pattern, tags), bool(c.inclusive),
-                                        text_of(c.pattern))
+            return cond.CondPatternSpec(plan_pattern(self, c.pattern, tags, arrays),
+                                        bool(c.inclusive), text_of(c.pattern))
         if kind == "CondCrontab":
             from app.epl.planning.patterns import cron_spec
 
@@ -210,7 +216,7 @@ class ContextPlanning(PlannerBase):
         if kind == "CondNow":
             return cond.CondNowSpec()
         if kind == "CondNowAnd":
-            inner = self.condition(c.cond, tags, is_start)
+            inner = self.condition(c.cond, tags, is_start, arrays)
             if isinstance(inner, cond.CondFilterSpec):
                 raise verr("@now cannot be combined with a filter initiating condition", c,
                     hint="use @now with a pattern or crontab condition (000 §4.2.7)")
@@ -235,6 +241,18 @@ class ContextPlanning(PlannerBase):
                 f"of its event types ({', '.join(sorted(listed))})", src,
                 hint="select from an event type listed in the context declaration")
 
+
+
+def arrays_of(c: Any) -> frozenset[str]:
+    """The tags of a start condition that hold lists of events (inside a repeat)."""
+    kind = type(c).__name__
+    if kind == "CondPattern":
+        from app.epl.planning.patterns import repeated_tags
+
+        return repeated_tags(c.pattern)
+    if kind == "CondNowAnd":
+        return arrays_of(c.cond)
+    return frozenset()
 
 
 def tags_of(c: Any) -> frozenset[str]:

@@ -53,7 +53,7 @@ def plan_match_recognize(planner: Any, mr: ast.MatchRecognize, type_name: str,
         partition.append(compile_expr(e, ev_scope))
 
     # define: conditions over the variables matched so far and the current event
-    def_scope = Scope("tags", var_set, var_set, variables, tables=planner.tenv)
+    def_scope = Scope("tags", var_set, var_set, variables, row_vars=var_set, tables=planner.tenv)
     visible = nfa.visibility(pattern)
     defines: dict[str, Any] = {}
     reads_groups: set[str] = set()
@@ -91,8 +91,8 @@ def plan_match_recognize(planner: Any, mr: ast.MatchRecognize, type_name: str,
     # measures: expressions over the match (aggregates over one multi-row variable)
     aggs: list[Any] = []
     agg_texts: dict[str, int] = {}
-    value_scope = Scope("tags", var_set, var_set, variables, tables=planner.tenv)
-    m_scope = Scope("tags", var_set, var_set, variables, aggregates=aggs,
+    value_scope = Scope("tags", var_set, var_set, variables, row_vars=var_set, tables=planner.tenv)
+    m_scope = Scope("tags", var_set, var_set, variables, row_vars=var_set, aggregates=aggs,
                     agg_texts=agg_texts, agg_in_row=True, agg_value_scope=value_scope,
                     tables=planner.tenv)
     measures: list[tuple[str, Any]] = []

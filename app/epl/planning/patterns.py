@@ -23,7 +23,7 @@ def pattern_tags(node: Any) -> list[str]:
             if n.tag and n.tag not in out:
                 out.append(n.tag)
             return
-        for f in ("child", "children"):
+        for f in ("child", "children", "until"):
             v = getattr(n, f, None)
             if isinstance(v, tuple):
                 for c in v:
@@ -35,13 +35,42 @@ def pattern_tags(node: Any) -> list[str]:
     return out
 
 
+def repeated_tags(node: Any) -> frozenset[str]:
+    """Tags inside a repeat (``[n] a=A``, ``a=A until b=B``): indexed (``a[0]``) outside it."""
+    out: set[str] = set()
+
+    def visit(n: Any, inside: bool) -> None:
+        if isinstance(n, ast.PFilter):
+            if inside and n.tag:
+                out.add(n.tag)
+            return
+        if isinstance(n, ast.PRepeat):
+            visit(n.child, True)
+            if n.until is not None:
+                visit(n.until, inside)
+            return
+        for f in ("child", "children"):
+            v = getattr(n, f, None)
+            if isinstance(v, tuple):
+                for c in v:
+                    visit(c, inside)
+            elif v is not None:
+                visit(v, inside)
+
+    visit(node, False)
+    return frozenset(out)
+
+
 def plan_pattern(planner: Any, node: Any, outer_tags: frozenset[str] = frozenset(),
-                 subqueries: Any = None) -> Any:
-    """A PatternSpec for a pattern AST; filters may read earlier tags and ``outer_tags``,
-    and hold subqueries when ``subqueries`` (the statement's SubqueryEnv) is given."""
+                 outer_arrays: frozenset[str] = frozenset(), subqueries: Any = None) -> Any:
+    """A PatternSpec for a pattern AST; filters may read earlier tags and ``outer_tags``
+    (of them ``outer_arrays`` hold lists of events), and hold subqueries when
+    ``subqueries`` (the statement's SubqueryEnv) is given."""
     tags = frozenset(pattern_tags(node)) | outer_tags
     variables = frozenset(planner.catalog.variables)
-    return _Spec(_node(planner, node, tags, variables, subqueries), text_of(node))
+    _check_tags(node)
+    arrays = repeated_tags(node) | (outer_arrays - frozenset(pattern_tags(node)))
+    return _Spec(_node(planner, node, tags, variables, arrays, subqueries), text_of(node))
 
 
 class _Spec(PatternSpec):
@@ -50,9 +79,134 @@ class _Spec(PatternSpec):
     def tag_names(self) -> tuple[str, ...]:
         return self.tags()
 
+    def array_tag_names(self) -> frozenset[str]:
+        """The tags a match holds as lists of events (tags inside a repeat)."""
+        return frozenset(t for n in self.plan.nodes if isinstance(n, ps.Repeat)
+                         for t in n.array_tags)
+
+
+def _check_tags(root: Any) -> None:
+    """A tag names events of one type; Esper ref. "Repeat": a tag inside a repeat names
+    the list of its events, so no filter outside that repeat may use the same tag."""
+    everywhere = _filters(root)
+    types: dict[str, str] = {}
+    for f in everywhere:
+        if f.tag is None:
+            continue
+        seen = types.setdefault(f.tag, f.type_name)
+        if seen != f.type_name:
+            raise verr(f"tag '{f.tag}' for event type '{f.type_name}' is already declared for "
+                       f"events of type '{seen}'", f,
+                       hint="one tag names events of one type; give this filter another tag")
+    for rep in _repeats(root):
+        inner = _filters(rep.child)
+        names = {f.tag for f in inner if f.tag}
+        ids = {id(f) for f in inner}
+        for f in everywhere:
+            if f.tag in names and id(f) not in ids:
+                raise verr(f"tag '{f.tag}' is used inside a repeat and cannot also appear in "
+                           f"other filter expressions", f,
+                           hint="a tag inside a repeat names the list of its events; "
+                                "give this filter another tag")
+
+
+def _repeats(n: Any) -> list[Any]:
+    """The repeat nodes of a pattern AST."""
+    out = [n] if isinstance(n, ast.PRepeat) else []
+    for f in ("child", "children", "until"):
+        v = getattr(n, f, None)
+        for c in (v if isinstance(v, tuple) else (v,)):
+            if isinstance(c, ast.Node) and not isinstance(c, ast.PFilter):
+                out += _repeats(c)
+    return out
+
+
+def _filters(n: Any) -> list[Any]:
+    """The filter atoms of a pattern AST."""
+    if isinstance(n, ast.PFilter):
+        return [n]
+    out: list[Any] = []
+    for f in ("child", "children", "until"):
+        v = getattr(n, f, None)
+        if isinstance(v, tuple):
+            for c in v:
+                out += _filters(c)
+        elif v is not None and isinstance(v, ast.Node):
+            out += _filters(v)
+    return out
+
+
+def _pscope(planner: Any, tags: frozenset[str], variables: frozenset[str],
+            arrays: frozenset[str], props: Any = None) -> Scope:
+    """The scope of an expression inside a pattern (a filter, a bound, a guard)."""
+    tenv = getattr(planner, "tenv", None)
+    env = replace(tenv, props=props) if tenv is not None and props is not None else tenv
+    return Scope("pfilter", frozenset(), tags, variables, tables=env, array_tags=arrays)
+
+
+def _repeat(planner: Any, n: Any, tags: frozenset[str], variables: frozenset[str],
+            arrays: frozenset[str], subqueries: Any = None) -> Any:
+    """A repeat / repeat-until: bounds checked as Esper checks constant bounds."""
+    exact = n.low is not None and not n.ranged
+    low_c = _const_bound(n.low)
+    high_c = _const_bound(n.high)
+    consts = (n.low is None or low_c is not None) and (n.high is None or high_c is not None)
+    tight = exact
+    if consts and not exact:
+        if low_c is not None and high_c is not None and low_c > high_c:
+            raise verr(f"incorrect range: the lower bound {low_c} is higher than the upper "
+                       f"bound {high_c}", n.low, hint="write [low:high] with low <= high")
+        tight = low_c is not None and low_c == high_c
+    if consts:
+        zero_low = n.ranged and n.low is not None and n.high is not None
+        for value, node, allow_zero in ((low_c, n.low, zero_low), (high_c, n.high, False)):
+            if value is not None and (value < 0 or (value == 0 and not allow_zero)):
+                raise verr("incorrect range: a bound of zero or a negative bound is not "
+                           "allowed", node, hint="repeat counts start at 1, e.g. [2] or [1:3]")
+    elif not exact:
+        tight = True  # bounds known only at run time (Esper accepts them without until)
+    if n.ranged and not tight and n.until is None:
+        raise verr("a repeat with variable bounds needs an until-expression", n,
+                   hint="e.g. [2:] a=A until b=B; [n] repeats exactly n times")
+    # inside one repeat its own tags are single events; those of a repeat nested in it
+    # are lists there too
+    inner = repeated_tags_of(n.child)
+    child = _node(planner, n.child, tags, variables,
+                  (arrays - inner) | repeated_tags(n.child), subqueries)
+    until = (_node(planner, n.until, tags, variables, arrays, subqueries)
+             if n.until is not None else None)
+    scope = _pscope(planner, tags, variables, arrays)
+    low = compile_expr(n.low, scope) if n.low is not None else None
+    high = compile_expr(n.high, scope) if n.high is not None else None
+    names = tuple(dict.fromkeys(f.tag for f in _filters(n.child) if f.tag))
+    text = ""
+    if n.low is not None or n.high is not None:
+        text = (f"[{text_of(n.low)}]" if exact else
+                f"[{text_of(n.low) if n.low is not None else ''}:"
+                f"{text_of(n.high) if n.high is not None else ''}]")
+    return ps.Repeat(child, until, low, high, exact, names, text)
+
+
+def repeated_tags_of(child: Any) -> frozenset[str]:
+    """Every tag of a repeated sub-expression (single events inside it)."""
+    return frozenset(f.tag for f in _filters(child) if f.tag)
+
+
+def _const_bound(node: Any) -> int | None:
+    """A constant repeat bound as an int, else None (also for no bound)."""
+    if node is None:
+        return None
+    try:
+        value = constant_value(node)
+    except ValueError:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise verr("a repeat bound must be a number", node, hint="e.g. [2] or [1:3]")
+    return int(value)
+
 
 def _node(planner: Any, n: Any, tags: frozenset[str], variables: frozenset[str],
-          subqueries: Any = None) -> Any:
+          arrays: frozenset[str] = frozenset(), subqueries: Any = None) -> Any:
     if isinstance(n, ast.PFilter):
         props = planner.catalog.type_props(n.type_name)
         if props is None:
@@ -60,46 +214,58 @@ def _node(planner: Any, n: Any, tags: frozenset[str], variables: frozenset[str],
                        hint=did_you_mean(n.type_name, planner._type_names()))
         pred = None
         if n.filter is not None:
-            tenv = getattr(planner, "tenv", None)
-            env = replace(tenv, props=props) if tenv is not None else None
-            scope = Scope("pfilter", frozenset(), tags, variables, tables=env)
+            scope = _pscope(planner, tags, variables, arrays, props)
             if subqueries is not None and _has_subquery(n.filter):
                 # Esper names a tagged filter's own stream by its tag: inside its
                 # subqueries 'a.k' of 'a=A(...)' is the event being filtered
                 own = frozenset({n.tag} if n.tag else ())
-                scope = Scope("pfilter", own, tags - own, variables, tables=env,
-                              subqueries=replace(subqueries, outer_props=frozenset(props),
-                                                 outer_names=frozenset({n.type_name})))
+                scope = replace(scope, aliases=own, tags=tags - own,
+                                subqueries=replace(subqueries, outer_props=frozenset(props),
+                                                   outer_names=frozenset({n.type_name})))
             pred = compile_expr(n.filter, scope)
         return ps.Filter(n.tag, n.type_name, pred,
                          text_of(n.filter) if n.filter is not None else "")
     if isinstance(n, ast.PEvery):
-        return ps.Every(_node(planner, n.child, tags, variables, subqueries))
+        return ps.Every(_node(planner, n.child, tags, variables, arrays, subqueries))
     if isinstance(n, ast.PEveryDistinct):
-        keys = tuple(compile_expr(e, Scope("pfilter", frozenset(), tags, variables,
-                                           tables=getattr(planner, "tenv", None)))
-                     for e in n.exprs)
+        scope = _pscope(planner, tags, variables, arrays)
+        keys = tuple(compile_expr(e, scope) for e in n.exprs)
         period = time_period_ms(n.period) if n.period is not None else None
         return ps.EveryDistinct(keys, period,
-                                _node(planner, n.child, tags, variables, subqueries))
+                                _node(planner, n.child, tags, variables, arrays, subqueries))
     if isinstance(n, ast.PFollowedBy):
-        return ps.FollowedBy(tuple(_node(planner, c, tags, variables, subqueries)
+        return ps.FollowedBy(tuple(_node(planner, c, tags, variables, arrays, subqueries)
                                    for c in n.children))
     if isinstance(n, ast.PAnd):
-        return ps.And(tuple(_node(planner, c, tags, variables, subqueries)
+        return ps.And(tuple(_node(planner, c, tags, variables, arrays, subqueries)
                             for c in n.children))
     if isinstance(n, ast.POr):
-        return ps.Or(tuple(_node(planner, c, tags, variables, subqueries)
+        return ps.Or(tuple(_node(planner, c, tags, variables, arrays, subqueries)
                            for c in n.children))
     if isinstance(n, ast.PNot):
-        return ps.Not(_node(planner, n.child, tags, variables, subqueries))
+        return ps.Not(_node(planner, n.child, tags, variables, arrays, subqueries))
+    if isinstance(n, ast.PRepeat):
+        return _repeat(planner, n, tags, variables, arrays, subqueries)
+    if isinstance(n, ast.PGuardWhile):
+        cond = compile_expr(n.cond, _pscope(planner, tags, variables, arrays))
+        return ps.WhileGuard(_node(planner, n.child, tags, variables, arrays, subqueries),
+                             cond, text_of(n.cond))
     if isinstance(n, ast.PTimerInterval):
         return ps.TimerInterval(time_period_ms(n.period))
     if isinstance(n, ast.PTimerAt):
         return ps.TimerAt(cron_spec(n.crontab))
     if isinstance(n, ast.PGuard):
-        return ps.Within(_node(planner, n.child, tags, variables, subqueries),
-                         time_period_ms(n.period))
+        count = None
+        if n.max_count is not None:
+            try:
+                count = constant_value(n.max_count)
+            except ValueError:
+                count = None
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise verr("the count of timer:withinmax must be a whole number, 0 or more",
+                           n.max_count, hint="e.g. where timer:withinmax(10 sec, 3)")
+        return ps.Within(_node(planner, n.child, tags, variables, arrays, subqueries),
+                         time_period_ms(n.period), count)
     raise NotSupported(f"pattern {type(n).__name__}")
 
 

@@ -51,7 +51,7 @@ class ResultPlanning(PlannerBase):
                        allow_aggregates=True, tables=scope.tables,
                        partition_keys=scope.partition_keys,
                        rows_leave_in_order=scope.rows_leave_in_order,
-                       subqueries=scope.subqueries)
+                       array_tags=scope.array_tags, subqueries=scope.subqueries)
         if agg_texts is not None:
             ascope.agg_texts = agg_texts
         columns: list[SelectColumn] = []

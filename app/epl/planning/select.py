@@ -114,7 +114,8 @@ class SelectPlanning(PlannerBase):
             pattern = plan_pattern(self, src.pattern, subqueries=subs)
             subs.pattern = True
             scope = Scope("tags", tags=frozenset(pattern.tag_names()), variables=variables,
-                          tables=self.tenv, subqueries=subs)
+                          tables=self.tenv, subqueries=subs,
+                          array_tags=pattern.array_tag_names())
             if priors:
                 match_prior = MatchPriorSpec(prior_tagged_items(priors, scope, compile_expr))
             self._check_tag_names(node, pattern)

@@ -285,6 +285,7 @@ def _pattern_extend(children: st.SearchStrategy[A.Node]) -> st.SearchStrategy[A.
         st.builds(_every_distinct, st.lists(expressions, min_size=1, max_size=2),
                   st.none() | time_periods, children),
         st.builds(A.PGuard, children, expressions),
+        st.builds(A.PGuardWhile, children, expressions),
         st.builds(_repeat, st.integers(0, 3), st.none() | expressions, st.none() | expressions,
                   children, children),
         st.builds(A.PFollowedBy, many),

@@ -59,6 +59,9 @@ GROUPS: dict[str, list[str]] = {
     "patterns": [
         "select a.v as av from pattern [every a=W -> timer:interval(2 sec)]",
         "select * from pattern [every timer:interval(1500 msec) and not S]",
+        "select w from pattern [every (w=W until timer:interval(1 sec))]",
+        "select w[0].v as v0 from pattern [every ([2:] w=W until s=S) "
+        "where timer:within(2 sec)]",
         "select k, v from W#time_batch(1 sec)",
     ],
 }

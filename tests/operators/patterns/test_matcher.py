@@ -247,11 +247,12 @@ def test_or_takes_the_first(run) -> None:
     """``a=A or b=B`` matches the first of either and finishes; ``every (...)`` each one."""
     spec = PatternSpec(Or((Filter("a", "A"), Filter("b", "B"))))
     out, d = run(spec, [t(5), e("B", id=10), t(6), e("A", id=1)])
-    assert out == [(5, {"b": {"id": 10}})]
+    assert out == [(5, {"a": None, "b": {"id": 10}})]
     assert d.m.finished
     spec = PatternSpec(Every(Or((Filter("a", "A"), Filter("b", "B")))))
     out, _ = run(spec, [t(5), e("B", id=10), t(6), e("A", id=1), e("C", id=0), e("A", id=2)])
-    assert out == [(5, {"b": {"id": 10}}), (6, {"a": A1}), (6, {"a": A2})]
+    assert out == [(5, {"a": None, "b": {"id": 10}}), (6, {"a": A1, "b": None}),
+                   (6, {"a": A2, "b": None})]
 
 
 def test_every_a_followed_by_b_and_not_c(run) -> None:
@@ -264,7 +265,9 @@ def test_every_a_followed_by_b_and_not_c(run) -> None:
         t(6), e("A", id=3), e("A", id=4), t(7), e("C", id=101), e("B", id=12),
         t(8), e("A", id=5), t(9), e("B", id=13), e("C", id=102),
     ])
-    assert out == [(5, {"a": A2, "b": {"id": 11}}), (9, {"a": {"id": 5}, "b": {"id": 13}})]
+    # a match row names every tag, null when it took no part (c under not)
+    assert out == [(5, {"a": A2, "b": {"id": 11}, "c": None}),
+                   (9, {"a": {"id": 5}, "b": {"id": 13}, "c": None})]
 
 
 def test_interval_and_not_from_reference_example(run) -> None:
@@ -346,7 +349,7 @@ def test_not_alone_matches_at_start(tmp_path: Path) -> None:
     """A root ``not A`` is true at once: the match is kept in ``initial_matches``."""
     spec = PatternSpec(Not(Filter("a", "A")))
     m = spec.build(MemoryStore().namespace("p"), PartitionCtx())
-    assert m.initial_matches == [{}]
+    assert m.initial_matches == [{"a": None}]
 
 
 def test_every_a_then_every_b_spawns_per_a(run) -> None:
