@@ -8,6 +8,7 @@ gives one line saying what is wrong and where.  ``.epl`` modules (statements end
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,53 @@ SCHEMA_PATH = STATEMENT_FILE_SCHEMA
 
 class ConfigError(Exception):
     """A statement file that cannot be used; the message is one line."""
+
+
+class InvalidFile(ConfigError):
+    """A statement file that does not have the statement-file shape; ``path`` names it,
+    so that a command can point at the first error's line and column (``kepl check``)."""
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class Loader(yaml.SafeLoader):
+    """PyYAML's safe loader whose value constructors never raise past it: a scalar it
+    cannot turn into a value (an integer of more digits than Python converts, a date
+    that does not exist) is a ``ConstructorError`` at the scalar's line and column."""
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except yaml.YAMLError:
+            raise
+        except (ValueError, OverflowError, TypeError, LookupError, AttributeError) as e:
+            raise yaml.constructor.ConstructorError(
+                None, None, _unreadable(node, e), node.start_mark) from None
+
+
+def _unreadable(node: Any, e: Exception) -> str:
+    """What a scalar the loader could not construct is, in one line."""
+    kind = str(node.tag).rpartition(":")[2] or "value"
+    if kind == "int" and "digits" in str(e):
+        digits = sum(ch.isdigit() for ch in str(node.value))
+        return (f"an integer of {digits} digits is too long to read (at most "
+                f"{sys.get_int_max_str_digits()} digits)")
+    if isinstance(e, ValueError | OverflowError):
+        return f"cannot read this {kind}: {str(e).split(';')[0]}"
+    value = str(node.value)
+    return f"cannot read this {kind}: {value[:40] + ('...' if len(value) > 40 else '')!r} " \
+        f"is not a valid {kind}"
+
+
+def load_yaml(text: str) -> Any:
+    """The YAML document of ``text`` (``Loader``); YAML errors carry their mark."""
+    loader = Loader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
 
 
 @dataclass(frozen=True)
@@ -80,14 +128,14 @@ def parse_statement_file(doc: Any, path: str = "<memory>") -> StatementFile:
         e = errors[0]
         more = (f" (and {len(errors) - 1} more error(s): kepl check lists them)"
                 if len(errors) > 1 else "")
-        raise ConfigError(f"{path}: at {_where(e.absolute_path)}: {e.message}{more}")
+        raise InvalidFile(f"{path}: at {_where(e.absolute_path)}: {e.message}{more}", path)
     stmts = []
     seen: set[str] = set()
     for i, s in enumerate(doc["statements"]):
         name = s.get("name") or f"s{i}"
         if name in seen:
-            raise ConfigError(f"{path}: at statements[{i}].name: duplicate statement name "
-                              f"'{name}'")
+            raise InvalidFile(f"{path}: at statements[{i}].name: duplicate statement name "
+                              f"'{name}'", path)
         seen.add(name)
         stmts.append(StatementDef(name, s["epl"], s.get("output_topic")))
     from app.runtime.functions import FunctionError, parse_functions
@@ -115,7 +163,7 @@ def load_statement_file(path: str | Path) -> StatementFile:
         return StatementFile(name, {}, {}, [StatementDef(f"s{i}", epl) for i, epl in
                                             enumerate(split_module(text))], 1, str(p))
     try:
-        doc = yaml.safe_load(text)
+        doc = load_yaml(text)
     except RecursionError:
         raise ConfigError(f"{p}: YAML nested too deeply to read (a statement file is a "
                           "mapping of a few levels: app, schemas, statements)") from None

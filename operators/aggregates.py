@@ -325,19 +325,31 @@ def fingerprint(row: Any) -> int:
 
 
 class First(_Ordered):
+    """first(x) / first(x, i): the value of the i-th oldest event (0 = the oldest)."""
+
     name = "first"
+
+    def __init__(self, by_event: bool = False, index: int = 0) -> None:
+        super().__init__(by_event)
+        self.index = index
 
     def result(self, state: Any) -> Any:
         v = self.values(state)
-        return v[0] if v else None
+        return v[self.index] if self.index < len(v) else None
 
 
 class Last(_Ordered):
+    """last(x) / last(x, i): the value of the i-th newest event (0 = the newest)."""
+
     name = "last"
+
+    def __init__(self, by_event: bool = False, index: int = 0) -> None:
+        super().__init__(by_event)
+        self.index = index
 
     def result(self, state: Any) -> Any:
         v = self.values(state)
-        return v[-1] if v else None
+        return v[-1 - self.index] if self.index < len(v) else None
 
 
 class Window(_Ordered):
@@ -439,9 +451,9 @@ def make_aggregator(name: str, *, star: bool = False, distinct: bool = False,
     elif lname == "avedev":
         agg = Avedev()
     elif lname == "first":
-        agg = First(by_event)
+        agg = First(by_event, int(extra[0]) if extra else 0)
     elif lname == "last":
-        agg = Last(by_event)
+        agg = Last(by_event, int(extra[0]) if extra else 0)
     elif lname == "window":
         agg = Window(by_event)
     elif lname == "nth":

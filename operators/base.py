@@ -40,12 +40,17 @@ class PartitionCtx:
     """Aggregate results of the group being projected (set by the result set)."""
     window: Any = None
     """The statement's window view, for prev/prevtail/prevwindow/prevcount."""
+    windows: dict[str, Any] = field(default_factory=dict)
+    """A join's window views by stream name, for the prev functions."""
     output: dict[str, Any] = field(default_factory=dict)
     """Built-in output-condition properties (count_insert, last_output_timestamp, ...)."""
     tables: dict[str, Any] = field(default_factory=dict)
     """Table instances a statement reads or aggregates into, by name (000 §4.7)."""
     subqueries: list[Any] = field(default_factory=list)
     """Running subqueries of the statement's partition, by index (Esper "Subqueries")."""
+    is_new: bool = True
+    """False while the result set projects remove-stream rows: istream() reads it and
+    the prev functions give null there (Esper evaluates them on insert-stream events)."""
 
 
 Expr = Callable[[Row, PartitionCtx], Any]

@@ -15,6 +15,7 @@ from operators.base import Emit, Expr, PartitionCtx, Row, Rows, StateNamespace, 
 from operators.joins.join import Join
 from operators.joins.spec import JoinSpec
 from operators.output import OutputLimiter, OutputSpec
+from operators.prior import MatchPrior, MatchPriorSpec, Prior, PriorSpec
 from operators.resultset import ResultSet, ResultSetSpec
 from operators.subquery.subquery import Subquery
 from operators.windows.batch import BatchWindow
@@ -44,6 +45,8 @@ class StreamSpec:
     view: ViewSpec | None = None
     alias: str | None = None
     filter_text: str = field(default="", compare=False)
+    prior: PriorSpec | None = None
+    """The statement's prior(n, x) calls: arriving events are stamped with their values."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,8 @@ class PipelineSpec:
     """A join of several streams (``stream`` and ``pattern`` are then None)."""
     subqueries: tuple[Any, ...] = ()
     """SubquerySpecs of the statement's expressions (operators.subquery), by index."""
+    match_prior: MatchPriorSpec | None = None
+    """A pattern statement's prior(n, x) calls: each match is stamped with their values."""
 
     def reacts_to_variables(self, names: set[str] | None = None) -> bool:
         """Whether a variable change concerns this statement: an expiry-expression window
@@ -117,6 +122,8 @@ class PipelineSpec:
         if self.stream is not None:
             s = self.stream
             out.append(f"stream {s.type_name}" + (f"({s.filter_text})" if s.filter else ""))
+            if s.prior is not None:
+                out.append(s.prior.describe())
             if s.view is not None:
                 out.append(s.view.describe())
         if self.pattern is not None:
@@ -138,7 +145,7 @@ class Pipeline:
     __slots__ = ("spec", "ctx", "state", "type_name", "filter", "view", "matcher", "rs", "out",
                  "limited", "kind", "_shaped", "where", "_timers", "join",
                  "_fresh_aggregates", "_batch_view", "_released", "subs", "sub_by_type",
-                 "main_types")
+                 "main_types", "prior")
 
     def __init__(self, spec: PipelineSpec, state: StateNamespace, ctx: PartitionCtx) -> None:
         self.spec = spec
@@ -147,6 +154,10 @@ class Pipeline:
         s = spec.stream
         self.type_name = s.type_name if s is not None else None
         self.filter = s.filter if s is not None else None
+        self.prior: Prior | MatchPrior | None = (
+            s.prior.build(state.child("prior"), ctx) if s is not None and s.prior is not None
+            else spec.match_prior.build(state.child("prior"), ctx)
+            if spec.match_prior is not None else None)
         self.view: View | None = None
         if s is not None and s.view is not None:
             self.view = self._build_view(s.view, state, ctx)
@@ -282,6 +293,8 @@ class Pipeline:
             matches = self.matcher.on_event(type_name, event, now_ms)
             if not matches:
                 return [], []
+            if self.prior is not None:
+                matches = [self.prior.stamp(m) for m in matches]
             return self._finish(matches, [], now_ms)
         if self.join is not None:
             new, old = self.join.on_event(type_name, event, now_ms)
@@ -291,6 +304,8 @@ class Pipeline:
         f = self.filter
         if f is not None and not f(event, self.ctx):
             return [], []
+        if self.prior is not None:
+            event = self.prior.stamp(event)
         if self.view is None:
             return self._finish([event], [], now_ms)
         emitted = self.view.on_events([event], [], now_ms)
@@ -313,6 +328,8 @@ class Pipeline:
             ctx = self.ctx
             new = [r for r in new if f(r, ctx)]
             old = [r for r in old if f(r, ctx)]
+        if self.prior is not None and new:
+            new = [self.prior.stamp(r) for r in new]
         if self.view is not None:
             new, old = self.view.on_events(new, old, now_ms)
         if not new and not old:
@@ -460,6 +477,8 @@ class Pipeline:
             if t is not None and t <= now_ms:
                 matches = self.matcher.on_time(now_ms)
                 if matches:
+                    if self.prior is not None:
+                        matches = [self.prior.stamp(m) for m in matches]
                     n, o = self._finish(matches, [], now_ms)
                     out_new += n
                     out_old += o
@@ -500,6 +519,8 @@ class StreamPipeline(Pipeline):
         f = self.filter
         if f is not None and not f(event, ctx):
             return [], []
+        if self.prior is not None:
+            event = self.prior.stamp(event)
         view = self.view
         if view is None:
             new, old = self.rs.process([event], [])

@@ -79,6 +79,8 @@ class ResultSetSpec:
     table_columns: tuple[str, ...] = ()
     """``into table``: the table column each aggregate maintains, by aggregate index."""
     sort_columns: tuple[tuple[str, Expr], ...] = ()
+    hidden_keys: bool = False
+    """Rows carry NUL-prefixed keys (prior values) that a wildcard must not select."""
     """Hidden columns (name, expression) computing order-by keys at projection time, when
     the event and the aggregates are at hand; ``ResultSet.order`` drops them."""
 
@@ -117,6 +119,13 @@ class ResultSetSpec:
 
     def _select_projector(self) -> Callable[[Row, PartitionCtx], Row]:
         cols = self.columns
+        if self.wildcard and self.hidden_keys:
+            def project_visible(row: Row, ctx: PartitionCtx) -> Row:
+                out = {k: v for k, v in row.items() if k[:1] != "\x00"}
+                for c in cols:
+                    out[c.name] = c.expr(row, ctx) if c.expr is not None else row
+                return out
+            return project_visible
         if self.wildcard and not cols:
             return lambda row, ctx: row
         if self.wildcard:
@@ -289,20 +298,35 @@ class ResultSet:
     def _project(self, row: Row) -> Row:
         return self._projector(row, self.ctx)
 
-    def _rows(self, rows: Iterable[Row], aggs: list | None) -> Rows:
-        self.ctx.aggs = aggs
-        having = self.spec.having
+    def _rows(self, rows: Iterable[Row], aggs: list | None, is_new: bool = True) -> Rows:
+        """Project ``rows`` (``is_new`` False: remove-stream rows, see
+        ``PartitionCtx.is_new``)."""
         ctx = self.ctx
+        ctx.aggs = aggs
+        having = self.spec.having
         project = self._projector
+        if not is_new:
+            ctx.is_new = False
+            try:
+                return self._rows(rows, aggs)
+            finally:
+                ctx.is_new = True
         if having is None:
             return [project(r, ctx) for r in rows]
         return [project(r, ctx) for r in rows if having(r, ctx)]
 
-    def _row_for(self, rec: list) -> Rows:
-        self.ctx.aggs = self._results(rec)
+    def _row_for(self, rec: list, is_new: bool = True) -> Rows:
+        ctx = self.ctx
+        if not is_new:
+            ctx.is_new = False
+            try:
+                return self._row_for(rec)
+            finally:
+                ctx.is_new = True
+        ctx.aggs = self._results(rec)
         row = rec[1] if rec[1] is not None else {}
         having = self.spec.having
-        if having is not None and not having(row, self.ctx):
+        if having is not None and not having(row, ctx):
             return []
         return [self._project(row)]
 
@@ -326,10 +350,10 @@ class ResultSet:
         kind = self.spec.kind
         want_old = self.want_old
         if kind == SIMPLE:
-            return self._rows(new, None), (self._rows(old, None) if want_old else [])
+            return self._rows(new, None), (self._rows(old, None, False) if want_old else [])
         if kind in (AGG_ALL, AGG_ROWS):
             rec = self._record("", None)
-            before = self._row_for(rec) if kind == AGG_ALL and want_old else []
+            before = self._row_for(rec, False) if kind == AGG_ALL and want_old else []
             if new:
                 self._apply_rows(rec, new, True)
             if old:
@@ -338,7 +362,7 @@ class ResultSet:
             if kind == AGG_ALL:
                 return self._row_for(rec), before
             aggs = self._results(rec)
-            return self._rows(new, aggs), (self._rows(old, aggs) if want_old else [])
+            return self._rows(new, aggs), (self._rows(old, aggs, False) if want_old else [])
         g = self.grouped(new, old)
         return g.new, g.old
 
@@ -365,7 +389,8 @@ class ResultSet:
         created = states is None
         if states is None:
             states = self._record("", None)[0]
-        before = self._row_for(self._one_rec) if self.want_old else []  # type: ignore[arg-type]
+        before = (self._row_for(self._one_rec, False)  # type: ignore[arg-type]
+                  if self.want_old else [])
         self._update(states, new, old)
         if created or self._rewrite:
             self.state.put("", self._one_rec)
@@ -394,9 +419,9 @@ class ResultSet:
             if len(new) == 1 and not self.want_old:
                 return [project(new[0], ctx)], []
             return ([project(r, ctx) for r in new],
-                    [project(r, ctx) for r in old] if self.want_old else [])
+                    self._rows(old, ctx.aggs, False) if self.want_old else [])
         return ([project(r, ctx) for r in new if having(r, ctx)],
-                [project(r, ctx) for r in old if having(r, ctx)] if self.want_old else [])
+                self._rows(old, ctx.aggs, False) if self.want_old else [])
 
     def _process_grouped(self, new: Rows, old: Rows) -> Emit:
         """``process`` of a fully aggregated grouped result set.
@@ -494,7 +519,7 @@ class ResultSet:
             out.rows_new.append(rows)
             out.new.extend(rows)
         for r, k in zip(old if want_old else (), keys_old):
-            rows = self._rows((r,), self._results(self.groups[k]))
+            rows = self._rows((r,), self._results(self.groups[k]), False)
             out.rows_old.append(rows)
             out.old.extend(rows)
         return out
@@ -505,7 +530,7 @@ class ResultSet:
         rec = self.groups.get(key)
         if rec is None:
             rec = [[a.aggregator.initial() for a in self.aggs], row]
-        return self._row_for(rec)
+        return self._row_for(rec, False)
 
     # -- reads for output policies (002 §2.10 output rate limiting) ---------
     def current_rows(self) -> Rows:

@@ -85,11 +85,18 @@ def coerce(type_name: str, value: Any, name: str = "") -> Any:
 class VariableStore:
     """The variables of one scope, one store key each; changes are reported to ``changed``."""
 
-    def __init__(self, ns: StateNamespace, changed: list[str] | None = None) -> None:
+    def __init__(self, ns: StateNamespace, changed: list[str] | None = None,
+                 writes: list[tuple[Any, str, Any, Any]] | None = None,
+                 tag: Any = 0) -> None:
         self.ns = ns
         self.decls: dict[str, VariableDecl] = {}
         self.values: dict[str, Any] = {}
         self.changed = changed if changed is not None else []
+        self.writes = writes
+        """Every assignment as (``tag``, name, old value, new value), also one that
+        keeps the value: the variable's statement posts each (Esper: the listeners of a
+        create-variable statement get the new and the old value of every write)."""
+        self.tag = tag
         self._stored = {k: v for k, v in ns.items()}
 
     def declare(self, decl: VariableDecl) -> None:
@@ -107,6 +114,8 @@ class VariableStore:
         if decl.constant:
             raise VariableError(f"variable '{name}' is a constant")
         value = decl.coerce(value)
+        if self.writes is not None:
+            self.writes.append((self.tag, name, self.values.get(name), value))
         if self.values.get(name) == value and type(self.values.get(name)) is type(value):
             return
         self.values[name] = value

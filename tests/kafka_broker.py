@@ -68,6 +68,11 @@ def _container_broker() -> Iterator[str]:
         container.stop()
 
 
+RETENTION_CHECK_MS = 2000
+"""The session's own broker checks time-based retention this often (default 5 min), so
+a test sees what retention deletes."""
+BROKER_OVERRIDES = {"log.retention.check.interval.ms": str(RETENTION_CHECK_MS)}
+
 _OWNED: dict[str, Path] = {}
 """bootstrap -> data dir of the local broker this session started (it may restart it)."""
 
@@ -77,7 +82,8 @@ def _local_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     failure = ""
     try:
         port = local_broker.free_port_pair()
-        info = local_broker.start(port=port, data_dir=data_dir, wait_s=90, die_with_parent=True)
+        info = local_broker.start(port=port, data_dir=data_dir, wait_s=90,
+                                  die_with_parent=True, overrides=BROKER_OVERRIDES)
     except (local_broker.BrokerError, OSError, ValueError) as exc:  # report, never skip
         failure = str(exc)
         local_broker.stop(data_dir=data_dir, timeout_s=10)
@@ -115,6 +121,52 @@ def kafka_broker_restart(kafka_bootstrap: str) -> Callable[[], None] | None:
     def restart() -> None:
         port = int(kafka_bootstrap.rpartition(":")[2])
         local_broker.stop(data_dir=data_dir, timeout_s=30)
-        local_broker.start(port=port, data_dir=data_dir, wait_s=90, die_with_parent=True)
+        local_broker.start(port=port, data_dir=data_dir, wait_s=90, die_with_parent=True,
+                           overrides=BROKER_OVERRIDES)
 
     return restart
+
+
+@pytest.fixture(scope="session")
+def kafka_broker_outage(kafka_bootstrap: str) -> Callable[[float], None] | None:
+    """Stops the session's broker, waits ``seconds`` with no broker at its address, then
+    starts it again (same port and data); None where the broker is not this session's
+    own."""
+    data_dir = _OWNED.get(kafka_bootstrap)
+    if data_dir is None:
+        return None
+
+    def outage(seconds: float) -> None:
+        import time
+
+        port = int(kafka_bootstrap.rpartition(":")[2])
+        local_broker.stop(data_dir=data_dir, timeout_s=30)
+        time.sleep(seconds)
+        local_broker.start(port=port, data_dir=data_dir, wait_s=90, die_with_parent=True,
+                           overrides=BROKER_OVERRIDES)
+
+    return outage
+
+
+@pytest.fixture(scope="session")
+def kafka_broker_freeze(kafka_bootstrap: str) -> Callable[[float], None] | None:
+    """Freezes the session's broker (SIGSTOP) for ``seconds``, then lets it go on
+    (SIGCONT): a broker that hangs with its connections open; None where the broker is
+    not this session's own."""
+    data_dir = _OWNED.get(kafka_bootstrap)
+    if data_dir is None:
+        return None
+
+    def freeze(seconds: float) -> None:
+        import signal
+        import time
+
+        pid = local_broker._read_pid(data_dir)
+        assert pid is not None, f"no broker pid in {data_dir}"
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            time.sleep(seconds)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+    return freeze

@@ -46,11 +46,11 @@ class Problem:
 def check_yaml(path: str, text: str, unsupported: list[str] | None = None) -> list[Problem]:
     """Every problem of a YAML statement file's text, in file order; statements that are
     valid but not supported yet are named in ``unsupported``."""
-    from app.statements import ConfigError, _yaml_problem, schema_errors
+    from app.statements import ConfigError, Loader, _yaml_problem, schema_errors
 
     loader = None
     try:
-        loader = yaml.SafeLoader(text)
+        loader = Loader(text)
         root = loader.get_single_node()
         doc = loader.construct_document(root) if root is not None else None
     except RecursionError:
@@ -348,6 +348,28 @@ def map_position(text: str, node: Any, value: str, line: int, column: int
     k = min(where)
     index = where[k] - (k - target)
     return _at(text, max(index, text.rfind("\n", 0, where[k]) + 1))
+
+
+def first_error(path: str | Path) -> str | None:
+    """The first error of a YAML statement file as one line, ``FILE:LINE:COLUMN: what``
+    (None when it has none): what ``kepl run``, ``deploy`` and ``worker`` print for a
+    file they cannot use, pointing to ``kepl check`` for the rest."""
+    from app.statements import ConfigError, _decode
+
+    p = Path(path)
+    try:
+        problems = check_yaml(str(p), _decode(p, p.read_bytes()))
+    except (ConfigError, OSError):
+        return None
+    if not problems:
+        return None
+    pr, e = problems[0], problems[0].error
+    where = f"{p}:{e.line}:{e.column}" if e.line else str(p)
+    about = f" {pr.about}:" if pr.about else ""
+    hint = f" ({e.hint})" if e.hint else ""
+    more = (f"; {len(problems) - 1} more: kepl check {p} lists them"
+            if len(problems) > 1 else "")
+    return f"{where}:{about} {e.message}{hint}{more}"
 
 
 def check_paths(paths: list[str]) -> tuple[list[str], int]:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +82,10 @@ def client_conf(sf: StatementFile, base: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_topology(sf: StatementFile, config: Any) -> None:
-    """Plan the Kafka layout; a file it cannot run is a one-line error."""
+    """Plan the Kafka layout; a file it cannot run is a one-line error (an invalid
+    statement: its first error at its line and column in the file)."""
+    from app.cli.check import first_error
+    from app.epl.errors import EplError
     from app.runtime.catalog import NotSupported
     from app.runtime.kafka.config import ConfigError as KafkaConfigError
     from app.runtime.kafka.topology import Topology
@@ -90,6 +94,8 @@ def _check_topology(sf: StatementFile, config: Any) -> None:
         Topology.plan(config)
     except (KafkaConfigError, NotSupported) as e:
         raise ConfigError(f"{sf.path}: {e}") from None
+    except EplError as e:
+        raise ConfigError(first_error(sf.path) or f"{sf.path}: {e.message}") from None
 
 
 def cmd_deploy(args: argparse.Namespace, bootstrap: str) -> int:
@@ -98,10 +104,41 @@ def cmd_deploy(args: argparse.Namespace, bootstrap: str) -> int:
     sf = load_statement_file(args.file)
     config = _config(sf)
     _check_topology(sf, config)
-    probe_broker("deploy", bootstrap)
+    existing = probe_broker("deploy", bootstrap)
     for line in create_topics(config, bootstrap):
         print(line)
+    for note in retention_notes(bootstrap, [t for t in config.source_topics if t in existing]):
+        print(f"kepl: deploy: note: {note}", file=sys.stderr)
     return 0
+
+
+def retention_notes(bootstrap: str, topics: list[str]) -> list[str]:
+    """A line per source topic that existed before ``kepl deploy`` (which leaves it as
+    it is) and deletes records by time: records stamped with runtime times near 0, as
+    ``kepl clock`` and ``kepl demo`` write them, go at the broker's next retention check
+    (source topics kepl creates keep every record: ``topology.SOURCE_CONFIG``)."""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    from app.runtime.kafka import client
+
+    if not topics:
+        return []
+    admin = AdminClient(client.conf({"bootstrap.servers": bootstrap, "log_level": 0}))
+    res = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
+    out = []
+    for r, fut in admin.describe_configs(res, request_timeout=PROBE_TIMEOUT_S).items():
+        try:
+            ms = int(fut.result().get("retention.ms").value)
+        except Exception:  # noqa: BLE001 - a note only: no answer, no note
+            continue
+        if ms >= 0:
+            out.append(f"source topic {r.name} existed and deletes records older than "
+                       f"{ms / 3_600_000:g} h (retention.ms={ms}) by their timestamps; "
+                       "records stamped with runtime times (kepl clock, kepl demo) are "
+                       "that old at once (kafka-configs --alter --add-config "
+                       f"retention.ms=-1 --entity-type topics --entity-name {r.name} "
+                       "keeps them)")
+    return out
 
 
 def data_dir_of(args: argparse.Namespace, app: str) -> Path:
@@ -261,14 +298,28 @@ def last_watermark(bootstrap: str, topic: str) -> int | None:
 
 class BrokerWatch:
     """One line per change of the broker's reachability, instead of librdkafka's log
-    lines: its logs go to a silent logger, its errors to ``error_cb``."""
+    lines: its logs go to a silent logger, its errors to ``error_cb``.
+
+    librdkafka says ``_ALL_BROKERS_DOWN`` only when every broker connection it keeps is
+    down at once, and nothing at all while a broker hangs with its connections open.
+    So a connection error, or ``IDLE_PROBE_S`` without a row, makes ``check`` ask for
+    metadata: no answer within ``PROBE_S`` is "unreachable"."""
 
     DOWN = ("_ALL_BROKERS_DOWN",)
+    SUSPECT = ("_TRANSPORT", "_ALL_BROKERS_DOWN", "_TIMED_OUT")
+    IDLE_PROBE_S = 5.0
+    PROBE_S = 3.0
 
-    def __init__(self, command: str, bootstrap: str) -> None:
+    def __init__(self, command: str, bootstrap: str,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.command = command
         self.bootstrap = bootstrap
+        self.clock = clock
         self.down = False
+        self.suspect = False
+        """A connection error since the last check: ask the broker."""
+        self.answered = clock()
+        """When the broker last answered (a row, or metadata)."""
         self.closing = False
         """Set while the clients close: errors they queued while not polled are old news."""
         quiet = logging.getLogger(f"kepl.{command}.kafka")
@@ -283,23 +334,43 @@ class BrokerWatch:
     def error(self, err: Any) -> None:
         from confluent_kafka import KafkaError
 
-        codes = {getattr(KafkaError, name) for name in self.DOWN}
-        if err.code() in codes and not self.down and not self.closing:
-            self.down = True
-            self.say(f"broker {self.bootstrap} unreachable, retrying")
+        if self.closing or self.down:
+            return
+        if err.code() in {getattr(KafkaError, name) for name in self.DOWN}:
+            self.went_down()
+        elif err.code() in {getattr(KafkaError, name) for name in self.SUSPECT}:
+            self.suspect = True
+
+    def went_down(self) -> None:
+        self.down = True
+        self.suspect = False
+        self.say(f"broker {self.bootstrap} unreachable, retrying")
+
+    def alive(self) -> None:
+        """The broker answered (a row arrived)."""
+        self.answered = self.clock()
 
     def check(self, client: Any) -> None:
-        """While down: ask ``client`` for metadata; an answer means connected again."""
+        """Between polls: while down, an answer to a metadata request means connected
+        again; while up, after a connection error or a quiet spell, no answer means
+        down."""
         from confluent_kafka import KafkaException
 
-        if not self.down:
+        now = self.clock()
+        if not self.down and not self.suspect and now - self.answered < self.IDLE_PROBE_S:
             return
         try:
-            client.list_topics(timeout=1.0)
+            client.list_topics(timeout=1.0 if self.down else self.PROBE_S)
         except KafkaException:
+            if not self.down:
+                self.went_down()
             return
-        self.down = False
-        self.say(f"connected to {self.bootstrap}")
+        finally:
+            self.suspect = False
+        self.answered = self.clock()
+        if self.down:
+            self.down = False
+            self.say(f"connected to {self.bootstrap}")
 
 
 def cmd_tail(args: argparse.Namespace, bootstrap: str) -> int:
@@ -331,6 +402,7 @@ def cmd_tail(args: argparse.Namespace, bootstrap: str) -> int:
                 print(json.dumps(row.as_dict(), default=str), flush=True)
             return 0
         for row in reader.follow(on_poll=lambda: watch.check(reader.consumer)):
+            watch.alive()
             print(json.dumps(row.as_dict(), default=str), flush=True)
     finally:
         watch.closing = True
@@ -348,11 +420,20 @@ def _ops_config(args: argparse.Namespace, command: str, bootstrap: str) -> Any:
 
 def cmd_status(args: argparse.Namespace, bootstrap: str) -> int:
     """The app's topics, consumer group, lag, watermark, dead letters and changelogs."""
-    from app.runtime.kafka.ops import app_status, render_status
+    from confluent_kafka import KafkaException
+
+    from app.runtime.kafka.ops import BrokerError, app_status, render_status
 
     config = _ops_config(args, "status", bootstrap)
-    st = app_status(config, bootstrap, last_watermark,
-                    Path(args.data_dir) if args.data_dir else None)
+    try:
+        st = app_status(config, bootstrap, last_watermark,
+                        Path(args.data_dir) if args.data_dir else None)
+    except (BrokerError, KafkaException) as e:
+        # a broker that keeps answering with a transient error (a group coordinator
+        # still loading), or refuses a request: which request, and why
+        cause = e.args[0].str() if isinstance(e, KafkaException) and e.args and \
+            hasattr(e.args[0], "str") else str(e)
+        raise Unavailable(f"status: {cause} (at {bootstrap})") from None
     if args.json:
         print(json.dumps(st, indent=2))
     else:
@@ -374,7 +455,14 @@ def _confirm(command: str, plan: list[str], yes: bool) -> bool:
 def cmd_undeploy(args: argparse.Namespace, bootstrap: str) -> int:
     """Delete the app's internal and output topics and its consumer group (and, with
     ``--delete-state``, the local state); refused while workers run."""
-    from app.runtime.kafka.ops import Broker, Busy, group_id, planned_topics, require_idle
+    from app.runtime.kafka.ops import (
+        Broker,
+        BrokerError,
+        Busy,
+        group_id,
+        planned_topics,
+        require_idle,
+    )
     from app.runtime.kafka.ops import undeploy as do_undeploy
 
     config = _ops_config(args, "undeploy", bootstrap)
@@ -391,8 +479,9 @@ def cmd_undeploy(args: argparse.Namespace, bootstrap: str) -> int:
             return 2
         for line in do_undeploy(config, bootstrap, topics, state):
             print(line)
-    except Busy as e:
-        raise Unavailable(str(e)) from None
+    except (Busy, BrokerError) as e:
+        raise Unavailable(f"{e}" if isinstance(e, Busy) else f"{args.command}: {e} (at "
+                          f"{bootstrap})") from None
     return 0
 
 
@@ -402,6 +491,7 @@ def cmd_reset(args: argparse.Namespace, bootstrap: str) -> int:
     from app.runtime.kafka.ops import (
         RESET_ROLES,
         Broker,
+        BrokerError,
         Busy,
         group_id,
         planned_topics,
@@ -421,8 +511,9 @@ def cmd_reset(args: argparse.Namespace, bootstrap: str) -> int:
             return 2
         for line in do_reset(config, bootstrap, topics, state):
             print(line)
-    except Busy as e:
-        raise Unavailable(str(e)) from None
+    except (Busy, BrokerError) as e:
+        raise Unavailable(f"{e}" if isinstance(e, Busy) else f"{args.command}: {e} (at "
+                          f"{bootstrap})") from None
     return 0
 
 

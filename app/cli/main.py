@@ -390,10 +390,22 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 print(f"kepl: {e}", file=sys.stderr)
                 return 1
     except ConfigError as e:
-        print(f"kepl: {e}", file=sys.stderr)
+        print(f"kepl: {_positioned(e)}", file=sys.stderr)
         return 2
     parser.print_help()
     return 2
+
+
+def _positioned(e: Exception) -> str:
+    """A statement file's shape error as its first error at its line and column in the
+    file (as ``kepl check`` finds it), else the error's own line."""
+    from app.statements import InvalidFile
+
+    if isinstance(e, InvalidFile) and not e.path.endswith(".epl"):
+        from app.cli.check import first_error
+
+        return first_error(e.path) or str(e)
+    return str(e)
 
 
 def _embedded(path: str) -> tuple[Any, Any, Any] | None:
@@ -413,9 +425,15 @@ def _embedded(path: str) -> tuple[Any, Any, Any] | None:
     try:
         for s in sf.statements:
             engine.deploy(plan_statement(catalog, s.epl, s.name))
-    except (EplError, NotSupported) as e:
-        print(e.render() if isinstance(e, EplError) else f"not supported yet: {e}",
-              file=sys.stderr)
+    except NotSupported as e:
+        print(f"kepl: {path}: not supported yet: {e}", file=sys.stderr)
+        return None
+    except EplError as e:
+        from app.cli.check import first_error
+
+        # a module's positions are the file's own; a YAML file's are mapped to it
+        line = None if path.endswith(".epl") else first_error(path)
+        print(f"kepl: {line or f'{path}:{e.line}:{e.column}: {e.message}'}", file=sys.stderr)
         return None
     return sf, catalog, engine
 

@@ -904,6 +904,37 @@ class ApamaQuery(Node):
     select_items: tuple[Node, ...]
 
 
+# ---------------------------------------------------------- expression declarations
+
+
+@dataclass(frozen=True, slots=True)
+class ExpressionDecl(Node):
+    """``expression name {[params =>] body}`` or ``expression name alias for {body}``
+    (Esper reference, "Expression declarations"); calls to it inline at planning."""
+
+    name: str
+    params: tuple[str, ...]
+    body: Node
+    alias: bool = False
+    """``alias for``: used as a plain name, without parentheses or parameters."""
+
+
+@dataclass(frozen=True, slots=True)
+class Declared(Node):
+    """A statement preceded by its own expression declarations."""
+
+    expressions: tuple[ExpressionDecl, ...]
+    statement: Node
+
+
+@dataclass(frozen=True, slots=True)
+class CreateExpression(Node):
+    """``create expression ...``: a declaration later statements may call."""
+
+    decl: ExpressionDecl
+    annotations: tuple[Annotation, ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class Module(Node):
     """A list of statements parsed from one text (``;``-separated)."""
@@ -921,6 +952,8 @@ Statement = (
     | OnStatement
     | CreateContext
     | ApamaQuery
+    | CreateExpression
+    | Declared
 )
 """Any statement node."""
 Expr = Node
@@ -928,7 +961,7 @@ Expr = Node
 
 STATEMENT_TYPES: tuple[type, ...] = (
     SelectStatement, CreateSchema, CreateWindow, CreateTable, CreateVariable, CreateIndex,
-    OnStatement, CreateContext, ApamaQuery,
+    OnStatement, CreateContext, ApamaQuery, CreateExpression, Declared,
 )
 
 __all__ = sorted(

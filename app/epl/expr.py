@@ -31,6 +31,10 @@ OUTPUT_BUILTINS = frozenset({
     "last_output_timestamp", "current_timestamp"})
 
 
+PREV_FUNCTIONS = frozenset({"prev", "prevtail", "prevwindow", "prevcount"})
+"""Esper ref. "Single-row functions": the functions that read the data window."""
+
+
 class NotSupportedExpr(Exception):
     """An expression construct the engine does not evaluate yet."""
 
@@ -653,8 +657,16 @@ def _compile_call(node: Any, scope: Scope) -> Expr:
             vscope = scope.agg_value_scope or scope
             args = list(node.args)
             extra: tuple = ()
-            if name == "nth" and len(args) == 2:
-                extra = (constant_value(args[1]),)
+            if name in ("nth", "first", "last") and len(args) == 2:
+                # Esper ref. "Aggregation functions": first(x, i), last(x, i), nth(x, i)
+                try:
+                    index = constant_value(args[1])
+                except ValueError:
+                    index = None
+                if type(index) is not int or index < 0:
+                    raise _err(f"the index of {name} must be a constant non-negative "
+                               "integer", args[1], f"write {name}({text_of(args[0])}, 1)")
+                extra = (index,)
                 args = args[:1]
             value = None
             vs = Scope(vscope.kind, vscope.aliases, vscope.tags, vscope.variables,
@@ -679,39 +691,18 @@ def _compile_call(node: Any, scope: Scope) -> Expr:
             key = f"$agg{i}"
             return lambda r, c: r.get(key)
         return lambda r, c: c.aggs[i] if c.aggs is not None else None
-    if name in ("prev", "prevtail"):
-        args = list(node.args)
-        if len(args) == 1:
-            n_fn: Expr = lambda r, c: 1  # noqa: E731
-            target = args[0]
-        else:
-            n_fn, target = compile_expr(args[0], scope), args[1]
-        inner = compile_expr(target, Scope("event", scope.aliases, variables=scope.variables,
-                                           tables=scope.tables))
-        tail = name == "prevtail"
+    if name in PREV_FUNCTIONS:
+        from app.epl.prev import compile_prev
 
-        def prev(r: Any, c: PartitionCtx) -> Any:
-            w = c.window
-            if w is None:
-                return None
-            row = w.prevtail(n_fn(r, c)) if tail else w.prev(n_fn(r, c))
-            return None if row is None else inner(row, c)
-        return prev
-    if name == "prevcount":
-        return lambda r, c: c.window.count() if c.window is not None else None
-    if name == "prevwindow":
-        inner = compile_expr(node.args[0], Scope("event", scope.aliases,
-                                                 variables=scope.variables,
-                                                 tables=scope.tables)) \
-            if node.args and not isinstance(node.args[0], ast.Star) else None
+        return compile_prev(node, name, scope, compile_expr)
+    if name == "prior":
+        from app.epl.prev import compile_prior
 
-        def prevwindow(r: Any, c: PartitionCtx) -> Any:
-            w = c.window
-            if w is None:
-                return None
-            rows = list(w.contents())[::-1]
-            return rows if inner is None else [inner(x, c) for x in rows]
-        return prevwindow
+        return compile_prior(node, scope)
+    if name == "istream":
+        if node.args:
+            raise _err("istream() takes no parameters", node, "write istream()")
+        return lambda r, c: c.is_new
     if name == "coalesce":
         args = [compile_expr(a, scope) for a in node.args]
 

@@ -21,6 +21,7 @@ from lark.lexer import PatternStr
 from app.epl import ast as A
 from app.epl.errors import EplSyntaxError
 from app.epl.parsing.contexts import ContextRules
+from app.epl.parsing.declarations import DeclarationRules
 from app.epl.parsing.expressions import ExpressionRules
 from app.epl.parsing.grammar import epl_lark
 from app.epl.parsing.patterns import PatternRules
@@ -167,5 +168,5 @@ def _check_depth(built: Any, text: str) -> None:
 
 
 class _Builder(StatementRules, StreamRules, ContextRules, PatternRules, SubqueryRules,
-               ExpressionRules):
+               ExpressionRules, DeclarationRules):
     """lark tree -> app.epl.ast; one method per grammar rule or alias, by section."""

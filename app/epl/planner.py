@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from app.epl import ast
+from app.epl.declared import check_body, inline
 from app.epl.errors import EplError, verr
 from app.epl.expr import (
     NotSupportedExpr,
@@ -25,6 +27,7 @@ from app.epl.planning.results import ResultPlanning
 from app.epl.planning.select import SelectPlanning
 from app.epl.planning.subqueries import subquery_numbers
 from app.epl.planning.tables import TablePlanning
+from app.epl.prev import window_calls
 from app.runtime.catalog import Catalog, NotSupported
 from app.runtime.plan import OnDemandPlan, StatementPlan
 
@@ -43,13 +46,23 @@ class Planner(SelectPlanning, NamedWindowPlanning, TablePlanning, ResultPlanning
         self.source = epl
         try:
             with using(self.catalog.functions):
-                return plan(node)
+                return plan(self._inlined(node))
         except NotSupportedExpr as e:
             raise NotSupported(str(e)) from None
         except EplError as e:
             if e.source is None:
                 e.source = epl
             raise
+
+    def _inlined(self, node: Any) -> Any:
+        """The statement with its own and the shared declared expressions inlined."""
+        local: tuple = ()
+        if isinstance(node, ast.Declared):
+            local, node = node.expressions, node.statement
+        if isinstance(node, ast.CreateExpression):
+            return node
+        return inline(node, local, self.catalog.expressions,
+                      frozenset(self.catalog.variables))
 
     def plan(self, node: Any, name: str, epl: str = "") -> StatementPlan:
         plan = self._plan(node, name, epl)
@@ -83,6 +96,10 @@ class Planner(SelectPlanning, NamedWindowPlanning, TablePlanning, ResultPlanning
         return plan
 
     def _plan_kind(self, node: Any, kind: str, name: str, epl: str) -> StatementPlan:
+        if kind not in ("SelectStatement", "CreateContext", "CreateSchema"):
+            for call in window_calls(node):
+                raise NotSupported(f"{call.name}() outside a select statement (kepl runs "
+                                   "it on one event stream)")
         if kind == "CreateSchema":
             self.catalog.schemas[node.name] = {f: str(t) for f, t in node.fields}
             return StatementPlan(name, "schema", epl, schema=self.catalog.schemas[node.name])
@@ -90,6 +107,8 @@ class Planner(SelectPlanning, NamedWindowPlanning, TablePlanning, ResultPlanning
             spec = self.context_spec(node.name, node.spec)
             self.catalog.contexts[node.name] = spec
             return StatementPlan(name, "context", epl, context_spec=spec)
+        if kind == "CreateExpression":
+            return self.create_expression(node, name, epl)
         if kind == "CreateVariable":
             return self.create_variable(node, name, epl)
         if kind == "CreateTable":
@@ -103,6 +122,19 @@ class Planner(SelectPlanning, NamedWindowPlanning, TablePlanning, ResultPlanning
         if kind == "ApamaQuery":
             return self.apama(node, name, epl)
         raise NotSupported(construct_name(kind))
+
+
+    def create_expression(self, node: Any, name: str, epl: str) -> StatementPlan:
+        """Register a shared declared expression (once per name, as Esper)."""
+        decl = node.decl
+        if decl.name in self.catalog.expressions:
+            raise verr(f"expression '{decl.name}' has already been declared", node,
+                       hint="give it another name, or declare it in the statement that "
+                       "uses it")
+        check_body(decl, frozenset(self.catalog.variables)
+                   | frozenset(n for n, d in self.catalog.expressions.items() if d.alias))
+        self.catalog.expressions[decl.name] = decl
+        return StatementPlan(name, "expression", epl)
 
 
 def plan_statement(catalog: Catalog, epl: str, name: str) -> StatementPlan:

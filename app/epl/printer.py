@@ -274,6 +274,8 @@ class _Printer:
             if not (_IDENT_RE.match(ns) and _IDENT_RE.match(name)):
                 raise ValueError(f"cannot print function name {node.name!r}")
             head = node.name
+        elif node.name.lower() == "istream" and not node.args and not node.star:
+            return "istream()"  # one terminal in the grammar, never a quoted name
         else:
             head = self.dotted(node.name)
         if node.star:
@@ -459,6 +461,21 @@ class _Printer:
         if context is not None:
             parts.append(f"context {self.ident(context)}")
         return " ".join(parts) + " " if parts else ""
+
+    def p_ExpressionDecl(self, node: A.ExpressionDecl) -> str:
+        """expression name [alias for] {[(params) =>] body}."""
+        alias = " alias for" if node.alias else ""
+        params = f"({', '.join(node.params)}) => " if node.params else ""
+        return f"expression {self.ident(node.name)}{alias} {{{params}{self.expr(node.body)}}}"
+
+    def p_Declared(self, node: A.Declared) -> str:
+        """A statement after its expression declarations."""
+        return " ".join([*(self.p_ExpressionDecl(d) for d in node.expressions),
+                         self.node(node.statement)])
+
+    def p_CreateExpression(self, node: A.CreateExpression) -> str:
+        """create expression ..."""
+        return self.prefix(node.annotations, None) + "create " + self.p_ExpressionDecl(node.decl)
 
     def p_SelectItem(self, node: A.SelectItem) -> str:
         """expr [as alias]."""

@@ -194,7 +194,8 @@ def _port_free(port: int, host: str = HOST) -> bool:
 
 
 def _server_properties(port: int, data_dir: Path,
-                       sasl: tuple[int, dict[str, str]] | None = None) -> str:
+                       sasl: tuple[int, dict[str, str]] | None = None,
+                       overrides: dict[str, str] | None = None) -> str:
     ctl = port + 1
     props = {
         "process.roles": "broker,controller",
@@ -234,6 +235,7 @@ def _server_properties(port: int, data_dir: Path,
         accounts = " ".join(f'user_{u}="{pw}"' for u, pw in users.items())
         props["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = (
             f"org.apache.kafka.common.security.plain.PlainLoginModule required {accounts};")
+    props.update(overrides or {})
     lines = ["# Written by kepl (app/kafka/local_broker.py) on every start; edits are lost."]
     lines += [f"{k}={v}" for k, v in props.items()]
     return "\n".join(lines) + "\n"
@@ -402,8 +404,12 @@ def start(
     die_with_parent: bool = False,
     sasl_users: dict[str, str] | None = None,
     sasl_port: int | None = None,
+    overrides: dict[str, str] | None = None,
 ) -> BrokerInfo:
     """Start a broker on ``port`` (controller on ``port + 1``) and wait until it answers.
+
+    ``overrides``: broker properties laid over the defaults (a test session's broker
+    checks retention every few seconds: ``log.retention.check.interval.ms``).
 
     ``sasl_users`` (name -> password) and ``sasl_port``: one more listener there,
     ``SASL_PLAINTEXT`` with the PLAIN mechanism, for clients that authenticate.
@@ -423,7 +429,8 @@ def start(
     cp = classpath(ensure_jars())
     with file_lock(data_dir / ".start.lock"):  # one starter per data dir at a time
         return _start_locked(port, data_dir, wait_s, appcds, die_with_parent, java, cp,
-                             (sasl_port, sasl_users) if sasl_users and sasl_port else None)
+                             (sasl_port, sasl_users) if sasl_users and sasl_port else None,
+                             overrides)
 
 
 def _start_locked(
@@ -435,6 +442,7 @@ def _start_locked(
     java: str,
     cp: str,
     sasl: tuple[int, dict[str, str]] | None = None,
+    overrides: dict[str, str] | None = None,
 ) -> BrokerInfo:
     bootstrap = f"{HOST}:{port}"
     pid = _read_pid(data_dir)
@@ -452,7 +460,7 @@ def _start_locked(
     logs = data_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     props = data_dir / "server.properties"
-    props.write_text(_server_properties(port, data_dir, sasl))
+    props.write_text(_server_properties(port, data_dir, sasl, overrides))
     log4j = data_dir / "log4j2.properties"
     log4j.write_text(_LOG4J2)
 

@@ -53,6 +53,8 @@ class Catalog:
     variable_values: dict[str, Any] = field(default_factory=dict)
     context_variables: dict[str, str] = field(default_factory=dict)
     tables: dict[str, Any] = field(default_factory=dict)
+    expressions: dict[str, Any] = field(default_factory=dict)
+    """Declared expressions shared by ``create expression`` (name -> ExpressionDecl)."""
     max_string_length: dict[str, int] = field(default_factory=dict)
     """Event type (or ``"*"``) -> the longest string a property may hold (0: any)."""
     functions: dict[str, Any] = field(default_factory=dict)

@@ -33,6 +33,9 @@ _SKIP_CHECK = 32
 _SKIP_MAX = 1 << 16
 """Longest back-off between looks when nothing could be skipped."""
 
+_SEGMENT = object()
+"""Marks the end of one statement run among the variable writes (see _post_variable_writes)."""
+
 Listener = Callable[[str, Rows, Rows, Any], None]
 """Called as listener(statement name, new rows, old rows, context partition id)."""
 
@@ -71,7 +74,11 @@ class Engine:
         self.contexts: dict[str, _Ctx] = {}
         self.by_type: dict[str, list[_Stmt]] = {}
         self._var_changes: list[str] = []
-        self.var_store = VariableStore(self.store.namespace("v", "global"), self._var_changes)
+        self._var_writes: list[Any] = []
+        self._var_posts: dict[tuple[str | None, str], str] = {}
+        """(context, variable) -> the name of the statement that declared it."""
+        self.var_store = VariableStore(self.store.namespace("v", "global"), self._var_changes,
+                                       self._var_writes, (None, 0))
         self.variables = VariableScope(self.var_store)
         """Global variables as expressions see them (000 §4.8)."""
         self._ctx_var_decls: dict[str, list[VariableDecl]] = {}
@@ -104,6 +111,7 @@ class Engine:
         if plan.kind == "variable":
             decl = plan.var_decl or VariableDecl(plan.variable or plan.name, "object",
                                                  plan.initial)
+            self._var_posts[(plan.context, decl.name)] = plan.name
             if plan.context is not None:
                 # 000 §4.8: a context variable has one value per context partition
                 self._ctx_var_decls.setdefault(plan.context, []).append(decl)
@@ -206,7 +214,7 @@ class Engine:
         store = self._ctx_vars.get(key)
         if store is None:
             store = VariableStore(self.store.namespace("v", context, repr(pid)),
-                                  self._var_changes)
+                                  self._var_changes, self._var_writes, (context, pid))
             for decl in self._ctx_var_decls[context]:
                 store.declare(decl)
             self._ctx_vars[key] = store
@@ -290,6 +298,8 @@ class Engine:
     def _notify_variables(self) -> None:
         """Variables changed: views and output conditions that read them react
         (001 §14.3.12 ``#expr`` windows, Esper §5.7.1.1 ``output when``)."""
+        if self._var_writes:
+            self._post_variable_writes()
         rounds = 0
         while self._var_changes and rounds < 100:
             rounds += 1
@@ -303,6 +313,32 @@ class Engine:
                     new, old = p.on_variables_changed(now)
                     self._emit(st, pid, new, old)
                     self._arm(("p", st.plan.name, pid), p.next_timer)
+            if self._var_writes:
+                self._post_variable_writes()
+
+    def _post_variable_writes(self) -> None:
+        """Each statement run that writes a variable posts a row to the variable's
+        statement: the new value on the insert stream, the value before the run on the
+        remove stream, the column named after the variable (Esper: listeners of a
+        create-variable statement; the writes of one run commit together, so
+        ``set a = a * 2, a = a + 1`` posts once)."""
+        writes = list(self._var_writes)
+        self._var_writes.clear()
+        run: dict[tuple[Any, str], list] = {}
+        for w in (*writes, _SEGMENT):
+            if w is not _SEGMENT:
+                tag, name, old, new = w
+                if (tag, name) in run:
+                    run[(tag, name)][1] = new
+                else:
+                    run[(tag, name)] = [old, new]
+                continue
+            for ((context, pid), name), (old, new) in run.items():
+                stmt = self._var_posts.get((context, name))
+                if stmt is not None:
+                    for listener in self.listeners:
+                        listener(stmt, [{name: new}], [{name: old}], pid)
+            run.clear()
 
     # -- timers -------------------------------------------------------------
     def _arm(self, key: Any, next_timer: Callable[[], int | None],
@@ -621,6 +657,9 @@ class Engine:
             self._emit(st, pid, res.new, res.old)
 
     def _emit(self, st: _Stmt, pid: Any, new: Rows, old: Rows) -> None:
+        writes = self._var_writes
+        if writes and writes[-1] is not _SEGMENT:
+            writes.append(_SEGMENT)  # the variable writes of one statement run end here
         if not new and not old:
             return
         if st.plan.select_stream is None:

@@ -31,7 +31,7 @@ class Join:
     """Windows and indexes of a join's streams in one context partition."""
 
     __slots__ = ("spec", "ctx", "names", "views", "by_type", "hashes", "scans", "maint",
-                 "paths", "uni", "ordered", "nw", "tabs")
+                 "paths", "uni", "ordered", "nw", "tabs", "priors")
 
     def __init__(self, spec: JoinSpec, state: StateNamespace, ctx: PartitionCtx,
                  build_view: ViewBuilder) -> None:
@@ -42,6 +42,9 @@ class Join:
         self.views: list[View | None] = [
             build_view(s.view, state.child(i), ctx) if s.view is not None else None
             for i, s in enumerate(streams)]
+        ctx.windows = {n: v for n, v in zip(self.names, self.views) if v is not None}
+        self.priors = [s.prior.build(state.child(f"prior{i}"), ctx)
+                       if s.prior is not None else None for i, s in enumerate(streams)]
         self.tabs = {i: ctx.tables[s.type_name] for i, s in enumerate(streams) if s.table}
         """Table streams: read through the partition's table instance (000 §4.7)."""
         self.by_type: dict[str, list[int]] = {}
@@ -175,11 +178,13 @@ class Join:
             s = self.spec.streams[i]
             if s.filter is not None and not s.filter(event, ctx):
                 continue
+            prior = self.priors[i]
+            ev = event if prior is None else prior.stamp(event)
             view = self.views[i]
             if view is None:
-                changed.append((i, [event], []))
+                changed.append((i, [ev], []))
                 continue
-            new, old = view.on_events([event], [], now_ms)
+            new, old = view.on_events([ev], [], now_ms)
             if new or old:
                 changed.append((i, list(new), list(old)))
         return self.compose(changed) if changed else ([], [])

@@ -38,6 +38,8 @@ class JoinStream:
     named_window: bool = False
     """The stream is a named window (``type_name``): its rows enter and leave with the
     window's insert and remove stream, and it starts from the window's rows."""
+    prior: Any = None
+    """The prior(n, x) calls on this stream (``operators.prior.PriorSpec``)."""
 
     def describe(self) -> str:
         text = self.type_name + (f"({self.filter_text})" if self.filter is not None else "")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from itertools import islice
+from typing import Any
+
 from operators.base import Row, StateNamespace
-from operators.windows.common import BatchLog, RowRefs, WindowView
+from operators.windows.common import BatchLog, RowRefs, WindowView, relative_index
 
 
 class BatchWindow(WindowView):
@@ -14,6 +17,9 @@ class BatchWindow(WindowView):
     def __init__(self, state: StateNamespace, refs: RowRefs, stamped: bool = False) -> None:
         self.state = state
         self.batches = BatchLog(state.child("rows"), refs, state, "boundary", stamped)
+        self._positions: tuple[Any, dict[int, int]] = (None, {})
+        """Index of each row of the last released batch by identity, for prev (derived
+        from the rows, rebuilt once per batch: not state)."""
 
     def contents(self) -> list[Row]:
         """The batch being collected (what Esper's iterator returns for a batch window)."""
@@ -24,9 +30,20 @@ class BatchWindow(WindowView):
         return self.batches.n_last
 
     def prev(self, i: int, row: Row | None = None) -> Row | None:
-        """The i-th most recent row of the last released batch (the posted insert stream)."""
+        """The i-th row before ``row`` in the last released batch (the posted insert
+        stream); Esper's prev is relative to the event, so the first of a batch has no
+        prev(1)."""
+        rows = self.batches.log.rows
         n = self.batches.n_last
-        return self.batches.log.rows[n - 1 - i] if 0 <= i < n else None
+        if row is None or n == 0 or rows[n - 1] is row:
+            at = n - 1
+        else:
+            key = (self.batches.boundary, n, id(rows[0]))
+            if self._positions[0] != key:
+                self._positions = (key, {id(r): k for k, r in enumerate(islice(rows, n))})
+            found = self._positions[1].get(id(row))
+            at = found if found is not None else relative_index(rows, row, n)
+        return rows[at - i] if 0 <= i <= at else None
 
     def prevtail(self, i: int, row: Row | None = None) -> Row | None:
         """The i-th oldest row of the last released batch."""

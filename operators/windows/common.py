@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
@@ -216,14 +216,42 @@ class WindowView:
         return len(self.contents())
 
     def prev(self, i: int, row: Row | None = None) -> Row | None:
-        """The i-th most recent row (0 = newest), None when out of range."""
+        """The i-th row before ``row`` (0 = ``row``; without a row, the newest), None
+        when out of range."""
         rows = self.contents()
-        return rows[-1 - i] if 0 <= i < len(rows) else None
+        at = relative_index(rows, row)
+        return rows[at - i] if 0 <= i <= at else None
 
     def prevtail(self, i: int, row: Row | None = None) -> Row | None:
         """The i-th oldest row (0 = oldest), None when out of range."""
         rows = self.contents()
         return rows[i] if 0 <= i < len(rows) else None
+
+    def prevwindow(self, row: Row | None = None) -> list[Row]:
+        """Every row prev can reach, in prev's order: newest first, or the window's own
+        order (a sorted window's sort order); Esper ref. "Single-row functions",
+        prevwindow."""
+        n = self.count(row)
+        tail = self.prevtail
+        return [r for r in (tail(j, row) for j in range(n - 1, -1, -1)) if r is not None]
+
+
+def relative_index(rows: Sequence[Row], row: Row | None, n: int | None = None) -> int:
+    """Index of ``row`` in the first ``n`` (default all) of ``rows`` searched from the
+    newest end (the event prev is relative to is nearly always the newest); the newest
+    without a row, -1 if absent.  Rows restored from a checkpoint are equal copies, not
+    the same objects: without an identical row the newest equal one counts."""
+    size = len(rows) if n is None else n
+    last = size - 1
+    if row is None or last < 0 or rows[last] is row:
+        return last
+    equal = -1
+    for k, r in enumerate(islice(rows, size)):
+        if r is row:
+            return k
+        if r == row:
+            equal = k
+    return equal
 
 
 # --------------------------------------------------------------------------- persisted logs

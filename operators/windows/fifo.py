@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from operators.base import Row, StateNamespace
-from operators.windows.common import RowLog, RowRefs, WindowView, find_row
+from operators.windows.common import (
+    RowLog,
+    RowRefs,
+    WindowView,
+    find_row,
+    relative_index,
+)
 
 
 class FifoWindow(RowLog, WindowView):
@@ -34,9 +40,13 @@ class FifoWindow(RowLog, WindowView):
         return len(self.log.rows)
 
     def prev(self, i: int, row: Row | None = None) -> Row | None:
-        """The i-th most recent row (0 = newest)."""
+        """The i-th row before ``row`` (0 = ``row`` itself; without a row, the newest).
+
+        Esper ref. "Single-row functions", prev: the index is relative to the event
+        being evaluated; it is the newest one but for several events in one update."""
         rows = self.log.rows
-        return rows[-1 - i] if 0 <= i < len(rows) else None
+        at = relative_index(rows, row)
+        return rows[at - i] if 0 <= i <= at else None
 
     def prevtail(self, i: int, row: Row | None = None) -> Row | None:
         """The i-th oldest row (0 = oldest)."""

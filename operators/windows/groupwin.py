@@ -176,21 +176,21 @@ class GroupWinView(WindowView):
         """Rows of the row's group (Esper's prev functions work per group), else all rows."""
         view = self._group(row)
         if view is not None:
-            return view.count()
+            return view.count(row)
         return 0 if row is not None else sum(v.count() for v in self.views.values())
 
     def prev(self, i: int, row: Row | None = None) -> Row | None:
         """prev within the group of ``row``."""
         view = self._group(row)
         if view is not None:
-            return view.prev(i)
+            return view.prev(i, row)
         return None if row is not None else super().prev(i)
 
     def prevtail(self, i: int, row: Row | None = None) -> Row | None:
         """prevtail within the group of ``row``."""
         view = self._group(row)
         if view is not None:
-            return view.prevtail(i)
+            return view.prevtail(i, row)
         return None if row is not None else super().prevtail(i)
 
 

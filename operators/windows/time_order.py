@@ -92,6 +92,20 @@ class TimeOrderWindow(WindowView):
         """Number of held events."""
         return len(self.heap)
 
+    def prev(self, i: int, row: Row | None = None) -> Row | None:
+        """The i-th held event in timestamp order, oldest first: Esper reads a time-order
+        window by index in its sort order, as a sorted window (not relative to the
+        event)."""
+        if not 0 <= i < len(self.heap):
+            return None
+        return heapq.nsmallest(i + 1, self.heap)[-1][2]
+
+    def prevtail(self, i: int, row: Row | None = None) -> Row | None:
+        """The i-th held event from the newest timestamp."""
+        if not 0 <= i < len(self.heap):
+            return None
+        return heapq.nlargest(i + 1, self.heap)[-1][2]
+
 
 @dataclass(frozen=True)
 class TimeOrderSpec(WindowSpec):

@@ -113,3 +113,15 @@ def test_first_last_window_take_out_the_event_that_leaves() -> None:
     assert [a.result(s) for a, s in zip((first, last, window), states)] == [4, 3, [4, 5, 3]]
     # without the row, the oldest equal value goes
     assert first.result(first.leave(states[0], 4)) == 5
+
+
+def test_first_and_last_with_an_index() -> None:
+    from operators.aggregates import make_aggregator
+
+    first, last = make_aggregator("first", extra=(1,)), make_aggregator("last", extra=(2,))
+    s1, s2 = first.initial(), last.initial()
+    for v in (5, 1, 3):
+        s1, s2 = first.enter(s1, v), last.enter(s2, v)
+    assert (first.result(s1), last.result(s2)) == (1, 5)
+    s1, s2 = first.leave(s1, 5), last.leave(s2, 5)
+    assert (first.result(s1), last.result(s2)) == (3, None)

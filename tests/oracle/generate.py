@@ -162,8 +162,7 @@ def shape(r: random.Random) -> Shape:
     stream = r.choice(STREAMS) if r.random() < 0.5 else ""
     if output == "first" and agg == "grouped" and stream == "rstream ":
         stream = ""  # not generated: README, deviations (grouped 'output first' of rstream)
-    # first()/last() not over a sort window: README, deviations (their order there)
-    sel, tail = _select(r, agg, window not in ("none", "sort"), context, output)
+    sel, tail = _select(r, agg, window != "none", context, output)
     s = Shape(window, window_text, agg, output, stream.strip() or "istream", context)
     ctx = _context(r, context)
     if ctx:

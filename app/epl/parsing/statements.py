@@ -51,7 +51,11 @@ class StatementRules(BuilderBase):
             changes["annotations"] = annotations
         if ctx is not None:
             changes["context"] = ctx
-        return dataclasses.replace(body, **changes)
+        statement = dataclasses.replace(body, **changes)
+        declared = all_of(items[:-1], A.ExpressionDecl)
+        if declared:
+            return A.Declared(declared, statement, pos=pos)
+        return statement
 
     def r_ctx_prefix(self, c: list[Any], pos: A.Pos) -> Wrapped:
         """'context Name' prefix."""

@@ -105,10 +105,12 @@ def plan_join(planner: PlannerBase, node: Any, name: str, epl: str) -> Statement
         for on in inner_on:
             where = on if where is None else ast.Binary("and", on, where, pos=on.pos)
         node = dataclasses.replace(node, where=where, joins=())
+    _check_prev_windows(node, streams, names)
     subs = SubqueryEnv(planner, node.context,
                        outer_props=frozenset(p for pr in props.values() for p in pr))
     scope = Scope("tags", tags=names, variables=variables, tables=planner.tenv,
                   subqueries=subs)
+    streams = _with_priors(node, streams, names, scope)
     agg_texts: dict[str, int] = {}
     # join rows leave as any stream's window evicts: order-based aggregates track them
     rs = planner.result_set(node, dataclasses.replace(scope, rows_leave_in_order=False),
@@ -233,6 +235,42 @@ def _rewrite(node: Any, fn: Any) -> Any:
         if nv is not v:
             changes[f.name] = nv
     return dataclasses.replace(node, **changes) if changes else node
+
+
+def _with_priors(node: Any, streams: list[JoinStream], names: frozenset[str], scope: Scope
+                 ) -> list[JoinStream]:
+    """Each stream with the prior(n, x) calls on it: its events are stamped with their
+    prior values as they arrive (``operators.prior``)."""
+    from app.epl.prev import join_stream, prior_calls, prior_items
+    from operators.prior import PriorSpec
+
+    calls: dict[str, list[Any]] = {}
+    for call in prior_calls(node):
+        calls.setdefault(join_stream(call, names), []).append(call)
+    out = []
+    for s in streams:
+        mine = calls.get(s.name)
+        if mine and (s.named_window or s.table):
+            raise NotSupported(f"prior() on the named window or table stream '{s.name}'")
+        out.append(dataclasses.replace(s, prior=PriorSpec(prior_items(
+            mine, scope, compile_expr))) if mine else s)
+    return out
+
+
+def _check_prev_windows(node: Any, streams: list[JoinStream], names: frozenset[str]
+                        ) -> None:
+    """A prev function reads one stream's window, which must retain previous events
+    (as on a single stream, ``app.epl.prev.check_prev_window``)."""
+    from app.epl.prev import join_stream, retains_previous, window_calls
+
+    views = {s.name: s.view for s in streams}
+    for call in window_calls(*node.select_items, node.where, node.having,
+                             *(node.order_by or ())):
+        if call.name.lower() == "prior":
+            continue
+        if not retains_previous(views[join_stream(call, names)]):
+            raise verr(f"{call.name} needs a data window that retains previous events",
+                       call, hint="such as #length(10), #time(1 min), #keepall or #sort")
 
 
 def _qualified(node: Any, resolver: _Resolver) -> Any:

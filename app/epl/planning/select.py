@@ -19,10 +19,18 @@ from app.epl.planning.base import (
     derived_props,
 )
 from app.epl.planning.subqueries import SubqueryEnv
+from app.epl.prev import (
+    check_prev_window,
+    prior_calls,
+    prior_items,
+    prior_tagged_items,
+    window_calls,
+)
 from app.runtime.catalog import NotSupported
 from app.runtime.plan import StatementPlan
 from operators.output import OutputSpec
 from operators.pipeline import PipelineSpec, StreamSpec
+from operators.prior import MatchPriorSpec, PriorSpec
 
 
 class SelectPlanning(PlannerBase):
@@ -32,6 +40,13 @@ class SelectPlanning(PlannerBase):
         if node.context is not None and node.context not in self.catalog.contexts:
             raise verr(f"unknown context '{node.context}'", node,
                 hint=did_you_mean(node.context, self.catalog.contexts))
+        priors = prior_calls(node)
+        src = node.from_[0]
+        if len(node.from_) == 1 and type(src).__name__ != "FilterStream":
+            for call in window_calls(node):
+                if call.name.lower() != "prior":
+                    raise verr(f"{call.name} needs a data window that retains previous "
+                               "events", call, hint="a pattern has no data window")
         if len(node.from_) != 1:
             from app.epl.planning.joins import plan_join
 
@@ -42,6 +57,7 @@ class SelectPlanning(PlannerBase):
         pattern = None
         variables = frozenset(self.catalog.variables)
         source_window = None
+        match_prior = None
         if type(src).__name__ == "FilterStream":
             props = self.catalog.type_props(src.type_name)
             if src.type_name in self.catalog.named_windows:
@@ -57,11 +73,18 @@ class SelectPlanning(PlannerBase):
             subs.outer_props = frozenset(props)
             scope = Scope("event", aliases, variables=variables, tables=self.tenv,
                           subqueries=subs)
+            misplaced = window_calls(src.filter)
+            if misplaced:
+                raise verr(f"{misplaced[0].name} is not allowed in a stream filter",
+                           misplaced[0], hint="move the condition to the where clause")
             filt = compile_expr(src.filter, scope) if src.filter is not None else None
             view = self.view_chain(src.views, scope, src.retain) if src.views else None
             self._check_names(node, {**props, **derived_props(view)}, scope, src.type_name)
+            check_prev_window(node, view)
             stream = StreamSpec(src.type_name, filt, view, src.alias,
-                                text_of(src.filter) if src.filter is not None else "")
+                                text_of(src.filter) if src.filter is not None else "",
+                                PriorSpec(prior_items(priors, scope, compile_expr))
+                                if priors else None)
             if src.type_name in self.catalog.tables:
                 raise NotSupported("selecting from a table in a continuous statement (use an "
                                    "on-select, or 'kepl query' for an on-demand read)")
@@ -72,6 +95,8 @@ class SelectPlanning(PlannerBase):
             subs.pattern = True
             scope = Scope("tags", tags=frozenset(pattern.tag_names()), variables=variables,
                           tables=self.tenv, subqueries=subs)
+            if priors:
+                match_prior = MatchPriorSpec(prior_tagged_items(priors, scope, compile_expr))
             self._check_tag_names(node, pattern)
         else:
             raise NotSupported(construct_name(type(src).__name__))
@@ -87,6 +112,8 @@ class SelectPlanning(PlannerBase):
                 stream.view is not None and not stream.view.oldest_first)):
             rs_scope = replace(rs_scope, rows_leave_in_order=False)
         rs = self.result_set(node, rs_scope, agg_texts=agg_texts)
+        if priors:
+            rs = replace(rs, hidden_keys=True)
         tables: tuple[str, ...] = ()
         if node.into_table is not None:
             rs = self._into_table(node, rs, agg_texts)
@@ -96,7 +123,8 @@ class SelectPlanning(PlannerBase):
         select_kind, insert_into, insert_stream, select_stream = self.streams_of(node, rs)
         pipeline = PipelineSpec(rs, output, stream, pattern, where,
                                 select_kind if select_stream is None else "irstream",
-                                bool(node.distinct), subqueries=tuple(subs.specs))
+                                bool(node.distinct), subqueries=tuple(subs.specs),
+                                match_prior=match_prior)
         return StatementPlan(name, "query", epl, pipeline, node.context,
                              insert_into=insert_into, insert_stream=insert_stream,
                              select_stream=select_stream,

@@ -115,8 +115,12 @@ class AppConfig:
         for t in full_topics.values():
             if not _NAME.match(t):
                 raise ConfigError(f"topic name '{t}' is not valid")
-        # a statement file says 'partitions' (schemas/statement-file.schema.json)
-        parts = doc.get("source_partitions", doc.get("partitions", 1))
+        # one name for the source partitions, as statement files, the JSON schema and
+        # the helm chart say: 'partitions'
+        if "source_partitions" in doc:
+            raise ConfigError("unknown key 'source_partitions': the partitions of the "
+                              "source topics are 'partitions'")
+        parts = doc.get("partitions", 1)
         if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
             raise ConfigError(f"'partitions' must be a positive integer, got {parts!r}")
         guarantee = doc.get("processing_guarantee", "exactly_once")
@@ -157,11 +161,29 @@ class AppConfig:
 
     @classmethod
     def from_file(cls, path: Path | str) -> AppConfig:
-        """Load a YAML (or JSON) file of the ``from_dict`` shape."""
+        """Load a YAML (or JSON) file of the ``from_dict`` shape; a file that cannot be
+        read or is not valid is a one-line ``ConfigError`` naming it (and where in it)."""
         import yaml
 
-        return cls.from_dict(yaml.safe_load(Path(path).read_text()),
-                             Path(path).resolve().parent)
+        from app.statements import _yaml_problem, load_yaml
+
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as e:
+            raise ConfigError(f"{p}: cannot read: {e.strerror}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"{p}: not UTF-8 text") from None
+        try:
+            doc = load_yaml(text)
+        except RecursionError:
+            raise ConfigError(f"{p}: YAML nested too deeply to read") from None
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{p}: not valid YAML at {_yaml_problem(text, e)}") from None
+        try:
+            return cls.from_dict(doc, p.resolve().parent)
+        except ConfigError as e:
+            raise ConfigError(f"{p}: {e}") from None
 
     def to_dict(self) -> dict[str, Any]:
         """The dict shape again (for writing a worker's config file)."""
@@ -169,7 +191,7 @@ class AppConfig:
             "app": self.app,
             "schemas": self.schemas,
             "topics": dict(self.topics),
-            "source_partitions": self.source_partitions,
+            "partitions": self.source_partitions,
             **({"context_partitions": dict(self.context_partitions)}
                if self.context_partitions else {}),
             **({"processing_guarantee": self.processing_guarantee}

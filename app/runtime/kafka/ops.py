@@ -43,6 +43,61 @@ class Busy(Exception):
     """The consumer group has active members: workers still run."""
 
 
+class BrokerError(Exception):
+    """A request the broker refused, or kept answering with a transient error for the
+    whole retry budget: one line saying which request and why."""
+
+
+RETRY_S = 15.0
+"""How long a request answered with a transient error is retried (``Retrying``)."""
+TRANSIENT = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR",
+             "LEADER_NOT_AVAILABLE", "NOT_LEADER_FOR_PARTITION", "NOT_CONTROLLER",
+             "REQUEST_TIMED_OUT", "REBALANCE_IN_PROGRESS", "UNKNOWN_TOPIC_OR_PART",
+             "NETWORK_EXCEPTION", "_TRANSPORT", "_TIMED_OUT", "_ALL_BROKERS_DOWN",
+             "_WAIT_COORD")
+"""Errors a broker answers while it starts, elects a leader or loads a group
+coordinator (right after the first deploy on a new broker): worth asking again."""
+
+
+class Retrying:
+    """Runs admin requests, asking again with a growing pause (0.1 s to 1 s) while the
+    broker answers with a transient error, until ``budget_s`` after the first request
+    of this object; then, or on any other error, ``BrokerError`` names the request."""
+
+    def __init__(self, budget_s: float | None = None,
+                 sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.budget_s = RETRY_S if budget_s is None else budget_s
+        self.sleep = sleep
+        self.clock = clock
+        self.deadline: float | None = None
+        self.retries = 0
+
+    def __call__(self, what: str, request: Callable[[], Any]) -> Any:
+        from confluent_kafka import KafkaError, KafkaException
+
+        transient = {getattr(KafkaError, name) for name in TRANSIENT
+                     if hasattr(KafkaError, name)}
+        if self.deadline is None:
+            self.deadline = self.clock() + self.budget_s
+        pause = 0.1
+        while True:
+            try:
+                return request()
+            except KafkaException as e:
+                err = e.args[0] if e.args and isinstance(e.args[0], KafkaError) else None
+                again = err is not None and err.code() in transient
+                cause = err.str() if err is not None else str(e)
+                if not again:
+                    raise BrokerError(f"{what}: {cause}") from None
+                if self.clock() + pause > self.deadline:
+                    raise BrokerError(f"{what}: {cause} (still after retrying for "
+                                      f"{self.budget_s:g} s)") from None
+            self.retries += 1
+            self.sleep(pause)
+            pause = min(1.0, pause * 2)
+
+
 def group_id(config: AppConfig) -> str:
     """The consumer group of the app's workers (``loop.Worker``)."""
     return f"kepl.{config.app}"
@@ -71,19 +126,23 @@ class Broker:
     """An admin client and the topic metadata of one broker."""
 
     bootstrap: str
+    retry: Retrying | None = None
+    """Every request goes through it (default: a ``Retrying`` of ``RETRY_S``)."""
 
     def __post_init__(self) -> None:
         from confluent_kafka.admin import AdminClient
 
         from app.runtime.kafka import client
 
+        if self.retry is None:
+            self.retry = Retrying()
         self.admin = AdminClient(client.conf({"bootstrap.servers": self.bootstrap,
                                               "log_level": 0}))
         self.refresh()
 
     def refresh(self) -> None:
-        self.topics = {name: sorted(t.partitions)
-                       for name, t in self.admin.list_topics(timeout=TIMEOUT_S).topics.items()
+        md = self.retry("list topics", lambda: self.admin.list_topics(timeout=TIMEOUT_S))
+        self.topics = {name: sorted(t.partitions) for name, t in md.topics.items()
                        if t.error is None}
 
     def offsets(self, tps: list[tuple[str, int]], latest: bool) -> dict[tuple[str, int], int]:
@@ -94,14 +153,21 @@ class Broker:
         if not tps:
             return {}
         spec = OffsetSpec.latest() if latest else OffsetSpec.earliest()
-        futures = self.admin.list_offsets(
-            {TopicPartition(t, p): spec for t, p in tps},
-            isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=TIMEOUT_S)
-        return {(tp.topic, tp.partition): int(f.result().offset) for tp, f in futures.items()}
+
+        def ask() -> dict[tuple[str, int], int]:
+            futures = self.admin.list_offsets(
+                {TopicPartition(t, p): spec for t, p in tps},
+                isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=TIMEOUT_S)
+            return {(tp.topic, tp.partition): int(f.result().offset)
+                    for tp, f in futures.items()}
+
+        return self.retry(f"list {'end' if latest else 'start'} offsets", ask)
 
     def group(self, gid: str) -> tuple[str, list[dict[str, Any]]]:
         """(state, members) of a consumer group; a group that never existed is ``dead``."""
-        desc = self.admin.describe_consumer_groups([gid], request_timeout=TIMEOUT_S)[gid].result()
+        desc = self.retry(f"describe consumer group {gid}", lambda: self.admin.
+                          describe_consumer_groups([gid], request_timeout=TIMEOUT_S)[gid]
+                          .result())
         members = []
         for m in sorted(desc.members, key=lambda m: (m.group_instance_id or "", m.member_id)):
             tps = m.assignment.topic_partitions if m.assignment else []
@@ -115,10 +181,11 @@ class Broker:
     def committed(self, gid: str) -> dict[tuple[str, int], int]:
         from confluent_kafka import ConsumerGroupTopicPartitions
 
-        fut = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(gid)],
-                                                     request_timeout=TIMEOUT_S)[gid]
+        got = self.retry(f"list committed offsets of {gid}", lambda: self.admin.
+                         list_consumer_group_offsets([ConsumerGroupTopicPartitions(gid)],
+                                                     request_timeout=TIMEOUT_S)[gid].result())
         return {(tp.topic, tp.partition): int(tp.offset)
-                for tp in fut.result().topic_partitions if tp.offset >= 0}
+                for tp in got.topic_partitions if tp.offset >= 0}
 
 
 def app_status(config: AppConfig, bootstrap: str, last_watermark: LastWatermark,

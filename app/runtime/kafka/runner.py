@@ -139,7 +139,7 @@ class KafkaApp:
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"kepl-{config.app}-"))
         self.worker = WorkerProcess(config, bootstrap, self.workdir)
         # records carry runtime time (scenarios: 1970) as timestamp: keep them
-        specs = self.topology.topic_specs(keep_sources=True)
+        specs = self.topology.topic_specs()
         # source topics first (the worker would create them with default retention),
         # then the worker's start-up overlaps with creating the rest (both create)
         ensure_topics(bootstrap, {t: specs[t] for t in config.source_topics})
@@ -242,7 +242,7 @@ def scenario_config(doc: dict[str, Any], source_partitions: int = 1) -> AppConfi
         "schemas": schemas,
         "topics": {t: f"kepl.{app}.in.{re.sub(r'[^A-Za-z0-9._-]', '_', t)}" for t in schemas},
         "statements": statements,
-        "source_partitions": source_partitions,
+        "partitions": source_partitions,
         **({"functions": doc["functions"]} if doc.get("functions") else {}),
     })
 

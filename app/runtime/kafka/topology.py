@@ -111,6 +111,9 @@ class Group:
     """Engine partition p reads source partition p of ``topics`` (no repartition hop)."""
     topics: list[str] = field(default_factory=list)
     """Source topics of the group's event types, sorted."""
+    posting: list[str] = field(default_factory=list)
+    """Variable statements whose variable this group's statements assign: each write
+    posts a row (Esper: a create-variable statement's listeners get every write)."""
     _ctx: PartitionCtx = field(default_factory=PartitionCtx, repr=False)
     _routes: dict[str, int] = field(default_factory=dict, repr=False)
     """Key text -> partition, for the keys seen lately (bounded by ``ROUTE_CACHE``)."""
@@ -137,7 +140,7 @@ class Group:
     @property
     def statements(self) -> list[str]:
         """Names of the statements that may emit rows (each has an output topic)."""
-        return [p.name for p in self.plans if p.kind in STATEMENT_KINDS]
+        return [p.name for p in self.plans if p.kind in STATEMENT_KINDS] + self.posting
 
     def partition_of(self, type_name: str, event: Row) -> int | None:
         """Kafka partition of the repartition topic for an event, None if not for us."""
@@ -261,6 +264,10 @@ class Topology:
                 for g in groups.values():
                     g.plans.append(p)
         for g in groups.values():
+            written = set().union(*(_assigned_variables(p) for p in g.plans
+                                    if p.kind in STATEMENT_KINDS))
+            g.posting = [p.name for p in g.plans
+                         if p.kind == "variable" and (p.variable or p.name) in written]
             g.types &= set(config.schemas)  # insert-into streams never come from Kafka
             g.topics = sorted({config.topic_of(t) for t in g.types})
         main = groups[MAIN_GROUP]
@@ -311,7 +318,7 @@ class Topology:
             out[p.name] = (self.config.output_topic(p.name), self.source_counts.get(topic, 1))
         return out
 
-    def topic_specs(self, keep_sources: bool = False) -> dict[str, tuple[int, dict[str, str]]]:
+    def topic_specs(self) -> dict[str, tuple[int, dict[str, str]]]:
         """Every topic the app needs: name -> (partitions, topic config, with the
         replication factor under ``REPLICATION``).
 
@@ -320,9 +327,15 @@ class Topology:
         compaction would break the chain; snapshots bound them instead, deleting the
         records a complete snapshot made obsolete.
 
-        ``keep_sources``: source topics get infinite retention.  Needed when records
-        carry old timestamps (scenarios start the clock at 1970): time-based retention
-        would delete them at the broker's next retention check.
+        Source topics kepl creates keep their records: no time or size retention
+        (``SOURCE_CONFIG``).  kepl's producers stamp records with the runtime time (the
+        demo, ``kepl scenario run --kafka``, the watermarks ``kepl clock`` writes into
+        every source partition), near 0 = 1970 for a clock that starts at 0, and a
+        worker merges the records of several source partitions by that timestamp
+        (``partition.EnginePartition._release``), so the timestamps stay the
+        producer's (``CreateTime``) and the broker's retention (7 days by default)
+        would delete such records at its next check, before a worker read them.  A
+        source topic that exists is left as it is.
         """
         forever = {"retention.ms": "-1", "retention.bytes": "-1"}
         # changelog records hold a whole batch: allow big ones, and never let time or size
@@ -337,7 +350,7 @@ class Topology:
                if c.min_insync_replicas is not None else {})
         specs: dict[str, tuple[int, dict[str, str]]] = {}
         for t in c.source_topics:
-            specs[t] = (c.source_partitions, {**rf, **(forever if keep_sources else {})})
+            specs[t] = (c.source_partitions, {**rf, **SOURCE_CONFIG})
         for g in self.active_groups():
             if not g.direct:
                 specs[c.repartition_topic(g.name)] = (g.partitions, {**rf, **isr})
@@ -348,6 +361,11 @@ class Topology:
         specs[c.progress_topic] = (1, {**rf, **isr, "cleanup.policy": "compact"})
         specs[c.dlq_topic] = (1, dict(rf))
         return specs
+
+
+SOURCE_CONFIG = {"retention.ms": "-1", "retention.bytes": "-1",
+                 "message.timestamp.type": "CreateTime"}
+"""Topic settings of the source topics kepl creates (``Topology.topic_specs``)."""
 
 
 def _source_keyed_group(config: AppConfig, spec: KeyedSpec, counts: dict[str, int],

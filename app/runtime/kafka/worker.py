@@ -38,10 +38,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from app.epl.errors import EplError
+from app.runtime.catalog import NotSupported
 from app.runtime.kafka import client
 from app.runtime.kafka.checkpoint import CrashSeam
 from app.runtime.kafka.clock import publish_watermark
-from app.runtime.kafka.config import AppConfig
+from app.runtime.kafka.config import AppConfig, ConfigError
 from app.runtime.kafka.loop import CRASH_HOOK_ENV, Worker, WorkerHooks
 from app.runtime.kafka.partition import EnginePartition, SnapshotPolicy
 from app.runtime.kafka.recovery import KafkaChangelog
@@ -203,7 +205,18 @@ def main(argv: list[str] | None = None) -> int:
         os.environ[client.CONFIG_FILE_ENV] = args.kafka_config
     logging.basicConfig(level=args.loglevel.upper(), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    config = AppConfig.from_file(args.config)
+    try:
+        config = AppConfig.from_file(args.config)
+        Topology.plan(config)
+    except ConfigError as e:
+        print(f"kepl: worker: {e}", file=sys.stderr)
+        return 2
+    except (EplError, NotSupported) as e:
+        what = f"line {e.line}:{e.column} of its text: {e.message}" \
+            if isinstance(e, EplError) else f"not supported yet: {e}"
+        print(f"kepl: worker: {args.config}: a statement is invalid: {what} (kepl check "
+              "lists every error of a statement file)", file=sys.stderr)
+        return 2
     try:
         client.configure(config.kafka)
         client.probe(args.bootstrap, "worker")

@@ -287,6 +287,65 @@ FINDS = [
 ]
 
 
+# scalars PyYAML resolves to a value its constructors cannot build
+UNREADABLE = ["9" * 4301, "-" + "7" * 5000, "+1" + "0" * 4400, "2001-02-30", "2001-13-01",
+              "2001-02-03 25:61:00", "!!timestamp foo", "!!bool maybe", "!!int ''",
+              "!!float ''", "!!int 0x", "!!float x1", "!!int " + "1" * 9000]
+
+
+def _unreadable_in_file(data: st.DataObject) -> str:
+    """A seed file with one value, or a new key's value, replaced by an unreadable scalar."""
+    lines = data.draw(st.sampled_from(FILES), label="seed").split("\n")
+    i = data.draw(st.integers(0, len(lines) - 1), label="line")
+    bad = data.draw(st.sampled_from(UNREADABLE), label="scalar")
+    head, sep, _ = lines[i].partition(": ")
+    if sep and data.draw(st.booleans(), label="replace the value"):
+        lines[i] = f"{head}: {bad}"
+    else:
+        lines.insert(i, f"{data.draw(st.sampled_from(['x', 'app', 'partitions']))}: {bad}")
+    return "\n".join(lines)
+
+
+@fuzz_settings(150)
+@given(st.data())
+def test_unreadable_scalars(data: st.DataObject) -> None:
+    """A scalar the YAML constructors cannot build is a positioned error (exit 2)."""
+    code, text = assert_clean("f.yaml", _unreadable_in_file(data))
+    assert code == 2, text
+
+
+@pytest.mark.long
+@fuzz_settings(1000)
+@given(st.data())
+def test_long_unreadable_scalars(data: st.DataObject) -> None:
+    code, text = assert_clean("f.yaml", _unreadable_in_file(data))
+    assert code == 2, text
+
+
+def _digits_line(prefix: str, digits: int) -> str:
+    return prefix + "9" * digits
+
+
+UNREADABLE_FINDS = [
+    ("big.yaml", "app: x\n" + _digits_line("partitions: ", 4301) + "\n", 2,
+     "big.yaml: not valid YAML:\n"
+     "line 2:13: an integer of 4301 digits is too long to read (at most 4300 digits)\n"
+     f"  {_digits_line('partitions: ', 4301)}\n"
+     "              ^\n1 error(s)\n"),
+    ("date.yaml", "app: x\nstatements:\n  - epl: 2001-02-30\n", 2,
+     "date.yaml: not valid YAML:\n"
+     "line 3:10: cannot read this timestamp: day is out of range for month\n"
+     "    - epl: 2001-02-30\n"
+     "           ^\n1 error(s)\n"),
+    ("ts.yaml", "app: !!timestamp foo\n", 2,
+     "ts.yaml: not valid YAML:\n"
+     "line 1:6: cannot read this timestamp: 'foo' is not a valid timestamp\n"
+     "  app: !!timestamp foo\n"
+     "       ^\n1 error(s)\n"),
+]
+FINDS += UNREADABLE_FINDS
+
+
 @pytest.mark.parametrize(("name", "content", "code", "expected"), FINDS,
                          ids=[f[0] for f in FINDS])
 def test_fuzzing_finds(name: str, content: str | bytes, code: int, expected: str) -> None:

@@ -72,7 +72,7 @@ def app_config(name: str) -> AppConfig:
         "app": name,
         "schemas": {"Withdrawal": {"account": "string", "amount": "double"}},
         "topics": {"Withdrawal": f"{name}.withdrawal"},
-        "source_partitions": SOURCE_PARTITIONS,
+        "partitions": SOURCE_PARTITIONS,
         "context_partitions": {"ByAccount": 3},
         "statements": STATEMENTS,
     })
@@ -264,7 +264,7 @@ class Chaos:
     def run(self, timeout_s: float = 900) -> Outcome:
         t0 = time.monotonic()
         plan = steps(self.n_events, self.per_tick, self.seed)
-        ensure_topics(self.bootstrap, self.topology.topic_specs(keep_sources=True))
+        ensure_topics(self.bootstrap, self.topology.topic_specs())
         for w in self.workers:
             w.start()
         producer = threading.Thread(target=self._produce, args=(plan,), daemon=True)

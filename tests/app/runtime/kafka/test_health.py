@@ -43,7 +43,7 @@ def wait_for(check, timeout_s: float = 60, what: str = "condition") -> None:  # 
 def make_app(bootstrap: str, epl: str, partitions: int) -> KafkaApp:
     name = f"health-{uuid.uuid4().hex[:8]}"
     return KafkaApp(AppConfig.from_dict({
-        "app": name, "source_partitions": partitions,
+        "app": name, "partitions": partitions,
         "schemas": {"Trade": {"symbol": "string", "price": "double"}},
         "topics": {"Trade": f"{name}.trade"},
         "statements": [{"name": "s", "epl": epl}],

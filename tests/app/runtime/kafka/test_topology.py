@@ -284,3 +284,13 @@ def test_keyed_context_terminated_by_an_unlisted_type_is_refused_per_key() -> No
     t = plan(stmts)
     assert groups(t) == {"main": (1, ["s0", "s1"])}
     assert t.groups["main"].types == {"T1", "T2"}
+
+
+def test_a_variable_statement_gets_an_output_topic_in_the_group_that_assigns_it() -> None:
+    t = plan(["create variable int a = 0", "create variable int unused = 0",
+              "on T1 set a = v", "create expression twice {x => x * 2}",
+              "select twice(v) as w from T1"])
+    outs = t.output_topics()
+    assert outs["s0"] == ("kepl.t.out.s0", 1)
+    assert "s1" not in outs and "s3" not in outs
+    assert set(outs) == {"s0", "s2", "s4"}
