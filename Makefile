@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 KEPL   := $(VENV)/bin/kepl
 
-.PHONY: demo test install lint bench bench-kafka bench-startup chaos scenarios oracle oracle-generated broker-start broker-stop clean chart-test image
+.PHONY: demo test install lint bench bench-kafka bench-barrier bench-startup chaos scenarios oracle oracle-generated broker-start broker-stop clean chart-test image
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,10 @@ bench: install
 
 bench-kafka: install
 	$(PY) tests/bench/bench_kafka.py
+
+# A watermark's round trip (publish -> progress visible -> rows read) per statement kind.
+bench-barrier: install
+	$(PY) tests/bench/bench_barrier.py
 
 bench-startup: install
 	$(PY) tests/bench/bench_cli_startup.py

@@ -66,6 +66,9 @@ class PipelineSpec:
     """SubquerySpecs of the statement's expressions (operators.subquery), by index."""
     match_prior: MatchPriorSpec | None = None
     """A pattern statement's prior(n, x) calls: each match is stamped with their values."""
+    match_recognize: Any = None
+    """A MatchRecognizeSpec: row pattern recognition over the stream after its window;
+    its match rows are what the rest of the pipeline sees."""
 
     def reacts_to_variables(self, names: set[str] | None = None) -> bool:
         """Whether a variable change concerns this statement: an expiry-expression window
@@ -110,7 +113,7 @@ class PipelineSpec:
 
     def build(self, state: StateNamespace, ctx: PartitionCtx) -> Pipeline:
         if (self.stream is not None and self.pattern is None and self.where is None
-                and not self.subqueries
+                and not self.subqueries and self.match_recognize is None
                 and not self.output.limited and not self.distinct
                 and not self.resultset.order_by and self.resultset.limit is None):
             return StreamPipeline(self, state, ctx)
@@ -126,6 +129,8 @@ class PipelineSpec:
                 out.append(s.prior.describe())
             if s.view is not None:
                 out.append(s.view.describe())
+        if self.match_recognize is not None:
+            out.append(self.match_recognize.describe())
         if self.pattern is not None:
             out.append(self.pattern.describe())
         if self.join is not None:
@@ -145,7 +150,7 @@ class Pipeline:
     __slots__ = ("spec", "ctx", "state", "type_name", "filter", "view", "matcher", "rs", "out",
                  "limited", "kind", "_shaped", "where", "_timers", "join",
                  "_fresh_aggregates", "_batch_view", "_released", "subs", "sub_by_type",
-                 "main_types", "prior")
+                 "main_types", "prior", "mr")
 
     def __init__(self, spec: PipelineSpec, state: StateNamespace, ctx: PartitionCtx) -> None:
         self.spec = spec
@@ -162,6 +167,8 @@ class Pipeline:
         if s is not None and s.view is not None:
             self.view = self._build_view(s.view, state, ctx)
         ctx.window = self.view
+        self.mr = (spec.match_recognize.build(state.child("mr"), ctx)
+                   if spec.match_recognize is not None else None)
         self.matcher: Matcher | None = (
             spec.pattern.build(state.child("pattern"), ctx) if spec.pattern is not None else None)
         self.join: Join | None = (
@@ -196,7 +203,8 @@ class Pipeline:
         so its iterator still returns the released one)."""
         self._timers = _TIMERS_ANY
         """Which parts can have timers (the engine asks ``next_timer`` after each event)."""
-        if self.matcher is None and self.join is None and not self.limited and not self.subs:
+        if self.matcher is None and self.join is None and self.mr is None \
+                and not self.limited and not self.subs:
             view_timer = getattr(type(self.view), "next_timer", None)
             if self.view is None or view_timer is WindowView.next_timer:
                 self._timers = _TIMERS_NONE
@@ -225,6 +233,8 @@ class Pipeline:
         """The rows an output snapshot sees: the data window's rows (for a join, the join
         rows of the windows' contents) that pass the where clause, as Esper's iterator
         gives them; None for a stream without a window."""
+        if self.mr is not None:
+            return None
         if self.join is not None:
             rows = self.join.contents()
         elif self._released is not None:
@@ -307,13 +317,24 @@ class Pipeline:
         if self.prior is not None:
             event = self.prior.stamp(event)
         if self.view is None:
+            if self.mr is not None:
+                return self._recognize([event], [], now_ms)
             return self._finish([event], [], now_ms)
         emitted = self.view.on_events([event], [], now_ms)
         new, old = emitted
         if not new and not old and not isinstance(emitted, ForcedEmit):
             return [], []
+        if self.mr is not None:
+            return self._recognize(list(new), list(old), now_ms)
         return self._finish(new if type(new) is list else list(new),
                             old if type(old) is list else list(old), now_ms)
+
+    def _recognize(self, new: Rows, old: Rows, now_ms: int) -> Emit:
+        """Match recognize over the window's update: its match rows (insert only) go on."""
+        matches = self.mr.on_events(new, old, now_ms)  # type: ignore[union-attr]
+        if not matches:
+            return [], []
+        return self._finish(matches, [], now_ms)
 
     def on_rows(self, new: Rows, old: Rows, now_ms: int) -> Emit:
         """Insert and remove stream of a named window this statement selects from."""
@@ -417,7 +438,7 @@ class Pipeline:
         if timers == _TIMERS_VIEW:
             return self.view.next_timer()  # type: ignore[union-attr]
         due: int | None = None
-        for part in (self.view, self.matcher, self.join, self.out, *self.subs):
+        for part in (self.view, self.matcher, self.join, self.mr, self.out, *self.subs):
             if part is not None:
                 t = part.next_timer()
                 if t is not None and (due is None or t < due):
@@ -428,7 +449,7 @@ class Pipeline:
         """The earliest time before ``limit`` at which a timer of this pipeline may do
         something; idle periodic output is no such time (it can ``skip_to``)."""
         due = limit
-        for part in (self.view, self.matcher, self.join, *self.subs):
+        for part in (self.view, self.matcher, self.join, self.mr, *self.subs):
             nt = getattr(part, "next_timer", None)
             t = nt() if nt is not None else None
             if t is not None and t < due:
@@ -459,7 +480,12 @@ class Pipeline:
             if t is not None and t <= now_ms:
                 emitted = view.on_time(now_ms)
                 new, old = emitted
-                if new or old or isinstance(emitted, ForcedEmit):
+                if self.mr is not None:
+                    if new or old:
+                        n, o = self._recognize(list(new), list(old), now_ms)
+                        out_new += n
+                        out_old += o
+                elif new or old or isinstance(emitted, ForcedEmit):
                     n, o = self._finish(list(new), list(old), now_ms)
                     out_new += n
                     out_old += o
@@ -470,6 +496,15 @@ class Pipeline:
                 new, old = join.on_time(now_ms)
                 if new or old:
                     n, o = self._finish(new, old, now_ms)
+                    out_new += n
+                    out_old += o
+        mr = self.mr
+        if mr is not None:
+            t = mr.next_timer()
+            if t is not None and t <= now_ms:
+                matches = mr.on_time(now_ms)
+                if matches:
+                    n, o = self._finish(matches, [], now_ms)
                     out_new += n
                     out_old += o
         if self.matcher is not None:

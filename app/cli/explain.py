@@ -87,6 +87,13 @@ def _state_of(plan: Any) -> list[str]:
         out.append(f"window {p.stream.view.describe()} (rows, O(1) writes per event)")
     if p.pattern is not None:
         out.append("pattern instances")
+    if p.match_recognize is not None:
+        out.append("match_recognize partial matches (one record per partition by key, "
+                   "rewritten when its events arrive)"
+                   + ("; the window's matched events (one key each)"
+                      if p.match_recognize.bound else "")
+                   + ("; matches held by the interval" if p.match_recognize.interval_ms
+                      is not None else ""))
     if p.join is not None:
         for s in p.join.streams:
             if s.view is not None:

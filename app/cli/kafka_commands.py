@@ -540,6 +540,7 @@ def cmd_demo(args: argparse.Namespace, bootstrap: str) -> int:
     """Broker, topics, worker, sample events and the clock; output printed until Ctrl-C."""
     from app.cli.progress import Progress
     from app.kafka.local_broker import start, stop
+    from app.runtime.kafka.children import die_with_parent
     from app.runtime.kafka.clock import publish_watermark
     from app.runtime.kafka.reader import RowReader
     from app.runtime.kafka.worker import create_topics
@@ -558,7 +559,8 @@ def cmd_demo(args: argparse.Namespace, bootstrap: str) -> int:
         print(f"  {line}", flush=True)
     worker = subprocess.Popen(
         [sys.executable, "-m", "app.cli.main", "worker", str(file), "--bootstrap", bootstrap,
-         "--data-dir", str(data_dir)], cwd=ROOT)
+         "--data-dir", str(data_dir)], cwd=ROOT,
+        preexec_fn=die_with_parent(signal.SIGTERM))
     stop_flag = threading.Event()
 
     def produce() -> None:

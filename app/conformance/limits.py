@@ -7,7 +7,9 @@ exceptions), is reported as FAIL "time limit" and a fresh worker takes the next 
 One worker for many files keeps the import cost to once per hang, not once per file.
 Signals alone (SIGALRM) only interrupt Python bytecode in the main thread and leave a
 half-run engine behind; they are the fallback where ``fork`` does not exist, and with
-neither (or a limit of 0) files run in-process without a limit.
+neither (or a limit of 0) files run in-process without a limit.  Processes a scenario
+starts end with the worker that starts them (``app.runtime.kafka.children``), so a kill
+leaves none behind.
 """
 
 from __future__ import annotations
@@ -72,7 +74,9 @@ class LimitedRunner:
     def __enter__(self) -> LimitedRunner:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is not None:  # Ctrl-C or a failure: do not wait for the scenario
+            self._kill()
         self.close()
 
     def run(self, path: Path) -> Outcome:

@@ -566,6 +566,93 @@ class SelectStatement(Node):
     """``join ... on`` qualifiers: ``joins[i]`` joins ``from_[i + 1]``; empty for a
     comma-separated from clause."""
     distinct: bool = False
+    match_recognize: MatchRecognize | None = None
+    """``match_recognize (...)`` after the from clause's one stream."""
+
+
+# ---------------------------------------------------------------- match_recognize
+# Esper reference, chapter "EPL Reference: Match Recognize".
+
+
+@dataclass(frozen=True, slots=True)
+class MrRepeat(Node):
+    """``{n}`` (``exact``), ``{n,}``, ``{,m}``, ``{n,m}`` after a pattern atom or group."""
+
+    low: int | None
+    high: int | None
+    exact: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class MrAtom(Node):
+    """A pattern variable with its quantifier: '' (one), '*', '+', '?', or with a
+    trailing '?' for the reluctant form ('*?', '+?', '??')."""
+
+    name: str
+    quantifier: str = ""
+    repeat: MrRepeat | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MrConcat(Node):
+    """Pattern items one after the other."""
+
+    items: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MrAlt(Node):
+    """``a | b``: one of the alternatives, the leftmost preferred."""
+
+    alternatives: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MrNested(Node):
+    """A parenthesised group with its quantifier and repeat."""
+
+    child: Node
+    quantifier: str = ""
+    repeat: MrRepeat | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MrPermute(Node):
+    """``match_recognize_permute(a, b, ...)``: the items in any order, each order an
+    alternative (the written order first)."""
+
+    items: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MrMeasure(Node):
+    """``expr as name`` of the measures clause (``name`` None when the 'as' is missing)."""
+
+    expr: Node
+    name: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class MrDefine(Node):
+    """``VAR as condition`` of the define clause."""
+
+    name: str
+    expr: Node
+
+
+@dataclass(frozen=True, slots=True)
+class MatchRecognize(Node):
+    """The whole ``match_recognize (...)`` clause; ``skip`` is 'past last row', 'to next
+    row' or 'to current row'."""
+
+    partition_by: tuple[Node, ...]
+    measures: tuple[MrMeasure, ...]
+    pattern: Node
+    defines: tuple[MrDefine, ...] = ()
+    all_matches: bool = False
+    skip: str = "past last row"
+    interval: Node | None = None
+    or_terminated: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -270,6 +270,24 @@ def _compile_table_access(node: Any, scope: Scope) -> Expr:
     return table_access
 
 
+def _compile_indexed_tag(node: Any, scope: Scope) -> Expr:
+    """``B[i].col``: the i-th event (from 0) a multi-row match_recognize variable matched
+    (Esper reference, Match Recognize: grouped variables are read by index); null past
+    the last one."""
+    name = node.table
+    index = compile_expr(node.keys[0], scope)
+    col = node.column
+
+    def indexed(r: Any, c: PartitionCtx) -> Any:
+        events = r.get(name)
+        i = index(r, c)
+        if type(events) is not list or not isinstance(i, int) or not 0 <= i < len(events):
+            return None
+        ev = events[i]
+        return ev if col is None else _nested(ev, (col,))
+    return indexed
+
+
 def _compile_keyless_table(node: Any, scope: Scope) -> Expr:
     """``T.col`` for a table without primary keys: its single row's column."""
     spec = _table_spec(scope.tables, node.parts[0], node)
@@ -547,6 +565,8 @@ def compile_expr(node: Any, scope: Scope) -> Expr:
     if kind == "Call":
         return _compile_call(node, scope)
     if kind == "TableAccess":
+        if scope.kind == "tags" and node.table in scope.tags:
+            return _compile_indexed_tag(node, scope)
         return _compile_table_access(node, scope)
     if kind == "Star":
         return lambda r, c: r

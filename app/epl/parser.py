@@ -24,6 +24,7 @@ from app.epl.parsing.contexts import ContextRules
 from app.epl.parsing.declarations import DeclarationRules
 from app.epl.parsing.expressions import ExpressionRules
 from app.epl.parsing.grammar import epl_lark
+from app.epl.parsing.match_recognize import MatchRecognizeRules
 from app.epl.parsing.patterns import PatternRules
 from app.epl.parsing.statements import StatementRules
 from app.epl.parsing.streams import StreamRules
@@ -168,5 +169,5 @@ def _check_depth(built: Any, text: str) -> None:
 
 
 class _Builder(StatementRules, StreamRules, ContextRules, PatternRules, SubqueryRules,
-               ExpressionRules, DeclarationRules):
+               MatchRecognizeRules, ExpressionRules, DeclarationRules):
     """lark tree -> app.epl.ast; one method per grammar rule or alias, by section."""

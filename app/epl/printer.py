@@ -590,6 +590,8 @@ class _Printer:
             sel += " distinct"
         out.append(f"{sel} {self.join(node.select_items)}")
         out.append(f"from {self.from_clause(node.from_, node.joins)}")
+        if node.match_recognize is not None:
+            out.append(self.p_MatchRecognize(node.match_recognize))
         out.extend(self.query_tail(node.where, node.group_by, node.having))
         if node.output is not None:
             out.append(self.p_OutputClause(node.output))
@@ -598,6 +600,52 @@ class _Printer:
         if node.limit is not None:
             out.append(self.p_Limit(node.limit))
         return " ".join(p for p in out if p)
+
+    def p_MatchRecognize(self, node: A.MatchRecognize) -> str:
+        """match_recognize (...) with its clauses in the order of the grammar."""
+        out = []
+        if node.partition_by:
+            out.append(f"partition by {self.exprs(node.partition_by)}")
+        out.append("measures " + ", ".join(
+            self.expr(m.expr) + (f" as {self.ident(m.name)}" if m.name else "")
+            for m in node.measures))
+        if node.all_matches:
+            out.append("all matches")
+        if node.skip != "past last row":
+            out.append(f"after match skip {node.skip}")
+        out.append(f"pattern ({self.mr_pattern(node.pattern)})")
+        if node.interval is not None:
+            out.append(f"interval {self.expr(node.interval)}"
+                       + (" or terminated" if node.or_terminated else ""))
+        if node.defines:
+            out.append("define " + ", ".join(f"{self.ident(d.name)} as {self.expr(d.expr)}"
+                                             for d in node.defines))
+        return f"match_recognize ({' '.join(out)})"
+
+    def mr_pattern(self, node: A.Node) -> str:
+        """A row pattern: alternatives, sequences, quantified variables and groups."""
+        if isinstance(node, A.MrAlt):
+            return " | ".join(self.mr_pattern(a) for a in node.alternatives)
+        if isinstance(node, A.MrConcat):
+            return " ".join(self.mr_pattern(i) for i in node.items)
+        if isinstance(node, A.MrAtom):
+            return self.ident(node.name) + node.quantifier + self.mr_repeat(node.repeat)
+        if isinstance(node, A.MrPermute):
+            return ("match_recognize_permute("
+                    + ", ".join(self.mr_pattern(i) for i in node.items) + ")")
+        if isinstance(node, A.MrNested):
+            return (f"({self.mr_pattern(node.child)})" + node.quantifier
+                    + self.mr_repeat(node.repeat))
+        raise TypeError(f"cannot print {type(node).__name__}")
+
+    @staticmethod
+    def mr_repeat(r: A.MrRepeat | None) -> str:
+        if r is None:
+            return ""
+        if r.exact:
+            return f"{{{r.low}}}"
+        return "{" + ("" if r.low is None else str(r.low)) + "," + (
+            "" if r.high is None else str(r.high)) + "}"
 
     def from_clause(self, streams: tuple[A.Node, ...], joins: tuple[A.OuterJoin, ...]) -> str:
         """Streams, comma-separated or joined with ``[kind] join ... on ...``."""

@@ -92,6 +92,7 @@ class StatementRules(BuilderBase):
             output=out,
             order_by=wrapped(items, "order_by") or (),
             limit=limit,
+            match_recognize=wrapped(items, "match_recognize"),
             pos=pos,
         )
 

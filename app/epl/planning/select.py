@@ -11,6 +11,7 @@ from app.epl.errors import did_you_mean, verr
 from app.epl.expr import (
     Scope,
     compile_expr,
+    names_in,
     text_of,
 )
 from app.epl.planning.base import (
@@ -40,6 +41,11 @@ class SelectPlanning(PlannerBase):
         if node.context is not None and node.context not in self.catalog.contexts:
             raise verr(f"unknown context '{node.context}'", node,
                 hint=did_you_mean(node.context, self.catalog.contexts))
+        if node.match_recognize is not None and (
+                len(node.from_) != 1 or type(node.from_[0]).__name__ != "FilterStream"):
+            raise verr("match_recognize takes exactly one event stream", node.match_recognize,
+                       "select from one event type, as in 'from T#length(10) "
+                       "match_recognize (...)'")
         priors = prior_calls(node)
         src = node.from_[0]
         if len(node.from_) == 1 and type(src).__name__ != "FilterStream":
@@ -57,6 +63,7 @@ class SelectPlanning(PlannerBase):
         pattern = None
         variables = frozenset(self.catalog.variables)
         source_window = None
+        mr = None
         match_prior = None
         if type(src).__name__ == "FilterStream":
             props = self.catalog.type_props(src.type_name)
@@ -79,7 +86,20 @@ class SelectPlanning(PlannerBase):
                            misplaced[0], hint="move the condition to the where clause")
             filt = compile_expr(src.filter, scope) if src.filter is not None else None
             view = self.view_chain(src.views, scope, src.retain) if src.views else None
-            self._check_names(node, {**props, **derived_props(view)}, scope, src.type_name)
+            if node.match_recognize is not None:
+                ev_scope = scope
+                mr, scope = self._match_recognize(node, src, props, view, variables)
+                if node.where is not None and view is None:
+                    # Esper plans the where clause of a match_recognize without a data
+                    # window as a filter of its input events (it names their properties)
+                    self._check_names(replace(node, select_items=(), having=None,
+                                              group_by=()), props, ev_scope, src.type_name)
+                    cond = compile_expr(node.where, ev_scope)
+                    filt = cond if filt is None else _both(filt, cond)
+                    node = replace(node, where=None)
+            else:
+                self._check_names(node, {**props, **derived_props(view)}, scope,
+                                  src.type_name)
             check_prev_window(node, view)
             stream = StreamSpec(src.type_name, filt, view, src.alias,
                                 text_of(src.filter) if src.filter is not None else "",
@@ -124,13 +144,42 @@ class SelectPlanning(PlannerBase):
         pipeline = PipelineSpec(rs, output, stream, pattern, where,
                                 select_kind if select_stream is None else "irstream",
                                 bool(node.distinct), subqueries=tuple(subs.specs),
-                                match_prior=match_prior)
+                                match_prior=match_prior, match_recognize=mr)
         return StatementPlan(name, "query", epl, pipeline, node.context,
                              insert_into=insert_into, insert_stream=insert_stream,
                              select_stream=select_stream,
                              columns=tuple(c.name for c in rs.columns), window=source_window,
                              tables=tables,
                              table=self.catalog.tables[tables[0]] if tables else None)
+
+    def _match_recognize(self, node: Any, src: Any, props: dict[str, str], view: Any,
+                         variables: frozenset[str]) -> tuple[Any, Scope]:
+        """The match_recognize spec of a statement and the scope of its select clause:
+        the measures are the only properties of the rows it produces (Esper reference,
+        Match Recognize: the select clause reads the measures)."""
+        from app.epl.planning.match_recognize import plan_match_recognize
+        from app.epl.properties import path_error
+
+        if src.type_name in self.catalog.named_windows:
+            raise NotSupported("match_recognize over a named window")
+        mr = plan_match_recognize(self, node.match_recognize, src.type_name, props,
+                                  src.alias, view, variables)
+        measure_props = {name: "any" for name, _ in mr.measures}
+        self.tenv.props = measure_props
+        scope = Scope("event", frozenset(), variables=variables, tables=self.tenv)
+        exprs = [i.expr for i in node.select_items if type(i).__name__ == "SelectItem"]
+        where = node.where if view is not None else None
+        exprs += [e for e in (where, node.having, *(node.group_by or ())) if e is not None]
+        for e in exprs:
+            for n in names_in(e):
+                head = n.parts[0]
+                if head == "context" or (len(n.parts) == 1 and head in variables):
+                    continue
+                problem = path_error(n.parts, measure_props, self.catalog.type_props,
+                                     "the match_recognize measures")
+                if problem is not None:
+                    raise self._path_err(n, 0, problem)
+        return mr, scope
 
     def streams_of(self, node: Any, rs: Any) -> tuple[str, str | None, str, str | None]:
         """(select kind, insert-into stream, its routed stream kind, the stream listeners
@@ -176,3 +225,7 @@ class SelectPlanning(PlannerBase):
         return StatementPlan(name, "query", epl, pipeline,
                              columns=tuple(c.name for c in rs.columns))
 
+
+def _both(a: Any, b: Any) -> Any:
+    """Two filter conditions, both required (null counts as false)."""
+    return lambda r, c: bool(a(r, c)) and bool(b(r, c))

@@ -53,6 +53,7 @@ from app.runtime.kafka.health import DEFAULT_STALL_S, STALL_ENV, Health, Metrics
 from app.runtime.kafka.inputs import Input, Inputs
 from app.runtime.kafka.lanes import Lane, LaneCursor
 from app.runtime.kafka.partition import EnginePartition, InRecord, Poisoned, SnapshotPolicy
+from app.runtime.kafka.reader import drain
 from app.runtime.kafka.recovery import KafkaChangelog
 from app.runtime.kafka.router import (
     H_CONTROL,
@@ -87,9 +88,12 @@ DEFAULT_COMMIT_INTERVAL_MS = 100
 """A checkpoint at least this often while input keeps coming (Kafka Streams' EOS value)."""
 CAUGHT_UP_COMMIT_MS = 20
 """Once a consume call drained what was there, a checkpoint after this long already:
-rows become visible soon at moderate load, and a backlog still commits per interval."""
+rows become visible soon at moderate load, and a backlog still commits per interval.
+A drained batch that applied or forwarded a barrier commits at once (``_barrier_due``)."""
 CONSUME_BATCH = 2000
 CONSUME_TIMEOUT_S = 0.01
+"""An idle loop's wait for records; the first record ends it (``reader.drain``: a batch
+is what is there then, so a record waits for no timeout before it is handled)."""
 MAX_CHECKPOINT_RECORDS = 50_000
 """Input records per checkpoint at most (bounds a changelog record)."""
 EXIT_FENCED = 3
@@ -265,7 +269,7 @@ class Worker:
 
     def step(self) -> None:
         """One consume batch, then a checkpoint when one is due."""
-        msgs = self.consumer.consume(CONSUME_BATCH, CONSUME_TIMEOUT_S)
+        msgs = drain(self.consumer, CONSUME_TIMEOUT_S, CONSUME_BATCH)
         if self._callback_error is not None:
             err, self._callback_error = self._callback_error, None
             raise err
@@ -283,8 +287,23 @@ class Worker:
             return
         elapsed = time.monotonic() - self.last_commit
         if (elapsed >= self.interval_s or self.since_commit >= MAX_CHECKPOINT_RECORDS
-                or (len(msgs) < CONSUME_BATCH and elapsed >= self.caught_up_s)):
+                or (len(msgs) < CONSUME_BATCH
+                    and (elapsed >= self.caught_up_s or self._barrier_due()))):
             self.commit()
+
+    def _barrier_due(self) -> bool:
+        """A barrier waits for this checkpoint: one a lane or an engine partition applied
+        (its progress record goes in it), or one routed to a repartition topic (the
+        engine partitions there see it once it commits).  Someone waits on a barrier, as
+        on a row: it commits as soon as the input is drained."""
+        if self.lane_progress or any(part.barrier != part.progress
+                                     for part in self.parts.values()):
+            return True
+        if not self.routing.barrier_targets:
+            return False
+        return any(inp.cursor is not None and inp.committed_cursor is not None
+                   and inp.cursor.barrier != inp.committed_cursor.barrier
+                   for inp in self.inputs)
 
     # -- records -------------------------------------------------------------------
     def handle(self, msgs: list[Any]) -> None:

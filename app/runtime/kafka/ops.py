@@ -178,13 +178,14 @@ class Broker:
                                sorted(tps, key=lambda tp: (tp.topic, tp.partition))]})
         return desc.state.name.lower(), members
 
-    def committed(self, gid: str) -> dict[tuple[str, int], int]:
+    def committed(self, gid: str) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """Committed offset and its metadata per partition of the group."""
         from confluent_kafka import ConsumerGroupTopicPartitions
 
         got = self.retry(f"list committed offsets of {gid}", lambda: self.admin.
                          list_consumer_group_offsets([ConsumerGroupTopicPartitions(gid)],
                                                      request_timeout=TIMEOUT_S)[gid].result())
-        return {(tp.topic, tp.partition): int(tp.offset)
+        return {(tp.topic, tp.partition): (int(tp.offset), tp.metadata)
                 for tp in got.topic_partitions if tp.offset >= 0}
 
 
@@ -192,6 +193,7 @@ def app_status(config: AppConfig, bootstrap: str, last_watermark: LastWatermark,
                data_dir: Path | None = None) -> dict[str, Any]:
     """Everything ``kepl status`` shows, as a JSON-friendly dict (module docstring);
     ``last_watermark(bootstrap, topic)`` reads the watermark topic's last time."""
+    from app.runtime.kafka.lanes import LaneCursor
     from app.runtime.kafka.recovery import KafkaChangelog
 
     broker = Broker(bootstrap)
@@ -211,9 +213,15 @@ def app_status(config: AppConfig, bootstrap: str, last_watermark: LastWatermark,
             continue
         for p in broker.topics.get(d["topic"], []):
             key = (d["topic"], p)
-            c = committed.get(key)
+            c, meta = committed.get(key, (None, None))
+            # records deleted before the app read them: counted by the workers (the
+            # cursor's metadata), and those below the log start no worker has passed yet
+            lost = LaneCursor.from_metadata(meta).lost if d["role"] == "input" else 0
+            if c is not None and c < starts[key]:
+                lost += starts[key] - c
             lag.append({"topic": d["topic"], "partition": p, "committed": c,
-                        "end": ends[key], "lag": ends[key] - (starts[key] if c is None else c)})
+                        "end": ends[key], "lag": ends[key] - (starts[key] if c is None else c),
+                        "lost": lost})
     by_role = {d["role"]: d["topic"] for d in topics}
     log = KafkaChangelog(bootstrap)
     dlq = by_role["dlq"]
@@ -236,6 +244,7 @@ def app_status(config: AppConfig, bootstrap: str, last_watermark: LastWatermark,
         "topics": topics,
         "group": {"id": gid, "state": state, "members": members},
         "lag": lag, "total_lag": sum(d["lag"] for d in lag),
+        "input_lost": sum(d["lost"] for d in lag),
         "watermark": {"topic": wm_topic, "last": last_watermark(bootstrap, wm_topic)
                       if wm_topic in broker.topics else None},
         "dlq": {"topic": dlq, "records": dead},
@@ -311,6 +320,10 @@ def render_status(st: dict[str, Any]) -> list[str]:
     for r in rows:
         lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
     lines.append(f"  total lag {st['total_lag']}")
+    lost = [d for d in st["lag"] if d["lost"]]
+    if lost:
+        lines.append("input lost (deleted before the app read it: retention or DeleteRecords): "
+                     + ", ".join(f"{d['topic']}[{d['partition']}] {d['lost']}" for d in lost))
     wm = st["watermark"]
     lines.append(f"last watermark: {'none' if wm['last'] is None else wm['last']} "
                  f"({wm['topic']})")

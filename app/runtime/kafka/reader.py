@@ -85,6 +85,23 @@ def decode_row(msg: Any) -> OutputRow:
     )
 
 
+READ_WAIT_S = 0.01
+"""How long one wait for records lasts before the positions are looked at again."""
+FETCH_WAIT_MS = 10
+"""The broker holds a fetch without new records this long (librdkafka's default, 500 ms,
+would add up to that much to each read of records committed meanwhile)."""
+
+
+def drain(consumer: Any, timeout_s: float, most: int = 1000) -> list[Any]:
+    """The records that arrive within ``timeout_s`` (waiting for the first one only), and
+    whatever else is already fetched, up to ``most``.  ``consume(n, t)`` alone waits for
+    n records or the whole t."""
+    first = consumer.poll(timeout_s)
+    if first is None:
+        return []
+    return [first, *consumer.consume(most - 1, 0)]
+
+
 class RowReader:
     """An incremental, deduplicating reader of output topics (``kepl tail``, tests)."""
 
@@ -95,12 +112,17 @@ class RowReader:
 
         conf = {"bootstrap.servers": bootstrap, "group.id": "kepl-reader",
                 "enable.auto.commit": False, "isolation.level": "read_committed",
-                "enable.partition.eof": False, "log_level": 3, **(conf or {})}
+                "enable.partition.eof": False, "fetch.wait.max.ms": FETCH_WAIT_MS,
+                "log_level": 3, **(conf or {})}
         conf = client.conf(conf)
         self.consumer = Consumer(conf)
         # End offsets come from a client that never fetches: on the fetching client an
         # offsets request queues behind the fetch long-poll (up to fetch.wait.max.ms).
-        self._meta = Consumer(conf)
+        # It reads the high watermark, not the last stable offset: a transaction's commit
+        # returns before its coordinator wrote the commit markers into every partition,
+        # so rows committed together with a progress record already seen may lie past a
+        # partition's stable offset for a few milliseconds yet.
+        self._meta = Consumer({**conf, "isolation.level": "read_uncommitted"})
         md = self.consumer.list_topics(timeout=30)
         start = OFFSET_BEGINNING if from_beginning else OFFSET_END
         self.tps = [TopicPartition(t, p, start) for t in topics
@@ -120,31 +142,27 @@ class RowReader:
         return out
 
     def read_available(self, timeout_s: float = 30.0) -> list[OutputRow]:
-        """Every new unique row up to the current end of each partition."""
+        """Every new unique row up to the current end of each partition: every record
+        written by then, once its transaction is decided (an open one is waited for,
+        an aborted one skipped)."""
         import time
 
         ends = self._ends()
-        pos = {}
-        for tp in self.consumer.position(self.tps):
-            pos[(tp.topic, tp.partition)] = tp.offset
         out: list[OutputRow] = []
         deadline = time.monotonic() + timeout_s
         while True:
-            left = sum(max(0, ends[k] - max(pos.get(k, 0), 0)) for k in ends)
-            if left == 0:
+            # the position counts the commit markers the consumer skipped, the rows do not
+            # (a transaction leaves one marker per partition): wait on positions, and never
+            # on a count of records, which ``consume`` would wait out to its timeout
+            pos = {(tp.topic, tp.partition): tp.offset
+                   for tp in self.consumer.position(self.tps)}
+            if all(max(pos.get(k, 0), 0) >= end for k, end in ends.items()):
                 break
             if time.monotonic() > deadline:
                 raise TimeoutError("output topics did not deliver up to their end offsets")
-            # consume() waits for the count or the timeout: ask for exactly what is left
-            batch = self.consumer.consume(min(1000, left), 0.5)
-            if not batch:  # positions may skip offsets that hold no row (control records)
-                for tp in self.consumer.position(self.tps):
-                    if tp.offset >= 0:
-                        pos[(tp.topic, tp.partition)] = tp.offset
-            for m in batch:
+            for m in drain(self.consumer, READ_WAIT_S):
                 if m.error() is not None:
                     continue
-                pos[(m.topic(), m.partition())] = m.offset() + 1
                 row = decode_row(m)
                 if self.dedupe.fresh(row.id):
                     out.append(row)
@@ -158,7 +176,7 @@ class RowReader:
         while True:
             if on_poll is not None:
                 on_poll()
-            for m in self.consumer.consume(500, poll_s):
+            for m in drain(self.consumer, poll_s, 500):
                 if m.error() is not None:
                     continue
                 row = decode_row(m)

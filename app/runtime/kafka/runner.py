@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -32,9 +33,10 @@ from app.conformance.runner import Collected, replay, rows_equal, scenario_funct
 from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog
 from app.runtime.kafka import client
+from app.runtime.kafka.children import die_with_parent
 from app.runtime.kafka.clock import Clock
 from app.runtime.kafka.config import AppConfig
-from app.runtime.kafka.reader import OutputRow, RowReader
+from app.runtime.kafka.reader import FETCH_WAIT_MS, OutputRow, RowReader, drain
 from app.runtime.kafka.router import H_SEQ
 from app.runtime.kafka.topology import Topology, ensure_topics
 from app.runtime.kafka.worker import CRASH_HOOK_ENV
@@ -59,7 +61,8 @@ class WorkerProcess:
     def start(self, env: dict[str, str] | None = None, args: list[str] | None = None
               ) -> None:
         """Start the subprocess (``env``: extra environment variables; ``args``: extra
-        worker arguments)."""
+        worker arguments).  It is killed when the thread that starts it ends, however
+        that happens (a ``--time-limit`` kill of the scenario runner included)."""
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "app.runtime.kafka.worker",
@@ -67,7 +70,8 @@ class WorkerProcess:
                  "--data-dir", str(self.data_dir), "--loglevel", self.loglevel,
                  *(args or [])],
                 cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+                stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+                preexec_fn=die_with_parent(signal.SIGKILL))
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -102,7 +106,9 @@ class Progress:
 
         self.consumer = Consumer(client.conf({"bootstrap.servers": bootstrap,
                                               "group.id": "kepl-progress",
-                                              "enable.auto.commit": False, "log_level": 3}))
+                                              "enable.auto.commit": False,
+                                              "fetch.wait.max.ms": FETCH_WAIT_MS,
+                                              "log_level": 3}))
         self.consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
         self.latest: dict[str, str] = {}
 
@@ -115,7 +121,7 @@ class Progress:
                 raise TimeoutError(f"workers did not reach watermark {wid} in {timeout_s} s")
             if alive is not None and not alive():
                 raise RuntimeError("the worker exited")
-            for m in self.consumer.consume(100, 0.05):
+            for m in drain(self.consumer, 0.05):
                 if m.error() is None and m.key() is not None:
                     self.latest[m.key().decode()] = json.loads(m.value())["id"]
 

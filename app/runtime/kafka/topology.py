@@ -176,7 +176,8 @@ def is_stateless(plan: StatementPlan, assigned: set[str]) -> bool:
     p = plan.pipeline
     rs, out = p.resultset, p.output
     if (p.stream is None or p.stream.view is not None or p.pattern is not None
-            or p.subqueries or p.distinct or out.limited or out.when_terminated
+            or p.subqueries or p.match_recognize is not None or p.distinct or out.limited
+            or out.when_terminated
             or out.after_ms is not None or out.after_events is not None):
         return False
     if (rs.aggregates or rs.group_by or rs.having is not None or rs.table is not None

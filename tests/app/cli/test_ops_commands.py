@@ -188,7 +188,7 @@ def test_status_shows_the_lag_of_a_stopped_worker_and_its_catching_up(
         assert kepl(capsys, "clock", str(f), "1000", "--bootstrap", b)[0] == 0
         st = wait_status(capsys, f, b, lambda s: s["total_lag"] == 0 and s["group"]["members"])
         assert st["lag"] == [{"topic": src, "partition": 0, "committed": 5, "end": 5,
-                              "lag": 0}]
+                              "lag": 0, "lost": 0}]
         assert st["watermark"] == {"topic": f"kepl.{name}.watermarks", "last": 1000}
         member = st["group"]["members"][0]
         assert member["instance_id"] == identity
@@ -226,7 +226,8 @@ def test_status_shows_the_lag_of_a_stopped_worker_and_its_catching_up(
     # stopped: what arrives now is lag, as kafka-consumer-groups counts it
     send(capsys, f, b, *EVENTS[:3])
     st = wait_status(capsys, f, b, lambda s: not s["group"]["members"], 30)
-    assert st["lag"] == [{"topic": src, "partition": 0, "committed": 5, "end": 8, "lag": 3}]
+    assert st["lag"] == [{"topic": src, "partition": 0, "committed": 5, "end": 8, "lag": 3,
+                          "lost": 0}]
     assert st["group"]["state"] == "empty"
     assert consumer_groups_describe(b, f"kepl.{name}") == [
         [f"kepl.{name}", src, "0", "5", "8", "3", "-", "-", "-"]]
@@ -320,7 +321,7 @@ def test_reset_replays_the_inputs_into_fresh_state_and_tail_prints_each_row_once
         f"deleted state directory {data}"]) + "\n", "")
     st = status(capsys, f, b)
     assert st["lag"] == [{"topic": f"{name}-withdrawals", "partition": 0, "committed": None,
-                          "end": 2, "lag": 2}]
+                          "end": 2, "lag": 2, "lost": 0}]
     assert rows(capsys, f, b) == []
     # the next worker reads the inputs again into fresh state: the same rows
     worker = Worker(f, b, data)

@@ -1,8 +1,9 @@
 """Conformance scenarios in Kafka mode: a representative share on the real broker.
 
 Every window kind, every public context case, the output forms, an insert-into chain
-of three statements, joins (inner, outer, in a keyed context) and subqueries (over a
-named window, a table, in a keyed context, in on-statements); the same files pass
+of three statements, joins (inner, outer, in a keyed context), subqueries (over a
+named window, a table, in a keyed context, in on-statements) and match_recognize
+(partition by, interval, data windows); the same files pass
 embedded (tests/app/conformance).  A hash context numbered by first use also runs with
 two workers, two source partitions and a worker killed around a checkpoint.  The whole
 public suite runs with ``kepl scenario run --kafka ../shared/conformance/cases``.
@@ -50,6 +51,9 @@ CASES = [
     OWN / "context_hash_ids_first_use.yaml",
     OWN / "subquery_named_window_table_context.yaml",
     OWN / "subquery_on_statements.yaml",
+    OWN / "match_recognize_partition.yaml",
+    OWN / "match_recognize_interval.yaml",
+    OWN / "match_recognize_window.yaml",
 ]
 
 SPREAD = [OWN / "context_hash_ids_first_use.yaml"]

@@ -13,6 +13,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from app.runtime.kafka.config import AppConfig
+from app.runtime.kafka.ops import app_status, render_status
 from app.runtime.kafka.reader import read_rows
 from app.runtime.kafka.runner import KafkaApp
 
@@ -72,6 +73,11 @@ def test_records_deleted_while_the_worker_was_down_are_said_counted_and_skipped(
             "deleted before they were read (retention or DeleteRecords); continuing from "
             "offset 8"]
         assert app.worker.alive()
+        st = app_status(app.config, kafka_bootstrap, lambda bootstrap, topic: None)
+        assert [(d["topic"], d["partition"], d["lost"]) for d in st["lag"]
+                if d["topic"] == topic] == [(topic, 0, 4)]
+        assert f"input lost (deleted before the app read it: retention or DeleteRecords): " \
+               f"{topic}[0] 4" in render_status(st)
     finally:
         app.close()
 

@@ -294,3 +294,16 @@ def test_a_variable_statement_gets_an_output_topic_in_the_group_that_assigns_it(
     assert outs["s0"] == ("kepl.t.out.s0", 1)
     assert "s1" not in outs and "s3" not in outs
     assert set(outs) == {"s0", "s2", "s4"}
+
+
+def test_match_recognize_is_never_a_stateless_lane() -> None:
+    from app.epl.planner import plan_statement
+    from app.runtime.catalog import Catalog
+    from app.runtime.kafka.topology import is_stateless
+
+    catalog = Catalog.from_schemas({"T": {"id": "string", "v": "long"}})
+    plain = plan_statement(catalog, "select id from T(v > 1)", "p")
+    mr = plan_statement(catalog, "select * from T match_recognize (measures A.id as a "
+                        "pattern (A B) define A as A.v > 1)", "m")
+    assert is_stateless(plain, set())
+    assert not is_stateless(mr, set())  # its partial matches are state

@@ -1,0 +1,602 @@
+"""The running match_recognize of one context partition: partial matches per
+``partition by`` key, stepped by each event, ranked and pruned as Esper does.
+
+Esper reference, chapter "EPL Reference: Match Recognize": every event first advances
+the partial matches of its partition (in the order they were started) and then may
+start a new one at each start state; a partial match whose next state is the end is a
+match.  Without ``all matches``, of matches starting at the same row the one preferred by
+the greedy/reluctant quantifiers wins and matches overlapping an earlier one are dropped;
+``after match skip`` prunes the partial matches the output match covers.  With
+``interval`` a match waits until the interval after its first row has passed (or, with
+``or terminated``, until the partial match it continues cannot go further) so that a
+longer match can replace it.  Output is insert-only, one row per match, in arrival order.
+
+State (all of it plain data in the namespace): ``seq`` numbers events; ``("p", key)``
+holds a partition's partial matches and, when ``prev()`` is used, its last events;
+``("w", seq)`` the events of the data window that matched a condition (``bound``);
+``sched`` the matches an interval holds back and when they are due.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from operators.base import PartitionCtx, Row, Rows, StateNamespace
+from operators.match_recognize.nfa import END
+
+PAST_LAST_ROW, TO_NEXT_ROW, TO_CURRENT_ROW = "past last row", "to next row", "to current row"
+"""The ``after match skip`` choices."""
+
+Entry = dict[str, Any]
+"""A partial or complete match: ``b`` first event's seq, ``t`` its time, ``s`` the
+state (for a match: the state that matched last), ``ev`` the event (``[seq, row]``) in
+each variable's slot, ``m`` each multi-row variable's events (or None), ``g`` greedy
+counts per state, ``k`` the partition key, ``e`` the last event's seq (matches)."""
+
+
+COLLECT_AT = 100
+"""Partitions held before idle ones are dropped (Esper's initial collection threshold)."""
+
+
+class _Prev:
+    """What ``prev(expr, n)`` in a condition reads: the partition's n-th event back."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: list[Any]) -> None:
+        self.rows = rows
+
+    def prev(self, n: Any, event: Any = None) -> Row | None:
+        if not isinstance(n, int) or n < 0 or n >= len(self.rows):
+            return None
+        return self.rows[-1 - n][1]
+
+
+class MatchRecognizer:
+    """Events (insert and remove stream of the window before it) in, match rows out;
+    ``spec`` is the statement's MatchRecognizeSpec."""
+
+    def __init__(self, spec: Any, state: StateNamespace,
+                 ctx: PartitionCtx) -> None:
+        self.spec = spec
+        self.ns = state
+        self.ctx = ctx
+        nfa = spec.nfa
+        self.states = nfa.states
+        self.starts = [nfa.states[i] for i in nfa.starts]
+        self.streams = nfa.streams
+        self.n_streams = len(self.streams)
+        self.singles = [(v, self.streams[v]) for v in nfa.singles]
+        self.multis = [(v, self.streams[v]) for v in nfa.multis]
+        self.multi_index = {self.streams[v]: i for i, v in enumerate(nfa.multis)}
+        self.var_streams = list(self.streams.items())
+        self.seq: int = state.get("seq", 0)
+        self.collect_at: int = state.get("collect_at", COLLECT_AT)
+        self.parts: dict[str, dict[str, Any]] = {}
+        self.matched: dict[int, Row] = {}
+        for key, value in state.items():
+            if isinstance(key, tuple) and key[0] == "p":
+                self.parts[key[1]] = value
+            elif isinstance(key, tuple) and key[0] == "w":
+                self.matched[key[1]] = value
+        sched = state.get("sched")
+        self.schedule: list[list[Any]] = sched["s"] if sched else []
+        """[[first event time, [matches]], ...] sorted by time."""
+        self.due: int | None = sched["d"] if sched else None
+        self._matched_index: dict[bytes, list[int]] = {}
+        for s, row in sorted(self.matched.items()):
+            self._matched_index.setdefault(_fp(row), []).append(s)
+        self._dirty: set[str] = set()
+
+    # ------------------------------------------------------------------ events
+
+    def on_events(self, new: Rows, old: Rows, now_ms: int) -> Rows:
+        """One update of the stream: remove stream first, then each new event."""
+        spec = self.spec
+        if old and spec.bound:
+            self._remove_old(old)
+        if not new:
+            self._flush()
+            return []
+        ends: list[Entry] = []
+        terms: list[Entry] | None = None
+        for row in new:
+            self.seq += 1
+            key = self._key(row)
+            if spec.partition_by and len(self.parts) >= self.collect_at:
+                self._collect()
+            part = self.parts.get(key)
+            if part is None:
+                part = self.parts[key] = {"cur": [], "prev": []}
+            self._dirty.add(key)
+            if spec.prev_depth:
+                buf = part["prev"]
+                buf.append([self.seq, row])
+                if len(buf) > spec.prev_depth:
+                    del buf[0]
+            t = self._step(part, row, now_ms, ends, key if spec.partition_by else None)
+            if t:
+                terms = t if terms is None else terms + t
+        self.ns.put("seq", self.seq)
+        if not ends and (not spec.or_terminated or terms is None):
+            self._flush()
+            return []
+        # Esper 9 ranks the matches of one first row into an immutable list when there
+        # is no partition by: holding one of them for the interval then fails, and the
+        # rest of the update (releases by 'or terminated', output) is lost
+        frozen = (not spec.partition_by and not spec.all_matches and len(ends) > 1
+                  and len({e["b"] for e in ends}) == 1)
+        if not spec.all_matches:
+            ends = self._rank_partitions(ends)
+        if spec.interval_ms is not None:
+            ends = self._hold(ends, terms, now_ms, frozen)
+        elif spec.skip in (PAST_LAST_ROW, TO_NEXT_ROW):
+            past = spec.skip == PAST_LAST_ROW
+            for end in ends:
+                part = self.parts.get(_pkey(end))
+                if part is None:
+                    continue
+                limit = end["e"] if past else end["b"]
+                part["cur"] = [c for c in part["cur"] if c["b"] > limit]
+                self._dirty.add(_pkey(end))
+        out: Rows = []
+        for end in ends:
+            out.append(self._measure(end))
+            if end["k"] is None:
+                continue
+            key = end["k"]
+            part = self.parts.get(key)
+            if part is None:
+                # Esper 9 drops the whole update's output when a partition that an earlier
+                # match of the same update emptied (and released) has another match: its
+                # runtime fails reading the released partition state
+                out = []
+                break
+            if not part["cur"] and not spec.prev_depth:
+                del self.parts[key]
+                self._dirty.add(key)
+        self._flush()
+        return out
+
+    def _collect(self) -> None:
+        """Drop the partitions without partial matches once there are many (Esper's
+        partitioned state does so before an event when it holds ``collect_at`` of them,
+        doubling the threshold when few go; their ``prev()`` history goes with them)."""
+        idle = [k for k, p in self.parts.items() if not p["cur"]]
+        for k in idle:
+            del self.parts[k]
+            self._dirty.add(k)
+        if len(idle) < self.collect_at // 5:
+            self.collect_at *= 2
+            self.ns.put("collect_at", self.collect_at)
+
+    def _key(self, row: Row) -> str:
+        pb = self.spec.partition_by
+        if not pb:
+            return ""
+        return orjson.dumps([f(row, self.ctx) for f in pb], default=str).decode()
+
+    def _step(self, part: dict[str, Any], row: Row, now_ms: int, ends: list[Entry],
+              key: Any) -> list[Entry] | None:
+        """Advance the partition's partial matches by one event, then try the start
+        states; matches go to ``ends``; returns the partial matches the event ended
+        (for ``or terminated``)."""
+        spec = self.spec
+        seq = self.seq
+        event = [seq, row]
+        collect = spec.collect
+        nxt: list[Entry] = []
+        terms: list[Entry] | None = None
+        matched = False
+        prev = _Prev(part["prev"]) if spec.prev_depth else None
+        for cur in part["cur"]:
+            st = self.states[cur["s"]]
+            slots = cur["ev"]
+            slots[st.stream] = event
+            if self._matches(st, slots, prev, cur["m"]):
+                matched = True
+                nexts = st.next
+                copy = len(nexts) > 1
+                for nx in nexts:
+                    ev, mm, g = slots, cur["m"], cur["g"]
+                    if copy:
+                        ev = list(slots)
+                        g = list(g)
+                        if collect and mm is not None:
+                            mm = [None if x is None else list(x) for x in mm]
+                    if collect and st.multi:
+                        mm = self._add(st.stream, event, mm)
+                        ev[st.stream] = None
+                    if st.greedy:
+                        g[st.num] += 1
+                    entry = {"b": cur["b"], "t": cur["t"], "s": st.num, "ev": ev, "m": mm,
+                             "g": g, "k": key}
+                    if nx == END:
+                        entry["e"] = seq
+                        ends.append(entry)
+                    else:
+                        entry["s"] = nx
+                        nxt.append(entry)
+            elif spec.or_terminated:
+                slots[st.stream] = None
+                if END in st.next:
+                    if terms is None:
+                        terms = []
+                    terms.append({"b": cur["b"], "t": cur["t"], "s": END, "ev": slots,
+                                  "m": cur["m"], "g": cur["g"], "k": key})
+        for st in self.starts:
+            slots = [None] * self.n_streams
+            slots[st.stream] = event
+            if not self._matches(st, slots, prev, None):
+                continue
+            matched = True
+            nexts = st.next
+            copy = len(nexts) > 1
+            for nx in nexts:
+                ev = list(slots) if copy else slots
+                mm = [None] * len(self.multis) if collect else None
+                g = [0] * len(self.states)
+                if collect and st.multi:
+                    mm = self._add(st.stream, event, mm)
+                    ev[st.stream] = None
+                if st.greedy:
+                    g[st.num] += 1
+                entry = {"b": seq, "t": now_ms if spec.interval_ms is not None else 0,
+                         "s": st.num, "ev": ev, "m": mm, "g": g, "k": key}
+                if nx == END:
+                    entry["e"] = seq
+                    ends.append(entry)
+                else:
+                    entry["s"] = nx
+                    nxt.append(entry)
+        part["cur"] = nxt
+        if matched and spec.bound:
+            self.matched[seq] = row
+            self._matched_index.setdefault(_fp(row), []).append(seq)
+            self.ns.put(("w", seq), row)
+        return terms
+
+    def _add(self, stream: int, event: list[Any], mm: list[Any] | None) -> list[Any]:
+        if mm is None:
+            mm = [None] * len(self.multis)
+        i = self.multi_index[stream]
+        if mm[i] is None:
+            mm[i] = [event]
+        else:
+            mm[i].append(event)
+        return mm
+
+    def _row(self, slots: list[Any]) -> Row:
+        """The row a condition sees: each variable's event in its slot."""
+        return {v: slots[i][1] for v, i in self.var_streams if slots[i] is not None}
+
+    def _matches(self, st: Any, slots: list[Any], prev: _Prev | None,
+                 groups: list[Any] | None) -> bool:
+        cond = self.spec.defines.get(st.var)
+        if cond is None:
+            return True
+        ctx = self.ctx
+        row = self._row(slots)
+        if st.reads_groups and groups is not None:
+            for j, (v, _) in enumerate(self.multis):
+                if v != st.var and groups[j] is not None:
+                    row[v] = [e[1] for e in groups[j]]
+        if prev is None:
+            return cond(row, ctx) is True
+        # prev(n, B.v) in a condition reads the partition's events through the window
+        # of the variable it names (a condition's row holds one event per variable)
+        saved, saved_windows = ctx.window, ctx.windows
+        ctx.window = prev
+        ctx.windows = self._prev_windows(prev)
+        try:
+            return cond(row, ctx) is True
+        finally:
+            ctx.window, ctx.windows = saved, saved_windows
+
+    def _prev_windows(self, prev: _Prev) -> dict[str, Any]:
+        return {v: prev for v, _ in self.var_streams}
+
+    # ----------------------------------------------------------------- ranking
+
+    def _rank_partitions(self, ends: list[Entry]) -> list[Entry]:
+        """One match per first row, none overlapping an earlier one, per partition."""
+        if len(ends) <= 1:
+            return ends
+        if not self.spec.partition_by:
+            return self._rank_by_start(ends)
+        per: dict[str, list[Entry]] = {}
+        for e in ends:
+            per.setdefault(_pkey(e), []).append(e)
+        out: list[Entry] = []
+        for group in per.values():
+            out += group if len(group) == 1 else self._rank_by_start(group)
+        return out
+
+    def _rank_by_start(self, ends: list[Entry]) -> list[Entry]:
+        if len(ends) <= 1:
+            return ends
+        by_begin: dict[int, list[Entry] | None] = {}
+        for e in ends:
+            by_begin.setdefault(e["b"], []).append(e)  # type: ignore[union-attr]
+        all_matches = self.spec.all_matches
+        if len(by_begin) == 1:
+            only = next(iter(by_begin.values()))
+            assert only is not None
+            return only if all_matches else [self._best(only)]
+        ranked: list[Entry] = []
+        skip = self.spec.skip
+        for begin in sorted(by_begin):
+            group = by_begin.pop(begin)
+            if not group:
+                continue
+            taken = self._best(group) if len(group) > 1 else group[0]
+            if all_matches and len(group) > 1:
+                ranked += group
+            else:
+                ranked.append(taken)
+            if skip in (PAST_LAST_ROW, TO_NEXT_ROW):
+                limit = taken["e"] if skip == PAST_LAST_ROW else taken["b"]
+                for k, rest in by_begin.items():
+                    if rest:
+                        by_begin[k] = [x for x in rest if x["b"] > limit]
+        return ranked
+
+    def _best(self, group: list[Entry]) -> Entry:
+        """Of matches with the same first row: newest last row first, then the greedy
+        counts decide (Esper's end-state ranking)."""
+        group = sorted(group, key=lambda e: -e["e"])
+        low = min(e["b"] for e in group)
+        best: Entry | None = None
+        for e in group:
+            if e["b"] != low:
+                continue
+            if best is None or self._better(e["g"], best["g"]):
+                best = e
+        assert best is not None
+        return best
+
+    def _better(self, cur: list[int], best: list[int]) -> bool:
+        for st in self.states:
+            if st.greedy is None:
+                continue
+            if st.greedy:
+                if cur[st.num] > best[st.num]:
+                    return True
+            elif cur[st.num] < best[st.num]:
+                return True
+        return False
+
+    # ---------------------------------------------------------------- interval
+
+    def _hold(self, ends: list[Entry], terms: list[Entry] | None, now_ms: int,
+              frozen: bool = False) -> list[Entry]:
+        """``interval``: hold matches until the interval after their first row (Esper
+        schedules a match whose first row is recent enough); ``or terminated`` releases
+        the held matches a partial match that cannot continue ends."""
+        spec = self.spec
+        interval = spec.interval_ms or 0
+        keep: list[Entry] = []
+        for end in ends:
+            if spec.or_terminated:
+                nexts = self.states[end["s"]].next
+                hold = not (len(nexts) == 1 and nexts[0] == END)
+            else:
+                hold = True
+            if hold:
+                since = now_ms - end["t"]
+                until = interval - since
+                if self._sched_has(end["t"]) or since < until:
+                    self._sched_add(until, end, now_ms)
+                    if frozen:
+                        self._save_sched()
+                        return []
+                    continue
+            keep.append(end)
+        ends = keep
+        if spec.or_terminated and terms:
+            for term in terms:
+                if _pkey(term) in self.parts or not spec.partition_by:
+                    if frozen and self._release_first(term):
+                        # adding the released match to the immutable list fails
+                        self._save_sched()
+                        return []
+                    self._release(term, ends)
+            if not spec.all_matches:
+                ends = self._rank_partitions(ends)
+        self._save_sched()
+        return ends
+
+    def _sched_has(self, t: int) -> bool:
+        return any(s[0] == t for s in self.schedule)
+
+    def _sched_add(self, delta: int, end: Entry, now_ms: int) -> None:
+        if not self.schedule:
+            self.schedule.append([end["t"], [end]])
+            self.due = now_ms + delta
+            return
+        for s in self.schedule:
+            if s[0] == end["t"]:
+                s[1].append(end)
+                return
+        self.schedule.append([end["t"], [end]])
+        self.schedule.sort(key=lambda s: s[0])
+
+    def _release_first(self, term: Entry) -> bool:
+        """Take the first held match ``term`` releases out of the schedule (Esper drops
+        a lone one's entry, leaves a list's, even empty); whether there was one."""
+        for i, s in enumerate(self.schedule):
+            if s[0] != term["t"]:
+                continue
+            for j, e in enumerate(s[1]):
+                if self._same_events(term, e):
+                    if len(s[1]) == 1:
+                        del self.schedule[i]
+                    else:
+                        del s[1][j]
+                    return True
+            return False
+        return False
+
+    def _release(self, term: Entry, found: list[Entry]) -> None:
+        for i, s in enumerate(self.schedule):
+            if s[0] != term["t"]:
+                continue
+            hit = [e for e in s[1] if self._same_events(term, e)]
+            if not hit:
+                if not s[1]:
+                    del self.schedule[i]  # the timer stays (Esper: nothing was released)
+                return
+            s[1] = [e for e in s[1] if not self._same_events(term, e)]
+            found += hit
+            if not s[1]:
+                del self.schedule[i]
+            if not self.schedule:
+                self.due = None
+            return
+
+    def _same_events(self, term: Entry, end: Entry) -> bool:
+        """Whether a held match is a prefix of the ended partial match."""
+        if term["b"] != end["b"]:
+            return False
+        for _, stream in self.var_streams:
+            if stream in self.multi_index:
+                i = self.multi_index[stream]
+                te = term["m"][i] if term["m"] is not None else None
+                ee = end["m"][i] if end["m"] is not None else None
+                if ee is not None:
+                    if te is None:
+                        return False
+                    if any(not _same(ev, te[j]) for j, ev in enumerate(ee) if j < len(te)):
+                        return False
+            elif not _same(term["ev"][stream], end["ev"][stream]):
+                return False
+        return True
+
+    def _save_sched(self) -> None:
+        if self.schedule or self.due is not None:
+            self.ns.put("sched", {"s": self.schedule, "d": self.due})
+        else:
+            self.ns.delete("sched")
+
+    def next_timer(self) -> int | None:
+        return self.due
+
+    def on_time(self, now_ms: int) -> Rows:
+        """The interval of held matches passed: output the best of each first row."""
+        if self.due is None or now_ms < self.due:
+            return []
+        self.due = None
+        interval = self.spec.interval_ms or 0
+        if not self.schedule:
+            self._save_sched()
+            return []
+        due: list[Entry] = []
+        while self.schedule and self.schedule[0][0] <= now_ms - interval:
+            due += self.schedule.pop(0)[1]
+        if self.schedule:
+            self.due = self.schedule[0][0] + interval
+        if not self.spec.all_matches:
+            due = self._rank_partitions(due)
+        self._save_sched()
+        self.ctx.now_ms = now_ms
+        return [self._measure(e) for e in due]
+
+    # ---------------------------------------------------------- window removes
+
+    def _remove_old(self, old: Rows) -> None:
+        """Events leaving the data window leave every partial match holding them; when
+        no matched event is left in the window all partial matches are dropped.  What
+        ``prev()`` reads is not changed: it is the partition's last events, in the window
+        or not (as in Esper)."""
+        removed: list[tuple[int | None, Row]] = []
+        for row in old:
+            seqs = self._matched_index.get(_fp(row))
+            s = seqs.pop(0) if seqs else None
+            if s is not None:
+                self.matched.pop(s, None)
+                self.ns.delete(("w", s))
+            removed.append((s, row))
+        spec = self.spec
+        if not self.matched:
+            for key, part in list(self.parts.items()):
+                part["cur"] = []
+                if not spec.prev_depth:
+                    del self.parts[key]
+                self._dirty.add(key)
+        else:
+            for s, row in removed:
+                if s is None:
+                    continue
+                key = self._key(row)
+                part = self.parts.get(key)
+                if part is None:
+                    continue
+                part["cur"] = [c for c in part["cur"] if not self._holds(c, s)]
+                self._dirty.add(key)
+                if not part["cur"] and not spec.prev_depth:
+                    del self.parts[key]
+
+    @staticmethod
+    def _holds(entry: Entry, seq: int) -> bool:
+        if any(ev is not None and ev[0] == seq for ev in entry["ev"]):
+            return True
+        mm = entry["m"]
+        return bool(mm) and any(
+            evs is not None and any(ev[0] == seq for ev in evs) for evs in mm)
+
+    # ---------------------------------------------------------------- output
+
+    def _measure(self, end: Entry) -> Row:
+        """The output row of one match: each measure over the match's events."""
+        comp: Row = {}
+        for v, i in self.singles:
+            ev = end["ev"][i]
+            comp[v] = ev[1] if ev is not None else None
+        mm = end["m"]
+        for j, (v, _) in enumerate(self.multis):
+            evs = mm[j] if mm is not None else None
+            comp[v] = [e[1] for e in evs] if evs is not None else None
+        ctx = self.ctx
+        for n, agg in enumerate(self.spec.aggregates):
+            a = agg.aggregator
+            state = a.initial()
+            events = comp.get(agg.var)
+            if events:
+                base = {v: comp[v] for v, _ in self.singles}
+                fn = agg.value
+                for ev in events:
+                    state = a.enter(state, fn({**base, agg.var: ev}, ctx)
+                                    if fn is not None else ev)
+            comp[f"$agg{n}"] = a.result(state)
+        return {name: fn(comp, ctx) for name, fn in self.spec.measures}
+
+    def _flush(self) -> None:
+        """Write back the partitions this update changed."""
+        for key in self._dirty:
+            part = self.parts.get(key)
+            if part is None:
+                self.ns.delete(("p", key))
+            else:
+                self.ns.put(("p", key), part)
+        self._dirty.clear()
+
+    def contents(self) -> Rows:
+        return []
+
+
+def _same(a: list[Any] | None, b: list[Any] | None) -> bool:
+    """Whether two event references are the same event (or both absent)."""
+    if a is None or b is None:
+        return a is b
+    return bool(a[0] == b[0])
+
+
+def _pkey(entry: Entry) -> str:
+    k = entry["k"]
+    return "" if k is None else k
+
+
+def _fp(row: Row) -> bytes:
+    return orjson.dumps(row, option=orjson.OPT_SORT_KEYS, default=str)

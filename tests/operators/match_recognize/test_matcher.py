@@ -1,0 +1,168 @@
+"""The match_recognize stage of a pipeline: matches, ranking, skip, interval, window
+removes, and that a pipeline rebuilt from its state before every step (a restarted
+worker) continues a half-matched pattern with the same output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.epl.planner import plan_statement
+from app.runtime.catalog import Catalog
+from operators.base import PartitionCtx, Rows
+from operators.state import MemoryStore, RocksStore
+
+SCHEMA = {"T": {"id": "string", "k": "string", "v": "long"}}
+MODES = ["memory", "memory-rebuild", "memory-checkpoint", "rocks-reopen"]
+
+
+class Driver:
+    """A statement's pipeline over a store; ``mode`` says how it is rebuilt per step."""
+
+    def __init__(self, epl: str, mode: str, tmp_path: Path) -> None:
+        self.spec = plan_statement(Catalog.from_schemas(SCHEMA), epl, "q").pipeline
+        self.mode = mode
+        self.path = tmp_path / "rocks"
+        self.store: Any = RocksStore(self.path) if mode.startswith("rocks") else MemoryStore()
+        self.now = 0
+        self.pipe = self._build()
+
+    def _build(self) -> Any:
+        return self.spec.build(self.store.namespace("q", 0), PartitionCtx(now_ms=self.now))
+
+    def _restart(self) -> None:
+        if self.mode == "memory-rebuild":
+            self.pipe = self._build()
+        elif self.mode == "memory-checkpoint":
+            self.store = MemoryStore.restore(self.store.checkpoint())
+            self.pipe = self._build()
+        elif self.mode == "rocks-reopen":
+            self.store.close()
+            self.store = RocksStore(self.path)
+            self.pipe = self._build()
+
+    def send(self, *events: tuple[str, str, int]) -> Rows:
+        out: Rows = []
+        for ident, k, v in events:
+            self._restart()
+            out += self.pipe.on_event("T", {"id": ident, "k": k, "v": v}, self.now)[0]
+        return out
+
+    def advance(self, to_ms: int) -> Rows:
+        out: Rows = []
+        while True:
+            self._restart()
+            due = self.pipe.next_timer()
+            if due is None or due > to_ms:
+                break
+            self.now = due
+            out += self.pipe.on_time(due)[0]
+        self.now = to_ms
+        return out
+
+
+@pytest.fixture(params=MODES)
+def mode(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+def run(epl: str, mode: str, tmp_path: Path, *events: tuple[str, str, int]) -> Rows:
+    return Driver(epl, mode, tmp_path).send(*events)
+
+
+def test_greedy_star_takes_a_row_reluctant_leaves_to_the_next(mode: str, tmp_path: Path) -> None:
+    events = [("e1", "x", 20), ("e2", "x", 9), ("e3", "x", 20)]
+    greedy = ("select * from T match_recognize (measures A.id as a, count(B.id) as nb, "
+              "count(C.id) as nc, D.id as d pattern (A B* C* D) "
+              "define A as A.v > 15, B as B.v < 12, C as C.v > 6, D as D.v > 15)")
+    # e2 is a B and a C: the greedy B* counts it, the reluctant one leaves it to C
+    assert run(greedy, mode, tmp_path, *events) == [{"a": "e1", "nb": 1, "nc": 0, "d": "e3"}]
+    reluctant = greedy.replace("B* C*", "B*? C*?")
+    assert run(reluctant, mode, tmp_path / "r", *events) == [
+        {"a": "e1", "nb": 0, "nc": 1, "d": "e3"}]
+
+
+def test_plus_at_the_end_matches_as_soon_as_it_can(mode: str, tmp_path: Path) -> None:
+    epl = ("select * from T match_recognize (measures A.id as a, B[0].id as b0, "
+           "last(B.id) as bl, count(B.id) as n pattern (A B+) "
+           "define A as A.v > 10, B as B.v < 10)")
+    assert run(epl, mode, tmp_path, ("e1", "x", 11), ("e2", "x", 1), ("e3", "x", 2)) == [
+        {"a": "e1", "b0": "e2", "bl": "e2", "n": 1}]
+
+
+def test_half_matched_pattern_continues_after_restart(mode: str, tmp_path: Path) -> None:
+    epl = ("select * from T match_recognize (partition by k measures A.id as a, "
+           "first(B.id) as b0, last(B.id) as bl, avg(B.v) as av, C.id as c "
+           "pattern (A B+ C) define A as A.v > 12, B as B.v <= 12, C as C.v > 12)")
+    d = Driver(epl, mode, tmp_path)
+    assert d.send(("e1", "x", 15), ("e2", "y", 14), ("e3", "x", 2), ("e4", "y", 4),
+                  ("e5", "x", 6)) == []
+    assert d.send(("e6", "y", 20), ("e7", "x", 13)) == [
+        {"a": "e2", "b0": "e4", "bl": "e4", "av": 4.0, "c": "e6"},
+        {"a": "e1", "b0": "e3", "bl": "e5", "av": 4.0, "c": "e7"}]
+
+
+def test_skip_to_next_row_and_all_matches(mode: str, tmp_path: Path) -> None:
+    events = [("e1", "x", 6), ("e2", "x", 7), ("e3", "x", 8)]
+    past = ("select * from T match_recognize (measures A.id as a, B.id as b "
+            "pattern (A B) define A as A.v > 5, B as B.v > 5)")
+    assert run(past, mode, tmp_path, *events) == [{"a": "e1", "b": "e2"}]
+    nxt = past.replace("pattern", "after match skip to next row pattern")
+    assert run(nxt, mode, tmp_path / "n", *events) == [{"a": "e1", "b": "e2"},
+                                                       {"a": "e2", "b": "e3"}]
+    every = ("select * from T match_recognize (measures A.id as a, count(B.id) as n, "
+             "C.id as c all matches pattern (A B* C) "
+             "define A as A.v > 5, B as B.v > 5, C as C.v > 7)")
+    assert run(every, mode, tmp_path / "a", *events) == [
+        {"a": "e1", "n": 1, "c": "e3"}, {"a": "e2", "n": 0, "c": "e3"}]
+
+
+def test_window_removes_leave_partial_matches(mode: str, tmp_path: Path) -> None:
+    epl = ("select * from T#length(3) match_recognize (measures A.id as a, "
+           "count(B.id) as n, C.id as c pattern (A B* C) "
+           "define A as A.v > 15, B as B.v < 15, C as C.v > 15)")
+    # e1 leaves the window when e4 arrives: its partial match is gone
+    assert run(epl, mode, tmp_path, ("e1", "x", 16), ("e2", "x", 1), ("e3", "x", 2),
+               ("e4", "x", 17)) == []
+    assert run(epl, mode, tmp_path / "b", ("e1", "x", 16), ("e2", "x", 1),
+               ("e3", "x", 17)) == [{"a": "e1", "n": 1, "c": "e3"}]
+
+
+def test_interval_holds_a_match_for_a_longer_one(mode: str, tmp_path: Path) -> None:
+    epl = ("select * from T match_recognize (measures A.id as a, count(B.id) as n "
+           "pattern (A B*) interval 5 seconds define A as A.v > 15, B as B.v < 15)")
+    d = Driver(epl, mode, tmp_path)
+    assert d.send(("e1", "x", 16)) == []
+    d.advance(1000)
+    assert d.send(("e2", "x", 1)) == []
+    d.advance(2000)
+    assert d.send(("e3", "x", 2)) == []
+    assert d.advance(4999) == []
+    assert d.advance(5000) == [{"a": "e1", "n": 2}]
+
+
+def test_interval_or_terminated_releases_when_the_match_cannot_grow(
+        mode: str, tmp_path: Path) -> None:
+    epl = ("select * from T match_recognize (measures A.id as a, count(B.id) as n "
+           "pattern (A B*) interval 5 seconds or terminated "
+           "define A as A.v > 15, B as B.v < 15)")
+    d = Driver(epl, mode, tmp_path)
+    assert d.send(("e1", "x", 16), ("e2", "x", 1)) == []
+    d.advance(1000)
+    assert d.send(("e3", "x", 15)) == [{"a": "e1", "n": 1}]
+    assert d.advance(10_000) == []
+
+
+def test_events_leaving_together_leave_their_partial_matches(
+        mode: str, tmp_path: Path) -> None:
+    epl = ("select * from T#time(2 sec) match_recognize (measures A.id as a, "
+           "count(B.id) as n, C.id as c pattern (A B* C) "
+           "define A as A.v > 12, B as B.v <= 14, C as C.v > 16)")
+    d = Driver(epl, mode, tmp_path)
+    assert d.send(("u1", "x", 0), ("m1", "x", 15)) == []
+    d.advance(1000)
+    assert d.send(("m2", "x", 13)) == []
+    assert d.advance(2500) == []  # u1 and m1 leave the window at 2000
+    assert d.send(("c1", "x", 17)) == [{"a": "m2", "n": 0, "c": "c1"}]
