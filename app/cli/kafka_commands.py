@@ -149,7 +149,7 @@ def data_dir_of(args: argparse.Namespace, app: str) -> Path:
 def cmd_worker(args: argparse.Namespace, bootstrap: str) -> int:
     """Run a worker; a banner, its rebalances and restores and a closing line go to
     stderr whatever ``--log-level`` says, the worker's own logs by ``--log-level``."""
-    from app.runtime.kafka.loop import SHUTDOWN
+    from app.runtime.kafka.shutdown import SHUTDOWN
     from app.runtime.kafka.worker import run_worker
 
     SHUTDOWN.install()  # a stop before the loop runs exits at once, cleanly

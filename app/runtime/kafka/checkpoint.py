@@ -1,14 +1,17 @@
 """One checkpoint = one Kafka transaction: output rows, changelog and repartition
 records, progress, dead letters and the input offsets commit together.
 
-``Checkpoint`` owns the worker's one producer.  Under ``exactly_once`` it is
-transactional (``transactional.id`` = the worker's identity, so a restarted worker
-fences its previous incarnation and aborts what it left open; KIP-447 group metadata
-fences a zombie that lost its partitions to another worker), a transaction is begun at
-the first record of a checkpoint, and ``commit`` sends the input offsets with the
-consumer's current group metadata and commits.  Readers use ``read_committed``.
-Under ``at_least_once`` the same records are produced without a transaction, flushed,
-and the offsets committed by the consumer afterwards.
+``CheckpointRound`` runs the protocol's steps in order (docs/architecture.md, "The
+checkpoint protocol") over the engine partitions and the inputs of a worker, through an
+``OutputLog``: ``Transactional`` (``exactly_once``: ``transactional.id`` = the worker's
+identity, so a restarted worker fences its previous incarnation and aborts what it left
+open; KIP-447 group metadata fences a zombie that lost its partitions; a transaction
+begins at the first record of a checkpoint and ``commit`` sends the input offsets with
+the consumer's group metadata; readers use ``read_committed``) or ``Plain``
+(``at_least_once``: the same records without a transaction, flushed, then the offsets
+committed by the consumer).  Both hold the worker's one producer.  Faults are injected
+through a ``Seam`` (tests; ``CrashSeam`` for crash tests of a real worker), never from
+the environment inside the loop.
 
 Errors by class (confluent-kafka's ``KafkaError``): retriable ones are retried under a
 deadline; ``txn_requires_abort`` ones abort and raise ``Rewind`` (the worker drops
@@ -21,9 +24,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from app.runtime.kafka import client
+from app.runtime.kafka import client, codec
+from app.runtime.kafka.router import H_ERROR, H_SOURCE
 
 log = logging.getLogger("kepl.checkpoint")
 
@@ -77,21 +82,43 @@ def producer_config(bootstrap: str, transactional_id: str | None) -> dict[str, A
     return conf
 
 
-class Checkpoint:
-    """The worker's producer and its commit protocol (see module docstring)."""
+class OutputLog(Protocol):
+    """Where a checkpoint's records go and how they commit."""
+
+    exactly_once: bool
+    open: bool
+    errors: list[str]
+
+    def produce(self, topic: str, value: bytes, partition: int,
+                headers: Headers | None = None, key: bytes | None = None,
+                on_delivery: OnDelivery | None = None) -> None: ...
+
+    def rows_landed(self) -> None:
+        """Rows produced so far must be durable before a changelog record that applies
+        their state (at-least-once); nothing to do inside a transaction."""
+        ...
+
+    def flush(self) -> None: ...
+
+    def commit(self, offsets: list[Any], consumer: Any) -> None: ...
+
+    def abort(self) -> None: ...
+
+
+class _Producer:
+    """The worker's producer (see module docstring for the two ways it commits)."""
+
+    exactly_once = False
 
     def __init__(self, bootstrap: str, transactional_id: str | None) -> None:
         from confluent_kafka import Producer
 
-        self.exactly_once = transactional_id is not None
         self.producer = Producer(client.conf(producer_config(bootstrap, transactional_id)))
         self._produce = self.producer.produce
         self._default_cb: OnDelivery | None = None if self.exactly_once else self._check
         self.open = False
         self.records = 0
         self.errors: list[str] = []
-        if self.exactly_once:
-            self._retry("init_transactions", lambda: self.producer.init_transactions(30))
 
     def _check(self, err: Any, _msg: Any) -> None:
         if err is not None:
@@ -121,8 +148,6 @@ class Checkpoint:
                     continue
 
     def begin(self) -> None:
-        if self.exactly_once:
-            self._guard("begin_transaction", self.producer.begin_transaction)
         self.open = True
 
     def poll(self) -> None:
@@ -136,42 +161,17 @@ class Checkpoint:
             errs, self.errors = self.errors, []
             raise Rewind(f"produce failed: {errs[0]} (+{len(errs) - 1} more)")
 
+    def rows_landed(self) -> None:
+        pass
+
     def commit(self, offsets: list[Any], consumer: Any) -> None:
-        """Commit the checkpoint with the input ``offsets`` (TopicPartitions with the
-        next offset to read and metadata)."""
-        if not self.open and not offsets:
-            return
-        if self.exactly_once:
-            if not self.open:
-                self.begin()
-            if offsets:
-                self._guard("send_offsets_to_transaction",
-                            lambda: self.producer.send_offsets_to_transaction(
-                                offsets, consumer.consumer_group_metadata(), 30))
-            self._guard("commit_transaction",
-                        lambda: self.producer.commit_transaction(30))
-            if self.errors:  # a record failed although the commit went through
-                errs, self.errors = self.errors, []
-                raise Fenced(f"produce failed inside a committed transaction: {errs[0]}")
-        else:
-            self.flush()
-            if offsets:
-                consumer.commit(offsets=offsets, asynchronous=False)
-        self.open = False
-        self.records = 0
+        raise NotImplementedError
 
     def abort(self) -> None:
-        """Drop the open checkpoint (its records become invisible to read_committed)."""
-        if not self.open:
-            return
+        """Drop the open checkpoint."""
         self.open = False
         self.records = 0
         self.errors = []
-        if self.exactly_once:
-            try:
-                self.producer.abort_transaction(30)
-            except Exception as e:  # noqa: BLE001 - the caller rewinds or exits anyway
-                log.warning("aborting the transaction failed: %s", e)
 
     def _guard(self, what: str, call: Callable[[], Any]) -> None:
         """Run a transactional call; map its errors onto Rewind / Fenced."""
@@ -208,3 +208,293 @@ class Checkpoint:
             self.producer.flush(5)
         except Exception:  # noqa: BLE001 - going down
             pass
+
+
+class Transactional(_Producer):
+    """``exactly_once``: one Kafka transaction per checkpoint."""
+
+    exactly_once = True
+
+    def __init__(self, bootstrap: str, transactional_id: str) -> None:
+        super().__init__(bootstrap, transactional_id)
+        self._retry("init_transactions", lambda: self.producer.init_transactions(30))
+
+    def begin(self) -> None:
+        self._guard("begin_transaction", self.producer.begin_transaction)
+        self.open = True
+
+    def commit(self, offsets: list[Any], consumer: Any) -> None:
+        """Commit the checkpoint with the input ``offsets`` (TopicPartitions with the
+        next offset to read and metadata)."""
+        if not self.open and not offsets:
+            return
+        if not self.open:
+            self.begin()
+        if offsets:
+            self._guard("send_offsets_to_transaction",
+                        lambda: self.producer.send_offsets_to_transaction(
+                            offsets, consumer.consumer_group_metadata(), 30))
+        self._guard("commit_transaction", lambda: self.producer.commit_transaction(30))
+        if self.errors:  # a record failed although the commit went through
+            errs, self.errors = self.errors, []
+            raise Fenced(f"produce failed inside a committed transaction: {errs[0]}")
+        self.open = False
+        self.records = 0
+
+    def abort(self) -> None:
+        """Drop the open checkpoint (its records become invisible to read_committed)."""
+        if not self.open:
+            return
+        super().abort()
+        try:
+            self.producer.abort_transaction(30)
+        except Exception as e:  # noqa: BLE001 - the caller rewinds or exits anyway
+            log.warning("aborting the transaction failed: %s", e)
+
+
+class Plain(_Producer):
+    """``at_least_once``: the records without a transaction, flushed, then the offsets
+    committed by the consumer; a crash may repeat rows (with the same ids)."""
+
+    def rows_landed(self) -> None:
+        self.flush()
+
+    def commit(self, offsets: list[Any], consumer: Any) -> None:
+        if not self.open and not offsets:
+            return
+        self.flush()
+        if offsets:
+            consumer.commit(offsets=offsets, asynchronous=False)
+        self.open = False
+        self.records = 0
+
+
+def make_output(bootstrap: str, identity: str, guarantee: str) -> _Producer:
+    """The worker's producer for its processing guarantee."""
+    if guarantee == "exactly_once":
+        return Transactional(bootstrap, identity)
+    return Plain(bootstrap, None)
+
+
+class Seam(Protocol):
+    """Where a test (or a crash test's ``CrashSeam``) steps into a checkpoint: called at
+    each named point (``POINTS``); it may raise or kill the process."""
+
+    def at(self, point: str) -> None: ...
+
+
+POINTS = ("before_flush", "after_flush", "mid_snapshot", "snapshot_commit",
+          "after_snapshot", "before_truncate")
+"""before_flush: records produced, the transaction not committed; after_flush: committed,
+the local databases not written; mid_snapshot: a snapshot part that is not its
+snapshot's last was sent, not committed; snapshot_commit: any snapshot part before its
+commit; after_snapshot: a last part committed, the snapshot not yet marked complete;
+before_truncate: a snapshot complete, the changelog before it not yet deleted."""
+
+
+class NoSeam:
+    def at(self, point: str) -> None:
+        pass
+
+
+class CrashSeam:
+    """``point:n``: SIGKILL this process at the n-th time ``point`` is reached (the crash
+    tests of a real worker set it through the worker's entry point)."""
+
+    def __init__(self, spec: str) -> None:
+        point, _, n = spec.partition(":")
+        if point not in POINTS or not n.isdigit():
+            raise ValueError(f"crash point must be POINT:N with POINT one of "
+                             f"{', '.join(POINTS)}, got {spec!r}")
+        self.point, self.n, self.count = point, int(n), 0
+
+    def at(self, point: str) -> None:
+        if point != self.point:
+            return
+        self.count += 1
+        if self.count >= self.n:
+            import os
+            import signal
+            import sys
+
+            log.warning("crash point %s:%d reached: killing the worker", point, self.n)
+            sys.stderr.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+class Names(Protocol):
+    """The topics a checkpoint writes (the app's config)."""
+
+    dlq_topic: str
+    progress_topic: str
+
+    def changelog_topic(self, group: str) -> str: ...
+
+
+class Inputs(Protocol):
+    """The input offsets a checkpoint commits."""
+
+    def offsets(self, holds: dict[str, int]) -> list[Any]:
+        """Offsets to commit: the read positions, held back to ``holds`` (input partition
+        ``topic:p`` -> the oldest offset an engine partition still waits on)."""
+        ...
+
+    def committed_offsets(self) -> list[Any]:
+        """The offsets committed last (sent again to fence a transaction)."""
+        ...
+
+    def mark_committed(self, offsets: list[Any]) -> None: ...
+
+
+class ChangelogAdmin(Protocol):
+    def delete_before(self, topic: str, partition: int, offset: int) -> None: ...
+
+
+@dataclass
+class RoundResult:
+    """What a checkpoint did (the worker's statistics)."""
+
+    sealed: int = 0
+    dead: int = 0
+    changelog_bytes: int = 0
+
+
+class CheckpointRound:
+    """The steps of a checkpoint, in order:
+
+    1. seal each engine partition (its batch becomes one changelog record);
+    2. produce its dead letters, rows, changelog record and progress, and the progress
+       of lanes that saw a watermark;
+    3. input offsets, held back to the oldest waiting record (and the committed ones
+       again when none moved: the broker checks the group generation with them);
+    4. commit;
+    5. write each sealed partition's batch to RocksDB with its changelog offset;
+    6. write the next snapshot part of partitions writing a snapshot, in a transaction
+       of its own, and delete the changelog before a completed snapshot.
+    """
+
+    def __init__(self, out: OutputLog, names: Names, changelog: ChangelogAdmin,
+                 write_rows: Callable[[Any], None],
+                 on_dead: Callable[[str, str], None] = lambda where, why: None,
+                 seam: Seam | None = None, parts_per_round: int | None = 1) -> None:
+        """``write_rows(part)`` produces an engine partition's output rows;
+        ``parts_per_round``: snapshot parts per checkpoint (None: every part at once)."""
+        self.out = out
+        self.names = names
+        self.changelog = changelog
+        self.write_rows = write_rows
+        self.on_dead = on_dead
+        self.seam = seam or NoSeam()
+        self.parts_per_round = parts_per_round
+
+    def run(self, parts: dict[tuple[str, int], Any], lane_progress: list[tuple[str, Any]],
+            inputs: Inputs, consumer: Any) -> RoundResult:
+        """One checkpoint over ``parts`` ((group, partition) -> EnginePartition) and the
+        progress of lanes (``(key, (t, id))``).  ``Rewind``: the transaction was aborted
+        (nothing of it is committed locally); ``Fenced``: the worker must stop."""
+        out, names, result = self.out, self.names, RoundResult()
+        cl_offsets: dict[tuple[str, int], int] = {}
+        sealed: list[tuple[tuple[str, int], Any]] = []
+        for key, part in parts.items():
+            rec = part.seal()
+            for d in part.dead:
+                result.dead += 1
+                source = f"{d.record.upstream.replace(':', '/')}/{d.record.offset}"
+                self.on_dead(source, d.reason)
+                out.produce(names.dlq_topic, d.record.raw or codec.dumps(d.record.payload), 0,
+                            [(H_ERROR, d.reason.encode()), (H_SOURCE, source.encode())])
+            if rec is None:
+                continue
+            self.write_rows(part)
+            out.rows_landed()
+
+            def done(err: Any, msg: Any, key: tuple[str, int] = key) -> None:
+                if err is None:
+                    cl_offsets[key] = msg.offset()
+                else:
+                    out.errors.append(str(err))
+
+            data = rec.encode()
+            result.changelog_bytes += len(data)
+            out.produce(names.changelog_topic(key[0]), data, part.partition, on_delivery=done)
+            sealed.append((key, part))
+            if part.barrier is not None and part.barrier != part.progress:
+                self._progress(f"{key[0]}/{part.partition}", part.barrier)
+        for key, barrier in lane_progress:
+            self._progress(key, barrier)
+        holds: dict[str, int] = {}
+        for part in parts.values():
+            for via, off in part.hold().items():
+                if off < holds.get(via, off + 1):
+                    holds[via] = off
+        offsets = inputs.offsets(holds)
+        fence = offsets or (inputs.committed_offsets() if out.open else [])
+        if sealed:
+            self.seam.at("before_flush")
+        out.commit(fence, consumer)
+        if sealed:
+            self.seam.at("after_flush")
+        inputs.mark_committed(offsets)
+        for key, part in sealed:
+            part.committed(cl_offsets[key])
+        done_keys = {k for k, _ in sealed}
+        for key, part in parts.items():
+            if key not in done_keys:
+                part.committed_unchanged()
+        result.sealed = len(sealed)
+        for _key, part in sealed:
+            if part.snapshot_due():
+                part.start_snapshot()
+        rounds = 0
+        while self.parts_per_round is None or rounds < self.parts_per_round:
+            writing = [(k, part) for k, part in parts.items() if part.writing is not None]
+            if not writing:
+                break
+            self._snapshot_parts(writing, inputs, consumer)
+            rounds += 1
+        return result
+
+    def _progress(self, key: str, barrier: Any) -> None:
+        t, wid = barrier
+        self.out.produce(self.names.progress_topic,
+                         codec.dumps({"key": key, "t": t, "id": wid}), 0, key=key.encode())
+
+    def _snapshot_parts(self, writing: list[tuple[tuple[str, int], Any]], inputs: Inputs,
+                        consumer: Any) -> None:
+        """The next part of each snapshot being written, in one transaction; a snapshot
+        whose last part is in deletes its changelog up to its first part."""
+        out = self.out
+        t0 = time.monotonic()
+        got: dict[tuple[str, int], int] = {}
+        more = False
+        for key, part in writing:
+            rec = part.snapshot_part()
+            more = more or not rec.snapshot["last"]
+
+            def done(err: Any, msg: Any, key: tuple[str, int] = key) -> None:
+                if err is None:
+                    got[key] = msg.offset()
+                else:
+                    out.errors.append(str(err))
+
+            out.produce(self.names.changelog_topic(key[0]), rec.encode(), part.partition,
+                        on_delivery=done)
+        if more:
+            out.flush()
+            self.seam.at("mid_snapshot")
+        self.seam.at("snapshot_commit")
+        # the input offsets just committed, sent again: the broker checks the group
+        # generation, so a zombie cannot commit parts into a changelog its successor writes
+        out.commit(inputs.committed_offsets(), consumer)
+        if not more:
+            self.seam.at("after_snapshot")
+        for key, part in writing:
+            first = part.snapshot_part_committed(got[key])
+            if first is None:
+                continue
+            self.seam.at("before_truncate")
+            topic = self.names.changelog_topic(key[0])
+            self.changelog.delete_before(topic, part.partition, first)
+            log.info("snapshot of %s[%d]: %d bytes at %d..%d (last part %.3f s)",
+                     topic, part.partition, part.snapshot_bytes, first, part.cl_offset,
+                     time.monotonic() - t0)

@@ -59,7 +59,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from app.runtime.engine import Engine
 from app.runtime.kafka.store import ChangelogRecord, PartitionStore, entry_size
@@ -196,6 +196,18 @@ class InRecord:
     via_offset: int = -1
 
 
+class OutRow(NamedTuple):
+    """An output row of an engine partition, with its id's parts
+    (``statement/context_partition/seq``)."""
+
+    statement: str
+    stream: str  # insert | remove
+    context_partition: str
+    time: int
+    seq: int
+    row: Any
+
+
 @dataclass(frozen=True)
 class Waiting:
     """Records an engine partition holds until every upstream closed the epoch with a
@@ -264,7 +276,7 @@ class EnginePartition:
         self.book = self.store.namespace("kepl")
         self.seq_ns = self.book.child("seq")
         self.cl_offset = -1
-        self.outputs: list[list[Any]] = []
+        self.outputs: list[OutRow] = []
         self.dead: list[DeadLetter] = []
         self.poison: set[tuple[str, int]] = set()
         self._since_commit: list[InRecord] = []
@@ -566,7 +578,7 @@ class EnginePartition:
         for stream, rows in (("insert", new), ("remove", old)):
             for row in rows:
                 seq += 1
-                self.outputs.append([stmt, stream, cp, now, seq, row])
+                self.outputs.append(OutRow(stmt, stream, cp, now, seq, row))
         self.seqs[key] = seq
         self.dirty_seqs.add(key)
 

@@ -41,14 +41,16 @@ from typing import Any
 from app.epl.errors import EplError
 from app.runtime.catalog import NotSupported
 from app.runtime.kafka import client
+from app.runtime.kafka.checkpoint import CrashSeam
 from app.runtime.kafka.clock import publish_watermark
 from app.runtime.kafka.config import AppConfig, ConfigError
-from app.runtime.kafka.loop import CRASH_HOOK_ENV, SHUTDOWN, Worker
+from app.runtime.kafka.loop import CRASH_HOOK_ENV, Worker, WorkerHooks
 from app.runtime.kafka.partition import EnginePartition, SnapshotPolicy
 from app.runtime.kafka.recovery import KafkaChangelog
+from app.runtime.kafka.shutdown import SHUTDOWN
 from app.runtime.kafka.topology import Topology, ensure_topics, source_partitions
 
-__all__ = ["CRASH_HOOK_ENV", "AnnouncingWorker", "KafkaChangelog", "build_worker",
+__all__ = ["CRASH_HOOK_ENV", "Announcer", "KafkaChangelog", "build_worker",
            "create_topics", "main", "publish_watermark", "run_worker"]
 
 log = logging.getLogger("kepl.worker")
@@ -98,7 +100,7 @@ def build_worker(config: AppConfig, bootstrap: str, data_dir: Path,
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     return Worker(config, topology, bootstrap, data_dir, instance_id(config, data_dir),
-                  snapshot_policy_from_env(), metrics_port)
+                  snapshot_policy_from_env(), metrics_port, seam=crash_seam_from_env())
 
 
 def plan_on_broker(config: AppConfig, bootstrap: str) -> Topology:
@@ -120,39 +122,39 @@ def create_topics(config: AppConfig, bootstrap: str) -> list[str]:
             for name, (parts, _) in sorted(specs.items())]
 
 
-class AnnouncingWorker(Worker):
-    """A worker that says what it does in a few lines (``kepl worker``): its partitions
-    after each rebalance, the restore time of each engine partition, where its metrics
-    are served and what it did when it stops.  Only rebalances and stops announce."""
+class Announcer(WorkerHooks):
+    """Says what a worker does in a few lines (``kepl worker``): its partitions after each
+    rebalance, the restore time of each engine partition and where its metrics are
+    served.  Only rebalances announce."""
 
-    def __init__(self, *args: Any, announce: Callable[[str], None], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, announce: Callable[[str], None], port_told: bool) -> None:
         self.announce = announce
-        self._port_told = False
+        self.port_told = port_told
 
-    def _on_assign(self, consumer: Any, tps: list[Any]) -> None:
-        t0 = time.monotonic()
-        super()._on_assign(consumer, tps)
-        if self.http is not None and not self._port_told:
-            self._port_told = True
-            self.announce(f"metrics and probes on port {self.http.server_address[1]} "
+    def assigned(self, worker: Worker, tps: list[Any], seconds: float) -> None:
+        if worker.http is not None and not self.port_told:
+            self.port_told = True
+            self.announce(f"metrics and probes on port {worker.http.server_address[1]} "
                           "(/metrics, /healthz, /readyz)")
         names = ", ".join(f"{tp.topic}[{tp.partition}]"
                           for tp in sorted(tps, key=lambda tp: (tp.topic, tp.partition)))
         self.announce(f"assigned {len(tps)} partition(s){': ' + names if names else ''} "
-                      f"(ready in {time.monotonic() - t0:.3f} s)")
+                      f"(ready in {seconds:.3f} s)")
 
-    def _on_revoke(self, consumer: Any, tps: list[Any]) -> None:
-        super()._on_revoke(consumer, tps)
+    def revoked(self, worker: Worker, tps: list[Any]) -> None:
         if tps:
             self.announce(f"revoked {len(tps)} partition(s)")
 
-    def _restore(self, g: Any, p: int) -> EnginePartition:
-        t0 = time.monotonic()
-        part = super()._restore(g, p)
-        self.announce(f"restored {g.name}[{p}] in {time.monotonic() - t0:.3f} s "
+    def restored(self, worker: Worker, part: EnginePartition, seconds: float) -> None:
+        self.announce(f"restored {part.group.name}[{part.partition}] in {seconds:.3f} s "
                       f"(changelog at {part.cl_offset})")
-        return part
+
+
+def crash_seam_from_env() -> CrashSeam | None:
+    """Crash tests: ``KEPL_TEST_CRASH=point:n`` (``checkpoint.POINTS``) makes the worker
+    kill itself there; read once, here at the entry point."""
+    spec = os.environ.get(CRASH_HOOK_ENV, "").strip()
+    return CrashSeam(spec) if spec else None
 
 
 def run_worker(config: AppConfig, bootstrap: str, data_dir: Path,
@@ -174,9 +176,10 @@ def run_worker(config: AppConfig, bootstrap: str, data_dir: Path,
                "any free port" if metrics_port == 0 else f"port {metrics_port}")
     announce(f"app {config.app}, bootstrap {bootstrap}, consumer group kepl.{config.app}, "
              f"instance {identity}, state {data_dir}, metrics {metrics}")
-    worker = AnnouncingWorker(config, topology, bootstrap, data_dir, identity,
-                              snapshot_policy_from_env(), metrics_port, announce=announce)
-    worker._port_told = metrics_port != 0
+    worker = Worker(config, topology, bootstrap, data_dir, identity,
+                    snapshot_policy_from_env(), metrics_port,
+                    hooks=Announcer(announce, port_told=metrics_port != 0),
+                    seam=crash_seam_from_env())
     t0 = time.monotonic()
     worker.run()
     s = worker.stats

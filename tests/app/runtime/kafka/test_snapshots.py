@@ -1,7 +1,7 @@
 """Changelog snapshots and truncation, without a broker.
 
-``Driver`` plays the worker's part of the protocol (``Worker.commit``) over an in-memory
-changelog that has a low watermark and deletes records: a batch record is appended
+``Driver`` runs the worker's checkpoint (``CheckpointRound``) over an in-memory output log
+whose changelog has a low watermark and deletes records: a batch record is appended
 together with its output rows (one transaction), then the local database is committed;
 when due, the snapshot parts are appended, committed, and the records before them
 deleted.  Without transactions (``adjacent``) records of another writer can land between
@@ -12,55 +12,30 @@ compares with an uninterrupted run without snapshots: the same rows with the sam
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from app.runtime.kafka.checkpoint import CheckpointRound
 from app.runtime.kafka.config import AppConfig
 from app.runtime.kafka.partition import EnginePartition, InRecord, SnapshotPolicy
 from app.runtime.kafka.reader import Deduper
 from app.runtime.kafka.store import ChangelogRecord, entry_size
 from app.runtime.kafka.topology import Topology
+from tests.app.runtime.kafka.fakes import (
+    UP,
+    FakeInputs,
+    FakeOutput,
+    Names,
+    TruncAdmin,
+    TruncLog,
+)
 
-UP = "src:0"
 POLICY = SnapshotPolicy(floor=4000, factor=4.0, part_bytes=600)
-
-
-class TruncLog:
-    """One changelog partition in memory: offsets, a low watermark, DeleteRecords."""
-
-    def __init__(self) -> None:
-        self.records: dict[int, bytes] = {}
-        self.history: list[bytes] = []  # every record ever appended, deleted or not
-        self.low = 0
-        self.high = 0
-        self.reads = 0
-
-    def start(self, topic: str, partition: int) -> int:
-        return self.low
-
-    def end(self, topic: str, partition: int) -> int:
-        return self.high
-
-    def read(self, topic: str, partition: int, start: int) -> Iterator[tuple[int, bytes]]:
-        for offset in range(max(start, self.low), self.high):
-            self.reads += 1
-            yield offset, self.records[offset]
-
-    def append(self, value: bytes) -> int:
-        self.records[self.high] = value
-        self.history.append(value)
-        self.high += 1
-        return self.high - 1
-
-    def delete_before(self, offset: int) -> None:
-        for o in range(self.low, offset):
-            del self.records[o]
-        self.low = max(self.low, offset)
 
 
 def group() -> Any:
@@ -90,8 +65,18 @@ def records(n: int) -> list[InRecord]:
     return out
 
 
+class Crash(Exception):
+    """The worker died at a checkpoint's seam point."""
+
+
+CRASH_POINTS = {"before_record": "before_flush", "after_record": "after_flush",
+                "after_snapshot": "after_snapshot", "before_truncate": "before_truncate"}
+"""The test's crash names and the checkpoint's seam points (``mid_snapshot`` apart)."""
+
+
 class Driver:
-    """The worker's side of the protocol over a ``TruncLog``, with crash points."""
+    """A worker's part of the protocol: ``CheckpointRound`` over an in-memory output log
+    whose changelog is a ``TruncLog``, with crash points."""
 
     def __init__(self, path: Path, log: TruncLog, policy: SnapshotPolicy | None,
                  adjacent: bool = False, whole: bool = True) -> None:
@@ -100,13 +85,26 @@ class Driver:
         self.path = path
         self.adjacent = adjacent
         self.whole = whole
-        self.writing: list[int] = []  # offsets of the parts of the snapshot being written
         self.log = log
         self.policy = policy
+        self.out = FakeOutput(log, exactly_once=not adjacent)
+        self.crash_at = ""
+        self.round = CheckpointRound(self.out, Names(), TruncAdmin(log), self.write_rows,
+                                     seam=self, parts_per_round=None if whole else 1)
+        self.inputs = FakeInputs()
         self.dedupe = Deduper()
         self.rows: list[tuple[str, str, Any]] = []
-        self.snapshots: list[list[int]] = []  # offsets of each committed snapshot's parts
         self.part = self.open()
+
+    @property
+    def snapshots(self) -> list[list[int]]:
+        """Offsets of each committed snapshot's parts."""
+        return self.out.snapshots
+
+    @property
+    def writing(self) -> list[int]:
+        """Offsets of the parts of the snapshot being written."""
+        return self.out.writing
 
     def open(self) -> EnginePartition:
         part = EnginePartition(GROUP, 0, self.path, [UP], "changelog", self.policy,
@@ -114,13 +112,28 @@ class Driver:
         part.restore(self.log)
         return part
 
-    def publish(self, outputs: list) -> None:
-        for stmt, stream, cp, _t, seq, row in outputs:
-            rid = f"{stmt}/{cp}/{seq}"
-            if self.dedupe.fresh(rid):
-                self.rows.append((rid, stream, row))
+    def write_rows(self, part: EnginePartition) -> None:
+        for r in part.outputs:
+            self.out.produce("rows", json.dumps([f"{r.statement}/{r.context_partition}/"
+                                                 f"{r.seq}", r.stream, r.row]).encode(), 0)
+
+    def at(self, point: str) -> None:
+        """The seam: die at the crash point this batch names."""
+        crash = self.crash_at
+        if not crash:
+            return
+        if crash == "mid_snapshot":
+            w = self.part.writing
+            # whole: the last part of a snapshot of several; else any part, before its
+            # transaction commits
+            if point == "snapshot_commit" and (
+                    not self.whole or (w is not None and w.head is None and self.writing)):
+                raise Crash(point)
+        elif CRASH_POINTS[crash] == point:
+            raise Crash(point)
 
     def crash(self, lose_db: bool = False) -> None:
+        self.out.abort()
         self.part.close()
         if lose_db:
             shutil.rmtree(self.path)
@@ -129,40 +142,24 @@ class Driver:
     def batch(self, batch: list[InRecord], crash: str = "") -> None:
         """Apply and make durable; ``crash``: where the worker dies (``before_record``,
         ``after_record`` (record and rows committed, local database not),
-        ``mid_snapshot``, ``after_snapshot``,
-        ``before_truncate``)."""
-        part = self.part
-        part.run(batch)
-        rec = part.seal()
-        if rec is None:
-            return
-        if crash == "before_record":
-            return self.crash()
-        value = rec.encode()
-        offset = self.log.append(value)
-        self.publish(part.outputs)
-        if crash == "after_record":
-            return self.crash()
-        part.committed(offset, len(value))
-        if part.snapshot_due():
-            part.start_snapshot()
-            self.writing = []
-        while part.writing is not None:
-            snap = part.snapshot_part()
-            last = snap.snapshot["last"]
-            if crash == "mid_snapshot" and (not self.whole or (last and self.writing)):
-                return self.crash()  # this part's transaction never commits
-            self.writing.append(self.log.append(snap.encode()))
-            if last and crash == "after_snapshot":
-                return self.crash()
-            first = part.snapshot_part_committed(self.writing[-1])
-            if first is not None:
-                self.snapshots.append(self.writing)
-                if crash == "before_truncate":
-                    return self.crash()
-                self.log.delete_before(first)
-            if not self.whole:
-                break
+        ``mid_snapshot``, ``after_snapshot``, ``before_truncate``)."""
+        self.crash_at = crash
+        self.part.run(batch)
+        died = False
+        try:
+            self.round.run({("main", 0): self.part}, [], self.inputs, None)
+        except Crash:
+            died = True  # restarted below: the traceback holds the snapshot's iterator
+        finally:
+            self.publish()
+        if died:
+            self.crash()
+
+    def publish(self) -> None:
+        for value in self.out.taken("rows"):
+            rid, stream, row = json.loads(value)
+            if self.dedupe.fresh(rid):
+                self.rows.append((rid, stream, row))
 
     def state(self) -> dict[bytes, bytes]:
         return dict(self.part.store.state_items())

@@ -1,0 +1,200 @@
+"""The checkpoint protocol without a broker: ``CheckpointRound`` over a fake output log
+and fake inputs, with a real engine partition and its RocksDB.
+
+Each failure a step can meet is tried: a retriable error (retried), an abortable
+transaction (``Rewind``: nothing of the checkpoint is committed anywhere), a fenced or
+fatal producer (``Fenced``), and a crash between any two steps (a restarted partition
+restores from the changelog, the input is read again from the committed offsets, and the
+rows, deduplicated by id as readers do, and the state equal an uninterrupted run's).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from app.runtime.kafka.checkpoint import (
+    POINTS,
+    CheckpointRound,
+    CrashSeam,
+    Fenced,
+    Rewind,
+    Transactional,
+)
+from app.runtime.kafka.partition import EnginePartition, InRecord
+from app.runtime.kafka.reader import Deduper
+from tests.app.runtime.kafka.fakes import UP, FakeInputs, FakeOutput, Names, TruncAdmin, TruncLog
+from tests.app.runtime.kafka.test_snapshots import GROUP, records
+
+OUT = "rows"
+
+
+class Crash(Exception):
+    """The worker died here."""
+
+
+class Seam:
+    def __init__(self, point: str = "", n: int = 1) -> None:
+        self.point, self.n, self.seen = point, n, 0
+
+    def at(self, point: str) -> None:
+        if point == self.point:
+            self.seen += 1
+            if self.seen == self.n:
+                raise Crash(point)
+
+
+class Worker:
+    """The worker's side around the round: batches in, rows out (deduplicated)."""
+
+    def __init__(self, path: Path, seam: Seam | None = None) -> None:
+        self.path = path
+        self.log = TruncLog()
+        self.out = FakeOutput(self.log)
+        self.inputs = FakeInputs()
+        self.dedupe = Deduper()
+        self.rows: list[tuple[str, Any]] = []
+        self.round = CheckpointRound(self.out, Names(), TruncAdmin(self.log), self.write_rows,
+                                     seam=seam)
+        self.part = self.open()
+
+    def open(self) -> EnginePartition:
+        part = EnginePartition(GROUP, 0, self.path, [UP], "changelog", None)
+        part.restore(self.log)
+        return part
+
+    def write_rows(self, part: EnginePartition) -> None:
+        for r in part.outputs:
+            self.out.produce(OUT, json.dumps([r.statement, r.context_partition, r.seq,
+                                              r.stream, r.row]).encode(), 0)
+
+    def rows_read(self) -> list[tuple[str, Any]]:
+        out = []
+        for value in self.out.topics.get(OUT, []):
+            stmt, cp, seq, stream, row = json.loads(value)
+            rid = f"{stmt}/{cp}/{seq}"
+            if self.dedupe.fresh(rid):
+                out.append((rid, (stream, row)))
+        return out
+
+    def checkpoint(self, batch: list[InRecord]) -> None:
+        self.part.run(batch)
+        self.inputs.position = batch[-1].offset + 1
+        self.round.run({("main", 0): self.part}, [], self.inputs, None)
+
+    def crash(self) -> None:
+        """Die: the open transaction is gone; restart from the changelog and the committed
+        input offset."""
+        self.out.abort()
+        self.part.close()
+        self.part = self.open()
+        self.inputs.position = self.inputs.committed = self.out.offset
+
+    def state(self) -> dict[bytes, bytes]:
+        return dict(self.part.store.state_items())
+
+
+def batches(n: int = 60, size: int = 6) -> list[list[InRecord]]:
+    recs = records(n)
+    return [recs[i:i + size] for i in range(0, len(recs), size)]
+
+
+@pytest.fixture
+def reference(tmp_path: Path) -> Iterator[tuple[list, dict]]:
+    w = Worker(tmp_path / "ref")
+    for b in batches():
+        w.checkpoint(b)
+    yield w.rows_read(), w.state()
+    w.part.close()
+
+
+def test_a_round_commits_rows_changelog_and_offsets_then_the_local_database(
+        tmp_path: Path) -> None:
+    w = Worker(tmp_path / "db")
+    first = batches()[0]
+    w.checkpoint(first)
+    assert w.out.commits == [[first[-1].offset + 1]]
+    assert w.inputs.committed == first[-1].offset + 1
+    assert len(w.out.topics[OUT]) == 18 and w.part.outputs == []
+    assert w.log.high == 1 and w.part.store.marker() == 0
+    w.part.close()
+
+
+@pytest.mark.parametrize("fail, raised", [
+    (Rewind("abortable"), Rewind), (Fenced("fenced by a newer instance"), Fenced)])
+def test_a_failed_commit_leaves_nothing_committed(tmp_path: Path, fail: BaseException,
+                                                   raised: type[BaseException]) -> None:
+    w = Worker(tmp_path / "db")
+    bs = batches()
+    w.checkpoint(bs[0])
+    w.out.fail = fail
+    with pytest.raises(raised):
+        w.checkpoint(bs[1])
+    assert (w.log.high, w.part.store.marker(), w.inputs.committed) == (
+        1, 0, bs[0][-1].offset + 1)
+    assert len(w.out.commits) == 1
+    w.part.close()
+
+
+@pytest.mark.parametrize("point", ["before_flush", "after_flush"])
+@pytest.mark.parametrize("n", [1, 3, 7])
+def test_a_crash_between_two_steps_loses_and_repeats_nothing(
+        tmp_path: Path, reference: tuple[list, dict], point: str, n: int) -> None:
+    w = Worker(tmp_path / "db", Seam(point, n))
+    pending = list(batches())
+    while pending:
+        # read from the committed offset: a crashed batch's records not committed again
+        batch = [r for r in pending[0] if r.offset >= w.inputs.committed]
+        if not batch:
+            pending.pop(0)
+            continue
+        try:
+            w.checkpoint(batch)
+            pending.pop(0)
+        except Crash:
+            w.crash()
+    rows, state = reference
+    assert w.rows_read() == rows
+    assert w.state() == state
+    w.part.close()
+
+
+def test_retriable_errors_are_retried_and_an_abortable_one_rewinds() -> None:
+    calls: list[str] = []
+
+    def flaky() -> None:
+        calls.append("call")
+        if len(calls) < 3:
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "slow", retriable=True))
+
+    Transactional._retry("commit_transaction", flaky)
+    assert calls == ["call", "call", "call"]
+
+    out = object.__new__(Transactional)
+    out.open, out.records, out.errors = True, 3, []
+    out.producer = type("P", (), {"abort_transaction": lambda self, t: None})()
+
+    def abortable() -> None:
+        raise KafkaException(KafkaError(KafkaError._STATE, "abort", txn_requires_abort=True))
+
+    with pytest.raises(Rewind, match="commit_transaction: abort"):
+        out._guard("commit_transaction", abortable)
+    assert not out.open
+
+    def fenced() -> None:
+        raise KafkaException(KafkaError(KafkaError._FENCED, "fenced", fatal=True))
+
+    with pytest.raises(Fenced, match="commit_transaction: fenced"):
+        out._guard("commit_transaction", fenced)
+
+
+def test_a_crash_seam_names_a_point_and_a_count() -> None:
+    assert CrashSeam("after_flush:2").point == "after_flush"
+    with pytest.raises(ValueError, match="crash point must be POINT:N"):
+        CrashSeam("somewhere:1")
+    assert "mid_snapshot" in POINTS
