@@ -1,7 +1,7 @@
 """Aggregation functions maintained incrementally from insert and remove streams.
 
 Each aggregator is a stateless object; its state is JSON-shaped data so it can live in a
-state store.  ``enter`` adds a value, ``leave`` takes one back out (002 §2.5: remove-stream
+state store.  ``enter`` adds a value, ``leave`` takes one back out (Esper ref. 2.5: remove-stream
 events leave the aggregation), ``result`` reads the current value.  Both return the new
 state, which callers store back: container states are mutated in place, a counter's state
 is the number itself (one object less per group on the hot path).

@@ -45,7 +45,7 @@ class PartitionCtx:
     output: dict[str, Any] = field(default_factory=dict)
     """Built-in output-condition properties (count_insert, last_output_timestamp, ...)."""
     tables: dict[str, Any] = field(default_factory=dict)
-    """Table instances a statement reads or aggregates into, by name (000 §4.7)."""
+    """Table instances a statement reads or aggregates into, by name (Esper ref. 4.7)."""
     subqueries: list[Any] = field(default_factory=list)
     """Running subqueries of the statement's partition, by index (Esper "Subqueries")."""
     is_new: bool = True

@@ -1,4 +1,4 @@
-"""On-actions against a named window or a table (002 named windows, 000 §4.6/§4.7).
+"""On-actions against a named window or a table (002 named windows, Esper ref. 4.6/§4.7).
 
 ``on Trigger[(filter)] [as t] <action>``: the action sees the target's current rows
 together with the triggering event; a row it sees is the union of the target row and the

@@ -72,7 +72,7 @@ class PipelineSpec:
 
     def reacts_to_variables(self, names: set[str] | None = None) -> bool:
         """Whether a variable change concerns this statement: an expiry-expression window
-        re-checks (001 §14.3.12), an output ``when`` reading one of ``names`` re-evaluates."""
+        re-checks (Esper ref. 14.3.12), an output ``when`` reading one of ``names`` re-evaluates."""
         out = self.output
         if out.limited and out.when is not None and (names is None or out.variables & names):
             return True
@@ -193,7 +193,7 @@ class Pipeline:
         self.where = spec.where
         self._fresh_aggregates = bool(spec.join is not None and spec.join.unidirectional
                                       and spec.resultset.aggregates)
-        """Each event of a unidirectional join aggregates its join rows alone (002 §2.12:
+        """Each event of a unidirectional join aggregates its join rows alone (Esper ref. 2.12:
         one output row per event; Esper clears the aggregation before each join
         result)."""
         self._batch_view = isinstance(self.view, BatchWindow)
@@ -214,7 +214,7 @@ class Pipeline:
     @staticmethod
     def _build_view(view: ViewSpec, state: StateNamespace, ctx: PartitionCtx) -> View:
         """Build the data window; its parameters see the variables as they were when the
-        partition started (001 §14.1: parameters are evaluated at partition start), kept
+        partition started (Esper ref. 14.1: parameters are evaluated at partition start), kept
         in the state so that a rebuilt partition gets the same window."""
         variables = ctx.variables
         if not variables:
@@ -413,8 +413,8 @@ class Pipeline:
             self.rs.process(list(rows), [])
 
     def on_variables_changed(self, now_ms: int) -> Emit:
-        """A variable changed: expiry-expression windows re-check (001 §14.3.12) and an
-        output ``when`` expression is evaluated again (Esper §5.7.1.1)."""
+        """A variable changed: expiry-expression windows re-check (Esper ref. 14.3.12) and an
+        output ``when`` expression is evaluated again (Esper ref. 5.7.1.1)."""
         self.ctx.now_ms = now_ms
         out_new: Rows = []
         out_old: Rows = []
@@ -468,7 +468,7 @@ class Pipeline:
         return self.out.terminate_quiet()
 
     def on_time(self, now_ms: int) -> Emit:
-        """Fire whatever is due at ``now_ms``: window expiry before output (notes: Clock)."""
+        """Fire whatever is due at ``now_ms``: window expiry before output, as Esper does."""
         self.ctx.now_ms = now_ms
         out_new: Rows = []
         out_old: Rows = []

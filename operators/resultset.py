@@ -1,4 +1,4 @@
-"""Result sets: turn window insert/remove rows into output rows (002 §2.12).
+"""Result sets: turn window insert/remove rows into output rows (Esper ref. 2.12).
 
 Five kinds, as Esper distinguishes them:
 - ``simple``: no aggregation, one output row per event;
@@ -75,7 +75,7 @@ class ResultSetSpec:
     offset: int = 0
     group_texts: tuple[str, ...] = field(default=(), compare=False)
     table: str | None = None
-    """``into table``: aggregation state lives in this table's rows (000 §4.7)."""
+    """``into table``: aggregation state lives in this table's rows (Esper ref. 4.7)."""
     table_columns: tuple[str, ...] = ()
     """``into table``: the table column each aggregate maintains, by aggregate index."""
     sort_columns: tuple[tuple[str, Expr], ...] = ()
@@ -332,7 +332,7 @@ class ResultSet:
 
     def clear_aggregates(self) -> None:
         """Forget every group and aggregation state: a unidirectional join aggregates
-        the join rows of each triggering event alone (002 §2.12, output for
+        the join rows of each triggering event alone (Esper ref. 2.12, output for
         unidirectional joins: one row per event; Esper clears its aggregation service
         before each join result)."""
         self.groups.clear()
@@ -532,7 +532,7 @@ class ResultSet:
             rec = [[a.aggregator.initial() for a in self.aggs], row]
         return self._row_for(rec, False)
 
-    # -- reads for output policies (002 §2.10 output rate limiting) ---------
+    # -- reads for output policies (Esper ref. 2.10 output rate limiting) ---------
     def current_rows(self) -> Rows:
         """The fully aggregated row as it stands now (having applied)."""
         self._begin()

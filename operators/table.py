@@ -1,4 +1,4 @@
-"""Tables (000 §4.7, 002 named windows and tables): rows organised by primary key.
+"""Tables (Esper ref. 4.7, 002 named windows and tables): rows organised by primary key.
 
 ``create table Name (k string primary key, total sum(double), note string)`` declares key
 columns, plain columns and aggregation columns.  A table instance (one per context
@@ -92,7 +92,7 @@ _FLOAT_KEYS = frozenset({"double", "float", "bigdecimal"})
 def coerce_key(type_name: str, value: Any) -> Any:
     """A key value as a key column of ``type_name`` holds it: Esper coerces the key
     expressions of a table access to the key column types (an int expression reads a
-    long key, 000 §4.7); a value that cannot be coerced is returned unchanged."""
+    long key, Esper ref. 4.7); a value that cannot be coerced is returned unchanged."""
     t = type_name.lower()
     if isinstance(value, bool) or value is None:
         return value
@@ -246,7 +246,7 @@ class Table:
 class GlobalTables(Mapping[str, Table]):
     """The instances of the tables declared without a context, fetched when read: what
     expressions evaluated outside a statement (context conditions) may read.  A table
-    without a context is global (000 §4.7), so every reader sees the same instance."""
+    without a context is global (Esper ref. 4.7), so every reader sees the same instance."""
 
     def __init__(self, specs: Mapping[str, TableSpec],
                  instance: Callable[[str, Any], Table]) -> None:
@@ -364,7 +364,7 @@ class _PutThrough:
 
 
 class TableResultSet(ResultSet):
-    """A result set whose groups are the rows of a table (``into table``, 000 §4.7)."""
+    """A result set whose groups are the rows of a table (``into table``, Esper ref. 4.7)."""
 
     def __init__(self, spec: ResultSetSpec, state: StateNamespace, ctx: PartitionCtx,
                  want_old: bool = True) -> None:

@@ -1,4 +1,4 @@
-"""Variables (000 §4.8, Esper §5.17): typed values shared by statements, kept in the store.
+"""Variables (Esper 4.8, Esper 5.17): typed values shared by statements, kept in the store.
 
 A ``VariableStore`` holds the variables of one scope: the runtime's global variables, or
 the context variables of one context partition (``context C create variable ...``: one
@@ -6,8 +6,8 @@ value per partition).  Every value is one key of the store's namespace, written 
 value changes, so a rebuilt runtime (Kafka recovery) reads back the values it had.
 ``VariableScope`` is what expressions see as ``ctx.variables``: a partition's context
 variables over the global ones.  Assignments record the change so that the runtime can
-tell the views and output conditions that read variables (001 §14.3.12 ``#expr``
-windows; Esper §5.7.1.1 ``output when``).
+tell the views and output conditions that read variables (Esper ref. 14.3.12 ``#expr``
+windows; Esper ref. 5.7.1.1 ``output when``).
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ def values_equal(expected: Any, actual: Any) -> bool:
     """FORMAT.md: numbers compare with relative tolerance 1e-9; int equals same float.
 
     NaN (YAML ``.nan``) equals NaN: a scenario states the value the engine must output,
-    and an undefined statistic is NaN (001 §14.4 derived-value windows)."""
+    and an undefined statistic is NaN (Esper ref. 14.4 derived-value windows)."""
     if expected is None or actual is None:
         return expected is None and actual is None
     if isinstance(expected, bool) or isinstance(actual, bool):

@@ -57,7 +57,7 @@ class Name(Node):
 
 @dataclass(frozen=True, slots=True)
 class TableAccess(Node):
-    """``Table[k1, k2].column`` (``column`` None: the whole row); 000 §4.7 tables.
+    """``Table[k1, k2].column`` (``column`` None: the whole row); Esper ref. 4.7 tables.
 
     A key-less table's ``Table.column`` parses as a ``Name``; the planner tells the two
     apart because only it knows which names are tables."""
@@ -232,7 +232,7 @@ class Quantified(Node):
     query: SubSelect
 
 
-# Milliseconds per normalised time unit. Esper §5.2.1 time periods; a month is
+# Milliseconds per normalised time unit. Esper ref. 5.2.1 time periods; a month is
 # taken as 30 days and a year as 365 days when no calendar is involved.
 UNIT_MS: dict[str, float] = {
     "year": 365 * 86_400_000,
@@ -516,7 +516,7 @@ class Assignment(Node):
 
 @dataclass(frozen=True, slots=True)
 class OutputClause(Node):
-    """Output rate limiting (Esper §5.7, 000 §4.5): exactly one trigger form is set.
+    """Output rate limiting (Esper ref. 5.7, Esper ref. 4.5): exactly one trigger form is set.
 
     every_count+every_unit ('events') or every_time; at (Crontab); when (expr);
     when_terminated (primary form). terminated_and / then_set belong to the
@@ -846,7 +846,7 @@ class OnStatement(Node):
 
 @dataclass(frozen=True, slots=True)
 class CondFilter(Node):
-    """Context condition: event filter ``Type[(filter)] [as alias]`` (000 §4.2.7.1)."""
+    """Context condition: event filter ``Type[(filter)] [as alias]`` (Esper ref. 4.2.7.1)."""
 
     type_name: str
     filter: Node | None = None
@@ -855,7 +855,7 @@ class CondFilter(Node):
 
 @dataclass(frozen=True, slots=True)
 class CondPattern(Node):
-    """Context condition: ``pattern [ ... ] [@inclusive]`` (000 §4.2.7.2)."""
+    """Context condition: ``pattern [ ... ] [@inclusive]`` (Esper ref. 4.2.7.2)."""
 
     pattern: Node
     inclusive: bool = False
@@ -864,26 +864,26 @@ class CondPattern(Node):
 
 @dataclass(frozen=True, slots=True)
 class CondCrontab(Node):
-    """Context condition: crontab ``(0, 9, *, *, *)`` (000 §4.2.7.3)."""
+    """Context condition: crontab ``(0, 9, *, *, *)`` (Esper ref. 4.2.7.3)."""
 
     crontab: Crontab
 
 
 @dataclass(frozen=True, slots=True)
 class CondAfter(Node):
-    """Context condition: ``after time_period`` (000 §4.2.7.4)."""
+    """Context condition: ``after time_period`` (Esper ref. 4.2.7.4)."""
 
     period: Node
 
 
 @dataclass(frozen=True, slots=True)
 class CondNow(Node):
-    """Context start condition ``@now`` (000 §4.2.5)."""
+    """Context start condition ``@now`` (Esper ref. 4.2.5 Non-Overlapping Context)."""
 
 
 @dataclass(frozen=True, slots=True)
 class CondNowAnd(Node):
-    """Initiating condition ``@now and cond`` (000 §4.2.6)."""
+    """Initiating condition ``@now and cond`` (Esper ref. 4.2.6 Overlapping Context)."""
 
     cond: Node
 
@@ -900,7 +900,7 @@ class KeyedItem(Node):
 
 @dataclass(frozen=True, slots=True)
 class KeyedContext(Node):
-    """``partition by ... [initiated by ...] [terminated by ...]`` (000 §4.2.2; the
+    """``partition by ... [initiated by ...] [terminated by ...]`` (Esper ref. 4.2.2; the
     lifecycle as in Esper's keyed segmented context with initiation and termination)."""
 
     items: tuple[KeyedItem, ...]
@@ -920,7 +920,7 @@ class HashItem(Node):
 
 @dataclass(frozen=True, slots=True)
 class HashContext(Node):
-    """``coalesce by ... granularity N [preallocate]`` (000 §4.2.3)."""
+    """``coalesce by ... granularity N [preallocate]`` (Esper ref. 4.2.3 Hash Segmented Context)."""
 
     items: tuple[HashItem, ...]
     granularity: Node
@@ -937,7 +937,7 @@ class CategoryGroup(Node):
 
 @dataclass(frozen=True, slots=True)
 class CategoryContext(Node):
-    """``group ... as l1, group ... as l2 from Type[(filter)]`` (000 §4.2.4)."""
+    """``group ... as l1, group ... as l2 from Type[(filter)]`` (Esper ref. 4.2.4)."""
 
     groups: tuple[CategoryGroup, ...]
     type_name: str
@@ -946,7 +946,7 @@ class CategoryContext(Node):
 
 @dataclass(frozen=True, slots=True)
 class NonOverlappingContext(Node):
-    """``start cond [end cond]`` (000 §4.2.5)."""
+    """``start cond [end cond]`` (Esper ref. 4.2.5 Non-Overlapping Context)."""
 
     start: Node
     end: Node | None = None
@@ -954,7 +954,7 @@ class NonOverlappingContext(Node):
 
 @dataclass(frozen=True, slots=True)
 class OverlappingContext(Node):
-    """``initiated [by] [distinct (..)] cond [terminated [by] cond]`` (000 §4.2.6)."""
+    """``initiated [by] [distinct (..)] cond [terminated [by] cond]`` (Esper ref. 4.2.6)."""
 
     initiated: Node
     terminated: Node | None = None
@@ -971,7 +971,7 @@ class NestedItem(Node):
 
 @dataclass(frozen=True, slots=True)
 class NestedContext(Node):
-    """``context A spec, context B spec, ...`` (000 §4.3)."""
+    """``context A spec, context B spec, ...`` (Esper ref. 4.3 Context Nesting)."""
 
     contexts: tuple[NestedItem, ...]
 

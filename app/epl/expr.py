@@ -41,7 +41,7 @@ class NotSupportedExpr(Exception):
 
 @dataclass
 class TableEnv:
-    """The tables a statement's expressions may read (000 §4.7 tables).
+    """The tables a statement's expressions may read (Esper ref. 4.7 Context and Tables tables).
 
     ``specs`` are the declared tables by name; ``context`` is the statement's context (a
     table declared with a context is read only by statements of that context, each
@@ -204,7 +204,7 @@ def _table_spec(env: TableEnv | None, name: str, node: Any) -> Any:
     if spec.context is not None and spec.context != env.context:
         raise _err(f"table '{name}' is declared with context '{spec.context}'; a statement "
                    f"reading it must declare the same context", node,
-                   f"write 'context {spec.context} ...' (000 §4.7)")
+                   f"write 'context {spec.context} ...' (Esper ref. 4.7 Context and Tables)")
     env.used.add(name)
     return spec
 
@@ -252,7 +252,7 @@ def _key_kind(node: Any, scope: Scope) -> str | None:
 
 def _compile_table_access(node: Any, scope: Scope) -> Expr:
     """``T[k1, ..].col`` / ``T[k1, ..]``: the row with those primary-key values, after
-    coercion to the key types (000 §4.7); null when there is no such row."""
+    coercion to the key types (Esper ref. 4.7); null when there is no such row."""
     spec = _table_spec(scope.tables, node.table, node)
     keys = spec.keys
     if not keys:
@@ -679,7 +679,7 @@ def _compile_chain(node: Any, scope: Scope) -> Expr:
 
 def _compile_period(node: Any, scope: Scope) -> Expr:
     """A time period with variable amounts (``n sec``): milliseconds, null when a
-    variable is null (Esper §5.2.1 allows variables as time-period amounts)."""
+    variable is null (Esper ref. 5.2.1 allows variables as time-period amounts)."""
     parts: list[tuple[Expr, float]] = []
     for amount, unit in node.parts:
         if isinstance(amount, ast.Name):

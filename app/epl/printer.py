@@ -550,7 +550,7 @@ class _Printer:
         return f"when terminated{cond}{self.then_set(node.then_set)}"
 
     def p_OutputClause(self, node: A.OutputClause) -> str:
-        """output [after ..] [kind] trigger (Esper §5.7)."""
+        """output [after ..] [kind] trigger (Esper ref. 5.7)."""
         out = ["output"]
         if node.after is not None:
             out.append(f"after {self.expr(node.after)}" + (" events" if node.after_events else ""))

@@ -80,7 +80,7 @@ class Engine:
         self.var_store = VariableStore(self.store.namespace("v", "global"), self._var_changes,
                                        self._var_writes, (None, 0))
         self.variables = VariableScope(self.var_store)
-        """Global variables as expressions see them (000 §4.8)."""
+        """Global variables as expressions see them (Esper ref. 4.8 Context and Variables)."""
         self._ctx_var_decls: dict[str, list[VariableDecl]] = {}
         self._ctx_vars: dict[tuple[str, Any], VariableStore] = {}
         self.table_specs: dict[str, TableSpec] = {}
@@ -113,7 +113,7 @@ class Engine:
                                                  plan.initial)
             self._var_posts[(plan.context, decl.name)] = plan.name
             if plan.context is not None:
-                # 000 §4.8: a context variable has one value per context partition
+                # Esper ref. 4.8: a context variable has one value per context partition
                 self._ctx_var_decls.setdefault(plan.context, []).append(decl)
                 for (cname, _pid), store in self._ctx_vars.items():
                     if cname == plan.context:
@@ -134,7 +134,7 @@ class Engine:
             # A context's timers fire before the timers its statements' partitions set for
             # the same instant (the context is deployed first, and the reference product
             # fires same-time schedules in deployment order): a partition ending at T
-            # takes no window flush or output due at T with it (000 §4.2.5).
+            # takes no window flush or output due at T with it (Esper ref. 4.2.5).
             self._arm(("c", c.name), mgr.next_timer, (-1, c.index))
             return
         if plan.kind not in ("query", "window", "on"):
@@ -201,7 +201,7 @@ class Engine:
                 self._pipeline(st, pid)
 
     def _root_ctx(self) -> PartitionCtx:
-        # context conditions may read the tables that have no context (000 §4.7)
+        # context conditions may read the tables that have no context (Esper ref. 4.7)
         return PartitionCtx(variables=self.variables, now_ms=self.now_ms,
                             tables=GlobalTables(self.table_specs, self._table))  # type: ignore[arg-type]
 
@@ -221,7 +221,7 @@ class Engine:
         return VariableScope(self.var_store, store)
 
     def _table(self, name: str, pid: Any) -> Table:
-        """The instance of a table for a context partition (one per partition, 000 §4.7)."""
+        """The instance of a table for a context partition (one per partition, Esper ref. 4.7)."""
         spec = self.table_specs[name]
         tpid = pid if spec.context is not None else 0
         key = (name, tpid)
@@ -273,7 +273,7 @@ class Engine:
         return rows
 
     def _window_pids(self, window: str, consumer_ctx: str | None, pid: Any) -> list[Any]:
-        """Partitions of a named window a consumer partition reads (000 §4.6)."""
+        """Partitions of a named window a consumer partition reads (Esper ref. 4.6)."""
         wst = self.windows.get(window)
         if wst is None:
             return []
@@ -297,7 +297,7 @@ class Engine:
 
     def _notify_variables(self) -> None:
         """Variables changed: views and output conditions that read them react
-        (001 §14.3.12 ``#expr`` windows, Esper §5.7.1.1 ``output when``)."""
+        (Esper ref. 14.3.12 ``#expr`` windows, Esper ref. 5.7.1.1 ``output when``)."""
         if self._var_writes:
             self._post_variable_writes()
         rounds = 0
@@ -538,12 +538,12 @@ class Engine:
                 pids: list[Any] = [0]
             else:
                 c = self.contexts[ctx_name]
-                # a named window's rows are routed as events of its underlying type (000 §4.6)
+                # a named window's rows are routed as events of its underlying type (Esper ref. 4.6)
                 rtype = (st.plan.event_type or type_name) if st.plan.kind == "window" else type_name
                 pids = c.manager.route(rtype, event, now)
                 if (type_name in st.sub_types and isinstance(c.manager, CategoryManager)
                         and type_name != c.manager.spec.type_name):
-                    # 000 §4.2.4: a category's predicate applies to every stream of the
+                    # Esper ref. 4.2.4: a category's predicate applies to every stream of the
                     # statement, as Esper adds it to each filter: a subquery's too
                     pids = c.manager.categories(event)
                 new_pids = started.get(ctx_name)
@@ -600,7 +600,7 @@ class Engine:
                     self._pipeline(st, ch.pid)
 
     def _end_partition_state(self, context: str, pid: Any) -> None:
-        """A partition ended: its tables and context variables go with it (000 §4.7/4.8)."""
+        """A partition ended: its tables and context variables go with it (Esper ref. 4.7/4.8)."""
         for name, spec in self.table_specs.items():
             if spec.context == context:
                 self._table(name, pid).clear()
@@ -611,7 +611,7 @@ class Engine:
 
     def _on_action(self, st: _Stmt, pid: Any, event: Row,
                    ctx: PartitionCtx | None = None) -> None:
-        """Run an on-statement for its triggering event (002 named windows, 000 §4.6/4.7);
+        """Run an on-statement for its triggering event (002 named windows, Esper ref. 4.6/4.7);
         ``ctx``: its subquery host's context, when it has subqueries."""
         action = st.plan.action
         now = self.now_ms
@@ -683,7 +683,7 @@ class Engine:
                 if cctx is None:
                     cpids: list[Any] = [0]
                 elif cctx == st.plan.context:
-                    cpids = [pid]  # same context: the partition's own window (000 §4.6)
+                    cpids = [pid]  # same context: the partition's own window (Esper ref. 4.6)
                 else:
                     cpids = list(self.contexts[cctx].manager.live())
                 for cpid in cpids:
@@ -698,7 +698,7 @@ class Engine:
 
     def _reader_pids(self, reader: _Stmt, window_ctx: str | None, pid: Any) -> list[Any]:
         """Partitions of a statement that see a change of a named window's partition
-        ``pid`` (the same partition in the same context, 000 §4.6)."""
+        ``pid`` (the same partition in the same context, Esper ref. 4.6)."""
         cctx = reader.plan.context
         if cctx is None:
             return [0]
@@ -712,7 +712,7 @@ class Engine:
         """An on-demand select over a named window's or a table's current rows.
 
         Each context partition is queried on its own, in partition order; order by and
-        limit apply within a partition (000 §4.9 on-demand queries).  ``select`` picks
+        limit apply within a partition (Esper ref. 4.9 on-demand queries).  ``select`` picks
         partitions by their context properties (``app.runtime.selector``)."""
         sources: list[tuple[Any, Rows, str | None]] = []
         if plan.kind == "window":
@@ -762,7 +762,7 @@ class Engine:
     def iterate(self, statement: str,
                 select: Callable[[dict[str, Any]], bool] | None = None) -> Rows:
         """Current rows of a statement: every context partition in turn, or those that
-        ``select`` picks by their context properties (000 §4.9 statement iteration)."""
+        ``select`` picks by their context properties (Esper ref. 4.9 statement iteration)."""
         st = self.statements[statement]
         out: Rows = []
         for pid, p in st.pipelines.items():

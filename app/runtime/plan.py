@@ -37,16 +37,16 @@ class StatementPlan:
     it uses (so a runtime that received only this plan can still place the table)."""
     tables: tuple[str, ...] = ()
     """kind 'query' / 'on': the table the statement aggregates into or acts on, first,
-    then the tables its expressions read (``T[key].column``, 000 §4.7)."""
+    then the tables its expressions read (``T[key].column``, Esper ref. 4.7 Context and Tables)."""
     var_decl: Any = None
     """kind 'variable': the VariableDecl."""
     event_type: str | None = None
-    """kind 'window': the window's underlying event type (context routing, 000 §4.6)."""
+    """kind 'window': the window's underlying event type (context routing, Esper ref. 4.6)."""
     subqueries: Any = None
     """kind 'on': the SubqueryHostSpec of its expressions' subqueries (None: none)."""
     priority: int = 0
     """``@Priority(n)``: with an event that ends a context partition and that a statement
-    of the context also reads, the higher priority goes first (000 §4.2.3 note)."""
+    of the context also reads, the higher priority goes first (Esper ref. 4.2.3 note)."""
 
     def listened(self, new: list, old: list) -> tuple[list, list]:
         """What listeners get of a pipeline's output: the select clause's stream, the

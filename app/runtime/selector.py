@@ -1,4 +1,4 @@
-"""Context partition selection for iteration and on-demand queries (000 §4.9).
+"""Context partition selection for iteration and on-demand queries (Esper ref. 4.9).
 
 A selector names partitions by their built-in context properties, the way Esper's
 context partition selectors do (by id, by segmented key, by category label):

@@ -1,4 +1,4 @@
-"""Context conditions (000 §4.2.7): filter, pattern, crontab, ``after`` period, ``@now``.
+"""Context conditions (Esper ref. 4.2.7): filter, pattern, crontab, ``after`` period, ``@now``.
 
 A condition spec builds an armed instance when its context needs it (a start condition
 while no partition runs, an end condition per partition).  An instance says when it

@@ -1,4 +1,4 @@
-"""Context managers: which context partitions exist and where an event goes (000 §4.2).
+"""Context managers: which context partitions exist and where an event goes (Esper ref. 4.2).
 
 A manager is a pure state machine like every operator.  The runtime asks it, for each
 event, for lifecycle changes first (partitions ending, then starting) and then for the
@@ -72,7 +72,7 @@ class KeyedItem:
 
 @dataclass(frozen=True)
 class KeyedSpec:
-    """``partition by ... [initiated by ...] [terminated by ...]`` (000 §4.2.2).
+    """``partition by ... [initiated by ...] [terminated by ...]`` (Esper ref. 4.2.2).
 
     ``initiated``: filter conditions (``CondFilterSpec``) of which one must match an event
     for its key's partition to start; ``terminated``: the condition that ends one key's
@@ -340,7 +340,7 @@ def _hashable(key: list) -> Any:
 # -- hash -------------------------------------------------------------------
 
 def java_hash_code(value: Any) -> int:
-    """Java's ``hashCode`` of a string or integer (000 §4.2.3 ``hash_code``)."""
+    """Java's ``hashCode`` of a string or integer (Esper ref. 4.2.3 ``hash_code``)."""
     if isinstance(value, bool):
         return 1231 if value else 1237
     if isinstance(value, int):
@@ -356,7 +356,7 @@ def java_hash_code(value: Any) -> int:
 
 
 def crc32_of(value: Any) -> int:
-    """CRC-32 of the value's string bytes (000 §4.2.3 ``consistent_hash_crc32``)."""
+    """CRC-32 of the value's string bytes (Esper ref. 4.2.3 ``consistent_hash_crc32``)."""
     return zlib.crc32(str(value).encode())
 
 
@@ -376,7 +376,7 @@ class HashItem:
 
 @dataclass(frozen=True)
 class HashSpec:
-    """``coalesce by ... granularity N [preallocate]`` (000 §4.2.3)."""
+    """``coalesce by ... granularity N [preallocate]`` (Esper ref. 4.2.3 Hash Segmented Context)."""
 
     name: str
     items: tuple[HashItem, ...]
@@ -507,7 +507,7 @@ class HashManager(Manager):
 
 @dataclass(frozen=True)
 class CategorySpec:
-    """``group <expr> as label, ... from Type(filter)`` (000 §4.2.4)."""
+    """``group <expr> as label, ... from Type(filter)`` (Esper ref. 4.2.4)."""
 
     name: str
     type_name: str

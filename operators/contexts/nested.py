@@ -1,4 +1,4 @@
-"""Nested contexts (000 §4.3): the outer context controls the lifecycle of the inner one.
+"""Nested contexts (Esper ref. 4.3): the outer context controls the lifecycle of the inner one.
 
 Each outer partition owns its own inner manager, created when the outer partition starts
 and dropped (with every inner partition) when it ends, so a keyed context nested in a
@@ -52,7 +52,7 @@ class NestedManager(Manager):
     in an inner category context, which, as in Esper, does not see that event.
 
     ``context.id`` (and the inner context's ``id``) number the nested partitions over the
-    whole nested context in allocation order, as Esper does (000 §4.3)."""
+    whole nested context in allocation order, as Esper does (Esper ref. 4.3 Context Nesting)."""
 
     @property
     def has_end_condition(self) -> bool:
@@ -153,7 +153,7 @@ class NestedManager(Manager):
                 self._fresh.add(opid)
         # an event the segmented outer context assigns goes to its partitions' inner
         # contexts only: their conditions' filters are narrowed to the outer partition
-        # as the statements' are (000 §4.3)
+        # as the statements' are (Esper ref. 4.3 Context Nesting)
         only = set(routed) if self._segmented and type_name in self._outer_types else None
         for opid, inner in self.inner.items():
             if (opid in self._fresh and self._inner_category) or (

@@ -1,6 +1,6 @@
 """Temporal contexts: non-overlapping ``start/end`` and overlapping ``initiated/terminated``.
 
-000 §4.2.5/§4.2.6: a non-overlapping context has at most one partition; its start
+Esper ref. 4.2.5/§4.2.6: a non-overlapping context has at most one partition; its start
 condition is observed only while no partition exists and its end condition only while
 one does.  An overlapping context starts a partition each time the initiating condition
 fires, each with its own terminating condition, correlated through ``as`` tags.
@@ -52,7 +52,7 @@ def _periodic_ms(cond: Any) -> int | None:
 
 def _builtin(name: str, pid: int, start_ms: int, end: CondInstance,
              tags: dict[str, Any]) -> dict[str, Any]:
-    """Built-in properties of a temporal partition (000 §4.2.6.2): ``endTime`` is the planned
+    """Built-in properties of a temporal partition (Esper ref. 4.2.6.2): ``endTime`` is the planned
     end, known only when the end condition is a time period or a crontab; an end by event or
     pattern leaves it null, also once the partition has ended (properties are fixed when the
     partition is allocated, as in Esper)."""

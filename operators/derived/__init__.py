@@ -1,1 +1,1 @@
-"""Derived-value windows of 001 §14.4: size, uni, linest, correl, weighted_avg."""
+"""Derived-value windows of Esper ref. 14.4: size, uni, linest, correl, weighted_avg."""

@@ -1,4 +1,4 @@
-"""Base of the derived-value windows (001 §14.4): post new and prior statistics rows.
+"""Base of the derived-value windows (Esper ref. 14.4): post new and prior statistics rows.
 
 A derived window retains no events.  On an update it posts one new row with the current
 statistics (plus extra properties of the last arriving event) and, as the old row, the
@@ -71,7 +71,7 @@ class DerivedView(WindowView):
 
     # -- shared
     def _extra_values(self, row: Row) -> dict[str, Any]:
-        """001 §14.4: extra expressions (and ``*``) are read from the last arriving event."""
+        """Esper ref. 14.4: extra expressions (and ``*``) are read from the last arriving event."""
         out: dict[str, Any] = dict(row) if self.wildcard else {}
         for name, expr in self.extras:
             out[name] = expr(row, self.ctx)

@@ -1,4 +1,4 @@
-"""Size derived-value window (001 §14.4.1): the number of events, posted when it changes."""
+"""Size derived-value window (Esper ref. 14.4.1): the number of events, posted when it changes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from operators.derived.base import DerivedView
 class SizeView(DerivedView):
     """Counts insert minus remove stream rows; posts only when the count changes."""
 
-    # 001 §14.4.1: 'The window only posts output events when the size count changes'.
+    # Esper ref. 14.4.1: 'The window only posts output events when the size count changes'.
     post_only_on_change = True
 
     def initial(self) -> list[Any]:

@@ -1,4 +1,4 @@
-"""Univariate statistics derived-value window (001 §14.4.2)."""
+"""Univariate statistics derived-value window (Esper ref. 14.4.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Weighted average derived-value window (001 §14.4.5)."""
+"""Weighted average derived-value window (Esper ref. 14.4.5)."""
 
 from __future__ import annotations
 

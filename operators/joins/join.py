@@ -46,7 +46,7 @@ class Join:
         self.priors = [s.prior.build(state.child(f"prior{i}"), ctx)
                        if s.prior is not None else None for i, s in enumerate(streams)]
         self.tabs = {i: ctx.tables[s.type_name] for i, s in enumerate(streams) if s.table}
-        """Table streams: read through the partition's table instance (000 §4.7)."""
+        """Table streams: read through the partition's table instance (Esper ref. 4.7)."""
         self.by_type: dict[str, list[int]] = {}
         for i, s in enumerate(streams):
             if not (s.named_window or s.table):
@@ -228,7 +228,7 @@ class Join:
         return self.compose(changed) if changed else ([], [])
 
     def on_variables_changed(self, now_ms: int) -> Emit:
-        """Expiry-expression windows re-check after a variable change (001 §14.3.12)."""
+        """Expiry-expression windows re-check after a variable change (Esper ref. 14.3.12)."""
         changed: list[tuple[int, Rows, Rows]] = []
         for i, view in enumerate(self.views):
             if view is not None:

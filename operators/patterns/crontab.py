@@ -1,6 +1,6 @@
 """Esper crontab schedules: ``(minute, hour, day-of-month, month, day-of-week[, second[, tz]])``.
 
-Used by ``timer:at`` and by crontab context conditions (000 §4.2.7.4, which refers to the
+Used by ``timer:at`` and by crontab context conditions (Esper ref. 4.2.7.4, which refers to the
 reference's "Crontab (timer:at)" section).  Field syntax accepted per field: ``*``, a
 number, a list (``[1, 5]`` or ``1,5``), a range (``1-5`` or Esper's ``1:5``), a step
 (``*/5``, ``1-10/2``, ``3/15``); in day-of-month also ``last``, ``lastweekday`` and
@@ -13,7 +13,7 @@ Semantics follow the reference product's schedule computation:
 * when both day-of-month and day-of-week are restricted a day matches if *either* does
   (a field listing its whole range counts as ``*``);
 * the next occurrence is strictly after the given instant, so a schedule never fires at
-  the instant it starts (notes: Contexts, "``timer:at`` does not fire at the deploy
+  the instant it starts (Esper behaviour, "``timer:at`` does not fire at the deploy
   instant").  kepl fires at whole seconds; the reference product's habit of carrying the
   start time's milliseconds into the result is not copied.
 

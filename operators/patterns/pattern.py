@@ -18,8 +18,8 @@ from operators.patterns.spec import Filter, PatternNode, PatternPlan, flatten, r
 class PatternSpec:
     """A whole ``pattern [...]``: the MatcherSpec of a pattern statement or context condition.
 
-    ``inclusive`` records ``@inclusive`` (000 §4.2.7.2) for the context manager; ``tz`` is
-    the time zone crontab observers evaluate in (kepl's default is UTC, notes: Contexts).
+    ``inclusive`` records ``@inclusive`` (Esper ref. 4.2.7.2) for the context manager; ``tz`` is
+    the time zone crontab observers evaluate in (kepl's default is UTC, as Esper's runtime default).
     """
 
     root: PatternNode
@@ -50,7 +50,7 @@ class PatternSpec:
 
         A fresh pattern starts at ``start_ms`` (default ``ctx.now_ms``).  ``tags`` are
         events visible to filters from the outside (e.g. a start condition's tagged events
-        for a correlated end condition, 000 §4.2.7.2); they are stored with the state.
+        for a correlated end condition, Esper ref. 4.2.7.2); they are stored with the state.
         """
         return PatternMatcher(self.plan, self.tz, state, ctx, start_ms=start_ms, tags=tags)
 

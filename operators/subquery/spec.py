@@ -47,7 +47,7 @@ class SubquerySpec:
     distinct: bool = False
     table_keys: tuple[Expr, ...] = ()
     """A table's primary-key values over the enclosing row, when the where clause gives
-    every key column (a table is read by key, 000 §4.7); else the table is scanned."""
+    every key column (a table is read by key, Esper ref. 4.7); else the table is scanned."""
     index_filter: Expr | None = None
     """Where-clause conditions on the subquery's event alone (over a Pair with no
     enclosing row): decided once, as a row enters the index, not at each lookup."""

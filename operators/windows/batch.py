@@ -1,4 +1,4 @@
-"""Base of the tumbling (batch) windows: a current and a last batch (001 §14.2)."""
+"""Base of the tumbling (batch) windows: a current and a last batch (Esper ref. 14.2)."""
 
 from __future__ import annotations
 

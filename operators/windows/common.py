@@ -23,7 +23,7 @@ from operators.state import MemoryNamespace
 class ForcedEmit(tuple):
     """An emission that must reach the result set even with both streams empty.
 
-    001 §14.3.5/§14.3.7: FORCE_UPDATE (and START_EAGER) post an empty result set for an
+    Esper ref. 14.3.5/§14.3.7: FORCE_UPDATE (and START_EAGER) post an empty result set for an
     interval without data; a plain ``([], [])`` means "nothing happened".
     """
 
@@ -92,7 +92,7 @@ def start_time(env: BuildEnv | None, ctx: PartitionCtx) -> int:
 class Deferred:
     """A window parameter evaluated when a partition's view is built.
 
-    001 §14.1: 'The system evaluates expression parameters for data windows at the time of
+    Esper ref. 14.1: 'The system evaluates expression parameters for data windows at the time of
     context partition instantiation' (variables, context properties).
     """
 
@@ -204,7 +204,7 @@ class WindowView:
         return None
 
     def on_variables_changed(self, now_ms: int) -> Emit:
-        """A variable changed: only expiry-expression windows react (001 §14.3.12)."""
+        """A variable changed: only expiry-expression windows react (Esper ref. 14.3.12)."""
         return [], []
 
     def contents(self) -> list[Row]:
@@ -415,7 +415,7 @@ class RowLog:
 class BatchLog:
     """The previous batch followed by the current batch in one RowLog.
 
-    001 §14.2: batch windows retain the current and the last batch.  The boundary (the
+    Esper ref. 14.2: batch windows retain the current and the last batch.  The boundary (the
     first sequence number of the current batch) lives under ``meta_key`` in ``meta_ns``,
     written once per batch release.
     """
@@ -506,5 +506,5 @@ def remove_from_log(log: RowLog, old: Rows) -> Rows:
 
 
 def next_grid(now: int, reference: int, period: int) -> int:
-    """The first point of ``reference + k*period`` strictly after ``now`` (001 §14.3.5)."""
+    """The first point of ``reference + k*period`` strictly after ``now`` (Esper ref. 14.3.5)."""
     return reference + ((now - reference) // period + 1) * period

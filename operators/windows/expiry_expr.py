@@ -1,4 +1,4 @@
-"""Expiry-expression window (001 §14.3.12): removes oldest events while the expression is false."""
+"""Expiry-expression window (Esper 14.3.12): removes oldest events while the expression is false."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ class ExpiryExprWindow(FifoWindow):
         return new, self._expire(out_old)
 
     def on_variables_changed(self, now_ms: int) -> Emit:
-        """001 §14.3.12: a variable change re-applies the expression from the oldest event."""
+        """Esper ref. 14.3.12: a variable change re-applies the expression from the oldest event."""
         return [], self._expire([])
 
 

@@ -1,4 +1,4 @@
-"""Expiry-expression batch window (001 §14.3.13): posts the batch when the expression is true."""
+"""Expiry-expression batch window (Esper 14.3.13): posts the batch when the expression is true."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ class ExpiryExprBatchWindow(BatchWindow):
             if not fire:
                 fire = self._fires(row)
                 if fire and not self.include_trigger:
-                    # 001 §14.3.13: include_triggering_event false: trigger goes to the next batch.
+                    # Esper 14.3.13: include_triggering_event false: trigger goes to the next batch.
                     in_batch = b.current_count() - 1
         if not fire:
             self.aggs.save()

@@ -1,4 +1,4 @@
-"""Externally-timed window (001 §14.3.4): slides by an event timestamp, never by the clock."""
+"""Externally-timed window (Esper ref. 14.3.4): slides by an event timestamp, never by the clock."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ class ExtTimedWindow(FifoWindow):
     def on_events(self, new: Rows, old: Rows, now_ms: int) -> Emit:
         """Add rows, then remove tail-first while newest - oldest >= period.
 
-        001 §14.3.4 says 'larger than the period'; an exact difference of one period is
+        Esper ref. 14.3.4 says 'larger than the period'; an exact difference of one period is
         treated like the time window (an event leaves exactly one period later).
         """
         log = self.log

@@ -1,4 +1,4 @@
-"""Externally-timed batch window (001 §14.3.6): tumbles by an event timestamp."""
+"""Externally-timed batch window (Esper ref. 14.3.6): tumbles by an event timestamp."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ class ExtTimedBatchWindow(BatchWindow):
             ts = self.ts(row, self.ctx)
             if ts is not None:
                 if end is None:
-                    # 001 §14.3.6: the first event's timestamp is the reference point unless given.
+                    # Esper 14.3.6: the first event's timestamp is the reference point unless given.
                     ref = ts if self.reference is None else self.reference
                     end = ref + ((ts - ref) // period + 1) * period
                 elif ts >= end:
@@ -58,7 +58,7 @@ class ExtTimedBatchWindow(BatchWindow):
                     if not released_any:
                         previous = prior
                     released_any = True
-                    # esper-semantics: empty intervals skipped over are not posted.
+                    # As Esper does: empty intervals skipped over are not posted.
                     end = end + ((ts - end) // period + 1) * period
             batches.add(row)
         if end != self.end:

@@ -1,4 +1,4 @@
-"""First-length window (001 §14.3.10) and first-event window (001 §14.3.17, size 1)."""
+"""First-length window (Esper ref. 14.3.10) and first-event window (Esper ref. 14.3.17, size 1)."""
 
 from __future__ import annotations
 

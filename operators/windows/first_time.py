@@ -1,4 +1,4 @@
-"""First-time window (001 §14.3.11): keeps events arriving within ``period`` of its start."""
+"""First-time window (Esper ref. 14.3.11): keeps events arriving within ``period`` of its start."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""First-unique window (001 §14.3.18): the first event per unique key, later ones ignored."""
+"""First-unique window (Esper ref. 14.3.18): the first event per unique key, later ones ignored."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Flow-control keywords of the time batch windows (001 §14.3.5, §14.3.7)."""
+"""Flow-control keywords of the time batch windows (Esper ref. 14.3.5, §14.3.7)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ KEYWORDS = ("FORCE_UPDATE", "START_EAGER")
 class FlowControl:
     """FORCE_UPDATE posts empty intervals; START_EAGER starts the intervals at creation.
 
-    001 §14.3.5: START_EAGER posts 'empty result sets even before the first event arrives
+    Esper ref. 14.3.5: START_EAGER posts 'empty result sets even before the first event arrives
     ... As when using FORCE_UPDATE, the window also posts an empty result set ... if there
     is no data to post for an interval' -- so START_EAGER implies FORCE_UPDATE's posting.
     """

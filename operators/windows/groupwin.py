@@ -1,4 +1,4 @@
-"""Grouped data window (001 §14.3.15): a separate sub-view chain per group key."""
+"""Grouped data window (Esper ref. 14.3.15): a separate sub-view chain per group key."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from operators.windows.common import DEFAULT_ENV, BuildEnv, WindowSpec, WindowVi
 class GroupWinView(WindowView):
     """Group key -> sub-view (state child per group id); a heap of the groups' timers.
 
-    001 §14.3.15: groups are never reclaimed (no reclaim hints), so a group's view lives
+    Esper ref. 14.3.15: groups are never reclaimed (no reclaim hints), so a group's view lives
     as long as the statement.  Per event: one key evaluation, one dict lookup, the
     sub-view's own O(1) work and a heap push only when that group's timer moved.
     """
@@ -232,7 +232,7 @@ class GroupWinSpec(WindowSpec):
 
 @dataclass(frozen=True)
 class MergeSpec(WindowSpec):
-    """``merge(...)``: ends a groupwin declaration (001 §14.3.15); builds nothing itself."""
+    """``merge(...)``: ends a groupwin declaration (Esper ref. 14.3.15); builds nothing itself."""
 
     name: str = "merge"
     params_text: tuple[str, ...] = ()

@@ -1,4 +1,4 @@
-"""Keep-all window (001 §14.3.9): retains every event, no expiry policy."""
+"""Keep-all window (Esper ref. 14.3.9 Keep-All Window): retains every event, no expiry policy."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Length window (001 §14.3.1) and last-event window (001 §14.3.16, a length window of 1)."""
+"""Length window (Esper 14.3.1) and last-event window (Esper 14.3.16, a length window of 1)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ class LengthWindow(FifoWindow):
         self.size = size
 
     def on_events(self, new: Rows, old: Rows, now_ms: int) -> Emit:
-        """Append, then expire the oldest beyond ``size`` (002 §2.3: W1 leaves on W6)."""
+        """Append, then expire the oldest beyond ``size`` (Esper ref. 2.3: W1 leaves on W6)."""
         expired: Rows = remove_from_log(self, old) if old else []
         if len(new) == 1:
             self.append(new[0])

@@ -1,4 +1,4 @@
-"""Length batch window (001 §14.3.2): releases a batch once ``size`` events collected."""
+"""Length batch window (Esper ref. 14.3.2): releases a batch once ``size`` events collected."""
 
 from __future__ import annotations
 

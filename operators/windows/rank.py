@@ -1,4 +1,4 @@
-"""Ranked window (001 §14.3.20): the latest event per unique key, top ``size`` by sort order."""
+"""Ranked window (Esper 14.3.20): the latest event per unique key, top ``size`` by sort order."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from operators.windows.sort_keys import sort_prefix, sort_values
 class RankWindow(SortWindow):
     """Sorted rows, one per unique key.
 
-    esper-semantics: rank keeps arrival order among ties (tie-break ``seq``) and evicts
+    As Esper does: rank keeps arrival order among ties (tie-break ``seq``) and evicts
     the oldest of the lowest-ranked tie group.
     """
 

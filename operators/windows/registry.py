@@ -1,6 +1,6 @@
 """Window name + parameters -> view spec; composition of several windows on one stream.
 
-``make_view_spec`` validates one window (001 §14.1: names, namespaces, parameters);
+``make_view_spec`` validates one window (Esper ref. 14.1: names, namespaces, parameters);
 ``make_view_chain`` composes the windows of one stream: data windows side by side form a
 retain-intersection (Esper's default) or retain-union, a derived-value window consumes
 what precedes it, and ``groupwin`` applies the windows after it (up to ``merge``) per group.
@@ -311,7 +311,7 @@ def _sort(name: str, params: Sequence[WindowParam]) -> WindowSpec:
 
 def _rank(name: str, params: Sequence[WindowParam]) -> WindowSpec:
     _arity(name, params, 3, None)
-    # 001 §14.3.20: unique expressions first, then a constant size, then the sort criteria.
+    # Esper ref. 14.3.20: unique expressions first, then a constant size, then the sort criteria.
     at = next(
         (
             i
@@ -344,7 +344,7 @@ def _time_order(name: str, params: Sequence[WindowParam]) -> WindowSpec:
 
 def _timetolive(name: str, params: Sequence[WindowParam]) -> WindowSpec:
     _arity(name, params, 1, 1)
-    # 001 §14.3.22: 'fully equivalent to the time-order data window with a zero ... time period'
+    # Esper 14.3.22: 'fully equivalent to the time-order data window with a zero ... time period'
     return TimeOrderSpec(_expr(name, params[0]), 0, name=name, params_text=_texts(params))
 
 
@@ -420,7 +420,7 @@ def _apama(name: str, params: Sequence[WindowParam | None]) -> WindowSpec:
 
 Maker = Callable[[str, Sequence[WindowParam]], WindowSpec]
 
-# name -> (namespace, maker); 001 §14.1 / tables 14.1 and 14.2.
+# name -> (namespace, maker); Esper ref. 14.1 / tables 14.1 and 14.2.
 WINDOWS: dict[str, tuple[str | None, Maker]] = {
     "length": ("win", _length),
     "length_batch": ("win", _length_batch),

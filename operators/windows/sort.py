@@ -1,4 +1,4 @@
-"""Sorted window (001 §14.3.19): the top ``size`` events by the sort criteria."""
+"""Sorted window (Esper ref. 14.3.19): the top ``size`` events by the sort criteria."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from operators.windows.sort_keys import sort_prefix, sort_values
 class SortWindow(WindowView):
     """Rows in sort order; an arrival beyond ``size`` evicts the last-sorted row.
 
-    esper-semantics: among equal sort keys the newest comes first and the oldest is
+    As Esper does: among equal sort keys the newest comes first and the oldest is
     evicted, hence the tie-break ``-seq``.
     """
 

@@ -30,7 +30,7 @@ class Desc:
 def sort_item(value: Any, descending: bool) -> tuple:
     """One criterion as a tuple that compares in C where it can.
 
-    001 §14.3.19 is silent on nulls: a null sorts before every value ascending and
+    Esper ref. 14.3.19 is silent on nulls: a null sorts before every value ascending and
     after every value descending (null is the smallest value).
     """
     if value is None:

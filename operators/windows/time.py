@@ -1,4 +1,4 @@
-"""Sliding time window (001 §14.3.3): rows expire ``period`` after their arrival."""
+"""Sliding time window (Esper ref. 14.3.3): rows expire ``period`` after their arrival."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ class TimeWindow(FifoWindow):
         self.period = period
 
     def on_events(self, new: Rows, old: Rows, now_ms: int) -> Emit:
-        """Arriving rows are posted at once (002 §2.4: W1 enters at t+4s)."""
+        """Arriving rows are posted at once (Esper ref. 2.4: W1 enters at t+4s)."""
         removed = remove_from_log(self.log, old) if old else []
         append = self.log.append
         for row in new:
@@ -35,7 +35,7 @@ class TimeWindow(FifoWindow):
         return new, removed
 
     def on_time(self, now_ms: int) -> Emit:
-        """Expire every row whose arrival + period <= now, together (esper-semantics: Clock)."""
+        """Expire every row whose arrival + period <= now, together, as Esper fires them."""
         log = self.log
         stamps = log.stamps
         limit = now_ms - self.period
@@ -45,7 +45,7 @@ class TimeWindow(FifoWindow):
         return [], expired
 
     def next_timer(self) -> int | None:
-        """Oldest arrival + period (002 §2.4: W1 arriving at t+4s leaves at t+8s)."""
+        """Oldest arrival + period (Esper ref. 2.4: W1 arriving at t+4s leaves at t+8s)."""
         stamps = self.log.stamps
         return stamps[0] + self.period if stamps else None
 

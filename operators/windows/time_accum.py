@@ -1,4 +1,4 @@
-"""Time-accumulating window (001 §14.3.8): everything expires after ``period`` of quiet."""
+"""Time-accumulating window (Esper ref. 14.3.8): everything expires after ``period`` of quiet."""
 
 from __future__ import annotations
 

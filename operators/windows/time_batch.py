@@ -1,4 +1,4 @@
-"""Time batch window (001 §14.3.5): releases the collected batch every ``period``."""
+"""Time batch window (Esper ref. 14.3.5): releases the collected batch every ``period``."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ class TimeBatchWindow(BatchWindow):
         if meta is None:
             ref, due = reference, None
             if flow.start_eager:
-                # 001 §14.3.5: START_EAGER starts a time interval at statement deployment.
+                # Esper ref. 14.3.5: START_EAGER starts a time interval at statement deployment.
                 ref = start_ms if ref is None else ref
                 due = next_grid(start_ms, ref, period)
             meta = [ref, due]
@@ -59,7 +59,7 @@ class TimeBatchWindow(BatchWindow):
         if new:
             if self.due is None:
                 if self.ref is None:
-                    # 001 §14.3.5: 'the arrival of the first event into the batch window sets
+                    # Esper ref. 14.3.5: 'the arrival of the first event into the batch window sets
                     # the reference point'; it is kept for good (conformance window_time_batch).
                     self.ref = now_ms
                 self.due = next_grid(now_ms, self.ref, self.period)
@@ -73,7 +73,7 @@ class TimeBatchWindow(BatchWindow):
         if self.due is None or now_ms < self.due:
             return [], []
         released, previous = self.batches.release()
-        # esper-semantics: a flush that only empties the window stops the timer until the
+        # As Esper does: a flush that only empties the window stops the timer until the
         # next event, unless FORCE_UPDATE/START_EAGER keep it going.
         self.due = next_grid(now_ms, self.ref, self.period) if (released or self.force) else None  # type: ignore[arg-type]
         self._save()

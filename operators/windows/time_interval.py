@@ -76,7 +76,7 @@ class TimeIntervalView(WindowView):
         if pane.dirty:
             # 004: 'triggers again on receiving a watermark if tuples have been inserted since'.
             return pane.mark + 1
-        # spl_* notes: closed once the watermark is beyond end + discardAge.
+        # IBM Streams SPL timeInterval: closed once the watermark is beyond end + discardAge.
         return end + self.discard + 1
 
     def _save(self, k: int, pane: Pane) -> None:

@@ -1,4 +1,4 @@
-"""Time-length combination batch window (001 §14.3.7): release on ``size`` or ``period``."""
+"""Time-length combination batch window (Esper ref. 14.3.7): release on ``size`` or ``period``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Time-order window (001 §14.3.21) and time-to-live window (001 §14.3.22, period 0)."""
+"""Time-order window (Esper ref. 14.3.21) and time-to-live window (Esper ref. 14.3.22, period 0)."""
 
 from __future__ import annotations
 
@@ -39,8 +39,8 @@ class TimeOrderWindow(WindowView):
     def on_events(self, new: Rows, old: Rows, now_ms: int) -> Emit:
         """Every arrival is on the insert stream; one already past the tail time leaves at once.
 
-        001 §14.3.21: an event 'older than the tail-time' (ts + period <= now) is released
-        immediately; 001 §14.3.22: timetolive releases when ts <= now.  A null timestamp is
+        Esper ref. 14.3.21: an event 'older than the tail-time' (ts + period <= now) is released
+        immediately; Esper ref. 14.3.22: timetolive releases when ts <= now.  A null timestamp is
         treated as already expired (the documents are silent).
         """
         out_old: Rows = []

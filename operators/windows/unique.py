@@ -1,4 +1,4 @@
-"""Unique window (001 §14.3.14): the most recent event per unique key."""
+"""Unique window (Esper ref. 14.3.14 Unique Window): the most recent event per unique key."""
 
 from __future__ import annotations
 

@@ -50,7 +50,7 @@ def test_rows_keep_first_insert_order_after_restore(store: Any) -> None:
 
 
 def test_into_table_result_set_aggregates_into_the_rows(store: Any) -> None:
-    """000 §4.7: the aggregation column is maintained per primary key by 'into table'."""
+    """Esper ref. 4.7: the aggregation column is maintained per primary key by 'into table'."""
     table = SPEC.build(store.namespace("t", "Speeds", "0"))
     avg = AggregateDef("avg(speed)", make_aggregator("avg"), lambda r, c: r["speed"])
     rs_spec = IntoTableSpec(GROUPED, (SelectColumn("carId", lambda r, c: r["carId"]),

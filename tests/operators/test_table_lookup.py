@@ -1,5 +1,5 @@
 """Keyed reads of a table (operators/table.py ``lookup``/``value``, ``GlobalTables``):
-what table-access expressions ``T[k].col`` use (000 §4.7)."""
+what table-access expressions ``T[k].col`` use (Esper ref. 4.7 Context and Tables)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def test_lookup_by_key_values_and_column_values() -> None:
 
 
 def test_lookup_coerces_numeric_keys() -> None:
-    """An int or integral double key expression reads a long key (000 §4.7)."""
+    """An int or integral double key expression reads a long key (Esper ref. 4.7)."""
     t = _table()
     assert t.lookup(["EU", 7.0]) is t.lookup(["EU", 7])
     dspec = TableSpec("D", (TableColumn("k", "double", key=True), TableColumn("v", "int")))

@@ -49,7 +49,7 @@ def test_constant_cannot_be_assigned() -> None:
 
 
 def test_context_variables_shadow_nothing_and_stay_per_partition() -> None:
-    """000 §4.8: one value per context partition; global variables are shared."""
+    """Esper ref. 4.8: one value per context partition; global variables are shared."""
     store = MemoryStore()
     glob = VariableStore(store.namespace("v", "g"))
     glob.declare(VariableDecl("g", "int", 1))

@@ -127,7 +127,7 @@ def alias_of(children: Iterable[Any]) -> str | None:
 
 
 def and_all(exprs: Sequence[A.Node], pos: A.Pos) -> A.Node | None:
-    """Fold a comma filter list into left-associative 'and' (000 §4.2.7.1 filter lists)."""
+    """Fold a comma filter list into left-associative 'and' (Esper ref. 4.2.7.1 filter lists)."""
     if not exprs:
         return None
     result = exprs[0]

@@ -1,5 +1,5 @@
 """Tree building for ``create context`` declarations, their start/end conditions and
-crontab schedules (000 §4.2)."""
+crontab schedules (Esper ref. 4.2 Context Declaration)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ class ContextRules(BuilderBase):
         return A.CreateContext((), items[0], items[-1], pos=pos)
 
     def r_keyed_spec(self, c: list[Any], pos: A.Pos) -> A.KeyedContext:
-        """partition [by] items [initiated by filters] [terminated by cond] (000 §4.2.2)."""
+        """partition [by] items [initiated by filters] [terminated by cond] (Esper ref. 4.2.2)."""
         items = present(c)
         return A.KeyedContext(all_of(items, A.KeyedItem), wrapped(items, "initiated") or (),
                               wrapped(items, "terminated"), pos=pos)
@@ -55,7 +55,7 @@ class ContextRules(BuilderBase):
         return Wrapped("terminated", present(c)[0])
 
     def r_hash_spec(self, c: list[Any], pos: A.Pos) -> A.HashContext:
-        """coalesce [by] items granularity N [preallocate] (000 §4.2.3)."""
+        """coalesce [by] items granularity N [preallocate] (Esper ref. 4.2.3)."""
         items = present(c)
         hash_items = all_of(items, A.HashItem)
         granularity = next(i for i in items if isinstance(i, A.Node)
@@ -78,7 +78,7 @@ class ContextRules(BuilderBase):
         return Flag("preallocate")
 
     def r_category_spec(self, c: list[Any], pos: A.Pos) -> A.CategoryContext:
-        """group ... as label, ... from Type[(filter)] (000 §4.2.4)."""
+        """group ... as label, ... from Type[(filter)] (Esper ref. 4.2.4)."""
         items = present(c)
         return A.CategoryContext(all_of(items, A.CategoryGroup), first_of(items, str),
                                  wrapped(items, "filter"), pos=pos)
@@ -89,7 +89,7 @@ class ContextRules(BuilderBase):
         return A.CategoryGroup(items[0], items[1], pos=pos)
 
     def r_nonoverlap_spec(self, c: list[Any], pos: A.Pos) -> A.NonOverlappingContext:
-        """start (@now | cond) [end cond] (000 §4.2.5)."""
+        """start (@now | cond) [end cond] (Esper ref. 4.2.5 Non-Overlapping Context)."""
         items = present(c)
         start = items[0]
         if isinstance(start, At):
@@ -105,7 +105,7 @@ class ContextRules(BuilderBase):
         return A.CondNow(pos=at.pos)
 
     def r_overlap_spec(self, c: list[Any], pos: A.Pos) -> A.OverlappingContext:
-        """initiated [by] [distinct (..)] [@now and] cond [terminated [by] cond] (000 §4.2.6)."""
+        """initiated [by] [distinct (..)] [@now and] cond [terminated [by] cond] (Esper 4.2.6)."""
         items = present(c)
         distinct = wrapped(items, "distinct") or ()
         conds = [i for i in items if isinstance(i, A.Node)]
@@ -127,7 +127,7 @@ class ContextRules(BuilderBase):
         return At(present(c)[0], pos)
 
     def r_nested_spec(self, c: list[Any], pos: A.Pos) -> A.NestedContext:
-        """context A spec, context B spec, ... (000 §4.3)."""
+        """context A spec, context B spec, ... (Esper ref. 4.3 Context Nesting)."""
         return A.NestedContext(all_of(present(c), A.NestedItem), pos=pos)
 
     def r_nested_item(self, c: list[Any], pos: A.Pos) -> A.NestedItem:
@@ -138,12 +138,12 @@ class ContextRules(BuilderBase):
     r_nested_rest = r_nested_item
 
     def r_cond_filter(self, c: list[Any], pos: A.Pos) -> A.CondFilter:
-        """Type[(filter)] [as alias] (000 §4.2.7.1)."""
+        """Type[(filter)] [as alias] (Esper ref. 4.2.7.1)."""
         items = present(c)
         return A.CondFilter(items[0], wrapped(items, "filter"), alias_of(items), pos=pos)
 
     def r_cond_pattern(self, c: list[Any], pos: A.Pos) -> A.CondPattern:
-        """pattern [..] [@inclusive] [as alias] (000 §4.2.7.2)."""
+        """pattern [..] [@inclusive] [as alias] (Esper ref. 4.2.7.2)."""
         items = present(c)
         at = first_of(items, At)
         if at is not None and at.word.lower() != "inclusive":
@@ -155,15 +155,15 @@ class ContextRules(BuilderBase):
         return A.CondPattern(items[0], at is not None, alias, pos=pos)
 
     def r_cond_crontab(self, c: list[Any], pos: A.Pos) -> A.CondCrontab:
-        """(crontab) (000 §4.2.7.3)."""
+        """(crontab) (Esper ref. 4.2.7.3)."""
         return A.CondCrontab(present(c)[0], pos=pos)
 
     def r_cond_after(self, c: list[Any], pos: A.Pos) -> A.CondAfter:
-        """after period (000 §4.2.7.4)."""
+        """after period (Esper ref. 4.2.7.4)."""
         return A.CondAfter(present(c)[0], pos=pos)
 
     def _crontab(self, fields: Sequence[A.Node], pos: A.Pos) -> A.Crontab:
-        """Crontab with 5 to 7 fields (Esper §7.6.4: 5 fields, optional seconds and zone)."""
+        """Crontab with 5 to 7 fields (Esper ref. 7.6.4: 5 fields, optional seconds and zone)."""
         if not 5 <= len(fields) <= 7:
             raise self._error(
                 f"a crontab needs 5 to 7 fields, found {len(fields)}", pos,

@@ -71,7 +71,7 @@ class PatternRules(BuilderBase):
         return A.PNot(present(c)[0], pos=pos)
 
     def r_p_every_distinct(self, c: list[Any], pos: A.Pos) -> A.PEveryDistinct:
-        """every-distinct(exprs[, period]) p; a last time period is the expiry (000 §4.2.7.2)."""
+        """every-distinct(exprs[, period]) p; a last time period is the expiry (Esper 4.2.7.2)."""
         items = present(c)
         exprs, child = list(items[:-1]), items[-1]
         period = None

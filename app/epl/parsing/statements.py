@@ -204,12 +204,12 @@ class StatementRules(BuilderBase):
         return A.Limit(items[0], items[1] if len(items) > 1 else None, pos=pos)
 
     def r_limit_comma(self, c: list[Any], pos: A.Pos) -> A.Limit:
-        """limit m, n means offset m, count n (Esper §5.11)."""
+        """limit m, n means offset m, count n (Esper ref. 5.11)."""
         items = present(c)
         return A.Limit(items[1], items[0], pos=pos)
 
     def r_output_clause(self, c: list[Any], pos: A.Pos) -> A.OutputClause:
-        """output [after ..] [all|first|last|snapshot] trigger (Esper §5.7, 000 §4.5)."""
+        """output [after ..] [all|first|last|snapshot] trigger (Esper ref. 5.7, Esper ref. 4.5)."""
         items = present(c)
         kwargs: dict[str, Any] = {}
         for item in items:
@@ -260,14 +260,14 @@ class StatementRules(BuilderBase):
                                    "then_set": wrapped(items, "then_set") or ()})
 
     def r_out_terminated(self, c: list[Any], pos: A.Pos) -> Wrapped:
-        """when terminated [and expr] [then set ...] (000 §4.5)."""
+        """when terminated [and expr] [then set ...] (Esper ref. 4.5)."""
         items = present(c)
         cond = next((i for i in items if isinstance(i, A.Node)), None)
         return Wrapped("output", {"when_terminated": True, "terminated_and": cond,
                                    "then_set": wrapped(items, "then_set") or ()})
 
     def r_and_terminated(self, c: list[Any], pos: A.Pos) -> Wrapped:
-        """and when terminated [and expr] [then set ...] (000 §4.5)."""
+        """and when terminated [and expr] [then set ...] (Esper ref. 4.5)."""
         items = present(c)
         cond = next((i for i in items if isinstance(i, A.Node)), None)
         return Wrapped("and_terminated", {"and_when_terminated": True, "terminated_and": cond,
@@ -356,7 +356,7 @@ class StatementRules(BuilderBase):
         return A.TableColumn(items[0], items[1].value, flag(items, "primary_key"), None, pos=pos)
 
     def r_table_col_agg(self, c: list[Any], pos: A.Pos) -> A.TableColumn:
-        """name aggregation(type) (000 §4.7 'avgSpeed avg(double)')."""
+        """name aggregation(type) (Esper ref. 4.7 Context and Tables 'avgSpeed avg(double)')."""
         items = present(c)
         return A.TableColumn(items[0], None, False, items[1], pos=pos)
 

@@ -80,11 +80,11 @@ class StreamRules(BuilderBase):
         return A.View(view_name.namespace, view_name.name, params, syntax=syntax, pos=pos)
 
     def r_view_hash(self, c: list[Any], pos: A.Pos) -> A.View:
-        """#name(params) or #ns:name(params) (001 §14.1)."""
+        """#name(params) or #ns:name(params) (Esper ref. 14.1)."""
         return self._view(c, pos, "#")
 
     def r_view_dot(self, c: list[Any], pos: A.Pos) -> A.View:
-        """.ns:name(params), the older spelling (001 §14.1)."""
+        """.ns:name(params), the older spelling (Esper ref. 14.1)."""
         return self._view(c, pos, ".")
 
     def r_view_plain(self, c: list[Any], pos: A.Pos) -> ViewName:
@@ -101,12 +101,12 @@ class StreamRules(BuilderBase):
         return present(c)[0]
 
     def r_vp_sort(self, c: list[Any], pos: A.Pos) -> A.SortSpec:
-        """Window sort criterion 'expr asc|desc' (001 §14.3.19)."""
+        """Window sort criterion 'expr asc|desc' (Esper ref. 14.3.19 Sorted Window)."""
         items = present(c)
         return A.SortSpec(items[0], items[1].value, pos=pos)
 
     def r_vp_star(self, c: list[Any], pos: A.Pos) -> A.Star:
-        """'*' window parameter (001 §14.4 size/uni/linest)."""
+        """'*' window parameter (Esper ref. 14.4 Special Derived-Value Windows size/uni/linest)."""
         return A.Star(pos=pos)
 
     def r_sort_dir(self, c: list[Any], pos: A.Pos) -> Wrapped:

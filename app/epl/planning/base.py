@@ -35,7 +35,7 @@ class PlannerBase:
         self.catalog = catalog
         self.source = ""
         self.tenv = TableEnv({})
-        """Tables the statement being planned may read, and those it reads (000 §4.7)."""
+        """Tables the statement being planned may read, and those it reads (Esper ref. 4.7)."""
         self.subquery_numbers: dict[int, int] = {}
         """The statement's subqueries numbered as written (their column names)."""
 
@@ -131,7 +131,7 @@ def norm_type(t: str) -> str:
 
 
 def derived_props(view: Any) -> dict[str, str]:
-    """Properties a derived-value window adds to the stream (001 §14.4: size, uni, ...)."""
+    """Properties a derived-value window adds to the stream (Esper ref. 14.4: size, uni, ...)."""
     from operators.derived.base import DerivedSpec
     from operators.state import MemoryNamespace
 

@@ -1,5 +1,5 @@
 """Planning of ``create context`` declarations: keyed, hash, category, temporal and
-nested contexts, and their start/end conditions (000 §4.2)."""
+nested contexts, and their start/end conditions (Esper ref. 4.2 Context Declaration)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ class ContextPlanning(PlannerBase):
                 props = self._require_type(it.type_name, it)
                 if it.type_name in seen:
                     raise verr(f"event type '{it.type_name}' is listed twice in partition by", it,
-                        hint="list each event type once (000 §4.2.2)")
+                        hint="list each event type once (Esper ref. 4.2.2 Keyed Segmented Context)")
                 seen.add(it.type_name)
                 scope = Scope("event", frozenset({it.alias} if it.alias else set()),
                               variables=variables, tables=self._routing_env(props))
@@ -72,7 +72,7 @@ class ContextPlanning(PlannerBase):
                                 f"type mismatch between key properties: '{text_of(p)}' of "
                                 f"{it.type_name} is {t}, the first stream's key is {first}", p,
                                 hint="key properties at the same position must have the "
-                                     "same type (000 §4.2.2)")
+                                     "same type (Esper ref. 4.2.2 Keyed Segmented Context)")
                 keys = tuple(compile_expr(p, scope) for p in it.props)
                 filt = compile_expr(it.filter, scope) if it.filter is not None else None
                 items.append(KeyedItem(it.type_name, keys, filt,
@@ -219,12 +219,12 @@ class ContextPlanning(PlannerBase):
             inner = self.condition(c.cond, tags, is_start, arrays)
             if isinstance(inner, cond.CondFilterSpec):
                 raise verr("@now cannot be combined with a filter initiating condition", c,
-                    hint="use @now with a pattern or crontab condition (000 §4.2.7)")
+                    hint="use @now with a pattern or crontab condition (Esper ref. 4.2.7)")
             return cond.CondNowAndSpec(inner)
         raise NotSupported(construct_name(kind))
 
     def _check_segmented(self, context: str, stream: Any, pattern: Any, src: Any) -> None:
-        """000 §4.2.2/§4.2.3: a statement of a keyed or hash context must filter at least
+        """Esper ref. 4.2.2/§4.2.3: a statement of a keyed or hash context must filter at least
         one event type listed in the context declaration."""
         spec = self.catalog.contexts[context]
         inner = spec

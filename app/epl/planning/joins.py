@@ -54,7 +54,7 @@ def plan_join(planner: PlannerBase, node: Any, name: str, epl: str) -> Statement
                            "; a statement reading it must declare the same context"
                            if table.context else f"table '{table.name}' has no context; a "
                            "statement joining it must not declare one", src,
-                           hint="000 §4.7")
+                           hint="Esper ref. 4.7 Context and Tables")
             planner.tenv.used.add(table.name)
         p = ({c.name: c.type_name or "any" for c in table.columns} if table is not None
              else cat.type_props(src.type_name))
@@ -142,7 +142,7 @@ def plan_join(planner: PlannerBase, node: Any, name: str, epl: str) -> Statement
 def _check_context(planner: PlannerBase, context: str, streams: list[JoinStream],
                    node: Any) -> None:
     """A keyed or hash context routes each event type by its own key: every stream of a
-    join in such a context must be of a type the context lists (000 §4.2.2/§4.2.3)."""
+    join in such a context must be of a type the context lists (Esper ref. 4.2.2/§4.2.3)."""
     inner = planner.catalog.contexts[context]
     while isinstance(inner, NestedSpec):
         inner = inner.inner
@@ -452,7 +452,7 @@ def _outer_spec(streams: list[JoinStream], joins: tuple[Any, ...], scope: Scope)
 def _table_step(pick: int, pairs: list[tuple[Any, Any]], stream: JoinStream, scope: Scope,
                 planner: PlannerBase) -> Step:
     """A lookup into a table: by primary key when the equalities give every key column,
-    else every row (000 §4.7: a table row is found by its primary key)."""
+    else every row (Esper ref. 4.7 Context and Tables: a table row is found by its primary key)."""
     spec = planner.catalog.tables[stream.type_name]
     name = stream.name
     by_col = {k.parts[1]: v for k, v in pairs

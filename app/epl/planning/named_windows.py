@@ -1,5 +1,5 @@
 """Planning of named windows: ``create window``, on-statements (select, delete,
-update, merge, set) and on-demand queries (002; 000 §4.6)."""
+update, merge, set) and on-demand queries (002; Esper ref. 4.6 Context and Named Window)."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ class NamedWindowPlanning(PlannerBase):
                                                              *self.catalog.tables]))
         if tctx != node.context:
             what = "named window" if target == "window" else "table"
-            section = "000 §4.6" if target == "window" else "000 §4.7"
+            section = "Esper ref. 4.6" if target == "window" else "Esper ref. 4.7"
             raise verr(f"{what} '{target_name}' is declared with context '{tctx}'; the "
                        "on-trigger statement must declare the same context"
                        if tctx else f"{what} '{target_name}' has no context; the "

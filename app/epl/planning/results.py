@@ -1,5 +1,5 @@
 """Planning of the result set (select list, aggregation, group by, having, order by,
-limit) and of output rate limiting (001 §5.7)."""
+limit) and of output rate limiting (Esper ref. 5.7)."""
 
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ class ResultPlanning(PlannerBase):
         return tuple(keys), tuple(hidden)
 
     def output(self, node: Any, scope: Scope) -> OutputSpec:
-        """The output clause (002 §2.10 output rate limiting, 000 §4.5 when terminated)."""
+        """The output clause (Esper 2.10 output rate limiting, Esper 4.5 when terminated)."""
         if node is None:
             return OutputSpec()
         variables = frozenset(self.catalog.variables)
@@ -171,7 +171,7 @@ class ResultPlanning(PlannerBase):
             term_and = compile_expr(node.terminated_and, oscope)
         assigns = tuple(self._assignment(a, oscope, node) for a in (node.then_set or ()))
         terminated = bool(node.when_terminated or node.and_when_terminated)
-        # 000 §4.5: 'then set' after 'when terminated' runs when the partition ends; after
+        # Esper ref. 4.5: 'then set' after 'when terminated' runs when the partition ends; after
         # 'when expr' it runs each time the expression triggers output
         then_set, term_set = ((), assigns) if terminated else (assigns, ())
         return OutputSpec(kind, every_events, every_ms, when, terminated, term_and,
@@ -191,7 +191,7 @@ class ResultPlanning(PlannerBase):
         return Assignment(name, compile_expr(a.expr, scope))
 
     def _check_output_names(self, expr: Any, variables: frozenset[str]) -> None:
-        """Esper §5.7.1.1: an output condition reads variables and built-in properties only."""
+        """Esper ref. 5.7.1.1: an output condition reads variables and built-in properties only."""
         from app.epl.expr import OUTPUT_BUILTINS
 
         for n in names_in(expr):
@@ -199,7 +199,7 @@ class ResultPlanning(PlannerBase):
             if head in variables or head in OUTPUT_BUILTINS or head == "context":
                 continue
             if len(n.parts) > 1 and head in self.tenv.specs:
-                continue  # a key-less table's column (000 §4.7)
+                continue  # a key-less table's column (Esper ref. 4.7 Context and Tables)
             raise verr(f"'{'.'.join(n.parts)}' is not a variable or a built-in property "
                        "of the output condition", n,
                        hint="use count_insert, count_remove, last_output_timestamp or a "

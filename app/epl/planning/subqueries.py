@@ -94,7 +94,7 @@ def _source(env: SubqueryEnv, src: Any) -> tuple[str, dict[str, str]]:
     if name in cat.named_windows:
         wctx = cat.named_windows[name] or None
         if wctx != env.context:
-            # the window's rows live with its context's partitions (000 §4.6); on Kafka
+            # the window's rows live with its context's partitions (Esper ref. 4.6); on Kafka
             # another context's engine partitions would never see them
             raise verr(f"named window '{name}' is declared with context '{wctx}'; a "
                        "statement whose subquery reads it must declare the same context"

@@ -1,5 +1,5 @@
 """Planning of ``create variable`` and ``create table`` statements and of ``into table``
-(000 §4.7, §4.8)."""
+(Esper ref. 4.7 Context and Tables, §4.8)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class TablePlanning(PlannerBase):
     """Plans variables, tables and into-table statements."""
 
     def create_variable(self, node: Any, name: str, epl: str) -> StatementPlan:
-        """``[context C] create [constant] variable type name [= expr]`` (000 §4.8)."""
+        """``[context C] create [constant] variable type name [= expr]`` (Esper ref. 4.8)."""
         from operators.variables import SCALAR_TYPES, VariableDecl, VariableError
 
         type_name = str(node.type_name)
@@ -65,7 +65,7 @@ class TablePlanning(PlannerBase):
                              variable=node.name, var_decl=decl)
 
     def _check_context_variables(self, node: Any) -> None:
-        """000 §4.8: context variables can only be used in statements of the same context."""
+        """Esper ref. 4.8: context variables can only be used in statements of the same context."""
         owners = self.catalog.context_variables
         if not owners or type(node).__name__ == "CreateVariable":
             return
@@ -76,7 +76,7 @@ class TablePlanning(PlannerBase):
                 raise verr(f"variable '{n.parts[0]}' is a context variable of '{owner}'; the "
                            f"statement must declare 'context {owner}'", n,
                            hint="context variables can only be used in statements associated "
-                                "to the same context (000 §4.8)")
+                                "to the same context (Esper ref. 4.8 Context and Variables)")
 
     def create_table(self, node: Any, name: str, epl: str) -> StatementPlan:
         """``[context C] create table Name (k type primary key, c sum(double), ...)``."""
@@ -115,7 +115,7 @@ class TablePlanning(PlannerBase):
 
     def _into_table(self, node: Any, rs: ResultSetSpec, aggs_by_text: dict[str, int]
                     ) -> ResultSetSpec:
-        """``into table T select agg as col ... group by keys`` (000 §4.7): each aggregate
+        """``into table T select agg as col ... group by keys`` (Esper ref. 4.7): each aggregate
         maintains the table column its alias names; group-by values are the primary key."""
         table = self.catalog.tables.get(node.into_table)
         if table is None:
@@ -126,7 +126,7 @@ class TablePlanning(PlannerBase):
             raise verr(f"table '{table.name}' is declared with context '{tctx}'; 'into table' "
                        "must declare the same context" if tctx else
                        f"table '{table.name}' has no context; 'into table' must not declare "
-                       "one", node, hint="000 §4.7")
+                       "one", node, hint="Esper ref. 4.7 Context and Tables")
         if len(node.group_by or ()) != len(table.keys):
             raise verr(f"table '{table.name}' has {len(table.keys)} primary key column(s); "
                        f"the statement groups by {len(node.group_by or ())} expression(s)",

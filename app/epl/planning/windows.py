@@ -46,7 +46,7 @@ def _param(node: Any, scope: Scope, window: str, index: int) -> WindowParam:
 
 
 def _check_param(node: Any, window: str, index: int) -> None:
-    """001 §14.1: no prev/prior and (outside expr windows) no aggregates as parameters."""
+    """Esper ref. 14.1: no prev/prior and (outside expr windows) no aggregates as parameters."""
     for call in _calls(node):
         name = call.name.lower()
         if name in ("prev", "prevtail", "prevwindow", "prevcount", "prior"):

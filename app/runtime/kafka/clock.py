@@ -1,6 +1,6 @@
 """The ``kepl clock`` side: watermarks written in-band into the source partitions.
 
-A watermark is a barrier (ARCHITECTURE.md, Time and the watermark barrier): the clock
+A watermark is a barrier (docs/architecture.md, "Time"): the clock
 appends a control record (header ``kepl.control: watermark``, value ``{"t": ms, "id":
 ...}``) to *every* partition of every source topic, so each partition says where in its
 own record order the time moved.  The router forwards it into the repartition topics and

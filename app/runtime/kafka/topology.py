@@ -1,7 +1,7 @@
 """How an app's statements are laid out on Kafka: engine groups, routing, topics.
 
 Statements are planned once and split into *groups*, each run by one engine agent over
-its own repartition topic (ARCHITECTURE.md, Partitioning):
+its own repartition topic (docs/architecture.md, "An event's path on Kafka"):
 
 - ``main``: every statement of no dedicated group (plain statements, category and
   temporal contexts, keyed contexts not named in ``context_partitions``), on a
@@ -10,10 +10,10 @@ its own repartition topic (ARCHITECTURE.md, Partitioning):
 - one group per hash context (``coalesce by consistent_hash_crc32(p) ... granularity
   N``): a repartition topic with exactly N partitions, an event going to partition
   ``crc32(str(p)) mod N`` (``HashSpec.partition_of``), so Kafka partition = bucket
-  (000 §4.2.3); without ``preallocate`` ``context.id`` numbers the buckets in order of
+  (Esper ref. 4.2.3); without ``preallocate`` ``context.id`` numbers the buckets in order of
   first use, as embedded (the router's touch entries, ``router.Routing.forward``);
 - one group per keyed context named in ``context_partitions`` (``partition by p from
-  T``, 000 §4.2.2): a repartition topic with K partitions, an event going to partition
+  T``, Esper ref. 4.2.2): a repartition topic with K partitions, an event going to partition
   ``crc32(key text) mod K`` where the key text is that of the event's key values
   (``key_text``: a lone string as is, else JSON).  All events of one key meet in one
   Engine, whose keyed manager holds the keys of its partition.  Output rows are
@@ -435,7 +435,7 @@ def _partitions(n: int) -> str:
 
 
 def _check_global_tables(groups: dict[str, Group]) -> None:
-    """A table without a context is one table (000 §4.7); on Kafka it lives in the state
+    """A table without a context is one table (Esper ref. 4.7); on Kafka it lives in the state
     of one engine partition, so only statements of one single-partition group may use it."""
     users: dict[str, set[str]] = {}
     for g in groups.values():
@@ -486,7 +486,7 @@ def _names_read(p: StatementPlan) -> set[str]:
 
 
 def _check_global_variables(plans: list[StatementPlan], groups: dict[str, Group]) -> None:
-    """A variable without a context has one value (000 §4.8); on Kafka each engine
+    """A variable without a context has one value (Esper ref. 4.8); on Kafka each engine
     partition keeps a copy, so one assigned in one group must not be read in another."""
     globals_ = {p.variable or p.name for p in plans if p.kind == "variable" and p.context is None}
     for g in groups.values():
@@ -518,7 +518,7 @@ def _check_global_variables(plans: list[StatementPlan], groups: dict[str, Group]
 def _check_shared_state(groups: dict[str, Group]) -> None:
     """A keyed group of several partitions must not set a variable without a context:
     each engine partition would hold its own diverging copy.  (Named windows and tables
-    without a context are already refused in a context's statements, 000 §4.6/§4.7.)"""
+    without a context are already refused in a context's statements, Esper ref. 4.6/§4.7.)"""
     for g in groups.values():
         if g.keyed_spec is None or g.partitions == 1:
             continue

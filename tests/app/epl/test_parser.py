@@ -81,7 +81,7 @@ def test_keywords_are_case_insensitive_and_identifiers_keep_case() -> None:
 
 
 def test_filter_list_becomes_conjunction() -> None:
-    """000 §4.2.7.1: T(a, b) is a and b; '<>' is stored as '!='."""
+    """Esper ref. 4.2.7.1: T(a, b) is a and b; '<>' is stored as '!='."""
     got = parse_statement("select * from T(id=e1.id, level <> e1.level)")
     assert got.from_[0].filter == A.Binary(
         "and",
@@ -92,7 +92,7 @@ def test_filter_list_becomes_conjunction() -> None:
 
 
 def test_stream_kinds_insert_into_and_wildcards() -> None:
-    """001 §14.3.21: insert rstream into ... select rstream * ..."""
+    """Esper ref. 14.3.21 Time-Order Window: insert rstream into ... select rstream * ..."""
     got = parse_statement(
         "insert rstream into ArrivalTimeOrderedStream "
         "select rstream * from MyTimestampedEvent#time_order(arrival_time, 10 sec)")
@@ -109,7 +109,7 @@ def test_stream_kinds_insert_into_and_wildcards() -> None:
 
 
 def test_window_spellings_have_equal_asts() -> None:
-    """001 §14.1: #time, #win:time and .win:time; the spelling is not compared."""
+    """Esper ref. 14.1: #time, #win:time and .win:time; the spelling is not compared."""
     plain = parse_statement("select * from StockTickEvent#time(5 sec)")
     hashed = parse_statement("select * from StockTickEvent#win:time(5 sec)")
     dotted = parse_statement("select * from StockTickEvent.win:time(5 sec)")
@@ -120,7 +120,7 @@ def test_window_spellings_have_equal_asts() -> None:
 
 
 def test_keepall_with_and_without_parentheses() -> None:
-    """001 §14.1: the four keep-all spellings."""
+    """Esper ref. 14.1 A Note on Data Window Name and Parameters: the four keep-all spellings."""
     texts = ["#keepall", "#keepall()", ".win:keepall()", ".win:keepall"]
     views = [parse_statement(f"select * from E{t}").from_[0].views for t in texts]
     assert views[0] == views[1] == (A.View(None, "keepall", ()),)
@@ -144,7 +144,7 @@ def test_window_parameters_sort_specs_strings_longs_and_star() -> None:
 
 
 def test_groupwin_merge_chain_and_namespaces() -> None:
-    """001 §14.3.15: several windows chained; std:/ext:/stat: namespaces."""
+    """Esper ref. 14.3.15: several windows chained; std:/ext:/stat: namespaces."""
     got = parse_statement(
         "select * from Market#groupwin(ticker)#length(1000000)\n"
         "    #weighted_avg(price, volume)#merge(ticker)")
@@ -167,7 +167,7 @@ def test_retain_union_alias_unidirectional_and_joins() -> None:
 
 
 def test_pattern_stream_with_views_and_alias() -> None:
-    """001 §14.4.1: pattern[...]#size; a pattern stream may have an alias."""
+    """Esper ref. 14.4.1: pattern[...]#size; a pattern stream may have an alias."""
     got = parse_statement(
         "select size from pattern[every s=StockTickEvent -> TradeEvent(symbol=s.symbol)]#size")
     stream = got.from_[0]
@@ -312,7 +312,7 @@ def test_case_cast_coalesce() -> None:
 
 
 def test_time_periods() -> None:
-    """Esper §5.2.1 time periods; units normalised; ms() when literal."""
+    """Esper ref. 5.2.1 time periods; units normalised; ms() when literal."""
     period = parse_expression("2 minutes 5 seconds")
     assert period == tp((2, "minute"), (5, "second"))
     assert period.ms() == 125_000
@@ -342,7 +342,7 @@ def test_comments_and_whitespace() -> None:
 
 
 def test_output_clause_forms() -> None:
-    """Esper §5.7 and 000 §4.5 output clause forms."""
+    """Esper ref. 5.7 and Esper ref. 4.5 Output When Context Partition Ends output clause forms."""
 
     def out(text: str) -> A.OutputClause:
         return parse_statement(f"select * from S output {text}").output
@@ -423,7 +423,7 @@ def test_tag_references_in_pattern_filters() -> None:
 
 
 def test_crontab_fields() -> None:
-    """Esper §7.6.4 crontab field syntax: */n, a:b, [list], last, weekday, seconds, zone."""
+    """Esper ref. 7.6.4 crontab field syntax: */n, a:b, [list], last, weekday, seconds, zone."""
     got = parse_pattern(
         "timer:at(*/15, 8:17, [1, 15, 20:25], 3 last, [1:5], 30, 'UTC')")
     assert got == A.PTimerAt(A.Crontab((
@@ -446,7 +446,7 @@ def test_crontab_fields() -> None:
 
 
 def test_keyed_context() -> None:
-    """000 §4.2.2 with several streams, 'and' key lists, filters and aliases."""
+    """Esper ref. 4.2.2 with several streams, 'and' key lists, filters and aliases."""
     got = parse_statement(
         "create context SegmentedByCustomer partition by custId and account "
         "from BankTxn(amount > 0) as t, loginId from LoginEvent")
@@ -492,7 +492,7 @@ def test_misspelt_keyword_read_as_a_stream_name_is_reported_there() -> None:
 
 
 def test_hash_context() -> None:
-    """000 §4.2.3; 'as' after the name (4.6); computeHash(*) keeps the star."""
+    """Esper ref. 4.2.3; 'as' after the name (4.6); computeHash(*) keeps the star."""
     got = parse_statement(
         "create context HashByUserCtx as coalesce by consistent_hash_crc32(userId) "
         "from ScoreCycle, hash_code(q) from U(x = 1) granularity 64")
@@ -508,7 +508,7 @@ def test_hash_context() -> None:
 
 
 def test_category_context() -> None:
-    """000 §4.2.4."""
+    """Esper ref. 4.2.4 Category Segmented Context."""
     got = parse_statement(
         "create context CategoryByTemp group temp < 65 as cold, "
         "group by temp between 65 and 85 as normal, group temp > 85 as large from SensorEvent")
@@ -520,7 +520,7 @@ def test_category_context() -> None:
 
 
 def test_non_overlapping_contexts() -> None:
-    """000 §4.2.5 and §4.2.7: crontab, filter, pattern, after, @now conditions."""
+    """Esper ref. 4.2.5 and §4.2.7: crontab, filter, pattern, after, @now conditions."""
     nine = parse_statement("create context NineToFive start (0, 9, *, *, *) end (0, 17, *, *, *)")
     star3 = (A.CronStar(), A.CronStar(), A.CronStar())
     assert nine.spec == A.NonOverlappingContext(
@@ -547,7 +547,7 @@ def test_non_overlapping_contexts() -> None:
 
 
 def test_overlapping_contexts() -> None:
-    """000 §4.2.6: initiated [by] [distinct(..)] [@now and] cond terminated [by] cond."""
+    """Esper ref. 4.2.6: initiated [by] [distinct(..)] [@now and] cond terminated [by] cond."""
     train = parse_statement(
         "create context CtxTrainEnter initiated by TrainEnterEvent as te "
         "terminated after 5 minutes")
@@ -571,7 +571,7 @@ def test_overlapping_contexts() -> None:
 
 
 def test_nested_contexts() -> None:
-    """000 §4.3: the comma before 'context' ends a keyed / hash list."""
+    """Esper ref. 4.3 Context Nesting: the comma before 'context' ends a keyed / hash list."""
     got = parse_statement(
         "create context CtxNested context ById partition by symbol from StockTick, "
         "loginId from Login, context HashCtx coalesce by consistent_hash_crc32(tagId) "
@@ -606,7 +606,7 @@ def test_context_prefix_and_annotations() -> None:
 
 
 def test_create_schema_window_table_variable_index() -> None:
-    """create statements of 000 §4.6–4.8 and 002."""
+    """create statements of Esper ref. 4.6 Context and Named Window–4.8 and 002."""
     assert parse_statement(
         "create schema ScoreCycle (userId string, score long)") == A.CreateSchema(
         (), "ScoreCycle", (("userId", "string"), ("score", "long")))
@@ -645,7 +645,7 @@ def test_create_schema_window_table_variable_index() -> None:
 
 
 def test_into_table() -> None:
-    """000 §4.7: context C into table T select ..."""
+    """Esper ref. 4.7 Context and Tables: context C into table T select ..."""
     got = parse_statement(
         "context NineToFive into table AverageSpeedTable\nselect avg(speed) as avgSpeed\n"
         "from TrafficEvent\ngroup by carId")
@@ -656,7 +656,7 @@ def test_into_table() -> None:
 
 
 def test_on_statements() -> None:
-    """on-merge / on-delete / on-select / on-update / on-set (002, 000 §4.6)."""
+    """on-merge / on-delete / on-select / on-update / on-set (002, Esper ref. 4.6)."""
     insert_only = parse_statement("on Withdrawal merge WithdrawalWindow insert select *")
     assert insert_only == A.OnStatement((), None, A.FilterStream("Withdrawal"), A.OnMerge(
         "WithdrawalWindow", None, None, (A.MergeInsert(None, (), (A.Wildcard(None),)),)))

@@ -1,4 +1,4 @@
-"""Table access in expressions (000 §4.7 tables; Esper ``T[keys].column``): syntax,
+"""Table access in expressions (Esper ref. 4.7 tables; Esper ``T[keys].column``): syntax,
 printing, validation with positions and hints, compiled closures and what the plan lists."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Validation of output clauses, named windows, tables and variables (002, 000 §4.5-4.8)."""
+"""Validation of output clauses, named windows, tables and variables (002, Esper ref. 4.5-4.8)."""
 
 from __future__ import annotations
 
@@ -22,15 +22,15 @@ NINE = "create context NineToFive start (0, 9, *, *, *) end (0, 17, *, *, *)"
 
 
 def test_on_trigger_must_declare_the_window_context() -> None:
-    """000 §4.6: on-merge/select/update/delete must declare the named window's context."""
+    """Esper ref. 4.6: on-merge/select/update/delete must declare the named window's context."""
     c = catalog(NINE, "context NineToFive create window W#time(30 min) as TrafficEvent")
     e = rejects(c, "on TruncateEvent delete from W")
     assert "declared with context 'NineToFive'" in e.message
-    assert e.hint == "write 'context NineToFive on ...' (000 §4.6)"
+    assert e.hint == "write 'context NineToFive on ...' (Esper ref. 4.6 Context and Named Window)"
 
 
 def test_into_table_must_declare_the_table_context() -> None:
-    """000 §4.7: aggregate into a table only with the table's context."""
+    """Esper ref. 4.7 Context and Tables: aggregate into a table only with the table's context."""
     c = catalog(NINE, "context NineToFive create table T (carId string primary key, "
                       "avgSpeed avg(double))")
     e = rejects(c, "into table T select avg(speed) as avgSpeed from TrafficEvent group by carId")
@@ -61,7 +61,7 @@ def test_table_read_in_a_continuous_statement_is_not_supported_yet() -> None:
 
 
 def test_output_condition_reads_variables_and_builtins_only() -> None:
-    """Esper §5.7.1.1: 'output when' may not read event properties."""
+    """Esper ref. 5.7.1.1: 'output when' may not read event properties."""
     c = catalog("create variable boolean go = false")
     e = rejects(c, "select * from TrafficEvent output when speed > 1")
     assert "is not a variable or a built-in property" in e.message
@@ -86,7 +86,7 @@ def test_merge_update_needs_a_matched_row() -> None:
 
 
 def test_context_variable_needs_the_same_context() -> None:
-    """000 §4.8: context variables only in statements associated to the same context."""
+    """Esper ref. 4.8: context variables only in statements associated to the same context."""
     c = catalog("create context PerCar partition by carId from TrafficEvent",
                 "context PerCar create variable int th = 100")
     e = rejects(c, "select * from TrafficEvent(speed > th)")

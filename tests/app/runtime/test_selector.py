@@ -1,4 +1,4 @@
-"""Context partition selection: iteration and on-demand queries per partition (000 §4.9)."""
+"""Context partition selection: iteration and on-demand queries per partition (Esper ref. 4.9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Nested contexts whose inner context is driven by conditions and time (000 §4.3): each
+"""Nested contexts whose inner context is driven by conditions and time (Esper ref. 4.3): each
 outer partition gets its inner context when it starts, deployed at once."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Temporal contexts: ``context.startTime``/``endTime`` (000 §4.2.6.2), endTime being the
+"""Temporal contexts: ``context.startTime``/``endTime`` (Esper ref. 4.2.6.2), endTime being the
 planned end when the end condition is a time period or a crontab, else null."""
 
 from __future__ import annotations

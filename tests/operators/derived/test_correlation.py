@@ -1,4 +1,4 @@
-"""Correlation derived-value window correl (001 §14.4.4)."""
+"""Correlation derived-value window correl (Esper ref. 14.4.4 Correlation Derived-Value Window)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Regression derived-value window linest (001 §14.4.3)."""
+"""Regression derived-value window linest (Esper ref. 14.4.3 Regression Derived-Value Window)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Size derived-value window (001 §14.4.1; conformance window_size)."""
+"""Size derived-value window (Esper ref. 14.4.1; conformance window_size)."""
 
 from __future__ import annotations
 

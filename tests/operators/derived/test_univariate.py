@@ -1,4 +1,4 @@
-"""Univariate statistics derived-value window (001 §14.4.2; conformance window_uni)."""
+"""Univariate statistics derived-value window (Esper ref. 14.4.2; conformance window_uni)."""
 
 from __future__ import annotations
 

@@ -136,7 +136,7 @@ def rows(*pairs: tuple[str, Any]) -> Rows:
 
 
 def test_grouped_all_keeps_groups_whose_events_expired(drive: Any) -> None:
-    """002 §2.12 / notes: 'output all' with group by lists every group ever seen."""
+    """Esper ref. 2.12: 'output all' with group by lists every group ever seen."""
     d = drive(spec(GROUPED, OutputSpec("all", every_events=2, limited=True), length(2)))
     assert d.send(symbol="IBM", price=1.0) == ([], [])
     assert d.send(symbol="MSFT", price=2.0) == (
@@ -217,7 +217,7 @@ def test_after_events_then_rate(drive: Any) -> None:
 
 
 def test_when_terminated_guard_and_then_set(drive: Any) -> None:
-    """000 §4.5: the guard decides output; 'then set' runs at termination regardless."""
+    """Esper ref. 4.5: the guard decides output; 'then set' runs at termination regardless."""
     variables = {"v": 0}
     guard = lambda r, c: c.output["count_insert"] >= 2  # noqa: E731
     d = drive(spec(SIMPLE, OutputSpec(when_terminated=True, terminated_and=guard,

@@ -271,7 +271,7 @@ def test_every_a_followed_by_b_and_not_c(run) -> None:
 
 
 def test_interval_and_not_from_reference_example(run) -> None:
-    """000 §4.2.6: ``t1=TrainEnterEvent -> timer:interval(5 min) and not TrainLeaveEvent(...)``."""
+    """Esper 4.2.6: ``t1=TrainEnterEvent -> timer:interval(5 min) and not TrainLeaveEvent(...)``."""
     spec = PatternSpec(FollowedBy((
         Filter("t1", "TrainEnterEvent"),
         And((TimerInterval(300_000), Not(Filter(

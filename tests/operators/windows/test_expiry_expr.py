@@ -1,4 +1,4 @@
-"""Expiry-expression window (001 §14.3.12; conformance window_expr_*)."""
+"""Expiry-expression window (Esper ref. 14.3.12; conformance window_expr_*)."""
 
 from __future__ import annotations
 
@@ -80,4 +80,4 @@ def test_expr_variable_change_reevaluates(harness) -> None:
     assert h.view.on_variables_changed(h.now) == ([], [a, b])
     h.ctx.variables["KEEP"] = True
     assert h.send(a) == ([a], [])
-    assert h.advance(10**6) == []  # never on a timer (esper-semantics)
+    assert h.advance(10**6) == []  # never on a timer (as in Esper)

@@ -1,4 +1,4 @@
-"""Expiry-expression batch window (001 §14.3.13; conformance window_expr_batch)."""
+"""Expiry-expression batch window (Esper ref. 14.3.13; conformance window_expr_batch)."""
 
 from __future__ import annotations
 

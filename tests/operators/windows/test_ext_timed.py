@@ -1,4 +1,4 @@
-"""Externally-timed window (001 §14.3.4; conformance window_ext_timed)."""
+"""Externally-timed window (Esper ref. 14.3.4; conformance window_ext_timed)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Externally-timed batch window (001 §14.3.6; conformance window_ext_timed_batch)."""
+"""Externally-timed batch window (Esper ref. 14.3.6; conformance window_ext_timed_batch)."""
 
 from __future__ import annotations
 

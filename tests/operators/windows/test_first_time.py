@@ -1,4 +1,4 @@
-"""First-time window (001 §14.3.11; conformance window_firstlength_firsttime)."""
+"""First-time window (Esper ref. 14.3.11; conformance window_firstlength_firsttime)."""
 
 from __future__ import annotations
 

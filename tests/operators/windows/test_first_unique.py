@@ -1,4 +1,4 @@
-"""First-unique window (001 §14.3.18; conformance window_firstunique)."""
+"""First-unique window (Esper ref. 14.3.18 First Unique Window; conformance window_firstunique)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,6 @@ def test_firstunique_keeps_first_per_symbol(harness) -> None:
     assert h.send(c5) == ([c5], [])
     assert h.send(b22) == ([], [])
     assert h.contents() == [a10, b20, c5]
-    # 001 §14.3.18: after a deletion the next event of that key is retained
+    # Esper ref. 14.3.18: after a deletion the next event of that key is retained
     assert h.send(old=[a10]) == ([], [a10])
     assert h.send(a11) == ([a11], [])

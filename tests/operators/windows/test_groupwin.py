@@ -1,4 +1,4 @@
-"""Grouped data window (001 §14.3.15; conformance window_groupwin_length)."""
+"""Grouped data window (Esper ref. 14.3.15; conformance window_groupwin_length)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def test_groupwin_derived_rows_carry_group_value(harness) -> None:
 
 
 def test_groupwin_merge_then_derived(harness) -> None:
-    # 001 §14.3.15: #groupwin(ticker)#length(2)#merge(ticker)#weighted_avg(...) -- one average
+    # Esper ref. 14.3.15: #groupwin(ticker)#length(2)#merge(ticker)#weighted_avg(...) -- one average
     spec = chain(
         W("groupwin", X("symbol")),
         W("length", P(1)),
@@ -66,7 +66,7 @@ def test_groupwin_merge_then_derived(harness) -> None:
 
 
 def test_groupwin_grouped_intersection(harness) -> None:
-    # 001 §14.3.15: #groupwin(symbol)#length(4)#time(10) -- last 4 per symbol, not older than 10 s
+    # Esper 14.3.15: #groupwin(symbol)#length(4)#time(10) -- last 4 per symbol, not older than 10 s
     h = harness(chain(W("groupwin", X("symbol")), W("length", P(2)), W("time", P(10))))
     a1, a2, a3 = t("A", 1), t("A", 2), t("A", 3)
     h.at(0, a1)

@@ -1,4 +1,4 @@
-"""retain-intersection of several data windows (Esper's default; 001 §14 introduction)."""
+"""retain-intersection of several data windows (Esper's default; Esper ref. 14 introduction)."""
 
 from __future__ import annotations
 

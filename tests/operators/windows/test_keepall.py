@@ -1,4 +1,4 @@
-"""Keep-all window (001 §14.3.9; conformance window_keepall_and_namespaces)."""
+"""Keep-all window (Esper ref. 14.3.9; conformance window_keepall_and_namespaces)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Ranked window (001 §14.3.20; conformance window_rank)."""
+"""Ranked window (Esper ref. 14.3.20 Ranked Window; conformance window_rank)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Window registry: names, namespaces, parameter checks, composition (001 §14.1)."""
+"""Window registry: names, namespaces, parameter checks, composition (Esper ref. 14.1)."""
 
 from __future__ import annotations
 

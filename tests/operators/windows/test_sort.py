@@ -1,4 +1,4 @@
-"""Sorted window (001 §14.3.19; conformance window_sort)."""
+"""Sorted window (Esper ref. 14.3.19 Sorted Window; conformance window_sort)."""
 
 from __future__ import annotations
 

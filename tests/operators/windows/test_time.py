@@ -1,4 +1,4 @@
-"""Sliding time window (001 §14.3.3; 002 §2.4 walk-through; keepall_and_namespaces timings)."""
+"""Sliding time window (Esper 14.3.3; Esper 2.4 walk-through; keepall_and_namespaces timings)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def test_time_seconds_number_and_same_instant_expiry(harness) -> None:
     a, b, c = {"id": "a"}, {"id": "b"}, {"id": "c"}
     h.at(1000, a, b)
     h.at(2000, c)
-    # events expiring at the same instant leave together (esper-semantics: Clock)
+    # events expiring at the same instant leave together (as Esper's clock fires them)
     assert h.advance(7000) == [(6000, [], [a, b]), (7000, [], [c])]
 
 

@@ -1,4 +1,4 @@
-"""Time-accumulating window (001 §14.3.8; conformance window_time_accum)."""
+"""Time-accumulating window (Esper ref. 14.3.8; conformance window_time_accum)."""
 
 from __future__ import annotations
 

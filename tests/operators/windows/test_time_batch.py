@@ -1,4 +1,4 @@
-"""Time batch window (001 §14.3.5, §14.2; conformance window_time_batch*)."""
+"""Time batch window (Esper ref. 14.3.5, §14.2; conformance window_time_batch*)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def test_time_batch_no_reference_point(harness) -> None:
     assert h.advance(9000) == [(9000, [e2], [])]
     assert h.advance(12000) == [(12000, [], [e2])]
     assert h.advance(15000) == []
-    assert h.view.next_timer() is None  # esper-semantics: stops until the next event
+    assert h.view.next_timer() is None  # As Esper does: stops until the next event
     h.at(16000, e3)
     assert h.advance(17999) == []
     assert h.advance(18000) == [(18000, [e3], [])]  # the grid of the first event is kept
@@ -61,7 +61,7 @@ def test_time_batch_flow_control(harness) -> None:
 
 
 def test_time_batch_start_eager_alone_posts_empty_intervals(harness) -> None:
-    # 001 §14.3.5: START_EAGER posts empty result sets 'as when using FORCE_UPDATE'
+    # Esper ref. 14.3.5: START_EAGER posts empty result sets 'as when using FORCE_UPDATE'
     h = harness(W("time_batch", T(1000), P("START_EAGER")), start_ms=500)
     assert h.advance(3500) == [(1500, [], []), (2500, [], []), (3500, [], [])]
 

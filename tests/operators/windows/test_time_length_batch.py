@@ -1,4 +1,4 @@
-"""Time-length combination batch window (001 §14.3.7; conformance window_time_length_batch)."""
+"""Time-length combination batch window (Esper 14.3.7; conformance window_time_length_batch)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Unique window (001 §14.3.14; conformance window_unique)."""
+"""Unique window (Esper ref. 14.3.14 Unique Window; conformance window_unique)."""
 
 from __future__ import annotations
 

@@ -94,7 +94,7 @@ def test_time_matches_model(script) -> None:
 def test_groupwin_unique_matches_model(script) -> None:
     grouped, _ = drive(chain(W("groupwin", X("symbol")), W("length", P(1))), script)
     unique, contents = drive(W("unique", X("symbol")), script)
-    assert grouped == unique  # 001 §14.3.15: groupwin(symbol)#length(1) equals unique(symbol)
+    assert grouped == unique  # Esper ref. 14.3.15: groupwin(symbol)#length(1) equals unique(symbol)
     latest: dict = {}
     seq = 0
     for step in plain(script):

@@ -1,7 +1,7 @@
 """Context partitioning on a real broker: hash and keyed repartition topics.
 
 - a hash context of granularity 16 gets a 16-partition repartition topic and each
-  customer's records land on partition crc32(custId) mod 16 (000 §4.2.3); its
+  customer's records land on partition crc32(custId) mod 16 (Esper ref. 4.2.3); its
   ``context.id`` numbers the buckets in order of first use, with one worker or two;
 - a keyed context named in ``context_partitions`` gets K partitions, each key on
   partition crc32(key) mod K, and gives per key the rows of the embedded Engine;
