@@ -152,7 +152,6 @@ def cmd_worker(args: argparse.Namespace, bootstrap: str) -> int:
     from app.runtime.kafka.shutdown import SHUTDOWN
     from app.runtime.kafka.worker import run_worker
 
-    SHUTDOWN.install()  # a stop before the loop runs exits at once, cleanly
     sf = load_statement_file(args.file)
     data_dir = data_dir_of(args, sf.app)
     config = _config(sf)
@@ -164,6 +163,7 @@ def cmd_worker(args: argparse.Namespace, bootstrap: str) -> int:
     def announce(line: str) -> None:
         print(f"kepl worker: {line}", file=sys.stderr, flush=True)
 
+    SHUTDOWN.install()  # a stop before the loop runs exits at once, cleanly
     run_worker(config, bootstrap, data_dir, args.log_level, args.metrics_port, announce)
     return 0
 

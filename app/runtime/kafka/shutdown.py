@@ -72,7 +72,11 @@ class ShutdownWatch:
                 got = r.recv(64)
                 if not got:
                     return
-                signals += len(got)
+                # the wakeup fd carries every signal Python handles (an alarm, say)
+                stops = sum(1 for b in got if b in (signal.SIGTERM, signal.SIGINT))
+                if not stops:
+                    continue
+                signals += stops
                 worker = self.worker
                 if worker is None:
                     log.warning("stopped before the consumer loop started")
