@@ -107,7 +107,8 @@ class NamedWindowPlanning(PlannerBase):
                                                              *self.catalog.tables]))
         if tctx != node.context:
             what = "named window" if target == "window" else "table"
-            section = "Esper ref. 4.6" if target == "window" else "Esper ref. 4.7"
+            section = ("Esper ref. 4.6 Context and Named Window" if target == "window"
+                       else "Esper ref. 4.7 Context and Tables")
             raise verr(f"{what} '{target_name}' is declared with context '{tctx}'; the "
                        "on-trigger statement must declare the same context"
                        if tctx else f"{what} '{target_name}' has no context; the "
