@@ -54,25 +54,10 @@ def compile_subquery(node: Any, scope: Any, compile_expr: Callable[[Any, Any], E
         return lambda r, c: c.subqueries[i].exists(r, c)
     left = compile_expr(node.expr, scope)
     if isinstance(node, ast.InSubquery):
-        neg = node.negated
-
-        def in_sub(r: Any, c: PartitionCtx) -> Any:
-            vals = c.subqueries[i].values(r, c)
-            if not vals:
-                return neg
-            v = left(r, c)
-            if v is None:
-                return None
-            has_null = False
-            for x in vals:
-                if x is None:
-                    has_null = True
-                elif x == v:
-                    return not neg
-            return None if has_null else neg
-        return in_sub
-    cmp = _COMPARE[node.op]
-    want_all = node.quantifier == "all"
+        # Esper: 'in' is '= any', 'not in' is '!= all' (nulls and empty results alike)
+        cmp, want_all = (_COMPARE["!="], True) if node.negated else (_COMPARE["="], False)
+    else:
+        cmp, want_all = _COMPARE[node.op], node.quantifier == "all"
 
     def quantified(r: Any, c: PartitionCtx) -> Any:
         vals = c.subqueries[i].values(r, c)

@@ -121,3 +121,17 @@ def same(a: Any, b: Any) -> bool:
         elif x != y:
             return False
     return True
+
+
+def conjuncts(expr: Any) -> list[Any]:
+    """The operands of a chain of ``and`` (an expression alone is its one operand; None
+    has none), left to right."""
+    out: list[Any] = []
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ast.Binary) and e.op == "and":
+            stack += [e.right, e.left]
+        elif e is not None:
+            out.append(e)
+    return out

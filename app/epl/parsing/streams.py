@@ -45,16 +45,7 @@ class StreamRules(BuilderBase):
 
     def r_filter_stream(self, c: list[Any], pos: A.Pos) -> A.FilterStream:
         """Type[(filter)]#views [as alias] [unidirectional] [retain-...]."""
-        items = present(c)
-        return A.FilterStream(
-            type_name=items[0],
-            filter=wrapped(items, "filter"),
-            views=all_of(items, A.View),
-            alias=alias_of(items),
-            retain=wrapped(items, "retain"),
-            unidirectional=flag(items, "unidirectional"),
-            pos=pos,
-        )
+        return filter_stream(present(c), pos)
 
     def r_pattern_stream(self, c: list[Any], pos: A.Pos) -> A.PatternStream:
         """pattern [ ... ]#views [as alias] ..."""
@@ -112,3 +103,17 @@ class StreamRules(BuilderBase):
     def r_sort_dir(self, c: list[Any], pos: A.Pos) -> Wrapped:
         """asc / desc -> descending flag."""
         return Wrapped("desc", str(c[0].value).lower() == "desc")
+
+
+def filter_stream(items: list[Any], pos: A.Pos) -> A.FilterStream:
+    """A filter stream from its parts (of a statement, or of a subquery, which takes no
+    ``unidirectional``)."""
+    return A.FilterStream(
+        type_name=items[0],
+        filter=wrapped(items, "filter"),
+        views=all_of(items, A.View),
+        alias=alias_of(items),
+        retain=wrapped(items, "retain"),
+        unidirectional=flag(items, "unidirectional"),
+        pos=pos,
+    )

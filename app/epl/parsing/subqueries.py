@@ -9,12 +9,11 @@ from app.epl import ast as A
 from app.epl.parsing.base import (
     BuilderBase,
     Wrapped,
-    alias_of,
-    all_of,
     flag,
     present,
     wrapped,
 )
+from app.epl.parsing.streams import filter_stream
 
 
 class SubqueryRules(BuilderBase):
@@ -42,15 +41,7 @@ class SubqueryRules(BuilderBase):
 
     def r_subquery_stream(self, c: list[Any], pos: A.Pos) -> A.FilterStream:
         """Type[(filter)]#views [as alias] [retain-...]."""
-        items = present(c)
-        return A.FilterStream(
-            type_name=items[0],
-            filter=wrapped(items, "filter"),
-            views=all_of(items, A.View),
-            alias=alias_of(items),
-            retain=wrapped(items, "retain"),
-            pos=pos,
-        )
+        return filter_stream(present(c), pos)
 
     def r_quantifier(self, c: list[Any], pos: A.Pos) -> Wrapped:
         """any | some | all (some is any)."""

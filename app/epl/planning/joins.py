@@ -19,6 +19,7 @@ from app.epl.expr import Scope, compile_expr, is_table_name, names_in, text_of
 from app.epl.planning.base import PlannerBase
 from app.epl.planning.subqueries import SubqueryEnv
 from app.epl.properties import path_error
+from app.epl.walk import conjuncts
 from app.runtime.catalog import NotSupported
 from app.runtime.plan import StatementPlan
 from operators.contexts.managers import HashSpec, KeyedSpec
@@ -303,7 +304,7 @@ def _qualified(node: Any, resolver: _Resolver) -> Any:
 def _check_on(on: Any, names: frozenset[str]) -> None:
     """Esper reference 5.12.3: the on clause of an outer join equates properties of the
     two streams (``on a.k = b.k [and a.p = b.q ...]``)."""
-    for c in _conjuncts(on):
+    for c in conjuncts(on):
         ok = (isinstance(c, ast.Binary) and c.op == "=" and isinstance(c.left, ast.Name)
               and isinstance(c.right, ast.Name))
         if ok:
@@ -316,18 +317,6 @@ def _check_on(on: Any, names: frozenset[str]) -> None:
 
 # -- the join plan -------------------------------------------------------------
 
-def _conjuncts(expr: Any) -> list[Any]:
-    out: list[Any] = []
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, ast.Binary) and e.op == "and":
-            stack += [e.right, e.left]
-        elif e is not None:
-            out.append(e)
-    return out
-
-
 def _streams_of(expr: Any, names: frozenset[str]) -> frozenset[str]:
     return frozenset(n.parts[0] for n in names_in(expr) if n.parts[0] in names)
 
@@ -336,7 +325,7 @@ def _equalities(where: Any, names: frozenset[str]) -> list[tuple[str, Any, froze
     """Equalities usable as index lookups: (indexed stream, key expression over that
     stream alone, streams the other side reads, the other side)."""
     out = []
-    for c in _conjuncts(where):
+    for c in conjuncts(where):
         if not (isinstance(c, ast.Binary) and c.op == "="):
             continue
         if any(isinstance(x, ast.Call) for x in _calls(c)):
@@ -362,7 +351,7 @@ def _transitive(where: Any, names: frozenset[str]) -> list[tuple[str, Any, froze
         return x
 
     direct: set[frozenset[str]] = set()
-    for c in _conjuncts(where):
+    for c in conjuncts(where):
         if not (isinstance(c, ast.Binary) and c.op == "=" and isinstance(c.left, ast.Name)
                 and isinstance(c.right, ast.Name)):
             continue
@@ -411,7 +400,7 @@ def _outer_spec(streams: list[JoinStream], joins: tuple[Any, ...], scope: Scope)
         p = refs[0]
         optional[(p, s)] = j.kind in ("left", "full")
         optional[(s, p)] = j.kind in ("right", "full")
-        for c in _conjuncts(j.on):
+        for c in conjuncts(j.on):
             a, b = (c.left, c.right) if c.left.parts[0] == names[s] else (c.right, c.left)
             pairs.setdefault((p, s), []).append((a, b))  # key on s, value from p
             pairs.setdefault((s, p), []).append((b, a))  # key on p, value from s

@@ -25,6 +25,7 @@ from app.epl.expr import (
     text_of,
 )
 from app.epl.properties import path_error
+from app.epl.walk import conjuncts
 from app.runtime.catalog import NotSupported
 from operators.contexts.managers import HashSpec, KeyedSpec
 from operators.contexts.nested import NestedSpec
@@ -52,18 +53,6 @@ class SubqueryEnv:
         spec = _plan(self, node, scope, one_column, exists)
         self.specs.append(spec)
         return len(self.specs) - 1
-
-
-def _conjuncts(expr: Any) -> list[Any]:
-    out: list[Any] = []
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, ast.Binary) and e.op == "and":
-            stack += [e.right, e.left]
-        elif e is not None:
-            out.append(e)
-    return out
 
 
 def _and_all(parts: list[Any]) -> Any:
@@ -190,7 +179,7 @@ def _plan(env: SubqueryEnv, node: ast.SubSelect, scope: Scope, one_column: bool,
                         "selects aggregates alone may go without)")
     table_keys: tuple[Any, ...] = ()
     pairs: list[tuple[Any, Any]] = []
-    for c in _conjuncts(node.where):
+    for c in conjuncts(node.where):
         pair = None if incremental else _index_pair(c, inner)
         if pair is None:
             residual.append(c)
