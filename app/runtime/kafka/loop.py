@@ -49,7 +49,15 @@ from app.runtime.kafka.checkpoint import (
     make_output,
 )
 from app.runtime.kafka.config import AppConfig
-from app.runtime.kafka.health import DEFAULT_STALL_S, STALL_ENV, Health, Metrics, serve
+from app.runtime.kafka.health import (
+    DEFAULT_STALL_S,
+    STALL_ENV,
+    Health,
+    Metrics,
+    note_rebalance,
+    record_exit,
+    serve,
+)
 from app.runtime.kafka.inputs import Input, Inputs
 from app.runtime.kafka.lanes import Lane, LaneCursor
 from app.runtime.kafka.partition import EnginePartition, InRecord, Poisoned, SnapshotPolicy
@@ -204,7 +212,7 @@ class Worker:
         self.rows_out: dict[str, int] = {}
         self.health = Health()
         self.metrics_port = metrics_port
-        self.metrics = Metrics(config.app) if metrics_port is not None else None
+        self.metrics = Metrics(config.app, data_dir) if metrics_port is not None else None
         self.http: Any = None
         self.dead_log = DeadLetterLog(config.dlq_topic)
         self.round = CheckpointRound(self.out, config, self.changelog, self._rows_of,
@@ -238,6 +246,7 @@ class Worker:
             log.warning("stopped while restoring: the next worker restores again")
         except Fenced as e:
             log.critical("worker stops: %s (another worker owns its partitions now)", e)
+            record_exit(self.data_dir, EXIT_FENCED)
             sys.stderr.flush()
             os._exit(EXIT_FENCED)
         finally:
@@ -589,6 +598,7 @@ class Worker:
             m.add("checkpoints", stats["checkpoints"])
             m.add("changelog_bytes", stats["changelog_bytes"])
             m.add_rows(self.rows_out)
+            m.checkpointed(self)
 
     def rewind(self) -> None:
         """Back to the last commit: engine partitions from their databases, cursors from
@@ -652,6 +662,7 @@ class Worker:
             if key not in self.parts:
                 self.parts[key] = self._restore(opened[key], key[1])
         self.health.assigned = True
+        note_rebalance(self.metrics, "assigned", len(tps))
         seconds = time.monotonic() - t0
         log.info("assigned %d partition(s), %d engine partition(s) ready in %.3f s",
                  len(tps), len(opened), seconds)
@@ -689,6 +700,7 @@ class Worker:
             self._flush_stage()
             self.commit()
         self._drop(tps)
+        note_rebalance(self.metrics, "revoked", 0)
         self.hooks.revoked(self, tps)
 
     def _on_lost(self, consumer: Any, tps: list[Any]) -> None:
@@ -700,6 +712,7 @@ class Worker:
             part.discard()
             part.load()
         self._drop(tps)
+        note_rebalance(self.metrics, "lost", 0)
 
     def _drop(self, tps: list[Any]) -> None:
         for tp in tps:

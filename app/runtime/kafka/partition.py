@@ -59,9 +59,11 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from time import perf_counter
 from typing import Any, NamedTuple, Protocol
 
 from app.runtime.engine import Engine
+from app.runtime.kafka.statesize import StateSizes
 from app.runtime.kafka.store import ChangelogRecord, PartitionStore, entry_size
 from app.runtime.kafka.topology import Group
 from app.runtime.rows import keyed_text, pid_text
@@ -287,6 +289,10 @@ class EnginePartition:
         self.escalate = False
         """A fault on a record read from a source partition raises ``Poisoned`` instead
         of being replayed here (set by the worker for directly fed groups)."""
+        self.busy_s = 0.0
+        """Seconds spent in ``run`` since the metrics last took them."""
+        self.sizes: StateSizes | None = None
+        """State bytes per statement, kept once the metrics ask (``statesize``)."""
 
     # -- life cycle --------------------------------------------------------------
     def restore(self, log: ChangelogLog, alive: Callable[[], None] | None = None) -> None:
@@ -403,6 +409,7 @@ class EnginePartition:
         the records are replayed.
         """
         self._since_commit.extend(records)
+        t0 = perf_counter()
         try:
             for r in records:
                 self._handle(r)
@@ -410,6 +417,8 @@ class EnginePartition:
             if self.escalate and f.rec.via == f.rec.upstream:
                 raise Poisoned(f.rec, f.reason) from None
             self._replay_without(f)
+        finally:
+            self.busy_s += perf_counter() - t0
 
     def _replay_without(self, fault: _Fault) -> None:
         while True:
@@ -610,6 +619,8 @@ class EnginePartition:
         """
         self._check_offset(offset)
         sealed = self.sealed
+        if self.sizes is not None and sealed is not None:
+            self.sizes.apply(self.store.base, sealed.writes)
         self.store.commit(offset, sealed.writes if sealed is not None else None)
         if sealed is not None:
             self.since_snapshot += len(sealed.encode()) if size is None else size

@@ -3,11 +3,13 @@ worker gives when records wait for a watermark that does not come."""
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 import urllib.error
 import urllib.request
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -57,6 +59,28 @@ def metric(text: str, name: str) -> float:
     raise AssertionError(f"{name} not in the exposition")
 
 
+def scraped_series(text: str) -> set[str]:
+    """The sample names a scrape can hold, from its ``# TYPE`` lines (a family with no
+    sample yet, such as a labelled gauge never set, is still declared there)."""
+    suffixes = {"counter": ("",), "gauge": ("",), "histogram": ("_bucket", "_sum", "_count")}
+    out = set()
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split()
+            out |= {name + s for s in suffixes.get(kind, ("",))}
+    return out
+
+
+def queried_metrics() -> set[str]:
+    """Every metric the Helm chart's dashboard panels and alerts read."""
+    chart = Path(__file__).resolve().parents[4] / "helm" / "kepl"
+    dashboard = (chart / "dashboards" / "kepl.json").read_text()
+    rules = (chart / "templates" / "prometheusrule.yaml").read_text()
+    names = set(re.findall(r"\bkepl_[a-z_]+\b", dashboard + rules))
+    assert len(names) > 15
+    return names
+
+
 @pytest.mark.kafka
 def test_metrics_count_what_the_worker_did(kafka_bootstrap: str) -> None:
     kapp = make_app(kafka_bootstrap, "select symbol, price from Trade(price > 50)", 1)
@@ -86,6 +110,14 @@ def test_metrics_count_what_the_worker_did(kafka_bootstrap: str) -> None:
         lag = f'kepl_consumer_lag{{app="{kapp.config.app}",partition="0",topic="{topic}"}}'
         wait_for(lambda: lag + " 0.0" in get(port, "/metrics")[1], 30, "lag 0")
         assert get(port, "/nothing")[0] == 404
+        text = get(port, "/metrics")[1]
+        assert queried_metrics() <= scraped_series(text)
+        lane = f'app="{kapp.config.app}",group="lanes:{topic}"'
+        assert metric(text, f"kepl_processing_seconds_total{{{lane}}}") > 0
+        assert metric(text, f'kepl_statement_info{{{lane},statement="s"}}') == 1
+        app = kapp.config.app
+        assert metric(text, f'kepl_rebalances_total{{app="{app}",kind="assigned"}}') >= 1
+        assert metric(text, "kepl_assigned_partitions") == 1
     finally:
         reader.close()
         kapp.close()
