@@ -129,8 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "context partitioning and the Kafka topics it uses.")
     p.add_argument("file", help="statement file (.yaml) or EPL module (.epl)")
 
-    p = sub.add_parser("scenario", help="run conformance scenarios",
-                       description="Conformance scenarios (see FORMAT.md).")
+    p = sub.add_parser("scenario", help="run or record scenarios (tests of statements)",
+                       description="Scenarios: statements, steps and the rows expected "
+                                   "(docs/testing-your-statements.md).")
     ssub = p.add_subparsers(dest="scenario_command", metavar="ACTION")
     sr = ssub.add_parser("run", help="run scenario files or folders",
                          description="Run each scenario; print PASS/FAIL per scenario and a "
@@ -143,7 +144,27 @@ def build_parser() -> argparse.ArgumentParser:
     sr.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS",
                     help="per-scenario time limit; a scenario still running is a FAIL "
                          "'time limit' and the run goes on (default 60, 0: no limit)")
+    sr.add_argument("--format", choices=["text", "junit"], default="text",
+                    help="text: PASS/FAIL lines (default); junit: JUnit XML on stdout, "
+                         "for CI systems")
+    sr.add_argument("--junit-xml", metavar="FILE", default=None,
+                    help="also write JUnit XML to FILE (the text report stays on stdout)")
     _add_bootstrap(sr)
+    rec = ssub.add_parser(
+        "record", help="write a scenario whose expectations are today's rows",
+        description="Run the statements of FILE embedded over the steps of --events (JSON "
+                    "lines as for 'kepl run'; {\"expect\": null} marks where rows are "
+                    "checked, else after every step that produced rows) and write a "
+                    "scenario file whose expectations are the rows they gave: a golden "
+                    "file that 'kepl scenario run' (and --kafka) checks later.")
+    rec.add_argument("file", metavar="FILE", help="statement file (.yaml) or EPL module")
+    rec.add_argument("--events", required=True, metavar="STEPS",
+                     help="JSON-lines steps: {\"time\": ms}, {\"send\": Type, \"event\": "
+                          "{...}}, {\"expect\": null | [statement, ...]}")
+    rec.add_argument("-o", "--output", metavar="SCENARIO", default=None,
+                     help="the scenario file to write (default: stdout)")
+    rec.add_argument("--name", default=None,
+                     help="the scenario's name (default: APP_STEPS)")
 
     p = sub.add_parser("kafka", help="start, stop or inspect the local Kafka broker",
                        description="Manage the project's own Apache Kafka broker (KRaft, no "
@@ -376,6 +397,8 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         if args.command == "explain":
             return cmd_explain(args)
         if args.command == "scenario":
+            if args.scenario_command == "record":
+                return cmd_scenario_record(args)
             if args.scenario_command != "run":
                 parser.parse_args(["scenario", "--help"])
             return cmd_scenario(args)
@@ -664,6 +687,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_scenario(args: argparse.Namespace) -> int:
+    import time
+    from datetime import UTC, datetime
+
+    from app.conformance.junit import Timed, junit_xml
     from app.conformance.limits import LimitedRunner
     from app.conformance.runner import run_scenario_embedded, scenario_files
 
@@ -681,6 +708,9 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     files = [Path(f) for f in scenario_files(args.paths) if Path(f).name != "INDEX.md"]
     passed = failed = 0
     current = ""
+    junit = args.format == "junit"
+    results: list[Timed] = []
+    started = datetime.now(UTC)
 
     def line(final: bool) -> str:
         text = f"kepl scenario run: {passed + failed}/{len(files)} scenarios, {failed} failed"
@@ -693,15 +723,55 @@ def cmd_scenario(args: argparse.Namespace) -> int:
         for f in files:
             current = f.stem
             progress.tick()
+            t0 = time.monotonic()
             out = limited.run(f)
+            results.append(Timed(out, time.monotonic() - t0))
             if out.passed:
                 passed += 1
-                progress.out(f"PASS {out.name}")
+                if not junit:
+                    progress.out(f"PASS {out.name}")
             else:
                 failed += 1
-                progress.out(f"FAIL {out.name}: {out.detail}")
-    print(f"{passed} passed, {failed} failed ({len(files)} file{'' if len(files) == 1 else 's'})")
+                if not junit:
+                    progress.out(f"FAIL {out.name}: {out.detail}")
+    summary = (f"{passed} passed, {failed} failed "
+               f"({len(files)} file{'' if len(files) == 1 else 's'})")
+    xml = junit_xml(results, "kepl scenarios" + (" (kafka)" if args.kafka else ""), started)
+    if args.junit_xml:
+        Path(args.junit_xml).write_text(xml)
+    if junit:
+        sys.stdout.write(xml)
+        print(f"kepl scenario run: {summary}", file=sys.stderr)
+    else:
+        print(summary)
     return 1 if failed else 0
+
+
+def cmd_scenario_record(args: argparse.Namespace) -> int:
+    """Record a golden scenario; exit 2 for invalid statements, 1 for a bad steps file."""
+    from app.conformance.record import dump, record
+    from app.conformance.runner import ScenarioError
+    from app.statements import load_statement_file
+
+    if _embedded(args.file) is None:  # says what is wrong with the statements
+        return 2
+    out = Path(args.output) if args.output else Path("scenario.yaml")
+    try:
+        rec = record(load_statement_file(args.file), args.events, out, args.name)
+    except ScenarioError as e:
+        print(f"kepl: scenario record: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"kepl: scenario record: {args.events}: {e.strerror}", file=sys.stderr)
+        return 1
+    text = dump(rec.doc)
+    if args.output:
+        out.write_text(text)
+        print(f"kepl scenario record: {out}: {rec.events} events, {rec.expects} "
+              f"expectation(s) over {len(rec.checked)} statement(s)", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
 
 
 if __name__ == "__main__":
