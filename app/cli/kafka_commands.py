@@ -425,15 +425,27 @@ def cmd_status(args: argparse.Namespace, bootstrap: str) -> int:
     from app.runtime.kafka.ops import BrokerError, app_status, render_status
 
     config = _ops_config(args, "status", bootstrap)
-    try:
-        st = app_status(config, bootstrap, last_watermark,
-                        Path(args.data_dir) if args.data_dir else None)
-    except (BrokerError, KafkaException) as e:
-        # a broker that keeps answering with a transient error (a group coordinator
-        # still loading), or refuses a request: which request, and why
-        cause = e.args[0].str() if isinstance(e, KafkaException) and e.args and \
-            hasattr(e.args[0], "str") else str(e)
-        raise Unavailable(f"status: {cause} (at {bootstrap})") from None
+
+    def fetch() -> dict[str, Any]:
+        try:
+            return app_status(config, bootstrap, last_watermark,
+                              Path(args.data_dir) if args.data_dir else None)
+        except (BrokerError, KafkaException) as e:
+            # a broker that keeps answering with a transient error (a group coordinator
+            # still loading), or refuses a request: which request, and why
+            cause = e.args[0].str() if isinstance(e, KafkaException) and e.args and \
+                hasattr(e.args[0], "str") else str(e)
+            raise Unavailable(f"status: {cause} (at {bootstrap})") from None
+
+    if args.watch or args.count is not None:
+        from app.cli.status_watch import watch
+
+        if args.json:
+            raise ConfigError("status: --watch shows the table; --json is one document")
+        if args.interval <= 0:
+            raise ConfigError("status: --interval must be above 0 seconds")
+        return watch(fetch, render_status, args.interval, args.count)
+    st = fetch()
     if args.json:
         print(json.dumps(st, indent=2))
     else:

@@ -260,6 +260,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="one JSON document instead of text")
     p.add_argument("--data-dir", default=None,
                    help="also list the engine partition directories of this state directory")
+    p.add_argument("--watch", action="store_true",
+                   help="refresh the table in place every --interval seconds, with events "
+                        "in/s, rows out/s per statement and the lag's trend (Ctrl-C stops)")
+    p.add_argument("--interval", type=float, default=2.0, metavar="SECONDS",
+                   help="seconds between refreshes with --watch (default 2)")
+    p.add_argument("--count", type=int, default=None, metavar="N",
+                   help="with --watch: stop after N refreshes (implies --watch)")
     _add_bootstrap(p)
 
     p = sub.add_parser("undeploy", help="delete a stopped app's topics and consumer group",

@@ -241,6 +241,10 @@ def app_status(config: AppConfig, bootstrap: str, last_watermark: LastWatermark,
         "app": config.app, "bootstrap": bootstrap,
         "statements": [{"name": s.name, "output_topic": config.output_topic(s.name)}
                        for s in config.statements],
+        "outputs": [{"statement": s.name, "topic": config.output_topic(s.name),
+                     "end": sum(ends[(config.output_topic(s.name), p)]
+                                for p in broker.topics.get(config.output_topic(s.name), []))}
+                    for s in config.statements],
         "topics": topics,
         "group": {"id": gid, "state": state, "members": members},
         "lag": lag, "total_lag": sum(d["lag"] for d in lag),
