@@ -9,7 +9,7 @@ KEPL   := $(VENV)/bin/kepl
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[dev,spark]'
+	$(VENV)/bin/pip install -q -e '.[dev,spark,bench]'
 	touch $@
 
 install: $(VENV)/.installed

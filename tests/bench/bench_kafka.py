@@ -17,7 +17,9 @@ can add is bounded by the core the broker and the first worker leave idle.
 Then, for jobs whose rows do not wait on time, latency at half the measured rate: events
 carry their send time, a ``read_committed`` reader takes the time a row becomes visible.
 
-Run: .venv/bin/python tests/bench/bench_kafka.py [--events N] [--quick]
+Run: .venv/bin/python tests/bench/bench_kafka.py [--events N] [--quick] [--charts DIR]
+(the tables also as PNG charts, ``bench-kafka-throughput.png`` and
+``bench-kafka-latency.png`` in docs/img unless ``--charts ''``)
 (``KAFKA_BOOTSTRAP_SERVERS`` when set, else the local broker, started when needed.)
 """
 
@@ -38,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from charts import DEFAULT_DIR, bars
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from app.kafka import local_broker
@@ -325,6 +328,8 @@ def main() -> None:
     ap.add_argument("--jobs", default="", help="comma-separated job name prefixes")
     ap.add_argument("--latency-only", action="store_true",
                     help="skip the drain runs (latency at 2k, 10k and 20k ev/s)")
+    ap.add_argument("--charts", default=str(DEFAULT_DIR),
+                    help="directory of the PNG charts (default docs/img; '' for none)")
     args = ap.parse_args()
     n = args.events
     bs = bootstrap()
@@ -348,6 +353,7 @@ def main() -> None:
           f"{'x faust':>7} {'cpu s/10k ev: workers':>22} {'broker':>7} {'cores busy':>10}",
           flush=True)
     best: dict[str, float] = {}
+    drains: dict[tuple[str, str, int], float] = {}
     for name, job in JOBS.items():
         if args.latency_only:
             break
@@ -363,14 +369,18 @@ def main() -> None:
                     run.close()
                 if workers == 1 and guarantee == "exactly_once":
                     best[name] = rate
+                drains[(name, guarantee, workers)] = rate
                 vs_faust = f"{rate / fa:>7.2f}" if fa else f"{'-':>7}"
                 wcpu, bcpu, dt = run.cpu
                 print(f"{name:<34} {guarantee:<14} {workers:>7} {rate:>9,.0f} "
                       f"{rate / raw:>6.2f} {vs_faust} {wcpu / n * 1e4:>22.2f} "
                       f"{bcpu / n * 1e4:>7.2f} {(wcpu + bcpu) / dt:>10.2f}", flush=True)
 
+    if args.charts and drains:
+        throughput_chart(Path(args.charts), n, raw, fa, drains)
     print(f"\n{'latency (exactly-once, 1 worker)':<34} {'rate':>9} {'p50 ms':>8} "
           f"{'p99 ms':>8} {'rows':>7}", flush=True)
+    latencies: list[tuple[str, float, float, float]] = []
     for name, job in JOBS.items():
         if not job["latency"] or (args.jobs and name not in best):
             continue
@@ -380,12 +390,36 @@ def main() -> None:
             # reader then share the 2 cores with the worker and the broker)
             for rate in (2000.0, 10000.0, best.get(name, 20000.0) / 2):
                 p50, p99, got = run.latency(rate, 5.0, job.get("watermarks_ms", 0))
+                latencies.append((name, rate, p50, p99))
                 wm = (f"  (watermark every {job['watermarks_ms']} ms)"
                       if job.get("watermarks_ms") else "")
                 print(f"{name:<34} {rate:>9,.0f} {p50:>8.1f} {p99:>8.1f} {got:>7}{wm}",
                       flush=True)
         finally:
             run.close()
+    if args.charts and latencies:
+        bars(Path(args.charts) / "bench-kafka-latency.png",
+             "Produce to row visible (exactly-once, 1 worker)",
+             [f"{name}, {rate:,.0f} ev/s" for name, rate, _, _ in latencies],
+             {"p50": [p50 for _, _, p50, _ in latencies],
+              "p99": [p99 for _, _, _, p99 in latencies]}, "ms")
+
+
+def throughput_chart(where: Path, n: int, raw: float, faust: float | None,
+                     drains: dict[tuple[str, str, int], float]) -> None:
+    """Drain rate per job and worker count (exactly-once; at-least-once when that is all
+    that ran), against the raw client and the faust agent."""
+    jobs = list(dict.fromkeys(name for name, _, _ in drains))
+    nan = float("nan")
+    labels = ["confluent-kafka consume + JSON (raw)", "faust-streaming agent", *jobs]
+    series = {}
+    for workers in sorted({w for _, _, w in drains}):
+        series[f"{workers} worker{'s' if workers > 1 else ''}"] = [
+            raw if workers == 1 else nan, (faust or nan) if workers == 1 else nan,
+            *[drains.get((j, "exactly_once", workers), nan) for j in jobs]]
+    bars(where / "bench-kafka-throughput.png",
+         f"Kafka drain rate, exactly-once ({n:,} events, 4 partitions)", labels, series,
+         "events/s", note="raw and faust: one consumer, no guarantee")
 
 
 if __name__ == "__main__":
