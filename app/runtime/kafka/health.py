@@ -181,8 +181,9 @@ class Metrics:
         sizes: dict[str, int] = {}
         for part in worker.parts.values():
             self._took(part.group.name, part)
-            if part.sizes is None:  # counted once by a scan, then from each batch
-                part.sizes = StateSizes.scan(part.store.state_items())
+            if part.sizes is None:  # a scan over the first checkpoints, then each batch
+                part.sizes = StateSizes()
+            part.sizes.step(part.store.base)
             for stmt, n in part.sizes.bytes.items():
                 sizes[stmt] = sizes.get(stmt, 0) + n
         for inp in worker.inputs:

@@ -38,8 +38,9 @@ def fake_worker() -> SimpleNamespace:
     topology = Topology.plan(config)
     [group] = topology.active_groups()
     sizes = StateSizes()
-    sizes.bytes = {"totals": 640}
-    part = SimpleNamespace(group=group, busy_s=0.25, sizes=sizes)
+    sizes.bytes, sizes.cursor = {"totals": 640}, None  # counted
+    part = SimpleNamespace(group=group, busy_s=0.25, sizes=sizes,
+                           store=SimpleNamespace(base=None))
     lane = SimpleNamespace(busy_s=0.5)
     inputs = [SimpleNamespace(topic=config.topic_of("Order"), lane=lane)]
     return SimpleNamespace(config=config, topology=topology, parts={(group.name, 0): part},
