@@ -5,7 +5,7 @@ Kubernetes restarts the pod).  ``/readyz``: partitions are assigned and restored
 nothing is stalled (see ``Stalls``).  ``/metrics``: the Prometheus exposition of the
 worker's registry.  The loop updates the figures once per checkpoint, never per event.
 ``METRICS`` names every series a worker exports (the Helm chart's dashboard and alerts
-query only these, tests/helm checks it); docs/operations.md, "Monitoring", says what
+query only these, tests/helm checks it); docs/monitoring.md says what
 each one means.
 """
 
