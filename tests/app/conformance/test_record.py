@@ -207,3 +207,24 @@ def test_text_report_with_a_junit_file_beside_it(tmp_path: Path,
     assert capsys.readouterr().out == "PASS bank_withdrawals\n1 passed, 0 failed (1 file)\n"
     suite = junit_of(report.read_text()).find("testsuite")
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("1", "0", "0")
+
+
+@pytest.mark.kafka
+def test_the_recorded_golden_file_passes_on_kafka(kafka_bootstrap: str, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture) -> None:
+    """The rows recorded embedded are the rows workers give (a keyed context over two
+    partitions, so the rows go through repartitioning and engine partitions)."""
+    app, steps = files(tmp_path, app=APP + """\
+  - name: by_id
+    epl: create context ById partition by id from Order
+  - name: per_id
+    epl: context ById select id, count(*) as n from Order
+""")
+    out = tmp_path / "golden.yaml"
+    assert main(["scenario", "record", str(app), "--events", str(steps), "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["scenario", "run", "--kafka", "--bootstrap", kafka_bootstrap,
+                 "--junit-xml", str(tmp_path / "r.xml"), str(out)]) == 0
+    assert capsys.readouterr().out == "PASS shop_steps\n1 passed, 0 failed (1 file)\n"
+    suite = junit_of((tmp_path / "r.xml").read_text()).find("testsuite")
+    assert suite.get("name") == "kepl scenarios (kafka)" and suite.get("failures") == "0"
