@@ -212,8 +212,8 @@ def test_text_report_with_a_junit_file_beside_it(tmp_path: Path,
 @pytest.mark.kafka
 def test_the_recorded_golden_file_passes_on_kafka(kafka_bootstrap: str, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture) -> None:
-    """The rows recorded embedded are the rows workers give (a keyed context over two
-    partitions, so the rows go through repartitioning and engine partitions)."""
+    """The rows recorded embedded are the rows workers give (lanes for the filter, engine
+    partitions for the windows and the keyed context)."""
     app, steps = files(tmp_path, app=APP + """\
   - name: by_id
     epl: create context ById partition by id from Order
