@@ -145,6 +145,13 @@ def test_records_waiting_for_a_watermark_are_reported(kafka_bootstrap: str) -> N
         assert metric(get(port, "/metrics")[1], "kepl_waiting_records") == 5
         kapp.settle()
         wait_for(lambda: get(port, "/readyz")[0] == 200, 30, "ready again")
+        # the #length(10) window holds the five events now: its state has bytes
+        state = f'kepl_state_bytes{{app="{kapp.config.app}",statement="s"}} '
+        wait_for(lambda: any(ln.startswith(state) and float(ln.split()[-1]) > 0
+                             for ln in get(port, "/metrics")[1].splitlines()),
+                 30, "state bytes")
+        busy = f'kepl_processing_seconds_total{{app="{kapp.config.app}",group="main"}}'
+        assert metric(get(port, "/metrics")[1], busy) > 0
         log = kapp.worker.log_path.read_text()
         assert "no progress: engine partition main[0]: 5 record(s) wait" in log
         assert "progress again" in log
