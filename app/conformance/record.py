@@ -11,8 +11,8 @@ The steps file is the JSON-lines format of ``kepl run``, one step a line:
 Without any ``expect`` line, an expectation is recorded after every step that produced
 rows, naming every statement that can produce rows (``none`` for those that did not), so
 a row that appears, disappears or changes later fails the scenario.  A last expectation
-closes the file after the last step (rows that come late are checked too).  Blank lines
-and lines starting with ``#`` are skipped.
+closes the file after the last step (rows that come late are checked too).  A line holds
+one step; blank lines and lines starting with ``#`` are skipped.
 """
 
 from __future__ import annotations
@@ -100,6 +100,13 @@ def record(sf: StatementFile, steps_path: str, out: Path, name: str | None = Non
     explicit = any("expect" in step for _, step in lines)
     clock = 0
     for n, step in lines:
+        kinds = [k for k in ("time", "send", "expect") if k in step]
+        unknown = sorted(set(step) - {"time", "send", "event", "expect"})
+        if unknown or len(kinds) != 1 or ("event" in step and "send" not in step):
+            raise ScenarioError(f"{steps_path}:{n}: a step is one of {{\"time\": ms}}, "
+                                f"{{\"send\": Type, \"event\": {{...}}}}, "
+                                f"{{\"expect\": ...}}"
+                                + (f" (unknown key {unknown[0]!r})" if unknown else ""))
         if "expect" in step:
             names = step["expect"]
             if names is not None and (not isinstance(names, list) or not all(
@@ -114,18 +121,14 @@ def record(sf: StatementFile, steps_path: str, out: Path, name: str | None = Non
                 raise ScenarioError(f"{steps_path}:{n}: time {t!r} moves backwards or is "
                                     "not an int")
             clock = t
-        kept = {k: v for k, v in step.items() if k in ("time", "send", "event")}
         try:
-            ok = clock_or_event(kept, lambda t: engine.advance_time(int(t)), engine.send,
-                                catalog)
+            clock_or_event(step, lambda t: engine.advance_time(int(t)), engine.send, catalog)
         except ScenarioError:
             raise
         except Exception as e:  # noqa: BLE001 - a refused event names its line
             raise ScenarioError(f"{steps_path}:{n}: {e}") from None
-        if not ok:
-            raise ScenarioError(f"{steps_path}:{n}: a step needs 'time', 'send' or 'expect'")
-        doc["steps"].append(kept)
-        if "send" in kept:
+        doc["steps"].append(step)
+        if "send" in step:
             rec.events += 1
         if not explicit and rec.produced():
             rec.expect()

@@ -120,7 +120,11 @@ def test_expect_lines_choose_where_and_what_is_checked(tmp_path: Path) -> None:
     ('{"send": "Nope", "event": {}}', "steps.jsonl:1: unknown event type 'Nope'"),
     ('{"expect": ["nope"]}', "steps.jsonl:1: 'expect' takes null or a list of statement "
                              "names of"),
-    ('{"wait": 1}', "steps.jsonl:1: a step needs 'time', 'send' or 'expect'"),
+    ('{"wait": 1}', "steps.jsonl:1: a step is one of {\"time\": ms}, {\"send\": Type, "
+                    "\"event\": {...}}, {\"expect\": ...} (unknown key 'wait')"),
+    ('{"send": "Order", "evnt": {}}', "(unknown key 'evnt')"),
+    ('{"time": 5, "send": "Order", "event": {}}', "steps.jsonl:1: a step is one of"),
+    ('{"event": {}}', "steps.jsonl:1: a step is one of"),
     ("[1]", "steps.jsonl:1: a step is a JSON object"),
 ])
 def test_a_bad_steps_file_names_its_line(tmp_path: Path, line: str, why: str) -> None:
