@@ -1,5 +1,6 @@
-"""A worker's /metrics, /healthz and /readyz against a real broker, and the warning a
-worker gives when records wait for a watermark that does not come."""
+"""A worker's /metrics, /healthz and /readyz against a real broker, the warning a worker
+gives when records wait for a watermark that does not come, and (without a broker) what a
+checkpoint moves in the metrics."""
 
 from __future__ import annotations
 
