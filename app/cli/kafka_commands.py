@@ -232,7 +232,7 @@ def cmd_clock(args: argparse.Namespace, bootstrap: str) -> int:
     app's watermark topic is refused (exit 2), as the embedded engine refuses it."""
     from confluent_kafka import KafkaException
 
-    from app.runtime.kafka.clock import NotDelivered, publish_watermark
+    from app.runtime.kafka.clock import NotDelivered, last_watermark, publish_watermark
 
     sf = load_statement_file(args.file)
     cfg = _config(sf)
@@ -240,7 +240,7 @@ def cmd_clock(args: argparse.Namespace, bootstrap: str) -> int:
         raise ConfigError("clock: give a time in ms or --wall")
     _check_topology(sf, cfg)
     require_deployed("clock", bootstrap, args.file, cfg)
-    last = last_watermark(bootstrap, cfg.watermark_topic)
+    last = last_watermark(bootstrap, cfg.watermark_topic, PROBE_TIMEOUT_S)
     t = int(time.time() * 1000) if args.wall else args.time
     if last is not None and t < last:
         raise ConfigError(f"clock: time cannot move backwards ({t} < {last}, the last "
@@ -257,43 +257,6 @@ def cmd_clock(args: argparse.Namespace, bootstrap: str) -> int:
             return 0
         time.sleep(args.interval / 1000)
         t = max(t, int(time.time() * 1000))
-
-
-def last_watermark(bootstrap: str, topic: str) -> int | None:
-    """The time of the last watermark on the app's watermark topic (None: none yet).
-
-    Reads the last few records of each partition; the greatest time wins."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    from app.runtime.kafka import client
-    from app.runtime.kafka.router import decode_watermark
-
-    consumer = Consumer(client.conf({"bootstrap.servers": bootstrap, "group.id": "kepl-clock",
-                                     "enable.auto.commit": False, "log_level": 0}))
-    last: int | None = None
-    try:
-        md = consumer.list_topics(topic, timeout=PROBE_TIMEOUT_S)
-        for p in sorted(md.topics[topic].partitions):
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p),
-                                                       timeout=PROBE_TIMEOUT_S)
-            if high <= low:
-                continue
-            consumer.assign([TopicPartition(topic, p, max(low, high - 16))])
-            deadline = time.monotonic() + PROBE_TIMEOUT_S
-            while time.monotonic() < deadline:
-                msg = consumer.poll(0.2)
-                if msg is None or msg.error():
-                    continue
-                try:
-                    t, _ = decode_watermark(msg.value())
-                    last = t if last is None else max(last, t)
-                except ValueError:
-                    pass
-                if msg.offset() >= high - 1:
-                    break
-    finally:
-        consumer.close()
-    return last
 
 
 class BrokerWatch:
@@ -428,8 +391,8 @@ def cmd_status(args: argparse.Namespace, bootstrap: str) -> int:
 
     def fetch() -> dict[str, Any]:
         try:
-            return app_status(config, bootstrap, last_watermark,
-                              Path(args.data_dir) if args.data_dir else None)
+            return app_status(config, bootstrap,
+                              data_dir=Path(args.data_dir) if args.data_dir else None)
         except (BrokerError, KafkaException) as e:
             # a broker that keeps answering with a transient error (a group coordinator
             # still loading), or refuses a request: which request, and why

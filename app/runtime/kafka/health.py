@@ -162,6 +162,15 @@ class Metrics:
                 self.rows.labels(self.app, stmt).inc(delta)
             self._last[key] = total
 
+    def checkpointed(self, seconds: float, stats: dict[str, int],
+                     rows: dict[str, int]) -> None:
+        """A checkpoint took ``seconds``; the loop's running totals are now ``stats``
+        (events, dead, checkpoints, changelog_bytes) and ``rows`` per statement."""
+        self.checkpoint_s.observe(seconds)
+        for name in ("events", "dead", "checkpoints", "changelog_bytes"):
+            self.add(name, stats[name])
+        self.add_rows(rows)
+
     def add_lost(self, partition: str, n: int) -> None:
         """``n`` records of source ``partition`` (``topic[p]``) were lost."""
         self.lost.labels(self.app, partition).inc(n)
@@ -173,7 +182,7 @@ class Metrics:
             self.lag.labels(self.app, topic, str(p)).set(n)
         self._lags = set(lags)
 
-    def checkpointed(self, worker: Any) -> None:
+    def observe_parts(self, worker: Any) -> None:
         """After a checkpoint: processing time and state bytes of the worker's engine
         partitions and lanes (``worker``: a ``loop.Worker``)."""
         if not self._infos:

@@ -189,10 +189,13 @@ class Broker:
                 for tp in got.topic_partitions if tp.offset >= 0}
 
 
-def app_status(config: AppConfig, bootstrap: str, last_watermark: LastWatermark,
+def app_status(config: AppConfig, bootstrap: str,
+               last_watermark: LastWatermark | None = None,
                data_dir: Path | None = None) -> dict[str, Any]:
     """Everything ``kepl status`` shows, as a JSON-friendly dict (module docstring);
-    ``last_watermark(bootstrap, topic)`` reads the watermark topic's last time."""
+    ``last_watermark(bootstrap, topic)`` reads the watermark topic's last time
+    (default ``clock.last_watermark``)."""
+    from app.runtime.kafka import clock
     from app.runtime.kafka.lanes import LaneCursor
     from app.runtime.kafka.recovery import KafkaChangelog
 
@@ -228,6 +231,7 @@ def app_status(config: AppConfig, bootstrap: str, last_watermark: LastWatermark,
     dead = (sum(1 for p in broker.topics[dlq] for _ in log.read(dlq, p, 0))
             if dlq in broker.topics else None)
     wm_topic = by_role["watermark"]
+    read_last = last_watermark or clock.last_watermark
     changelogs = []
     for d in topics:
         if d["role"] != "changelog":
@@ -249,7 +253,7 @@ def app_status(config: AppConfig, bootstrap: str, last_watermark: LastWatermark,
         "group": {"id": gid, "state": state, "members": members},
         "lag": lag, "total_lag": sum(d["lag"] for d in lag),
         "input_lost": sum(d["lost"] for d in lag),
-        "watermark": {"topic": wm_topic, "last": last_watermark(bootstrap, wm_topic)
+        "watermark": {"topic": wm_topic, "last": read_last(bootstrap, wm_topic)
                       if wm_topic in broker.topics else None},
         "dlq": {"topic": dlq, "records": dead},
         "changelogs": changelogs,

@@ -293,6 +293,16 @@ class EnginePartition:
         """Seconds spent in ``run`` since the metrics last took them."""
         self.sizes: StateSizes | None = None
         """State bytes per statement, kept once the metrics ask (``statesize``)."""
+        # the committed bookkeeping, (re)built by ``load`` (empty until a restore)
+        self.now = 0
+        self.applied: dict[str, int] = {}
+        self.barrier: tuple[int, str] | None = None
+        self.seqs: dict[tuple[str, str], int] = {}
+        self.dirty_seqs: set[tuple[str, str]] = set()
+        self.received: dict[str, int] = {}
+        self.queues: list[deque[InRecord]] = [deque() for _ in upstreams]
+        self.barriers_queued = [0] * len(upstreams)
+        self.first_use: HashManager | None = None
 
     # -- life cycle --------------------------------------------------------------
     def restore(self, log: ChangelogLog, alive: Callable[[], None] | None = None) -> None:
@@ -374,13 +384,13 @@ class EnginePartition:
         """(Re)build the Engine and the bookkeeping from the committed state."""
         meta = self.book.get("meta") or {}
         self.now = int(meta.get("now", 0))
-        self.applied: dict[str, int] = dict(meta.get("applied", {}))
+        self.applied = dict(meta.get("applied", {}))
         b = meta.get("barrier")
-        self.barrier: tuple[int, str] | None = (int(b[0]), str(b[1])) if b else None
-        self.seqs: dict[tuple[str, str], int] = {}
-        self.dirty_seqs: set[tuple[str, str]] = set()
-        self.received: dict[str, int] = dict(self.applied)
-        self.queues: list[deque[InRecord]] = [deque() for _ in self.upstreams]
+        self.barrier = (int(b[0]), str(b[1])) if b else None
+        self.seqs = {}
+        self.dirty_seqs = set()
+        self.received = dict(self.applied)
+        self.queues = [deque() for _ in self.upstreams]
         self.barriers_queued = [0] * len(self.upstreams)
         engine = Engine(store=self.store, now_ms=self.now)
         engine.listeners.append(self._on_rows)
@@ -392,7 +402,7 @@ class EnginePartition:
                                                           owned=self.partition))
             engine.deploy(plan)
         self.engine = engine
-        self.first_use: HashManager | None = None
+        self.first_use = None
         if spec is not None and not spec.preallocate:
             self.first_use = engine.contexts[spec.name].manager
 

@@ -44,7 +44,7 @@ from app.runtime.kafka import client
 from app.runtime.kafka.checkpoint import CrashSeam
 from app.runtime.kafka.clock import publish_watermark
 from app.runtime.kafka.config import AppConfig, ConfigError
-from app.runtime.kafka.loop import CRASH_HOOK_ENV, Worker, WorkerHooks
+from app.runtime.kafka.loop import Worker, WorkerHooks
 from app.runtime.kafka.partition import EnginePartition, SnapshotPolicy
 from app.runtime.kafka.recovery import KafkaChangelog
 from app.runtime.kafka.shutdown import SHUTDOWN
@@ -148,6 +148,11 @@ class Announcer(WorkerHooks):
     def restored(self, worker: Worker, part: EnginePartition, seconds: float) -> None:
         self.announce(f"restored {part.group.name}[{part.partition}] in {seconds:.3f} s "
                       f"(changelog at {part.cl_offset})")
+
+
+CRASH_HOOK_ENV = "KEPL_TEST_CRASH"
+"""Crash tests: ``point:n`` (``checkpoint.POINTS``) SIGKILLs the worker the n-th time a
+checkpoint reaches ``point``; read here, at the entry point, never in the loop."""
 
 
 def crash_seam_from_env() -> CrashSeam | None:

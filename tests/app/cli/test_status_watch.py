@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from app.cli.kafka_commands import last_watermark
 from app.cli.status_watch import (
     HIDE_CURSOR,
     HOME_CLEAR,
@@ -20,6 +19,7 @@ from app.cli.status_watch import (
     render_rates,
     watch,
 )
+from app.runtime.kafka.clock import last_watermark
 from app.runtime.kafka.config import AppConfig
 from app.runtime.kafka.ops import app_status, render_status
 from tests.app.cli.test_ops_commands import EVENTS, Worker, kepl, send

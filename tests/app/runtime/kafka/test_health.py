@@ -1,5 +1,6 @@
-"""A worker's /metrics, /healthz and /readyz against a real broker, and the warning a
-worker gives when records wait for a watermark that does not come."""
+"""A worker's /metrics, /healthz and /readyz against a real broker, the warning a worker
+gives when records wait for a watermark that does not come, and (without a broker) what a
+checkpoint moves in the metrics."""
 
 from __future__ import annotations
 
@@ -157,3 +158,24 @@ def test_records_waiting_for_a_watermark_are_reported(kafka_bootstrap: str) -> N
         assert "progress again" in log
     finally:
         kapp.close()
+
+
+def test_a_checkpoint_moves_the_counters_to_the_loops_totals() -> None:
+    from app.runtime.kafka.health import Metrics
+
+    m = Metrics("unit")
+    stats = {"events": 10, "dead": 1, "checkpoints": 1, "changelog_bytes": 300}
+    m.checkpointed(0.02, stats, {"s": 4})
+    m.checkpointed(0.03, {**stats, "events": 25, "checkpoints": 2}, {"s": 9, "t": 1})
+    lines = [ln for ln in m.exposition().decode().splitlines()
+             if ln.startswith(("kepl_events_in_total", "kepl_dead_letters_total",
+                               "kepl_checkpoints_total", "kepl_changelog_bytes_total",
+                               "kepl_rows_out_total", "kepl_checkpoint_seconds_count"))]
+    assert sorted(lines) == [
+        'kepl_changelog_bytes_total{app="unit"} 300.0',
+        'kepl_checkpoint_seconds_count{app="unit"} 2.0',
+        'kepl_checkpoints_total{app="unit"} 2.0',
+        'kepl_dead_letters_total{app="unit"} 1.0',
+        'kepl_events_in_total{app="unit"} 25.0',
+        'kepl_rows_out_total{app="unit",statement="s"} 9.0',
+        'kepl_rows_out_total{app="unit",statement="t"} 1.0']

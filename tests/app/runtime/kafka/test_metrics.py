@@ -50,7 +50,7 @@ def fake_worker() -> SimpleNamespace:
 def test_a_checkpoint_exports_processing_time_and_state_bytes(tmp_path: Path) -> None:
     worker = fake_worker()
     m = Metrics("shop", tmp_path)
-    m.checkpointed(worker)
+    m.observe_parts(worker)
     s = samples(m)
     group = worker.topology.active_groups()[0].name
     topic = worker.config.topic_of("Order")
@@ -62,7 +62,7 @@ def test_a_checkpoint_exports_processing_time_and_state_bytes(tmp_path: Path) ->
     assert worker.parts[(group, 0)].busy_s == 0 and worker.inputs[0].lane.busy_s == 0
     # a partition that moved away leaves its statement at 0, not at its last figure
     worker.parts.clear()
-    m.checkpointed(worker)
+    m.observe_parts(worker)
     assert samples(m)['kepl_state_bytes{app="shop",statement="totals"}'] == 0
 
 
@@ -85,7 +85,7 @@ def test_rebalances_and_a_fenced_predecessor(tmp_path: Path) -> None:
 
 def test_the_exposition_holds_the_declared_families_only(tmp_path: Path) -> None:
     m = Metrics("shop", tmp_path)
-    m.checkpointed(fake_worker())
+    m.observe_parts(fake_worker())
     m.set_lag({("orders", 0): 5})
     m.add_rows({"big": 3})
     m.add_lost("orders[0]", 1)
