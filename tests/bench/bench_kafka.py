@@ -17,7 +17,8 @@ can add is bounded by the core the broker and the first worker leave idle.
 Then, for jobs whose rows do not wait on time, latency at half the measured rate: events
 carry their send time, a ``read_committed`` reader takes the time a row becomes visible.
 
-Run: .venv/bin/python tests/bench/bench_kafka.py [--events N] [--quick]
+Run: .venv/bin/python tests/bench/bench_kafka.py [--events N] [--quick] [--jobs PREFIXES]
+[--workers 1,2] [--no-faust]
 (``KAFKA_BOOTSTRAP_SERVERS`` when set, else the local broker, started when needed.)
 """
 
@@ -68,6 +69,11 @@ JOBS: dict[str, dict[str, Any]] = {
         "statements": ["select account, count(*) as cnt, sum(amount) as total "
                        "from Withdrawal#time(10 sec) group by account "
                        "output last every 1 sec"], "latency": False},
+    "split #time(10 sec) every 1 sec": {
+        "statements": ["select account, count(*) as cnt, sum(amount) as total "
+                       "from Withdrawal#time(10 sec) group by account "
+                       "output last every 1 sec"],
+        "statement_partitions": {"s0": 4}, "latency": False},
     "hash context (16) count/sum": {
         "statements": [HASHED, "context ByHash select account, count(*) as cnt, "
                                "sum(amount) as total from Withdrawal group by account"],
@@ -184,6 +190,7 @@ def app_config(job: dict[str, Any], guarantee: str) -> AppConfig:
         "app": name, "schemas": SCHEMAS, "topics": {"Withdrawal": f"{name}.withdrawal"},
         "partitions": PARTITIONS, "processing_guarantee": guarantee,
         "context_partitions": job.get("context_partitions", {}),
+        "statement_partitions": job.get("statement_partitions", {}),
         "statements": [{"name": f"s{i}", "epl": e} for i, e in enumerate(job["statements"])]})
 
 
@@ -323,6 +330,9 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=200_000)
     ap.add_argument("--quick", action="store_true", help="1 worker, exactly-once only")
     ap.add_argument("--jobs", default="", help="comma-separated job name prefixes")
+    ap.add_argument("--workers", default="",
+                    help="comma-separated worker counts (default 1,2; 1 with --quick)")
+    ap.add_argument("--no-faust", action="store_true", help="skip the faust agent")
     ap.add_argument("--latency-only", action="store_true",
                     help="skip the drain runs (latency at 2k, 10k and 20k ev/s)")
     args = ap.parse_args()
@@ -337,8 +347,10 @@ def main() -> None:
     raw = raw_rate(bs, base, n)
     rows: list[tuple[str, float]] = [("confluent-kafka consume(1000) + JSON + count/sum", raw)]
     print(f"{rows[0][0]:<58} {raw:>9,.0f} ev/s  1.00x raw", flush=True)
-    fa = faust_rate(bs, base, n)
-    if fa is None:
+    fa = None if args.no_faust else faust_rate(bs, base, n)
+    if args.no_faust:
+        pass
+    elif fa is None:
         print(f"{'faust-streaming agent, take(1000), same job':<58} did not finish")
     else:
         print(f"{'faust-streaming agent, take(1000), same job':<58} {fa:>9,.0f} ev/s  "
@@ -355,7 +367,9 @@ def main() -> None:
             continue
         for guarantee in ("exactly_once",) if args.quick else ("exactly_once",
                                                                "at_least_once"):
-            for workers in (1,) if args.quick else (1, 2):
+            counts = ([int(w) for w in args.workers.split(",")] if args.workers
+                      else [1] if args.quick else [1, 2])
+            for workers in counts:
                 run = Run(bs, job, guarantee, workers)
                 try:
                     rate = run.drain_rate(n, timed=not job["latency"])
