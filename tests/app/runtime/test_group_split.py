@@ -48,6 +48,9 @@ SPLITTABLE = {
                    "group by account output every 1 sec",
     "two_keys": "select account, n, sum(amount) as total from W#time(4 sec) "
                 "group by account, n output last every 1 sec",
+    "wildcard": "select * from W#time(2 sec) group by account output all every 1 sec",
+    "aliased": "select w.account as who, count(*) as cnt from W#time(5 sec) as w "
+               "group by w.account output last every 1500 msec",
     "crontab": "select account, count(*) as cnt from W#time(90 sec) group by account "
                "output last at (*/1, *, *, *, *)",
 }
