@@ -12,7 +12,10 @@ keyed by account) in a source topic of 4 partitions, on the broker this machine 
 
 Each drain also prints the CPU seconds the workers and the broker spent per 10,000
 events (from /proc): on a 2-core machine that runs the broker too, what a second worker
-can add is bounded by the core the broker and the first worker leave idle.
+can add is bounded by the core the broker and the first worker leave idle.  The last
+column is the busiest worker's part of the workers' CPU seconds (0.50 with two workers
+sharing the work evenly, 1.00 when one does it all): with idle cores, two workers run at
+most 1/part times one, whatever else the machine is doing during the run.
 
 Then, for jobs whose rows do not wait on time, latency at half the measured rate: events
 carry their send time, a ``read_committed`` reader takes the time a row becomes visible.
@@ -250,13 +253,19 @@ class Run:
             self.signal(signal.SIGCONT)
         pids = [w.proc.pid for w in self.workers if w.proc is not None]
         bpid = broker_pid(self.kapp.bootstrap)
-        c0 = sum(cpu_seconds(p) for p in pids), cpu_seconds(bpid)
+        w0 = [cpu_seconds(p) for p in pids]
+        c0 = sum(w0), cpu_seconds(bpid)
         t0 = time.perf_counter()
         self.kapp.now = t[0] + 1000
         self.kapp.settle(timeout_s=600)
         dt = time.perf_counter() - t0
-        c1 = sum(cpu_seconds(p) for p in pids), cpu_seconds(bpid)
+        w1 = [cpu_seconds(p) for p in pids]
+        c1 = sum(w1), cpu_seconds(bpid)
         self.cpu = (c1[0] - c0[0], c1[1] - c0[1], dt)
+        spent = [b - a for a, b in zip(w0, w1)]
+        # the busiest worker's part of the workers' CPU: with idle cores, n workers run
+        # at most 1/share times one (a load-independent view of how the work spreads)
+        self.share = max(spent) / sum(spent) if sum(spent) > 0 else 1.0
         return n / dt
 
     def latency(self, rate: float, seconds: float, watermarks_ms: int = 0
@@ -357,7 +366,8 @@ def main() -> None:
               f"{fa / raw:.2f}x raw", flush=True)
 
     print(f"\n{'kepl job':<34} {'guarantee':<14} {'workers':>7} {'ev/s':>9} {'x raw':>6} "
-          f"{'x faust':>7} {'cpu s/10k ev: workers':>22} {'broker':>7} {'cores busy':>10}",
+          f"{'x faust':>7} {'cpu s/10k ev: workers':>22} {'broker':>7} {'cores busy':>10} "
+          f"{'busiest worker':>14}",
           flush=True)
     best: dict[str, float] = {}
     for name, job in JOBS.items():
@@ -381,7 +391,8 @@ def main() -> None:
                 wcpu, bcpu, dt = run.cpu
                 print(f"{name:<34} {guarantee:<14} {workers:>7} {rate:>9,.0f} "
                       f"{rate / raw:>6.2f} {vs_faust} {wcpu / n * 1e4:>22.2f} "
-                      f"{bcpu / n * 1e4:>7.2f} {(wcpu + bcpu) / dt:>10.2f}", flush=True)
+                      f"{bcpu / n * 1e4:>7.2f} {(wcpu + bcpu) / dt:>10.2f} "
+                      f"{run.share:>14.2f}", flush=True)
 
     print(f"\n{'latency (exactly-once, 1 worker)':<34} {'rate':>9} {'p50 ms':>8} "
           f"{'p99 ms':>8} {'rows':>7}", flush=True)
