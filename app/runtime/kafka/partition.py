@@ -19,6 +19,9 @@ Bookkeeping kept in the same state (so it is committed atomically with the engin
 - a hash group without ``preallocate``: the ids of the buckets used before this
   partition's own (``HashManager.first_use``), learnt from the *touch* records the routing
   stage sends every engine partition at a bucket's first event from a source partition;
+- a statement split by group key: output sequences per group (the group key text is the
+  context partition, ``_on_split_rows``); a touch from the routing stage arms its timed
+  output when the statement's first update went to another partition (``_arm_touches``);
 - with more than one upstream partition, events wait in memory, per upstream, until
   every upstream has delivered the closing barrier of their epoch; the epoch is then
   merged deterministically (record timestamp, ``kepl.seq``, upstream, offset, each
@@ -184,7 +187,8 @@ class InRecord:
     upstream source partition, and the Kafka record that carried it (``via``: the source
     partition itself when the group is direct, else the repartition partition)."""
 
-    kind: str  # event | barrier | touch (payload: a bucket's first use, router.py)
+    kind: str  # event | barrier | touch (a bucket's first use, or a split statement's
+    # first update: router.py)
     upstream: str
     offset: int
     type_name: str = ""

@@ -19,6 +19,12 @@ its own repartition topic (docs/architecture.md, "An event's path on Kafka"):
   Engine, whose keyed manager holds the keys of its partition.  Output rows are
   identified by the key text (``kepl.context_partition``), not by ``context.id``, which
   numbers keys in order of first appearance within one engine partition.
+- one group per statement named in ``statement_partitions``: a statement without a context
+  split by its group key (``app.epl.planning.group_split`` says which can be), on N
+  partitions, an event going to partition ``crc32(group key text) mod N``; each engine
+  partition runs the whole statement over its groups, rows are numbered per group, and
+  the router's touch arms a timed output in every partition at the statement's first
+  update (``router.Routing.arm``).
 
 How a group is fed (the data plane, ``app.runtime.kafka.loop``):
 
