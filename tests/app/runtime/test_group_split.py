@@ -247,3 +247,23 @@ def test_split_group_is_routed_with_its_own_topics() -> None:
     assert specs[topology.config.repartition_topic(name)][0] == 4
     assert specs[topology.config.changelog_topic(name)][0] == 4
     assert topology.output_topics()[name][1] == 4
+
+
+def test_arm_output_arms_a_timed_output_once() -> None:
+    """``Engine.arm_output``: the due time of the first update at that clock; arming again,
+    or an update after it, keeps it (a restarted router's touch changes nothing)."""
+    plan = plan_statement(Catalog.from_schemas(SCHEMAS), SPLITTABLE["time_last"], "s")
+    engine = Engine()
+    engine.deploy(plan)
+    engine.advance_time(100)
+    assert engine.next_timer() is None
+    engine.arm_output("s")
+    assert engine.next_timer() == 1100
+    engine.advance_time(400)
+    engine.arm_output("s")
+    engine.send("W", {"account": "A", "amount": 1.0, "n": 0})
+    assert engine.next_timer() == 1100
+    rows: list[tuple] = []
+    engine.listeners.append(lambda s, new, old, pid: rows.append((engine.now_ms, new)))
+    engine.advance_time(2500)
+    assert rows == [(1100, [{"account": "A", "cnt": 1, "total": 1.0}])]
