@@ -159,10 +159,23 @@ class Group:
             return self.hash_spec.partition_of(type_name, event, self._ctx)
         if self.keyed_spec is not None:
             text = keyed_text(self.keyed_spec, type_name, event, self._ctx)
-        elif self.split is not None:
-            text = self.split.key_of_event(event, self._ctx)
-        else:
-            return 0
+            if text is None:
+                return None
+            cache = self._routes
+            q = cache.get(text)
+            if q is None:
+                if len(cache) >= ROUTE_CACHE:
+                    cache.clear()
+                q = cache[text] = zlib.crc32(text.encode()) % self.partitions
+            return q
+        if self.split is not None:
+            return self._split_partition(event)
+        return 0
+
+    def _split_partition(self, event: Row) -> int | None:
+        """Partition of a split statement's event: ``crc32(group key text) mod N``."""
+        assert self.split is not None
+        text = self.split.key_of_event(event, self._ctx)
         if text is None:
             return None
         cache = self._routes
