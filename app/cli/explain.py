@@ -154,6 +154,8 @@ def topics_of(topology: Any, name: str) -> list[str]:
                 how = f"by {', '.join(fns)} mod {g.partitions}"
             elif g.keyed_spec is not None:
                 how = f"by crc32(key) mod {g.partitions}"
+            elif g.split is not None:
+                how = f"by crc32(group key) mod {g.partitions}"
             else:
                 how = "one engine"
             out.append(f"topic via {config.repartition_topic(g.name)} "
@@ -161,12 +163,31 @@ def topics_of(topology: Any, name: str) -> list[str]:
         out.append(f"topic state {config.changelog_topic(g.name)} ({_count(g.partitions)})")
         if plan.kind in STATEMENT_KINDS:
             out.append(f"topic out {config.output_topic(name)} ({_count(g.partitions)})")
+        out += _split_lines(topology, g, plan)
         ups = len(g.upstreams(0, topology.source_upstreams()))
         if ups > 1:
             out.append(f"wait  events of {ups} source partitions merge in timestamp order "
                        "at each watermark: rows wait for it")
         return out
     return []
+
+
+def _split_lines(topology: Any, g: Any, plan: Any) -> list[str]:
+    """Whether a statement without a context is split over engine partitions by its
+    group key, could be, or why not (``app.epl.planning.group_split``)."""
+    from app.runtime.kafka.topology import split_of
+
+    if plan.kind != "query" or plan.context is not None:
+        return []
+    if g.split is not None:
+        return [f"split partitioned by group key ({g.split.describe()}) over "
+                f"{_count(g.partitions)}: each group's rows in order, numbered per group "
+                "(context_partition = group key); no order across groups"]
+    split = split_of(plan, topology.plans)
+    if isinstance(split, str):
+        return [f"split not partitioned by group key: {split}"]
+    return [f"split can be partitioned by group key ({split.describe()}): "
+            f"statement_partitions: {{{plan.name}: N}}"]
 
 
 def _count(n: int) -> str:

@@ -12,12 +12,16 @@ keyed by account) in a source topic of 4 partitions, on the broker this machine 
 
 Each drain also prints the CPU seconds the workers and the broker spent per 10,000
 events (from /proc): on a 2-core machine that runs the broker too, what a second worker
-can add is bounded by the core the broker and the first worker leave idle.
+can add is bounded by the core the broker and the first worker leave idle.  The last
+column is the busiest worker's part of the workers' CPU seconds (0.50 with two workers
+sharing the work evenly, 1.00 when one does it all): with idle cores, two workers run at
+most 1/part times one, whatever else the machine is doing during the run.
 
 Then, for jobs whose rows do not wait on time, latency at half the measured rate: events
 carry their send time, a ``read_committed`` reader takes the time a row becomes visible.
 
-Run: .venv/bin/python tests/bench/bench_kafka.py [--events N] [--quick] [--charts DIR]
+Run: .venv/bin/python tests/bench/bench_kafka.py [--events N] [--quick] [--jobs PREFIXES]
+[--workers 1,2] [--no-faust] [--charts DIR]
 (the tables also as PNG charts, ``bench-kafka-throughput.png`` and
 ``bench-kafka-latency.png`` in docs/img unless ``--charts ''``)
 (``KAFKA_BOOTSTRAP_SERVERS`` when set, else the local broker, started when needed.)
@@ -71,6 +75,11 @@ JOBS: dict[str, dict[str, Any]] = {
         "statements": ["select account, count(*) as cnt, sum(amount) as total "
                        "from Withdrawal#time(10 sec) group by account "
                        "output last every 1 sec"], "latency": False},
+    "split #time(10 sec) every 1 sec": {
+        "statements": ["select account, count(*) as cnt, sum(amount) as total "
+                       "from Withdrawal#time(10 sec) group by account "
+                       "output last every 1 sec"],
+        "statement_partitions": {"s0": 4}, "latency": False},
     "hash context (16) count/sum": {
         "statements": [HASHED, "context ByHash select account, count(*) as cnt, "
                                "sum(amount) as total from Withdrawal group by account"],
@@ -187,6 +196,7 @@ def app_config(job: dict[str, Any], guarantee: str) -> AppConfig:
         "app": name, "schemas": SCHEMAS, "topics": {"Withdrawal": f"{name}.withdrawal"},
         "partitions": PARTITIONS, "processing_guarantee": guarantee,
         "context_partitions": job.get("context_partitions", {}),
+        "statement_partitions": job.get("statement_partitions", {}),
         "statements": [{"name": f"s{i}", "epl": e} for i, e in enumerate(job["statements"])]})
 
 
@@ -246,13 +256,19 @@ class Run:
             self.signal(signal.SIGCONT)
         pids = [w.proc.pid for w in self.workers if w.proc is not None]
         bpid = broker_pid(self.kapp.bootstrap)
-        c0 = sum(cpu_seconds(p) for p in pids), cpu_seconds(bpid)
+        w0 = [cpu_seconds(p) for p in pids]
+        c0 = sum(w0), cpu_seconds(bpid)
         t0 = time.perf_counter()
         self.kapp.now = t[0] + 1000
         self.kapp.settle(timeout_s=600)
         dt = time.perf_counter() - t0
-        c1 = sum(cpu_seconds(p) for p in pids), cpu_seconds(bpid)
+        w1 = [cpu_seconds(p) for p in pids]
+        c1 = sum(w1), cpu_seconds(bpid)
         self.cpu = (c1[0] - c0[0], c1[1] - c0[1], dt)
+        spent = [b - a for a, b in zip(w0, w1)]
+        # the busiest worker's part of the workers' CPU: with idle cores, n workers run
+        # at most 1/share times one (a load-independent view of how the work spreads)
+        self.share = max(spent) / sum(spent) if sum(spent) > 0 else 1.0
         return n / dt
 
     def latency(self, rate: float, seconds: float, watermarks_ms: int = 0
@@ -326,6 +342,9 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=200_000)
     ap.add_argument("--quick", action="store_true", help="1 worker, exactly-once only")
     ap.add_argument("--jobs", default="", help="comma-separated job name prefixes")
+    ap.add_argument("--workers", default="",
+                    help="comma-separated worker counts (default 1,2; 1 with --quick)")
+    ap.add_argument("--no-faust", action="store_true", help="skip the faust agent")
     ap.add_argument("--latency-only", action="store_true",
                     help="skip the drain runs (latency at 2k, 10k and 20k ev/s)")
     ap.add_argument("--charts", default=str(DEFAULT_DIR),
@@ -342,15 +361,18 @@ def main() -> None:
     raw = raw_rate(bs, base, n)
     rows: list[tuple[str, float]] = [("confluent-kafka consume(1000) + JSON + count/sum", raw)]
     print(f"{rows[0][0]:<58} {raw:>9,.0f} ev/s  1.00x raw", flush=True)
-    fa = faust_rate(bs, base, n)
-    if fa is None:
+    fa = None if args.no_faust else faust_rate(bs, base, n)
+    if args.no_faust:
+        pass
+    elif fa is None:
         print(f"{'faust-streaming agent, take(1000), same job':<58} did not finish")
     else:
         print(f"{'faust-streaming agent, take(1000), same job':<58} {fa:>9,.0f} ev/s  "
               f"{fa / raw:.2f}x raw", flush=True)
 
     print(f"\n{'kepl job':<34} {'guarantee':<14} {'workers':>7} {'ev/s':>9} {'x raw':>6} "
-          f"{'x faust':>7} {'cpu s/10k ev: workers':>22} {'broker':>7} {'cores busy':>10}",
+          f"{'x faust':>7} {'cpu s/10k ev: workers':>22} {'broker':>7} {'cores busy':>10} "
+          f"{'busiest worker':>14}",
           flush=True)
     best: dict[str, float] = {}
     drains: dict[tuple[str, str, int], float] = {}
@@ -361,7 +383,9 @@ def main() -> None:
             continue
         for guarantee in ("exactly_once",) if args.quick else ("exactly_once",
                                                                "at_least_once"):
-            for workers in (1,) if args.quick else (1, 2):
+            counts = ([int(w) for w in args.workers.split(",")] if args.workers
+                      else [1] if args.quick else [1, 2])
+            for workers in counts:
                 run = Run(bs, job, guarantee, workers)
                 try:
                     rate = run.drain_rate(n, timed=not job["latency"])
@@ -374,7 +398,8 @@ def main() -> None:
                 wcpu, bcpu, dt = run.cpu
                 print(f"{name:<34} {guarantee:<14} {workers:>7} {rate:>9,.0f} "
                       f"{rate / raw:>6.2f} {vs_faust} {wcpu / n * 1e4:>22.2f} "
-                      f"{bcpu / n * 1e4:>7.2f} {(wcpu + bcpu) / dt:>10.2f}", flush=True)
+                      f"{bcpu / n * 1e4:>7.2f} {(wcpu + bcpu) / dt:>10.2f} "
+                      f"{run.share:>14.2f}", flush=True)
 
     if args.charts and drains:
         throughput_chart(Path(args.charts), n, raw, fa, drains)

@@ -370,11 +370,15 @@ def test_worker_count_is_bounded_by_the_partitions(helm: Path, tmp_path: Path) -
         "Error: execution error at (kepl/templates/workers.yaml:3:4): workers.replicas (2) "
         "exceeds the partitions the workers share (1): a worker beyond them gets no "
         "partition; raise 'partitions' in the statement file or workers.partitions")
-    # context_partitions and workers.partitions raise the bound
+    # context_partitions, statement_partitions and workers.partitions raise the bound
     statements = ("app: a\ncontext_partitions: {ByAccount: 8, Other: source}\n"
                   "statements:\n  - epl: select * from A\n")
     docs = render(helm, "--set", "workers.replicas=8", *statements_arg(tmp_path, statements))
     assert one(docs, "StatefulSet", "bank-kepl-worker")["spec"]["replicas"] == 8
+    statements = ("app: a\nstatement_partitions: {per_account: 6}\n"
+                  "statements:\n  - epl: select * from A\n")
+    docs = render(helm, "--set", "workers.replicas=6", *statements_arg(tmp_path, statements))
+    assert one(docs, "StatefulSet", "bank-kepl-worker")["spec"]["replicas"] == 6
     docs = render(helm, "--set", "workers.replicas=4", "--set", "workers.partitions=4")
     assert one(docs, "StatefulSet", "bank-kepl-worker")["spec"]["replicas"] == 4
 

@@ -77,6 +77,9 @@ class AppConfig:
     on_lost_input: str = "continue"
     """When source records were deleted before they were read: ``continue`` (say so,
     count them, go on from the log start) or ``stop`` (say so and exit)."""
+    statement_partitions: dict[str, int] = field(default_factory=dict)
+    """Statement without a context -> engine partitions it is split over by its group
+    key (``topology``, docs/architecture.md "Statements split by group key")."""
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any], base_dir: str | Path | None = None) -> AppConfig:
@@ -157,7 +160,8 @@ class AppConfig:
                    parts, _context_partitions(doc.get("context_partitions")),
                    string_limits(limits), {str(k): _prop(v) for k, v in kafka.items()},
                    rf, isr, functions=functions, processing_guarantee=guarantee,
-                   on_lost_input=on_lost)
+                   on_lost_input=on_lost,
+                   statement_partitions=_statement_partitions(doc.get("statement_partitions")))
 
     @classmethod
     def from_file(cls, path: Path | str) -> AppConfig:
@@ -194,6 +198,8 @@ class AppConfig:
             "partitions": self.source_partitions,
             **({"context_partitions": dict(self.context_partitions)}
                if self.context_partitions else {}),
+            **({"statement_partitions": dict(self.statement_partitions)}
+               if self.statement_partitions else {}),
             **({"processing_guarantee": self.processing_guarantee}
                if self.processing_guarantee != "exactly_once" else {}),
             **({"on_lost_input": self.on_lost_input}
@@ -280,5 +286,23 @@ def _context_partitions(raw: Any) -> dict[str, int | str]:
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_CONTEXT_PARTITIONS:
             raise ConfigError(f"'context_partitions.{name}' must be an integer from 1 to "
                               f"{MAX_CONTEXT_PARTITIONS} or '{SOURCE}', got {n!r}")
+        out[name] = n
+    return out
+
+
+def _statement_partitions(raw: Any) -> dict[str, int]:
+    """``statement_partitions``: statement name -> a positive partition count."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError("'statement_partitions' must map statement names to partition "
+                          "counts")
+    out: dict[str, int] = {}
+    for name, n in raw.items():
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"'statement_partitions' has a bad statement name {name!r}")
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_CONTEXT_PARTITIONS:
+            raise ConfigError(f"'statement_partitions.{name}' must be an integer from 1 to "
+                              f"{MAX_CONTEXT_PARTITIONS}, got {n!r}")
         out[name] = n
     return out

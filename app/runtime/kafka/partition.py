@@ -19,6 +19,9 @@ Bookkeeping kept in the same state (so it is committed atomically with the engin
 - a hash group without ``preallocate``: the ids of the buckets used before this
   partition's own (``HashManager.first_use``), learnt from the *touch* records the routing
   stage sends every engine partition at a bucket's first event from a source partition;
+- a statement split by group key: output sequences per group (the group key text is the
+  context partition, ``_on_split_rows``); a touch from the routing stage arms its timed
+  output when the statement's first update went to another partition (``_arm_touches``);
 - with more than one upstream partition, events wait in memory, per upstream, until
   every upstream has delivered the closing barrier of their epoch; the epoch is then
   merged deterministically (record timestamp, ``kepl.seq``, upstream, offset, each
@@ -186,7 +189,8 @@ class InRecord:
     upstream source partition, and the Kafka record that carried it (``via``: the source
     partition itself when the group is direct, else the repartition partition)."""
 
-    kind: str  # event | barrier | touch (payload: a bucket's first use, router.py)
+    kind: str  # event | barrier | touch (a bucket's first use, or a split statement's
+    # first update: router.py)
     upstream: str
     offset: int
     type_name: str = ""
@@ -506,6 +510,8 @@ class EnginePartition:
                 # touches take no part in the merge: how many a restarted router sent
                 # again must not move an event
                 heads = [[r for r in events if r.kind != "touch"] for events in heads]
+            elif self.group.arms:
+                heads = self._arm_touches(heads)
             # one upstream's records keep their order; ties across upstreams are broken
             # by record timestamp, then the producer's kepl.seq, upstream, offset
             keyed = [[((r.ts, -1 if r.seq is None else r.seq, ui, r.offset), r)
@@ -547,10 +553,26 @@ class EnginePartition:
                     break
         return sorted(first, key=first.__getitem__)
 
+    def _arm_touches(self, heads: list[list[InRecord]]) -> list[list[InRecord]]:
+        """A split statement's touches in an epoch: its first update came to another
+        partition (``router.Routing.arm``), so its timed output is armed now; the
+        epoch's events all run at this clock time, so where in it does not matter."""
+        if any(r.kind == "touch" for events in heads for r in events):
+            self._arm_outputs()
+            heads = [[r for r in events if r.kind != "touch"] for events in heads]
+        return heads
+
+    def _arm_outputs(self) -> None:
+        assert self.engine is not None
+        for name in self.group.statements:
+            self.engine.arm_output(name)
+
     def _event(self, r: InRecord) -> None:
         if r.kind == "touch":  # one upstream: in order
             if self.first_use is not None:
                 self.first_use.first_use((int(r.payload),))
+            elif self.group.arms:
+                self._arm_outputs()
             return
         if self.first_use is not None:
             # our bucket's first use numbers it (a poisoned event's too: the other
@@ -588,6 +610,9 @@ class EnginePartition:
         return pid_text(pid)
 
     def _on_rows(self, stmt: str, new: list, old: list, pid: Any) -> None:
+        if self.group.split is not None:
+            self._on_split_rows(stmt, new, old)
+            return
         cp = self._context_partition(pid)
         key = (stmt, cp)
         seq = self.seqs.get(key)
@@ -600,6 +625,24 @@ class EnginePartition:
                 self.outputs.append(OutRow(stmt, stream, cp, now, seq, row))
         self.seqs[key] = seq
         self.dirty_seqs.add(key)
+
+    def _on_split_rows(self, stmt: str, new: list, old: list) -> None:
+        """Rows of a statement split by group key: numbered per group, the group's key
+        text as their context partition, so the ids are those of one engine."""
+        assert self.group.split is not None
+        key_of = self.group.split.key_of_row
+        now = self.engine.now_ms if self.engine is not None else 0
+        for stream, rows in (("insert", new), ("remove", old)):
+            for row in rows:
+                cp = key_of(row)
+                key = (stmt, cp)
+                seq = self.seqs.get(key)
+                if seq is None:
+                    seq = self.seq_ns.get(key, 0)
+                seq += 1
+                self.outputs.append(OutRow(stmt, stream, cp, now, seq, row))
+                self.seqs[key] = seq
+                self.dirty_seqs.add(key)
 
     # -- batch end -----------------------------------------------------------------
     def seal(self) -> ChangelogRecord | None:

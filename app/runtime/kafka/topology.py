@@ -19,6 +19,12 @@ its own repartition topic (docs/architecture.md, "An event's path on Kafka"):
   Engine, whose keyed manager holds the keys of its partition.  Output rows are
   identified by the key text (``kepl.context_partition``), not by ``context.id``, which
   numbers keys in order of first appearance within one engine partition.
+- one group per statement named in ``statement_partitions``: a statement without a context
+  split by its group key (``app.epl.planning.group_split`` says which can be), on N
+  partitions, an event going to partition ``crc32(group key text) mod N``; each engine
+  partition runs the whole statement over its groups, rows are numbered per group, and
+  the router's touch arms a timed output in every partition at the statement's first
+  update (``router.Routing.arm``).
 
 How a group is fed (the data plane, ``app.runtime.kafka.loop``):
 
@@ -52,6 +58,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.epl.planner import plan_statement
+from app.epl.planning.group_split import GroupSplit, group_split
 from app.runtime.catalog import Catalog, NotSupported
 from app.runtime.kafka import client
 from app.runtime.kafka.config import MAIN_GROUP, SOURCE, AppConfig, ConfigError
@@ -107,6 +114,8 @@ class Group:
     types: set[str] = field(default_factory=set)
     hash_spec: HashSpec | None = None
     keyed_spec: KeyedSpec | None = None
+    split: GroupSplit | None = None
+    """A statement without a context split by its group key (``statement_partitions``)."""
     direct: bool = False
     """Engine partition p reads source partition p of ``topics`` (no repartition hop)."""
     topics: list[str] = field(default_factory=list)
@@ -159,7 +168,29 @@ class Group:
                     cache.clear()
                 q = cache[text] = zlib.crc32(text.encode()) % self.partitions
             return q
+        if self.split is not None:
+            return self._split_partition(event)
         return 0
+
+    def _split_partition(self, event: Row) -> int | None:
+        """Partition of a split statement's event: ``crc32(group key text) mod N``."""
+        assert self.split is not None
+        text = self.split.key_of_event(event, self._ctx)
+        if text is None:
+            return None
+        cache = self._routes
+        q = cache.get(text)
+        if q is None:
+            if len(cache) >= ROUTE_CACHE:
+                cache.clear()
+            q = cache[text] = zlib.crc32(text.encode()) % self.partitions
+        return q
+
+    @property
+    def arms(self) -> bool:
+        """A split statement whose timed output is armed by its first update: the
+        router tells every partition of it (``router.Routing.forward``)."""
+        return self.split is not None and self.split.arms
 
 
 LANES = "lanes"
@@ -239,6 +270,7 @@ class Topology:
                 continue
             groups[g.name] = g
             owner[spec.name] = g.name
+        split_owner = _split_groups(config, plans, groups)
         declared = {p.context_spec.name for p in plans if p.kind == "context"}
         for name in config.context_partitions:
             if name not in declared:
@@ -256,7 +288,7 @@ class Topology:
             elif p.name in lane_names:
                 continue
             elif p.kind in STATEMENT_KINDS:
-                g = groups[owner.get(p.context or "", MAIN_GROUP)]
+                g = groups[split_owner.get(p.name) or owner.get(p.context or "", MAIN_GROUP)]
                 g.plans.append(p)
                 g.types |= consumed_types(p)
             elif p.context in owner:  # a table or variable of a context: its group only
@@ -367,6 +399,35 @@ class Topology:
 SOURCE_CONFIG = {"retention.ms": "-1", "retention.bytes": "-1",
                  "message.timestamp.type": "CreateTime"}
 """Topic settings of the source topics kepl creates (``Topology.topic_specs``)."""
+
+
+def split_of(plan: StatementPlan, plans: list[StatementPlan]) -> GroupSplit | str:
+    """How a statement splits by its group key, or why it cannot (``group_split``)."""
+    from app.epl.parser import parse_statement
+
+    if plan.kind != "query":
+        return "not a select statement"
+    variables = {p.variable or p.name for p in plans if p.kind == "variable"}
+    return group_split(plan, parse_statement(plan.epl), variables)
+
+
+def _split_groups(config: AppConfig, plans: list[StatementPlan], groups: dict[str, Group]
+                  ) -> dict[str, str]:
+    """A group per statement of ``statement_partitions``; statement name -> group name."""
+    by_name = {p.name: p for p in plans}
+    out: dict[str, str] = {}
+    for name, n in config.statement_partitions.items():
+        plan = by_name.get(name)
+        if plan is None:
+            raise ConfigError(f"statement_partitions: no statement named '{name}'")
+        split = split_of(plan, plans)
+        if isinstance(split, str):
+            raise ConfigError(f"statement_partitions: statement '{name}' cannot be split by "
+                              f"its group key: {split}")
+        g = Group(_group_name(name, groups), n, split=split)
+        groups[g.name] = g
+        out[name] = g.name
+    return out
 
 
 def _source_keyed_group(config: AppConfig, spec: KeyedSpec, counts: dict[str, int],
