@@ -29,9 +29,13 @@ def plan_match_recognize(planner: Any, mr: ast.MatchRecognize, type_name: str,
     singles, multis = set(compiled.singles), set(compiled.multis)
     names = [*compiled.singles, *compiled.multis]
     var_set = frozenset(names)
-    if view is not None and not getattr(view, "oldest_first", True):
-        raise NotSupported("match_recognize over a data window that removes events out of "
-                           "arrival order")
+    # after an out-of-sequence remove Esper 9 steps the window's events again with a
+    # fresh state that has no interval schedule (it fails at the next held match) and a
+    # prev() buffer positioned by event identity; kepl refuses both rather than guess
+    out_of_order = view is not None and not getattr(view, "oldest_first", True)
+    if out_of_order and mr.interval is not None:
+        raise NotSupported("match_recognize with interval over a data window that removes "
+                           "events out of arrival order")
     catalog = planner.catalog
 
     def check_path(n: ast.Name, parts: tuple[str, ...], skipped: int) -> None:
@@ -87,6 +91,10 @@ def plan_match_recognize(planner: Any, mr: ast.MatchRecognize, type_name: str,
                     raise verr("a multi-row variable takes one index", n)
                 reads_groups.add(d.name)
         defines[d.name] = compile_expr(expr, def_scope)
+
+    if out_of_order and prev_depth:
+        raise NotSupported("prev() in match_recognize over a data window that removes "
+                           "events out of arrival order")
 
     # measures: expressions over the match (aggregates over one multi-row variable)
     aggs: list[Any] = []
