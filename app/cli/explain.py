@@ -154,11 +154,16 @@ def topics_of(topology: Any, name: str) -> list[str]:
                 how = f"by {', '.join(fns)} mod {g.partitions}"
             elif g.keyed_spec is not None:
                 how = f"by crc32(key) mod {g.partitions}"
+            elif g.mr_keys is not None:
+                how = f"by crc32(partition by key) mod {g.partitions}"
             else:
                 how = "one engine"
             out.append(f"topic via {config.repartition_topic(g.name)} "
                        f"({_count(g.partitions)}, {how})")
         out.append(f"topic state {config.changelog_topic(g.name)} ({_count(g.partitions)})")
+        route = _mr_routing(topology, g, plan)
+        if route:
+            out.append(route)
         if plan.kind in STATEMENT_KINDS:
             out.append(f"topic out {config.output_topic(name)} ({_count(g.partitions)})")
         ups = len(g.upstreams(0, topology.source_upstreams()))
@@ -167,6 +172,28 @@ def topics_of(topology: Any, name: str) -> list[str]:
                        "at each watermark: rows wait for it")
         return out
     return []
+
+
+def _mr_routing(topology: Any, group: Any, plan: Any) -> str:
+    """How a match_recognize statement's partition by spreads it on Kafka, or why it
+    stays in one engine partition ("" for other statements)."""
+    from app.runtime.kafka.mr_routing import mr_route
+    from app.runtime.kafka.topology import _assigned_variables
+
+    p = plan.pipeline
+    if plan.kind != "query" or p is None or p.match_recognize is None:
+        return ""
+    if group.mr_keys is not None:
+        return (f"route partition by: each key's events meet in one of "
+                f"{_count(group.partitions)}, its partial matches in that partition's "
+                "state")
+    assigned = set().union(*(_assigned_variables(q) for q in topology.plans))
+    props = topology.config.schemas.get(p.stream.type_name) if p.stream else None
+    keys, why = mr_route(plan, props, assigned)
+    if keys is not None:
+        return (f"route one engine partition; name '{plan.name}' in context_partitions "
+                "to spread it by its partition by")
+    return f"route one engine partition: {why}"
 
 
 def _count(n: int) -> str:

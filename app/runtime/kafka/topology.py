@@ -18,7 +18,11 @@ its own repartition topic (docs/architecture.md, "An event's path on Kafka"):
   (``key_text``: a lone string as is, else JSON).  All events of one key meet in one
   Engine, whose keyed manager holds the keys of its partition.  Output rows are
   identified by the key text (``kepl.context_partition``), not by ``context.id``, which
-  numbers keys in order of first appearance within one engine partition.
+  numbers keys in order of first appearance within one engine partition;
+- one group per match_recognize statement named in ``context_partitions``: routed like
+  a keyed context by the key of its ``partition by`` (``mr_routing``; a statement that
+  reads more than one key at a time is refused there); its rows are identified by the
+  engine partition, as a hash context's by the bucket.
 
 How a group is fed (the data plane, ``app.runtime.kafka.loop``):
 
@@ -55,6 +59,7 @@ from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog, NotSupported
 from app.runtime.kafka import client
 from app.runtime.kafka.config import MAIN_GROUP, SOURCE, AppConfig, ConfigError
+from app.runtime.kafka.mr_routing import mr_route
 from app.runtime.plan import StatementPlan
 from operators.base import PartitionCtx, Row
 from operators.contexts.managers import HashSpec, KeyedSpec, key_text
@@ -111,6 +116,10 @@ class Group:
     """Engine partition p reads source partition p of ``topics`` (no repartition hop)."""
     topics: list[str] = field(default_factory=list)
     """Source topics of the group's event types, sorted."""
+    mr_keys: tuple[Any, ...] | None = None
+    """A match_recognize statement's partition-by expressions (its own group)."""
+    mr_statement: str | None = None
+    """That statement's name."""
     posting: list[str] = field(default_factory=list)
     """Variable statements whose variable this group's statements assign: each write
     posts a row (Esper: a create-variable statement's listeners get every write)."""
@@ -148,8 +157,12 @@ class Group:
             return None
         if self.hash_spec is not None:
             return self.hash_spec.partition_of(type_name, event, self._ctx)
-        if self.keyed_spec is not None:
-            text = keyed_text(self.keyed_spec, type_name, event, self._ctx)
+        if self.keyed_spec is not None or self.mr_keys is not None:
+            if self.mr_keys is not None:
+                ctx = self._ctx
+                text = key_text([k(event, ctx) for k in self.mr_keys])
+            else:
+                text = keyed_text(self.keyed_spec, type_name, event, self._ctx)
             if text is None:
                 return None
             cache = self._routes
@@ -240,7 +253,20 @@ class Topology:
             groups[g.name] = g
             owner[spec.name] = g.name
         declared = {p.context_spec.name for p in plans if p.kind == "context"}
+        by_statement: dict[str, str] = {}  # match_recognize statement -> its group
+        for p in plans:
+            n = config.context_partitions.get(p.name)
+            if n is None or p.kind not in STATEMENT_KINDS:
+                continue
+            if p.name in declared:
+                raise ConfigError(f"context_partitions: '{p.name}' names both a context "
+                                  "and a statement")
+            g = _statement_group(config, p, n, counts, groups, assigned)
+            groups[g.name] = g
+            by_statement[p.name] = g.name
         for name in config.context_partitions:
+            if name in by_statement:
+                continue
             if name not in declared:
                 raise ConfigError(f"context_partitions: no context named '{name}'")
             if name not in owner:
@@ -256,7 +282,7 @@ class Topology:
             elif p.name in lane_names:
                 continue
             elif p.kind in STATEMENT_KINDS:
-                g = groups[owner.get(p.context or "", MAIN_GROUP)]
+                g = groups[by_statement.get(p.name) or owner.get(p.context or "", MAIN_GROUP)]
                 g.plans.append(p)
                 g.types |= consumed_types(p)
             elif p.context in owner:  # a table or variable of a context: its group only
@@ -276,6 +302,9 @@ class Topology:
         for g in groups.values():
             if g.keyed_spec is not None and config.context_partitions.get(
                     g.keyed_spec.name) == SOURCE:
+                g.direct = True
+            if g.mr_statement is not None and config.context_partitions.get(
+                    g.mr_statement) == SOURCE:
                 g.direct = True
         _check_insert_into(plans, groups)
         _check_shared_state(groups)
@@ -381,6 +410,25 @@ def _source_keyed_group(config: AppConfig, spec: KeyedSpec, counts: dict[str, in
                           f"differ in partitions: {listed}; they must be co-partitioned")
     n = next(iter(have.values()), 1)
     return Group(_group_name(spec.name, groups), n, keyed_spec=spec)
+
+
+def _statement_group(config: AppConfig, plan: StatementPlan, n: int | str,
+                     counts: dict[str, int], groups: dict[str, Any],
+                     assigned: set[str]) -> Group:
+    """The group of a match_recognize statement named in ``context_partitions``: its
+    events routed by its partition-by key (``source``: the source topics are already
+    partitioned by it), or a ``ConfigError`` saying why it must stay in one engine."""
+    stream = plan.pipeline.stream if plan.pipeline is not None else None
+    props = config.schemas.get(stream.type_name) if stream is not None else None
+    keys, why = mr_route(plan, props, assigned)
+    if keys is None:
+        raise ConfigError(f"context_partitions: statement '{plan.name}' cannot be spread "
+                          f"over engine partitions by its partition by: {why}")
+    if n == SOURCE:
+        topic = config.topic_of(stream.type_name)
+        n = counts.get(topic, 1)
+    return Group(_group_name(plan.name, groups), int(n), mr_keys=keys,
+                 mr_statement=plan.name)
 
 
 def _check_keyed_lifecycle(spec: KeyedSpec) -> None:
