@@ -170,7 +170,7 @@ class Pipeline:
         self.mr = (spec.match_recognize.build(state.child("mr"), ctx)
                    if spec.match_recognize is not None else None)
         if self.mr is not None and self.view is not None:
-            self.mr.window_rows = self.view.contents
+            self.mr.window_rows = getattr(self.view, "replay_order", self.view.contents)
         self.matcher: Matcher | None = (
             spec.pattern.build(state.child("pattern"), ctx) if spec.pattern is not None else None)
         self.join: Join | None = (
