@@ -181,8 +181,8 @@ def _mr_routing(topology: Any, group: Any, plan: Any) -> str:
     from app.runtime.kafka.topology import _assigned_variables
 
     p = plan.pipeline
-    if plan.kind != "query" or p is None or p.match_recognize is None:
-        return ""
+    if plan.kind != "query" or p is None or p.match_recognize is None or plan.context:
+        return ""  # (a statement of a context is placed by its context)
     if group.mr_keys is not None:
         return (f"route partition by: each key's events meet in one of "
                 f"{_count(group.partitions)}, its partial matches in that partition's "

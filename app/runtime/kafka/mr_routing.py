@@ -36,6 +36,9 @@ def mr_route(plan: StatementPlan, props: dict[str, str] | None,
                       "partition)")
     if not mr.partition_by:
         return None, "no partition by: any event may continue any partial match"
+    if plan.window is not None:
+        return None, (f"reads named window '{plan.window}', whose rows live in the main "
+                      "engine group")
     bad = _partition_by_problem(plan, props or {})
     if bad:
         return None, bad
@@ -60,8 +63,8 @@ def mr_route(plan: StatementPlan, props: dict[str, str] | None,
         return None, "output rate limiting over the rows of every key"
     if plan.insert_into is not None:
         return None, "insert into: the stream's consumers run in the main engine group"
-    if p.subqueries or plan.tables or plan.window is not None:
-        return None, "subqueries or tables are state of the main engine group"
+    if p.subqueries or plan.tables:
+        return None, "subqueries and tables are state of the main engine group"
     if assigned:
         from app.runtime.kafka.topology import _names_read
 

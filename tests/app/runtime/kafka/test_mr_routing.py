@@ -69,10 +69,14 @@ def test_source_reads_the_source_partitions_in_place() -> None:
     ("select * from T " + MR.format(keys="lim"), "partition by reads 'lim'"),
     ("select * from T match_recognize (partition by k measures A.id as a pattern (A B) "
      "define B as B.v > lim)", "reads variable 'lim'"),
+    ("select * from W " + MR.format(keys="k"), "reads named window 'W'"),
+    ("select * from T " + MR.format(keys="k") + " where (select count(*) from T#length(2)) > 0",
+     "subqueries"),
 ])
 def test_what_cannot_be_spread_is_refused_with_the_reason(epl: str, why: str) -> None:
     extra = [{"name": "lim", "epl": "create variable long lim = 1"},
-             {"name": "setlim", "epl": "on T set lim = v"}]
+             {"name": "setlim", "epl": "on T set lim = v"},
+             {"name": "w", "epl": "create window W#keepall as T"}]
     with pytest.raises(ConfigError, match="cannot be spread over engine partitions") as e:
         topology(epl, extra=extra)
     assert why in str(e.value)
