@@ -177,8 +177,7 @@ def topics_of(topology: Any, name: str) -> list[str]:
 def _mr_routing(topology: Any, group: Any, plan: Any) -> str:
     """How a match_recognize statement's partition by spreads it on Kafka, or why it
     stays in one engine partition ("" for other statements)."""
-    from app.runtime.kafka.mr_routing import mr_route
-    from app.runtime.kafka.topology import _assigned_variables
+    from app.runtime.kafka.mr_routing import mr_route_in
 
     p = plan.pipeline
     if plan.kind != "query" or p is None or p.match_recognize is None or plan.context:
@@ -187,9 +186,7 @@ def _mr_routing(topology: Any, group: Any, plan: Any) -> str:
         return (f"route partition by: each key's events meet in one of "
                 f"{_count(group.partitions)}, its partial matches in that partition's "
                 "state")
-    assigned = set().union(*(_assigned_variables(q) for q in topology.plans))
-    props = topology.config.schemas.get(p.stream.type_name) if p.stream else None
-    keys, why = mr_route(plan, props, assigned)
+    keys, why = mr_route_in(plan, topology.plans, topology.config.schemas)
     if keys is not None:
         return (f"route one engine partition; name '{plan.name}' in context_partitions "
                 "to spread it by its partition by")

@@ -19,13 +19,28 @@ ROUTABLE_WINDOWS = frozenset({"time", "keepall"})
 """Data windows whose removals depend on each event alone (not on other keys' events)."""
 
 
+def mr_route_in(plan: StatementPlan, plans: list[StatementPlan],
+                schemas: dict[str, dict[str, str]]) -> tuple[tuple[Any, ...] | None, str]:
+    """``mr_route`` of a statement among the app's ``plans`` (``schemas``: the event types
+    read from topics)."""
+    from app.runtime.kafka.topology import _assigned_variables
+
+    assigned = set().union(*(_assigned_variables(p) for p in plans))
+    inserted = {p.insert_into for p in plans if p.insert_into is not None}
+    stream = plan.pipeline.stream if plan.pipeline is not None else None
+    props = schemas.get(stream.type_name) if stream is not None else None
+    return mr_route(plan, props, assigned, inserted)
+
+
 def mr_route(plan: StatementPlan, props: dict[str, str] | None,
-             assigned: set[str] = frozenset()) -> tuple[tuple[Any, ...] | None, str]:
+             assigned: set[str] = frozenset(), inserted: set[str] = frozenset()
+             ) -> tuple[tuple[Any, ...] | None, str]:
     """``(partition-by expressions, "")`` when the statement's input may be spread over
     engine partitions by its partition-by key, else ``(None, why it stays in one)``.
 
-    ``props``: the properties of the statement's event type; ``assigned``: variables some
-    statement of the app assigns (a statement reading one must stay with its writer).
+    ``props``: the properties of the statement's event type (None: not read from a
+    topic); ``assigned``: variables some statement of the app assigns (a statement
+    reading one must stay with its writer); ``inserted``: streams statements insert into.
     """
     p = plan.pipeline
     mr = p.match_recognize if p is not None else None
@@ -38,6 +53,10 @@ def mr_route(plan: StatementPlan, props: dict[str, str] | None,
         return None, "no partition by: any event may continue any partial match"
     if plan.window is not None:
         return None, (f"reads named window '{plan.window}', whose rows live in the main "
+                      "engine group")
+    type_name = p.stream.type_name if p.stream is not None else ""
+    if props is None or type_name in inserted:
+        return None, (f"its stream {type_name} is inserted into by statements of the main "
                       "engine group")
     bad = _partition_by_problem(plan, props or {})
     if bad:

@@ -36,10 +36,10 @@ from app.runtime.kafka import client
 from app.runtime.kafka.children import die_with_parent
 from app.runtime.kafka.clock import Clock
 from app.runtime.kafka.config import AppConfig
-from app.runtime.kafka.mr_routing import mr_route
+from app.runtime.kafka.mr_routing import mr_route_in
 from app.runtime.kafka.reader import FETCH_WAIT_MS, OutputRow, RowReader, drain
 from app.runtime.kafka.router import H_SEQ
-from app.runtime.kafka.topology import Topology, _assigned_variables, ensure_topics
+from app.runtime.kafka.topology import Topology, ensure_topics
 from app.runtime.kafka.worker import CRASH_HOOK_ENV
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -249,12 +249,9 @@ def scenario_config(doc: dict[str, Any], source_partitions: int = 1) -> AppConfi
                                    functions=scenario_functions(doc))
     plans = [plan_statement(catalog, s["epl"], s["name"]) for s in statements]
     schemas = catalog.schemas
-    assigned = set().union(*(_assigned_variables(p) for p in plans))
     routed = {p.name: MR_PARTITIONS for p in plans
               if p.pipeline is not None and p.pipeline.match_recognize is not None
-              and p.pipeline.stream is not None
-              and mr_route(p, schemas.get(p.pipeline.stream.type_name), assigned)[0]
-              is not None}
+              and mr_route_in(p, plans, schemas)[0] is not None}
     return AppConfig.from_dict({
         "app": app,
         "schemas": schemas,

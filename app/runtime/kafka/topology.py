@@ -59,7 +59,7 @@ from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog, NotSupported
 from app.runtime.kafka import client
 from app.runtime.kafka.config import MAIN_GROUP, SOURCE, AppConfig, ConfigError
-from app.runtime.kafka.mr_routing import mr_route
+from app.runtime.kafka.mr_routing import mr_route_in
 from app.runtime.plan import StatementPlan
 from operators.base import PartitionCtx, Row
 from operators.contexts.managers import HashSpec, KeyedSpec, key_text
@@ -261,7 +261,7 @@ class Topology:
             if p.name in declared:
                 raise ConfigError(f"context_partitions: '{p.name}' names both a context "
                                   "and a statement")
-            g = _statement_group(config, p, n, counts, groups, assigned)
+            g = _statement_group(config, p, n, counts, groups, plans)
             groups[g.name] = g
             by_statement[p.name] = g.name
         for name in config.context_partitions:
@@ -414,18 +414,16 @@ def _source_keyed_group(config: AppConfig, spec: KeyedSpec, counts: dict[str, in
 
 def _statement_group(config: AppConfig, plan: StatementPlan, n: int | str,
                      counts: dict[str, int], groups: dict[str, Any],
-                     assigned: set[str]) -> Group:
+                     plans: list[StatementPlan]) -> Group:
     """The group of a match_recognize statement named in ``context_partitions``: its
     events routed by its partition-by key (``source``: the source topics are already
     partitioned by it), or a ``ConfigError`` saying why it must stay in one engine."""
-    stream = plan.pipeline.stream if plan.pipeline is not None else None
-    props = config.schemas.get(stream.type_name) if stream is not None else None
-    keys, why = mr_route(plan, props, assigned)
+    keys, why = mr_route_in(plan, plans, config.schemas)
     if keys is None:
         raise ConfigError(f"context_partitions: statement '{plan.name}' cannot be spread "
                           f"over engine partitions by its partition by: {why}")
     if n == SOURCE:
-        topic = config.topic_of(stream.type_name)
+        topic = config.topic_of(plan.pipeline.stream.type_name)
         n = counts.get(topic, 1)
     return Group(_group_name(plan.name, groups), int(n), mr_keys=keys,
                  mr_statement=plan.name)

@@ -70,13 +70,18 @@ def test_source_reads_the_source_partitions_in_place() -> None:
     ("select * from T match_recognize (partition by k measures A.id as a pattern (A B) "
      "define B as B.v > lim)", "reads variable 'lim'"),
     ("select * from W " + MR.format(keys="k"), "reads named window 'W'"),
+    ("select * from S " + MR.format(keys="k"), "its stream S is inserted into"),
+    ("select * from U " + MR.format(keys="k"), "its stream U is inserted into"),
     ("select * from T " + MR.format(keys="k") + " where (select count(*) from T#length(2)) > 0",
      "subqueries"),
 ])
 def test_what_cannot_be_spread_is_refused_with_the_reason(epl: str, why: str) -> None:
     extra = [{"name": "lim", "epl": "create variable long lim = 1"},
              {"name": "setlim", "epl": "on T set lim = v"},
-             {"name": "w", "epl": "create window W#keepall as T"}]
+             {"name": "w", "epl": "create window W#keepall as T"},
+             {"name": "s", "epl": "insert into S select id, k, v from T"},
+             {"name": "u", "epl": "create schema U (id string, k string, v long)"},
+             {"name": "to_u", "epl": "insert into U select id, k, v from T"}]
     with pytest.raises(ConfigError, match="cannot be spread over engine partitions") as e:
         topology(epl, extra=extra)
     assert why in str(e.value)
