@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.runtime.kafka.reads import assigned_variables, names_read
 from app.runtime.plan import StatementPlan
 
 ROUTABLE_WINDOWS = frozenset({"time", "keepall"})
@@ -23,9 +24,7 @@ def mr_route_in(plan: StatementPlan, plans: list[StatementPlan],
                 schemas: dict[str, dict[str, str]]) -> tuple[tuple[Any, ...] | None, str]:
     """``mr_route`` of a statement among the app's ``plans`` (``schemas``: the event types
     read from topics)."""
-    from app.runtime.kafka.topology import _assigned_variables
-
-    assigned = set().union(*(_assigned_variables(p) for p in plans))
+    assigned = set().union(*(assigned_variables(p) for p in plans))
     inserted = {p.insert_into for p in plans if p.insert_into is not None}
     stream = plan.pipeline.stream if plan.pipeline is not None else None
     props = schemas.get(stream.type_name) if stream is not None else None
@@ -85,9 +84,7 @@ def mr_route(plan: StatementPlan, props: dict[str, str] | None,
     if p.subqueries or plan.tables:
         return None, "subqueries and tables are state of the main engine group"
     if assigned:
-        from app.runtime.kafka.topology import _names_read
-
-        read = _names_read(plan) & assigned
+        read = names_read(plan) & assigned
         if read:
             return None, (f"reads variable '{sorted(read)[0]}', which another statement "
                           "assigns (each engine partition would hold its own copy)")

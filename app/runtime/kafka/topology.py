@@ -60,6 +60,8 @@ from app.runtime.catalog import Catalog, NotSupported
 from app.runtime.kafka import client
 from app.runtime.kafka.config import MAIN_GROUP, SOURCE, AppConfig, ConfigError
 from app.runtime.kafka.mr_routing import mr_route_in
+from app.runtime.kafka.reads import assigned_variables as _assigned_variables
+from app.runtime.kafka.reads import names_read as _names_read
 from app.runtime.plan import StatementPlan
 from operators.base import PartitionCtx, Row
 from operators.contexts.managers import HashSpec, KeyedSpec, key_text
@@ -500,35 +502,6 @@ def _check_global_tables(groups: dict[str, Group]) -> None:
                 f"table '{table}' has no context and is used by statements of engine group "
                 f"{where}: on Kafka such a table lives in one engine partition; declare it "
                 "with the statements' context or use it from one single-partition group")
-
-
-def _assigned_variables(p: StatementPlan) -> set[str]:
-    """Variables a statement assigns: ``on ... set``, ``output ... then set``."""
-    out: set[str] = set()
-    if p.kind == "on" and p.action is not None and p.action.kind == "set":
-        out |= {a.variable for a in p.action.assignments}
-    if p.pipeline is not None:
-        spec = p.pipeline.output
-        out |= {a.variable for a in (*spec.then_set, *spec.terminated_set)}
-    return out
-
-
-def _names_read(p: StatementPlan) -> set[str]:
-    """First identifiers of every name in a statement's text (candidate variable reads)."""
-    from app.epl import ast
-    from app.epl.parser import parse_statement
-
-    out: set[str] = set()
-    stack: list[Any] = [parse_statement(p.epl)]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Name):
-            out.add(node.parts[0])
-        if isinstance(node, tuple | list):
-            stack.extend(node)
-        elif hasattr(node, "__dataclass_fields__"):
-            stack.extend(getattr(node, f) for f in node.__dataclass_fields__ if f != "pos")
-    return out
 
 
 def _check_global_variables(plans: list[StatementPlan], groups: dict[str, Group]) -> None:
