@@ -25,6 +25,7 @@ out-of-sequence remove.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -94,6 +95,8 @@ class MatchRecognizer:
         # ids grow with arrival and an event joins the set when it arrives: id order is
         # the set's insertion order (Esper keeps it in a linked hash set)
         self.matched = dict(sorted(self.matched.items()))
+        self._order: deque[int] = deque(self.matched)
+        """Ids of matched events in arrival order, removed ones dropped lazily."""
         sched = state.get("sched")
         self.schedule: list[list[Any]] = sched["s"] if sched else []
         """[[first event time, [matches]], ...] sorted by time."""
@@ -271,6 +274,7 @@ class MatchRecognizer:
         part["cur"] = nxt
         if matched and spec.bound and retain:
             self.matched[eid] = row
+            self._order.append(eid)
             self._matched_index.setdefault(_fp(row), []).append(eid)
             self.ns.put(("w", eid), row)
         return terms
@@ -530,7 +534,7 @@ class MatchRecognizer:
         out-of-sequence remove: the partial matches are rebuilt from the window
         (``_replay``)."""
         removed: list[tuple[int | None, Row]] = []
-        first = next(iter(self.matched), None)
+        first = self._first()
         out_of_sequence = False
         for row in old:
             seqs = self._matched_index.get(_fp(row))
@@ -540,8 +544,11 @@ class MatchRecognizer:
                     out_of_sequence = True
                 self.matched.pop(s, None)
                 self.ns.delete(("w", s))
-                first = next(iter(self.matched), None)
+                first = self._first()
             removed.append((s, row))
+        if len(self._order) > 2 * len(self.matched) + 64:
+            live = self.matched
+            self._order = deque(k for k in self._order if k in live)
         if out_of_sequence:
             self._replay(new, now_ms)
             return
@@ -564,6 +571,13 @@ class MatchRecognizer:
                 self._dirty.add(key)
                 if not part["cur"] and not spec.prev_depth:
                     del self.parts[key]
+
+    def _first(self) -> int | None:
+        """The oldest matched event still in the window (amortised O(1))."""
+        order, live = self._order, self.matched
+        while order and order[0] not in live:
+            order.popleft()
+        return order[0] if order else None
 
     def _replay(self, new: Rows, now_ms: int) -> None:
         """Esper 9's match-recognize view after an out-of-sequence remove: every
