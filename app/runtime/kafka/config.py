@@ -56,7 +56,8 @@ class AppConfig:
     partitions), or ``source``: the source topics are already partitioned by the
     context's key (producers key each record by its key), so engine partition p reads
     source partition p with no repartition hop.  A keyed context not named here runs in
-    the ``main`` group, so its ``context.id`` values are the embedded runtime's."""
+    the ``main`` group, so its ``context.id`` values are the embedded runtime's.  A
+    match_recognize statement's name routes it by its partition by (``mr_routing``)."""
     max_string_length: dict[str, int] = field(default_factory=dict)
     """Event type (or ``"*"``) -> longest string property accepted (``catalog``)."""
     kafka: dict[str, str] = field(default_factory=dict)

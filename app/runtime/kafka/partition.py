@@ -596,12 +596,13 @@ class EnginePartition:
         """``kepl.context_partition`` of a row: the same whichever worker runs it.
 
         Hash group: the bucket (= Kafka partition; ``context.id`` follows first use
-        unless preallocated).  Keyed group: the key
+        unless preallocated); a match_recognize statement routed by its partition by:
+        the engine partition.  Keyed group: the key
         text, since ``context.id`` only numbers the keys of this engine partition.
         Otherwise the context partition id of the one Engine of ``main``.
         """
         g = self.group
-        if g.hash_spec is not None:
+        if g.hash_spec is not None or g.mr_keys is not None:
             return str(self.partition)
         if g.keyed_spec is not None and self.engine is not None:
             text = keyed_text(self.engine, g.keyed_spec.name, pid)
