@@ -184,6 +184,8 @@ def _split_lines(topology: Any, g: Any, plan: Any) -> list[str]:
 
     if plan.kind != "query" or plan.context is not None:
         return []
+    if plan.pipeline is not None and plan.pipeline.match_recognize is not None:
+        return []  # placed by its partition by (``_mr_routing``)
     if g.split is not None:
         return [f"split partitioned by group key ({g.split.describe()}) over "
                 f"{_count(g.partitions)}: each group's rows in order, numbered per group "
