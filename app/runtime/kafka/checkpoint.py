@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from app.runtime.kafka import client, codec
+from app.runtime.kafka import brokers, client, codec
 from app.runtime.kafka.router import H_ERROR, H_SOURCE
 
 log = logging.getLogger("kepl.checkpoint")
@@ -73,6 +73,8 @@ def producer_config(bootstrap: str, transactional_id: str | None) -> dict[str, A
         "compression.type": "none",
         "log_level": 3,
         "logger": KAFKA_LOG,
+        # one line per broker lost and back (brokers.py), not one per failed connection
+        **brokers.WATCH.settings(),
     }
     if transactional_id is not None:
         conf["transactional.id"] = transactional_id

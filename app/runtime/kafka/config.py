@@ -149,6 +149,9 @@ class AppConfig:
         for key, v in (("replication_factor", rf), ("min_insync_replicas", isr)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise ConfigError(f"'{key}' must be a positive integer, got {v!r}")
+        if isr is not None and isr > rf:
+            raise ConfigError(f"'min_insync_replicas' ({isr}) must not exceed "
+                              f"'replication_factor' ({rf}): no write could succeed")
         try:
             functions = parse_functions(doc.get("functions"), base_dir)
         except FunctionError as e:

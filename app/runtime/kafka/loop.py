@@ -39,7 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from app.runtime.kafka import client, codec
+from app.runtime.kafka import brokers, client, codec
 from app.runtime.kafka.checkpoint import (
     KAFKA_LOG,
     CheckpointRound,
@@ -164,6 +164,7 @@ class Worker:
             "queued.max.messages.kbytes": 262_144,
             "log_level": 3,
             "logger": KAFKA_LOG,
+            **brokers.WATCH.settings(),
         }))
         cfg = config
         out_topics = {s: cfg.output_topic(s) for g in topology.active_groups()
