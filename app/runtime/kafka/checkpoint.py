@@ -404,7 +404,8 @@ class CheckpointRound:
                 source = f"{d.record.upstream.replace(':', '/')}/{d.record.offset}"
                 self.on_dead(source, d.reason)
                 out.produce(names.dlq_topic, d.record.raw or codec.dumps(d.record.payload), 0,
-                            [(H_ERROR, d.reason.encode()), (H_SOURCE, source.encode())])
+                            [(H_ERROR, d.reason.encode()), (H_SOURCE, source.encode()),
+                             *d.headers])
             if rec is None:
                 continue
             self.write_rows(part)

@@ -23,6 +23,7 @@ from typing import Any
 
 from app.runtime.catalog import string_limits
 from app.runtime.functions import FunctionError, parse_functions
+from app.runtime.kafka.eventtime import EventTime, EventTimeError
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 MAIN_GROUP = "main"
@@ -74,6 +75,9 @@ class AppConfig:
     repartition records and input offsets; readers use read_committed) or
     ``at_least_once`` (the same records without a transaction; a crash may repeat rows,
     with the same ``kepl.id``)."""
+    event_time: EventTime | None = None
+    """Runtime time from the events (``eventtime``): watermarks by ``kepl clock
+    --from-events``, events run in event-time order, ``late_events`` policy."""
     on_lost_input: str = "continue"
     """When source records were deleted before they were read: ``continue`` (say so,
     count them, go on from the log start) or ``stop`` (say so and exit)."""
@@ -156,11 +160,16 @@ class AppConfig:
             functions = parse_functions(doc.get("functions"), base_dir)
         except FunctionError as e:
             raise ConfigError(f"functions: {e}") from None
+        try:
+            event_time = EventTime.parse(doc.get("event_time"), doc.get("late_events"),
+                                         schemas)
+        except EventTimeError as e:
+            raise ConfigError(str(e)) from None
         return cls(app, {k: dict(v) for k, v in schemas.items()}, tuple(stmts), full_topics,
                    parts, _context_partitions(doc.get("context_partitions")),
                    string_limits(limits), {str(k): _prop(v) for k, v in kafka.items()},
                    rf, isr, functions=functions, processing_guarantee=guarantee,
-                   on_lost_input=on_lost)
+                   event_time=event_time, on_lost_input=on_lost)
 
     @classmethod
     def from_file(cls, path: Path | str) -> AppConfig:
@@ -199,6 +208,8 @@ class AppConfig:
                if self.context_partitions else {}),
             **({"processing_guarantee": self.processing_guarantee}
                if self.processing_guarantee != "exactly_once" else {}),
+            **({"event_time": self.event_time.to_dict(),
+                "late_events": self.event_time.late} if self.event_time else {}),
             **({"on_lost_input": self.on_lost_input}
                if self.on_lost_input != "continue" else {}),
             **({"max_string_length": dict(self.max_string_length)}

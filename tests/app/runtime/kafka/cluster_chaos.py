@@ -178,6 +178,7 @@ class ClusterChaos(Chaos):
         self.down_s = down_s
         self.active = 1
         self.kills_by: dict[str, int] = {}
+        self.exits: list[str] = []
         self.rollings = 0
         self.outages = 0
         self.events_log: list[tuple[float, str]] = []
@@ -286,7 +287,9 @@ class ClusterChaos(Chaos):
         """Start an active worker that exited on its own (as a supervisor would)."""
         for w in self.workers[:self.active]:
             if w.proc is not None and w.proc.poll() is not None:
-                self._mark(f"worker exited ({w.proc.returncode}); started again")
+                last = (w.log_tail(1) or "").strip()
+                self.exits.append(f"exit {w.proc.returncode}: {last}")
+                self._mark(f"worker exited ({w.proc.returncode}: {last}); started again")
                 w.start()
 
     # -- the run -----------------------------------------------------------------
