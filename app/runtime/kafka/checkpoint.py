@@ -142,7 +142,7 @@ class _Producer:
             self._produce(topic, value, key, partition, cb, headers=headers)
         except BufferError:
             while True:
-                self.producer.poll(0.05)
+                self._serve(0.05)
                 try:
                     self._produce(topic, value, key, partition, cb, headers=headers)
                     return
@@ -153,11 +153,29 @@ class _Producer:
         self.open = True
 
     def poll(self) -> None:
-        self.producer.poll(0)
+        self._serve(0)
+
+    def _serve(self, timeout_s: float) -> None:
+        """Serve the producer's callbacks; a fatal error it raises there (fenced by a
+        newer instance after a broker failure) is ``Fenced``: one line, not a traceback."""
+        from confluent_kafka import KafkaException
+
+        try:
+            self.producer.poll(timeout_s)
+        except KafkaException as e:
+            raise Fenced(f"producer: {e.args[0].str()}") from None
 
     def flush(self) -> None:
         """Wait until every record produced so far is acknowledged (a failure raises)."""
-        while self.producer.flush(10) > 0:
+        from confluent_kafka import KafkaException
+
+        while True:
+            try:
+                left = self.producer.flush(10)
+            except KafkaException as e:
+                raise Fenced(f"producer: {e.args[0].str()}") from None
+            if not left:
+                break
             log.warning("producer flush still waiting for the broker")
         if self.errors:
             errs, self.errors = self.errors, []

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from app.runtime.kafka.eventtime import LATE
+
 LIVE_S = 30.0
 STALL_ENV = "KEPL_STALL_WARN_S"
 DEFAULT_STALL_S = 30.0
@@ -72,6 +74,12 @@ class Metrics:
                              registry=r, labelnames=["app"]).labels(**lbl)
         self.stalled = Gauge("kepl_stalled", "1 while the worker reports a stall",
                              registry=r, labelnames=["app"]).labels(**lbl)
+        late = Gauge("kepl_late_events", "Events older than the runtime time a watermark "
+                     "had reached (event_time apps), by late_events policy, since the "
+                     "worker started", ["app", "policy"], registry=r)
+        for policy in LATE:
+            late.labels(app=app, policy=policy).set_function(
+                lambda policy=policy: LATE[policy])
         self.lost = Counter("kepl_input_lost", "Source records deleted before they were read "
                             "(retention, DeleteRecords)", ["app", "partition"], registry=r)
         self.app = app

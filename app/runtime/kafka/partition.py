@@ -720,6 +720,7 @@ class EnginePartition:
             self.cl_offset,
             {"group": self.group.name, "partition": self.partition, "now": now,
              "since": self.since_snapshot, "snap": self.snapshot_bytes,
+             **({"late": self.late} if getattr(self, "late", 0) else {}),
              "snapshot": {"id": w.id, "part": w.part, "last": last, "bytes": w.bytes + size}},
             entries)
 

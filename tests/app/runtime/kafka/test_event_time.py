@@ -18,6 +18,7 @@ from app.runtime.engine import Engine
 from app.runtime.kafka.config import AppConfig, ConfigError
 from app.runtime.kafka.event_clock import EventClock
 from app.runtime.kafka.eventtime import EventTime, Follower, HeldEvents
+from app.runtime.kafka.ops import app_status, render_status
 from app.runtime.kafka.reader import read_rows
 from app.runtime.kafka.runner import KafkaApp
 from operators.state import MemoryStore
@@ -175,6 +176,21 @@ def test_event_time_settings_are_checked() -> None:
         config({"delay_ms": -1})
 
 
+def test_late_events_are_in_the_metrics() -> None:
+    from prometheus_client import generate_latest
+
+    from app.runtime.kafka.eventtime import LATE
+    from app.runtime.kafka.health import Metrics
+
+    before = LATE["dead-letter"]
+    LATE["dead-letter"] += 2
+    try:
+        text = generate_latest(Metrics("m").registry).decode()
+    finally:
+        LATE["dead-letter"] = before
+    assert f'kepl_late_events{{app="m",policy="dead-letter"}} {before + 2}.0' in text
+
+
 # -- on the broker ---------------------------------------------------------------------
 
 @pytest.mark.kafka
@@ -248,6 +264,9 @@ def test_late_events(kapp_of: Any, policy: str) -> None:
     kapp.now = 6000
     kapp.settle()
     rows = kafka_rows(kapp)["w10"]
+    st = app_status(cfg, kapp.bootstrap, lambda _b, _t: None)
+    assert st["late_events"] == {"policy": policy, "count": 1}
+    assert f"late events: 1 (late_events: {policy})" in render_status(st)
     if policy == "process":  # at the runtime time it came in, as Esper would
         late = [(1000, {"account": "A", "amount": 1.0}), (2000, {"account": "A", "amount": 1.0}),
                 (3000, {"account": "A", "amount": 1.0}), (5000, {"account": "A", "amount": 7.0})]
