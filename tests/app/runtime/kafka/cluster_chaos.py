@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import sys
 import threading
 import time
@@ -92,6 +93,7 @@ class ClusterOutcome:
     tracebacks: int
     wall_s: float
     problems: list[str] = field(default_factory=list)
+    exits: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -108,9 +110,10 @@ class ClusterOutcome:
             f"longest output pause {self.longest_pause_s:.1f} s ({self.longest_pause_why})",
             *(f"rebalance: {what}: output pause {s:.1f} s"
               for what, s in self.rebalance_pauses),
-            f"worker log: {self.broker_lines.get('lost', 0)} broker-lost line(s), "
-            f"{self.broker_lines.get('back', 0)} broker-back line(s), "
+            f"worker logs (each worker says it once): {self.broker_lines.get('lost', 0)} "
+            f"broker-lost line(s), {self.broker_lines.get('back', 0)} broker-back line(s), "
             f"{self.tracebacks} traceback(s); {self.wall_s:.0f} s",
+            *(f"worker exit: {e}" for e in self.exits),
         ]
         return "\n".join(lines)
 
@@ -143,13 +146,12 @@ class OutputWatch:
         finally:
             c.close()
 
-    def pause_around(self, t: float) -> float:
-        """The gap between the last arrival before ``t`` and the first after it."""
-        before = [a for a in self.arrivals if a <= t]
-        after = [a for a in self.arrivals if a > t]
-        if not before or not after:
-            return 0.0
-        return after[0] - before[-1]
+    def pause_after(self, t: float, window_s: float = 30.0) -> float:
+        """The longest gap between arrivals that ends within ``window_s`` after ``t``
+        (the pause a rebalance at ``t`` caused)."""
+        times = [a for a in self.arrivals if a <= t][-1:] + [
+            a for a in self.arrivals if t < a <= t + window_s]
+        return max((b - a for a, b in zip(times, times[1:], strict=False)), default=0.0)
 
     def longest(self) -> tuple[float, float, float]:
         """(pause, start, end) of the longest gap between arrivals."""
@@ -166,8 +168,11 @@ class ClusterChaos(Chaos):
     def __init__(self, cluster: local_cluster.ClusterInfo, *, events: int, kills: int,
                  rolling: bool = True, outage: bool = True, scale: bool = True,
                  per_tick: int = 100, seed: int = 7, down_s: tuple[float, float] = (2, 5),
-                 config: AppConfig | None = None, log: Any = print) -> None:
+                 config: AppConfig | None = None, log: Any = print,
+                 keep_logs: Path | None = None) -> None:
+        """``keep_logs``: copy the workers' logs there at the end."""
         config = config or cluster_app(f"cc-{uuid.uuid4().hex[:8]}")
+        self.keep_logs = keep_logs
         super().__init__(cluster.bootstrap, events=events, kills=0, workers=3,
                          per_tick=per_tick, seed=seed, log=log, config=config)
         self.cluster = cluster
@@ -323,24 +328,28 @@ class ClusterChaos(Chaos):
             pause, start, end = watch.longest()
             why = self._why(start, end)
             lines, tracebacks = self._log_lines(workers_all)
+            if self.keep_logs is not None:
+                self.keep_logs.mkdir(parents=True, exist_ok=True)
+                for i, w in enumerate(workers_all):
+                    if w.log_path.exists():
+                        shutil.copy(w.log_path, self.keep_logs / f"worker-{i}.log")
             return ClusterOutcome(
                 self.n_events, dict(self.kills_by), self.rollings, self.outages,
                 sum(len(v) for v in expected.values()), len(raw), lost, duplicated,
                 mismatched, pause, why,
-                [(what, watch.pause_around(t)) for t, what in self.scale_marks],
-                lines, tracebacks, time.monotonic() - t0, problems)
+                [(what, watch.pause_after(t)) for t, what in self.scale_marks],
+                lines, tracebacks, time.monotonic() - t0, problems, list(self.exits))
         finally:
             watch.stop.set()
             for w in workers_all:
                 w.kill()
 
     def _why(self, start: float, end: float) -> str:
-        """The disruption that happened last before the pause ended."""
-        before = [(t, what) for t, what in self.events_log if t <= end]
-        if not before:
-            return "no disruption before it"
-        t, what = before[-1]
-        return f"{what}, {start - t:+.1f} s before the pause began"
+        """The disruptions from shortly before the pause to its end."""
+        during = [(t, what) for t, what in self.events_log if start - 10 <= t <= end]
+        if not during:
+            return "no disruption during it"
+        return "; ".join(f"{t - start:+.1f} s: {what}" for t, what in during)
 
     @staticmethod
     def _log_lines(workers: list[WorkerProcess]) -> tuple[dict[str, int], int]:
@@ -365,6 +374,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--events", type=int, default=12_000)
     p.add_argument("--kills", type=int, default=12)
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--keep-logs", default=None, metavar="DIR",
+                   help="copy the workers' logs into DIR")
     args = p.parse_args(argv)
     info = local_cluster.status(args.port, Path(args.data_dir) if args.data_dir else None)
     if not info.running:
@@ -372,7 +383,8 @@ def main(argv: list[str] | None = None) -> int:
               "(kepl kafka start --nodes 3)", file=sys.stderr)
         return 2
     chaos = ClusterChaos(info, events=args.events, kills=args.kills,
-                         seed=args.seed, down_s=(2, 6))
+                         seed=args.seed, down_s=(2, 6),
+                         keep_logs=Path(args.keep_logs) if args.keep_logs else None)
     try:
         outcome = chaos.run()
     finally:
