@@ -136,12 +136,12 @@ class HeldEvents:
         self.ns.put(key, [type_name, payload])
         heapq.heappush(self.heap, (key, type_name, payload))
 
-    def due(self, t: int) -> Iterator[tuple[int, str, Any]]:
-        """``(time, type, event)`` of every held event with time <= ``t``, in order."""
+    def due(self, t: int) -> Iterator[tuple[HeldKey, str, Any]]:
+        """``(key, type, event)`` of every held event with time <= ``t``, in order."""
         while self.heap and self.heap[0][0][0] <= t:
             key, type_name, payload = heapq.heappop(self.heap)
             self.ns.delete(key)
-            yield key[0], type_name, payload
+            yield key, type_name, payload
 
 
 def late_reason(event_time: int, now: int) -> str:

@@ -576,15 +576,17 @@ class EnginePartition:
     def _release_held(self, t: int) -> None:
         """Run the held events of time <= ``t`` in event-time order, each at its time."""
         assert self.engine is not None and self.held is not None
-        for et, type_name, payload in self.held.due(t):
+        for (et, seq, ui, offset), type_name, payload in self.held.due(t):
             self.engine.advance_time(max(et, self.engine.now_ms))
             try:
                 self.engine.send(type_name, payload)
             except Exception as e:  # noqa: BLE001 - a statement failing on one event
                 # a held event left its source record behind: dead-letter it here
-                self.dead.append(DeadLetter(InRecord("event", "", -1, type_name, et,
-                                                     payload=payload),
-                                            f"engine error: {type(e).__name__}: {e}"))
+                up = self.upstreams[ui] if ui < len(self.upstreams) else ""
+                self.dead.append(DeadLetter(
+                    InRecord("event", up, offset, type_name, et,
+                             None if seq < 0 else seq, payload),
+                    f"engine error: {type(e).__name__}: {e}"))
 
     def _advance(self, t: int, wid: str) -> None:
         assert self.engine is not None

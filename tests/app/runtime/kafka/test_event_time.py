@@ -159,7 +159,14 @@ def test_held_events_come_out_in_time_order_and_are_state() -> None:
     held.add((2000, 1, 2, 4), "W", {"a": 2})
     assert [e["a"] for _, _, e in held.due(2000)] == [1, 2]
     again = HeldEvents(ns)  # rebuilt from the state (a restart)
-    assert [(t, e) for t, _, e in again.due(9999)] == [(3000, {"a": 3})]
+    assert [(k, e) for k, _, e in again.due(9999)] == [((3000, 2, 0, 7), {"a": 3})]
+
+
+def test_an_event_time_is_its_declared_property_or_the_record_timestamp() -> None:
+    et = EventTime(property={"W": "at"})
+    assert et.time_of("W", {"at": 1234}, 99) == 1234
+    assert et.time_of("W", {"at": None}, 99) == 99
+    assert et.time_of("V", {"at": 1234}, 99) == 99
 
 
 def test_event_time_settings_are_checked() -> None:
