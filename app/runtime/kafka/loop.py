@@ -409,6 +409,8 @@ class Worker:
             if lane is not None and type_name in lane.types:
                 try:
                     lane.send(type_name, event)
+                except Fenced:  # the producer's, not the event's: no dead letter
+                    raise
                 except Exception as e:  # noqa: BLE001 - a statement failing on one event
                     # nothing of it went anywhere yet: the lane emits all rows or none
                     self._dead_letter(m, f"engine error: {type(e).__name__}: {e}")
