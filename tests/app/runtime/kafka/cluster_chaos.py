@@ -56,6 +56,8 @@ CLUSTER_STATEMENTS = [
                              "from Withdrawal#time(5 sec) group by account "
                              "output last every 2 sec"},
 ]
+SCALE_SETTLE_S = 25.0
+"""Seconds after a join or leave when the run has no broker faults (``--rebalances``)."""
 TXN_TIMEOUT_S = 10.0
 """The workers' ``transaction.timeout.ms`` (``checkpoint.producer_config``)."""
 
@@ -149,8 +151,9 @@ class OutputWatch:
     def pause_after(self, t: float, window_s: float = 30.0) -> float:
         """The longest gap between arrivals that ends within ``window_s`` after ``t``
         (the pause a rebalance at ``t`` caused)."""
+        after = [a for a in self.arrivals if a > t]
         times = [a for a in self.arrivals if a <= t][-1:] + [
-            a for a in self.arrivals if t < a <= t + window_s]
+            a for a in after if a <= t + window_s] + after[:1]
         return max((b - a for a, b in zip(times, times[1:], strict=False)), default=0.0)
 
     def longest(self) -> tuple[float, float, float]:
@@ -190,7 +193,8 @@ class ClusterChaos(Chaos):
         self.scale_marks: list[tuple[float, str]] = []
         # the producer spreads the steps over the disruptions (Chaos._produce's pace)
         per_kill = sum(down_s) / 2 + 8
-        total = kills * per_kill + (40 if rolling else 0) + (25 if outage else 0)
+        total = max(kills * per_kill + (40 if rolling else 0) + (25 if outage else 0),
+                    (4 * SCALE_SETTLE_S if scale and not kills else 0))
         self.kills_wanted = 1
         self.gaps = (total, total)
 
@@ -255,6 +259,8 @@ class ClusterChaos(Chaos):
         self._mark(what)
 
     def _plan(self) -> list[tuple[str, Any]]:
+        if not self.broker_kills_wanted and self.scale:  # rebalances alone
+            return [("scale", 2), ("scale", 3), ("scale", 2), ("scale", 1)]
         kinds = ["input", "output", "changelog", "transaction state"]
         acts: list[tuple[str, Any]] = [("kill", kinds[i % len(kinds)])
                                        for i in range(self.broker_kills_wanted)]
@@ -287,6 +293,8 @@ class ClusterChaos(Chaos):
                 self.outages += 1
             else:
                 self._scale(arg)
+                if not self.broker_kills_wanted:  # rebalances alone: let each one settle
+                    time.sleep(SCALE_SETTLE_S)
 
     def _revive(self) -> None:
         """Start an active worker that exited on its own (as a supervisor would)."""
@@ -374,6 +382,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--events", type=int, default=12_000)
     p.add_argument("--kills", type=int, default=12)
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--rebalances", action="store_true",
+                   help="no broker faults: scale the workers 1 -> 2 -> 3 -> 2 -> 1, "
+                        "25 s apart, and print the output pause of each join and leave")
     p.add_argument("--keep-logs", default=None, metavar="DIR",
                    help="copy the workers' logs into DIR")
     args = p.parse_args(argv)
@@ -382,7 +393,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"chaos-cluster: the cluster at {info.data_dir} is not running "
               "(kepl kafka start --nodes 3)", file=sys.stderr)
         return 2
-    chaos = ClusterChaos(info, events=args.events, kills=args.kills,
+    quiet = args.rebalances
+    chaos = ClusterChaos(info, events=args.events, kills=0 if quiet else args.kills,
+                         rolling=not quiet, outage=not quiet,
                          seed=args.seed, down_s=(2, 6),
                          keep_logs=Path(args.keep_logs) if args.keep_logs else None)
     try:
