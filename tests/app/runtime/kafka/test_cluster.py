@@ -49,11 +49,15 @@ def test_leader_of_an_input_partition_killed(cluster: local_cluster.ClusterInfo)
         outcome = chaos.run(timeout_s=360)
     finally:
         chaos.close()
-    print(outcome.summary())
-    assert outcome.kills == {"input": 1}
-    assert outcome.expected > 3000
+    summary = outcome.summary()
+    print(summary)
+    assert outcome.kills == {"input": 1}, summary
+    assert outcome.expected > 3000, summary
     assert (outcome.lost, outcome.duplicated, outcome.mismatched) == (0, 0, 0), \
-        outcome.problems
-    assert outcome.read == outcome.expected
-    assert outcome.tracebacks == 0
-    assert outcome.broker_lines == {"lost": 1, "back": 1}
+        (outcome.problems, summary)
+    assert outcome.read == outcome.expected, summary
+    assert outcome.tracebacks == 0, summary
+    # one line when the broker is lost, one when it is back (a broker that drops the
+    # connection again while it starts is lost and back once more)
+    assert outcome.broker_lines["lost"] >= 1, summary
+    assert outcome.broker_lines["back"] == outcome.broker_lines["lost"], summary
