@@ -221,6 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("time", nargs="?", type=int,
                    help="runtime time in ms, not before the last watermark (or use --wall)")
     p.add_argument("--wall", action="store_true", help="publish the wall clock repeatedly")
+    p.add_argument("--from-events", action="store_true",
+                   help="follow the source topics and publish watermarks from the events' "
+                        "time (the app's event_time: section) until stopped")
     p.add_argument("--interval", type=int, default=1000,
                    help="ms between watermarks with --wall (default 1000)")
     p.add_argument("--timeout", type=float, default=10.0,

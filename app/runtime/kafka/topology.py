@@ -131,6 +131,9 @@ class Group:
     """A match_recognize statement's partition-by expressions (its own group)."""
     mr_statement: str | None = None
     """That statement's name."""
+    event_time: Any = None
+    """The app's ``EventTime`` (None: time from ``kepl clock``): engine partitions hold
+    events until a watermark reaches their time."""
     posting: list[str] = field(default_factory=list)
     """Variable statements whose variable this group's statements assign: each write
     posts a row (Esper: a create-variable statement's listeners get every write)."""
@@ -332,6 +335,8 @@ class Topology:
                          if p.kind == "variable" and (p.variable or p.name) in written]
             g.types &= set(config.schemas)  # insert-into streams never come from Kafka
             g.topics = sorted({config.topic_of(t) for t in g.types})
+        for g in groups.values():
+            g.event_time = config.event_time
         main = groups[MAIN_GROUP]
         main.direct = all(counts.get(t, 1) == 1 for t in main.topics)
         for g in groups.values():
