@@ -72,7 +72,9 @@ def test_dependencies_are_split_by_role() -> None:
     assert dev == ["pytest", "hypothesis", "ruff", "pytest-timeout", "py-spy", "testcontainers",
                    "croniter", "faust-streaming", "aiokafka", "setuptools",
                    "kubernetes-validate"]
-    assert "pip install -q -e '.[dev,spark]'" in (ROOT / "Makefile").read_text()
+    # the bench charts (tests/bench/charts.py)
+    assert meta["optional-dependencies"]["bench"] == ["matplotlib>=3.8"]
+    assert "pip install -q -e '.[dev,spark,bench]'" in (ROOT / "Makefile").read_text()
 
 
 def test_kepl_spark_help_does_not_import_pyspark() -> None:
