@@ -502,164 +502,170 @@ def constant_value(node: Any) -> Any:
     raise ValueError("not a constant")
 
 
-def compile_expr(node: Any, scope: Scope) -> Expr:
+def compile_expr(node: ast.Node, scope: Scope) -> Expr:
     """Compile an expression AST into a closure ``fn(row, ctx)``."""
-    kind = type(node).__name__
-    if kind == "Literal":
-        v = node.value
-        return lambda r, c: v
-    if kind == "Name":
-        return _compile_name(node, scope)
-    if kind == "Binary":
-        if chain_length(node) > LONG_CHAIN:
-            return _compile_chain(node, scope)
-        a = compile_expr(node.left, scope)
-        b = compile_expr(node.right, scope)
-        if node.op == "and":
-            return _and(a, b)
-        if node.op == "or":
-            return _or(a, b)
-        fn = _BINARY.get(node.op)
-        if fn is None:
-            raise NotSupportedExpr(f"operator {node.op}")
-        return _null_safe(fn)(a, b)
-    if kind == "Unary":
-        a = compile_expr(node.operand, scope)
-        if node.op == "-":
-            return lambda r, c: None if (x := a(r, c)) is None else -x
-        if node.op == "not":
-            return lambda r, c: None if (x := a(r, c)) is None else not x
-        if node.op == "+":
-            return a
-        raise NotSupportedExpr(f"unary {node.op}")
-    if kind == "Between":
-        e, lo, hi = (compile_expr(x, scope) for x in (node.expr, node.low, node.high))
-        neg = node.negated
-
-        def between(r: Any, c: PartitionCtx) -> Any:
-            v, a, b = e(r, c), lo(r, c), hi(r, c)
-            if v is None or a is None or b is None:
-                return None
-            if a > b:
-                a, b = b, a
-            return (a <= v <= b) != neg
-        return between
-    if kind == "InList":
-        e = compile_expr(node.expr, scope)
-        items = [compile_expr(x, scope) for x in node.items]
-        neg = node.negated
-
-        def in_list(r: Any, c: PartitionCtx) -> Any:
-            v = e(r, c)
-            if v is None:
-                return None
-            return any(v == i(r, c) for i in items) != neg
-        return in_list
-    if kind == "Like":
-        e = compile_expr(node.expr, scope)
-        pat = constant_value(node.pattern)
-        esc = constant_value(node.escape) if node.escape is not None else None
-        rx = _like_regex(str(pat), esc)
-        neg = node.negated
-        return lambda r, c: None if (v := e(r, c)) is None else (
-            rx.fullmatch(str(v)) is not None) != neg
-    if kind == "Regexp":
-        e = compile_expr(node.expr, scope)
-        rx = re.compile(str(constant_value(node.pattern)), re.S)
-        neg = node.negated
-        return lambda r, c: None if (v := e(r, c)) is None else (
-            rx.fullmatch(str(v)) is not None) != neg
-    if kind == "IsNull":
-        e = compile_expr(node.expr, scope)
-        if node.negated:
-            return lambda r, c: e(r, c) is not None
-        return lambda r, c: e(r, c) is None
-    if kind == "Case":
-        whens = [(compile_expr(w, scope), compile_expr(t, scope)) for w, t in node.whens]
-        other = compile_expr(node.else_, scope) if node.else_ is not None else None
-        if node.operand is not None:
-            op = compile_expr(node.operand, scope)
-
-            def case_value(r: Any, c: PartitionCtx) -> Any:
-                v = op(r, c)
-                for w, t in whens:
-                    if v == w(r, c):
-                        return t(r, c)
-                return other(r, c) if other is not None else None
-            return case_value
-
-        def case_when(r: Any, c: PartitionCtx) -> Any:
-            for w, t in whens:
-                if w(r, c):
-                    return t(r, c)
-            return other(r, c) if other is not None else None
-        return case_when
-    if kind == "Cast":
-        e = compile_expr(node.expr, scope)
-        conv = _CASTS.get(str(node.type_name).lower())
-        if conv is None:
-            raise NotSupportedExpr(f"cast to {node.type_name}")
-        return lambda r, c: None if (v := e(r, c)) is None else conv(v)
-    if kind == "TimePeriod":
-        if node.ms() is None:
-            return _compile_period(node, scope)
-        ms = time_period_ms(node)
-        return lambda r, c: ms
-    if kind == "Call":
-        return _compile_call(node, scope)
-    if kind == "TableAccess":
-        if scope.kind in ("tags", "pfilter") and node.table in scope.tags:
-            return _compile_indexed_tag(node, scope)
-        return _compile_table_access(node, scope)
-    if kind == "Star":
-        return lambda r, c: r
-    if kind in ("Subquery", "Exists", "InSubquery", "Quantified"):
-        if scope.kind == "sub":
-            # Esper: "subquery-within-subquery is not supported"
-            raise _err("a subquery cannot stand inside another subquery", node,
-                       "compute the inner value in its own statement (insert into a "
-                       "stream, a named window or a table) and read that")
-        return compile_subquery(node, scope, compile_expr)
-    raise NotSupportedExpr(kind)
+    compile_node = _COMPILERS.get(type(node))
+    if compile_node is None:
+        raise NotSupportedExpr(type(node).__name__)
+    return compile_node(node, scope)
 
 
-def _step(op: str, b: Expr) -> Callable[[Any, Any, PartitionCtx], Any]:
-    """One link of a folded chain: the value so far combined with the right operand,
-    with the same null and short-circuit rules as the nested closures above."""
+def _compile_literal(node: ast.Literal, scope: Scope) -> Expr:
+    v = node.value
+    return lambda r, c: v
+
+
+def _compile_binary(node: ast.Binary, scope: Scope) -> Expr:
+    if chain_length(node) > LONG_CHAIN:
+        return _compile_chain(node, scope)
+    a = compile_expr(node.left, scope)
+    b = compile_expr(node.right, scope)
+    return _combiner(node.op)(a, b)
+
+
+def _combiner(op: str) -> Callable[[Expr, Expr], Expr]:
+    """The closure maker of a binary operator: and/or in three-valued logic, the others
+    null when an operand is null."""
     if op == "and":
-        def and_step(x: Any, r: Any, c: PartitionCtx) -> Any:
-            if x is False:
-                return False
-            y = b(r, c)
-            if y is False:
-                return False
-            if x is None or y is None:
-                return None
-            return bool(x) and bool(y)
-        return and_step
+        return _and
     if op == "or":
-        def or_step(x: Any, r: Any, c: PartitionCtx) -> Any:
-            if x is True or (x is not None and x):
-                return True
-            y = b(r, c)
-            if y is True or (y is not None and y):
-                return True
-            if x is None or y is None:
-                return None
-            return False
-        return or_step
+        return _or
     fn = _BINARY.get(op)
     if fn is None:
         raise NotSupportedExpr(f"operator {op}")
+    return _null_safe(fn)
 
-    def step(x: Any, r: Any, c: PartitionCtx) -> Any:
-        if x is None:
+
+def _compile_unary(node: ast.Unary, scope: Scope) -> Expr:
+    a = compile_expr(node.operand, scope)
+    if node.op == "-":
+        return lambda r, c: None if (x := a(r, c)) is None else -x
+    if node.op == "not":
+        return lambda r, c: None if (x := a(r, c)) is None else not x
+    if node.op == "+":
+        return a
+    raise NotSupportedExpr(f"unary {node.op}")
+
+
+def _compile_between(node: ast.Between, scope: Scope) -> Expr:
+    e, lo, hi = (compile_expr(x, scope) for x in (node.expr, node.low, node.high))
+    neg = node.negated
+
+    def between(r: Any, c: PartitionCtx) -> Any:
+        v, a, b = e(r, c), lo(r, c), hi(r, c)
+        if v is None or a is None or b is None:
             return None
-        y = b(r, c)
-        if y is None:
+        if a > b:
+            a, b = b, a
+        return (a <= v <= b) != neg
+    return between
+
+
+def _compile_in_list(node: ast.InList, scope: Scope) -> Expr:
+    e = compile_expr(node.expr, scope)
+    items = [compile_expr(x, scope) for x in node.items]
+    neg = node.negated
+
+    def in_list(r: Any, c: PartitionCtx) -> Any:
+        v = e(r, c)
+        if v is None:
             return None
-        return fn(x, y)
-    return step
+        return any(v == i(r, c) for i in items) != neg
+    return in_list
+
+
+def _compile_like(node: ast.Like, scope: Scope) -> Expr:
+    e = compile_expr(node.expr, scope)
+    pat = constant_value(node.pattern)
+    esc = constant_value(node.escape) if node.escape is not None else None
+    rx = _like_regex(str(pat), esc)
+    neg = node.negated
+    return lambda r, c: None if (v := e(r, c)) is None else (
+        rx.fullmatch(str(v)) is not None) != neg
+
+
+def _compile_regexp(node: ast.Regexp, scope: Scope) -> Expr:
+    e = compile_expr(node.expr, scope)
+    rx = re.compile(str(constant_value(node.pattern)), re.S)
+    neg = node.negated
+    return lambda r, c: None if (v := e(r, c)) is None else (
+        rx.fullmatch(str(v)) is not None) != neg
+
+
+def _compile_is_null(node: ast.IsNull, scope: Scope) -> Expr:
+    e = compile_expr(node.expr, scope)
+    if node.negated:
+        return lambda r, c: e(r, c) is not None
+    return lambda r, c: e(r, c) is None
+
+
+def _compile_case(node: ast.Case, scope: Scope) -> Expr:
+    whens = [(compile_expr(w, scope), compile_expr(t, scope)) for w, t in node.whens]
+    other = compile_expr(node.else_, scope) if node.else_ is not None else None
+    if node.operand is not None:
+        op = compile_expr(node.operand, scope)
+
+        def case_value(r: Any, c: PartitionCtx) -> Any:
+            v = op(r, c)
+            for w, t in whens:
+                if v == w(r, c):
+                    return t(r, c)
+            return other(r, c) if other is not None else None
+        return case_value
+
+    def case_when(r: Any, c: PartitionCtx) -> Any:
+        for w, t in whens:
+            if w(r, c):
+                return t(r, c)
+        return other(r, c) if other is not None else None
+    return case_when
+
+
+def _compile_cast(node: ast.Cast, scope: Scope) -> Expr:
+    e = compile_expr(node.expr, scope)
+    conv = _CASTS.get(str(node.type_name).lower())
+    if conv is None:
+        raise NotSupportedExpr(f"cast to {node.type_name}")
+    return lambda r, c: None if (v := e(r, c)) is None else conv(v)
+
+
+def _compile_time_period(node: ast.TimePeriod, scope: Scope) -> Expr:
+    if node.ms() is None:
+        return _compile_period(node, scope)
+    ms = time_period_ms(node)
+    return lambda r, c: ms
+
+
+def _compile_table_or_tag(node: ast.TableAccess, scope: Scope) -> Expr:
+    if scope.kind in ("tags", "pfilter") and node.table in scope.tags:
+        return _compile_indexed_tag(node, scope)
+    return _compile_table_access(node, scope)
+
+
+def _compile_star(node: ast.Star, scope: Scope) -> Expr:
+    return lambda r, c: r
+
+
+def _compile_subquery(node: ast.Subquery | ast.Exists | ast.InSubquery | ast.Quantified,
+                      scope: Scope) -> Expr:
+    if scope.kind == "sub":
+        # Esper: "subquery-within-subquery is not supported"
+        raise _err("a subquery cannot stand inside another subquery", node,
+                   "compute the inner value in its own statement (insert into a "
+                   "stream, a named window or a table) and read that")
+    return compile_subquery(node, scope, compile_expr)
+
+
+def _held(held: tuple[Any, Any], c: PartitionCtx) -> Any:
+    """The value so far of a folded chain (the left operand of its next link)."""
+    return held[0]
+
+
+def _step(op: str, b: Expr) -> Callable[[Any, Any, PartitionCtx], Any]:
+    """One link of a folded chain: the value so far combined with the right operand by
+    the same closure a two-operand expression uses (same null and short-circuit rules)."""
+    run = _combiner(op)(_held, lambda held, c: b(held[1], c))
+    return lambda x, r, c: run((x, r), c)
 
 
 def _compile_chain(node: Any, scope: Scope) -> Expr:
@@ -814,3 +820,27 @@ def has_aggregate(node: Any) -> bool:
 def names_in(node: Any) -> list[Any]:
     """Every Name node in an expression, in source order."""
     return [n for n in iter_nodes(node) if isinstance(n, ast.Name)]
+
+
+_COMPILERS: dict[type[ast.Node], Callable[[Any, Scope], Expr]] = {
+    ast.Literal: _compile_literal,
+    ast.Name: _compile_name,
+    ast.Binary: _compile_binary,
+    ast.Unary: _compile_unary,
+    ast.Between: _compile_between,
+    ast.InList: _compile_in_list,
+    ast.Like: _compile_like,
+    ast.Regexp: _compile_regexp,
+    ast.IsNull: _compile_is_null,
+    ast.Case: _compile_case,
+    ast.Cast: _compile_cast,
+    ast.TimePeriod: _compile_time_period,
+    ast.Call: _compile_call,
+    ast.TableAccess: _compile_table_or_tag,
+    ast.Star: _compile_star,
+    ast.Subquery: _compile_subquery,
+    ast.Exists: _compile_subquery,
+    ast.InSubquery: _compile_subquery,
+    ast.Quantified: _compile_subquery,
+}
+"""The compiler of each expression node class; a class not here is not supported."""

@@ -56,7 +56,7 @@ class PlannerBase:
             return
         exprs: list[Any] = []
         for item in node.select_items:
-            if type(item).__name__ == "SelectItem":
+            if isinstance(item, ast.SelectItem):
                 exprs.append(item.expr)
         src = node.from_[0]
         for e in (src.filter, node.where, node.having, *(node.group_by or ())):
@@ -84,7 +84,7 @@ class PlannerBase:
         tag_types = {n.tag: n.type_name for n in pattern.plan.nodes
                      if isinstance(n, Filter) and n.tag}
         exprs = [item.expr for item in node.select_items
-                 if type(item).__name__ == "SelectItem"]
+                 if isinstance(item, ast.SelectItem)]
         exprs += [e for e in (node.where, node.having, *(node.group_by or ())) if e is not None]
         for e in exprs:
             for n in names_in(e):
@@ -202,5 +202,6 @@ def target_name(t: Any) -> str:
     return ".".join(t.parts) if hasattr(t, "parts") else str(t)
 
 
-def construct_name(kind: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", " ", kind).lower()
+def construct_name(node: ast.Node) -> str:
+    """The words of a node's class name, for messages ('create index')."""
+    return re.sub(r"(?<!^)(?=[A-Z])", " ", type(node).__name__).lower()

@@ -37,7 +37,7 @@ def plan_join(planner: PlannerBase, node: Any, name: str, epl: str) -> Statement
     types: dict[str, str] = {}
     window: str | None = None
     for src in node.from_:
-        if type(src).__name__ != "FilterStream":
+        if not isinstance(src, ast.FilterStream):
             raise NotSupported("joins with a pattern stream")
         named = src.type_name in cat.named_windows
         if named:

@@ -58,7 +58,7 @@ class ResultPlanning(PlannerBase):
         wildcard = False
         plain_exprs: list[Any] = []
         for item in node.select_items:
-            if type(item).__name__ == "Wildcard":
+            if isinstance(item, ast.Wildcard):
                 wildcard = True
                 continue
             columns.append(SelectColumn(column_name(item, self.source,

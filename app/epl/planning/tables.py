@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.epl import ast
 from app.epl.errors import did_you_mean, verr
 from app.epl.expr import (
     Scope,
@@ -67,7 +68,7 @@ class TablePlanning(PlannerBase):
     def _check_context_variables(self, node: Any) -> None:
         """Esper ref. 4.8: context variables can only be used in statements of the same context."""
         owners = self.catalog.context_variables
-        if not owners or type(node).__name__ == "CreateVariable":
+        if not owners or isinstance(node, ast.CreateVariable):
             return
         context = getattr(node, "context", None)
         for n in names_in(node):
@@ -133,14 +134,14 @@ class TablePlanning(PlannerBase):
                        node, hint="group by the primary key, in the declared order")
         columns: list[str | None] = [None] * len(rs.aggregates)
         for item in node.select_items:
-            if type(item).__name__ != "SelectItem" or not has_aggregate(item.expr):
+            if not isinstance(item, ast.SelectItem) or not has_aggregate(item.expr):
                 continue
             col_name = item.alias or column_name(item, self.source)
             col = table.aggregations.get(col_name)
             if col is None:
                 raise verr(f"table '{table.name}' has no aggregation column '{col_name}'",
                            item, hint=did_you_mean(col_name, table.aggregations))
-            if type(item.expr).__name__ != "Call":
+            if not isinstance(item.expr, ast.Call):
                 raise verr("an 'into table' column must be a single aggregation", item)
             idx = aggs_by_text.get(text_of(item.expr))
             if idx is None:
