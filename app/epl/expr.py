@@ -93,14 +93,14 @@ class Scope:
     """match_recognize variables: ``B[i]`` reads the i-th row a variable matched."""
 
 
-def text_of(node: Any) -> str:
+def text_of(node: ast.Node) -> str:
     """EPL text of a node (column names are expression text without whitespace)."""
     from app.epl.printer import to_epl
 
     return to_epl(node)
 
 
-def _compile_name(node: Any, scope: Scope) -> Expr:
+def _compile_name(node: ast.Name, scope: Scope) -> Expr:
     parts: tuple[str, ...] = tuple(node.parts)
     head = parts[0]
     rest = parts[1:]
@@ -155,7 +155,7 @@ def _compile_name(node: Any, scope: Scope) -> Expr:
     return lambda r, c: _nested(r, parts)
 
 
-def is_inner_name(node: Any, scope: Scope) -> bool:
+def is_inner_name(node: ast.Name, scope: Scope) -> bool:
     """Whether a name inside a subquery reads the subquery's own stream: qualified by its
     name or alias, or a property of it (Esper resolves the subquery's stream first)."""
     parts = node.parts
@@ -164,7 +164,7 @@ def is_inner_name(node: Any, scope: Scope) -> bool:
     return parts[0] in scope.inner_props and parts[0] not in scope.variables
 
 
-def _compile_sub_name(node: Any, scope: Scope) -> Expr:
+def _compile_sub_name(node: ast.Name, scope: Scope) -> Expr:
     """A name inside a subquery: the subquery's event (pair[0]) or the enclosing row
     (pair[1]); variables, context properties and tables read no row."""
     parts = tuple(node.parts)
@@ -193,7 +193,7 @@ def is_table_name(head: str, scope: Scope) -> bool:
             and head not in scope.variables and head not in env.props)
 
 
-def _table_spec(env: TableEnv | None, name: str, node: Any) -> Any:
+def _table_spec(env: TableEnv | None, name: str, node: ast.Node) -> Any:
     """The spec of a table an expression reads, checked against the statement."""
     if env is None or env.refusal:
         raise _err(env.refusal if env is not None and env.refusal else
@@ -209,7 +209,7 @@ def _table_spec(env: TableEnv | None, name: str, node: Any) -> Any:
     return spec
 
 
-def _table_column(spec: Any, column: str, node: Any) -> Callable[[dict[str, Any]], Any]:
+def _table_column(spec: Any, column: str, node: ast.Node) -> Callable[[dict[str, Any]], Any]:
     """A reader of one column of a table record (key, plain or aggregation column)."""
     col = spec.column(column)
     if col is None:
@@ -235,7 +235,7 @@ _TYPE_KINDS = {"int": "number", "integer": "number", "long": "number", "short": 
                "boolean": "boolean"}
 
 
-def _key_kind(node: Any, scope: Scope) -> str | None:
+def _key_kind(node: ast.Node, scope: Scope) -> str | None:
     """The kind (number, string, boolean) of a key expression when it is evident: a
     literal, or a property of the statement's event type."""
     if isinstance(node, ast.Literal):
@@ -250,7 +250,7 @@ def _key_kind(node: Any, scope: Scope) -> str | None:
     return None
 
 
-def _compile_table_access(node: Any, scope: Scope) -> Expr:
+def _compile_table_access(node: ast.TableAccess, scope: Scope) -> Expr:
     """``T[k1, ..].col`` / ``T[k1, ..]``: the row with those primary-key values, after
     coercion to the key types (Esper ref. 4.7); null when there is no such row."""
     spec = _table_spec(scope.tables, node.table, node)
@@ -283,7 +283,7 @@ def _compile_table_access(node: Any, scope: Scope) -> Expr:
     return table_access
 
 
-def _compile_indexed_tag(node: Any, scope: Scope) -> Expr:
+def _compile_indexed_tag(node: ast.TableAccess, scope: Scope) -> Expr:
     """``a[i]`` / ``a[i].prop``: the i-th event of a repeated pattern tag (Esper ref.
     "Repeat": tags inside a repeat are indexed, from 0), or the i-th row a match_recognize
     variable matched (Esper ref. "Match Recognize": grouped variables are read by index);
@@ -316,7 +316,7 @@ _TAG_METHODS = {
 }
 
 
-def _compile_tag_method(node: Any, tag: str, method: str, scope: Scope) -> Expr:
+def _compile_tag_method(node: ast.Call, tag: str, method: str, scope: Scope) -> Expr:
     """``a.countOf()``, ``a.firstOf()``, ``a.lastOf()`` over a repeated tag's events
     (Esper ref. enumeration methods, the forms without a lambda); null without events."""
     fn = _TAG_METHODS.get(method)
@@ -331,7 +331,7 @@ def _compile_tag_method(node: Any, tag: str, method: str, scope: Scope) -> Expr:
     return tag_method
 
 
-def _compile_keyless_table(node: Any, scope: Scope) -> Expr:
+def _compile_keyless_table(node: ast.Name, scope: Scope) -> Expr:
     """``T.col`` for a table without primary keys: its single row's column."""
     spec = _table_spec(scope.tables, node.parts[0], node)
     if spec.keys:
@@ -351,7 +351,7 @@ def _compile_keyless_table(node: Any, scope: Scope) -> Expr:
     return keyless
 
 
-def _err(message: str, node: Any, hint: str | None = None) -> EplValidationError:
+def _err(message: str, node: ast.Node, hint: str | None = None) -> EplValidationError:
     pos = getattr(node, "pos", None)
     line = pos.line if pos is not None and pos.line else None
     col = pos.column if pos is not None and pos.line else None
@@ -472,7 +472,7 @@ MAX_MS = (1 << 63) - 1
 """The longest time span, in milliseconds (Esper keeps time in a Java long)."""
 
 
-def time_period_ms(node: Any) -> int:
+def time_period_ms(node: ast.TimePeriod) -> int:
     """Milliseconds of a constant TimePeriod (or a number of seconds)."""
     ms: Any = None
     if isinstance(node, ast.TimePeriod):
@@ -491,7 +491,7 @@ def time_period_ms(node: Any) -> int:
     return int(round(ms))
 
 
-def constant_value(node: Any) -> Any:
+def constant_value(node: ast.Node) -> Any:
     """The value of a literal (or negated literal), else raise."""
     if isinstance(node, ast.Literal):
         return node.value
@@ -668,7 +668,7 @@ def _step(op: str, b: Expr) -> Callable[[Any, Any, PartitionCtx], Any]:
     return lambda x, r, c: run((x, r), c)
 
 
-def _compile_chain(node: Any, scope: Scope) -> Expr:
+def _compile_chain(node: ast.Binary, scope: Scope) -> Expr:
     """A long left-deep chain (``1 + 1 + ... + 1``) as a loop, not as nested closures
     that would recurse once per operator."""
     first, links = spine(node)
@@ -683,7 +683,7 @@ def _compile_chain(node: Any, scope: Scope) -> Expr:
     return chain
 
 
-def _compile_period(node: Any, scope: Scope) -> Expr:
+def _compile_period(node: ast.TimePeriod, scope: Scope) -> Expr:
     """A time period with variable amounts (``n sec``): milliseconds, null when a
     variable is null (Esper ref. 5.2.1 allows variables as time-period amounts)."""
     parts: list[tuple[Expr, float]] = []
@@ -707,7 +707,7 @@ def _compile_period(node: Any, scope: Scope) -> Expr:
     return period
 
 
-def _compile_call(node: Any, scope: Scope) -> Expr:
+def _compile_call(node: ast.Call, scope: Scope) -> Expr:
     name = node.name.lower()
     ufd = functions.user_function(node.name)
     if ufd is not None and not ufd.aggregate:
@@ -810,14 +810,14 @@ def _compile_call(node: Any, scope: Scope) -> Expr:
     return call
 
 
-def has_aggregate(node: Any) -> bool:
+def has_aggregate(node: ast.Node | None) -> bool:
     """Whether an expression contains an aggregate call."""
     return any(isinstance(n, ast.Call) and (n.name.lower() in AGGREGATE_NAMES
                                             or functions.is_user_aggregate(n.name))
                for n in iter_nodes(node))
 
 
-def names_in(node: Any) -> list[Any]:
+def names_in(node: ast.Node | None) -> list[ast.Name]:
     """Every Name node in an expression, in source order."""
     return [n for n in iter_nodes(node) if isinstance(n, ast.Name)]
 

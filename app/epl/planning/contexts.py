@@ -135,7 +135,8 @@ class ContextPlanning(PlannerBase):
         call = ast.Call(fd.name, () if star else tuple(item.args), False, star, pos=item.pos)
         return compile_expr(call, scope)
 
-    def _keyed_lifecycle(self, spec: Any, listed: set[str]) -> tuple[tuple[Any, ...], Any]:
+    def _keyed_lifecycle(self, spec: ast.KeyedContext,
+                         listed: set[str]) -> tuple[tuple[Any, ...], Any]:
         """``initiated by`` filters and the ``terminated by`` condition of a keyed context,
         validated as Esper does: initiating types are listed in ``partition by``, streams
         are named in one of the two places, each name once; the terminating condition

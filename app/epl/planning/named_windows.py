@@ -40,7 +40,7 @@ def _host(subs: SubqueryEnv) -> Any:
 class NamedWindowPlanning(PlannerBase):
     """Plans named windows, on-statements and on-demand queries."""
 
-    def create_window(self, node: Any, name: str, epl: str) -> StatementPlan:
+    def create_window(self, node: ast.CreateWindow, name: str, epl: str) -> StatementPlan:
         """002: a named window is a pipeline over events inserted into it."""
         if node.context is not None and node.context not in self.catalog.contexts:
             raise verr(f"unknown context '{node.context}'", node,
@@ -63,7 +63,7 @@ class NamedWindowPlanning(PlannerBase):
         return StatementPlan(name, "window", epl, pipeline, node.context, window=node.name,
                              event_type=node.type_name)
 
-    def on_statement(self, node: Any, name: str, epl: str) -> StatementPlan:
+    def on_statement(self, node: ast.OnStatement, name: str, epl: str) -> StatementPlan:
         """``on Trigger ...`` against a named window, a table or variables."""
         from operators.named_window import OnActionSpec
 
@@ -149,7 +149,7 @@ class NamedWindowPlanning(PlannerBase):
                              table=self.catalog.tables[target_name] if target == "table"
                              else None)
 
-    def _on_select(self, action: Any, cscope: Scope, common: dict[str, Any]) -> Any:
+    def _on_select(self, action: ast.OnSelect, cscope: Scope, common: dict[str, Any]) -> Any:
         """on-select: plain projection, or a result set when it aggregates/groups/orders."""
         from operators.named_window import OnActionSpec
 
@@ -175,8 +175,8 @@ class NamedWindowPlanning(PlannerBase):
                             and_delete=action.and_delete, resultset=rs,
                             distinct=bool(action.distinct), **common)
 
-    def _column_assignment(self, a: Any, scope: Scope, target: str, props: dict[str, str],
-                           kind: str) -> Assignment:
+    def _column_assignment(self, a: ast.Assignment, scope: Scope, target: str,
+                           props: dict[str, str], kind: str) -> Assignment:
         """``col = expr`` of an update: the column must exist (and not be an aggregation)."""
         col = target_name(a.target)
         if "." in col:
@@ -191,7 +191,7 @@ class NamedWindowPlanning(PlannerBase):
                            "be assigned", a, hint="aggregate into it with 'into table'")
         return Assignment(col, compile_expr(a.expr, scope))
 
-    def _merge_clauses(self, action: Any, cscope: Scope, target: str, props: dict[str, str],
+    def _merge_clauses(self, action: ast.OnMerge, cscope: Scope, target: str, props: dict[str, str],
                        kind: str) -> tuple[Any, ...]:
         """002 on-merge: ``when [not] matched [and cond] then update|delete|insert``."""
         from operators.named_window import MergeActionSpec, MergeClauseSpec
@@ -220,7 +220,7 @@ class NamedWindowPlanning(PlannerBase):
             clauses.append(MergeClauseSpec(bool(c.matched), cond, tuple(actions), always))
         return tuple(clauses)
 
-    def _merge_insert(self, a: Any, where: Any, cscope: Scope, props: dict[str, str],
+    def _merge_insert(self, a: ast.MergeInsert, where: Any, cscope: Scope, props: dict[str, str],
                       kind: str, target: str) -> Any:
         """``insert [into S] [(cols)] select ...`` of an on-merge."""
         from operators.named_window import MergeActionSpec
@@ -257,7 +257,7 @@ class NamedWindowPlanning(PlannerBase):
         """A fire-and-forget select over a named window or table (``kepl query``)."""
         return self._planned(epl, self.plan_on_demand)
 
-    def plan_on_demand(self, node: Any) -> Any:
+    def plan_on_demand(self, node: ast.Statement) -> Any:
         from app.runtime.plan import OnDemandPlan
 
         if not isinstance(node, ast.SelectStatement):

@@ -37,7 +37,7 @@ from operators.prior import MatchPriorSpec, PriorSpec
 class SelectPlanning(PlannerBase):
     """Plans select statements and Apama stream queries."""
 
-    def query(self, node: Any, name: str, epl: str) -> StatementPlan:
+    def query(self, node: ast.SelectStatement, name: str, epl: str) -> StatementPlan:
         if node.context is not None and node.context not in self.catalog.contexts:
             raise verr(f"unknown context '{node.context}'", node,
                 hint=did_you_mean(node.context, self.catalog.contexts))
@@ -153,7 +153,8 @@ class SelectPlanning(PlannerBase):
                              tables=tables,
                              table=self.catalog.tables[tables[0]] if tables else None)
 
-    def _match_recognize(self, node: Any, src: Any, props: dict[str, str], view: Any,
+    def _match_recognize(self, node: ast.SelectStatement, src: Any, props: dict[str, str],
+                         view: Any,
                          variables: frozenset[str]) -> tuple[Any, Scope]:
         """The match_recognize spec of a statement and the scope of its select clause:
         the measures are the only properties of the rows it produces (Esper reference,
@@ -182,7 +183,8 @@ class SelectPlanning(PlannerBase):
                     raise self._path_err(n, 0, problem)
         return mr, scope
 
-    def streams_of(self, node: Any, rs: Any) -> tuple[str, str | None, str, str | None]:
+    def streams_of(self, node: ast.SelectStatement,
+                   rs: Any) -> tuple[str, str | None, str, str | None]:
         """(select kind, insert-into stream, its routed stream kind, the stream listeners
         get when it differs from the routed one) of a select; registers the insert-into
         stream's columns."""
@@ -204,7 +206,7 @@ class SelectPlanning(PlannerBase):
 
         return plan_views(self, views, scope, retain)
 
-    def apama(self, node: Any, name: str, epl: str) -> StatementPlan:
+    def apama(self, node: ast.ApamaQuery, name: str, epl: str) -> StatementPlan:
         from app.epl.planning.windows import apama_view
 
         props = self.catalog.type_props(node.stream)

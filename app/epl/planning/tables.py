@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from app.epl import ast
 from app.epl.errors import did_you_mean, verr
 from app.epl.expr import (
@@ -29,7 +27,7 @@ from operators.table import IntoTableSpec, TableColumn, TableSpec
 class TablePlanning(PlannerBase):
     """Plans variables, tables and into-table statements."""
 
-    def create_variable(self, node: Any, name: str, epl: str) -> StatementPlan:
+    def create_variable(self, node: ast.CreateVariable, name: str, epl: str) -> StatementPlan:
         """``[context C] create [constant] variable type name [= expr]`` (Esper ref. 4.8)."""
         from operators.variables import SCALAR_TYPES, VariableDecl, VariableError
 
@@ -65,7 +63,7 @@ class TablePlanning(PlannerBase):
         return StatementPlan(name, "variable", epl, context=node.context, initial=value,
                              variable=node.name, var_decl=decl)
 
-    def _check_context_variables(self, node: Any) -> None:
+    def _check_context_variables(self, node: ast.Statement) -> None:
         """Esper ref. 4.8: context variables can only be used in statements of the same context."""
         owners = self.catalog.context_variables
         if not owners or isinstance(node, ast.CreateVariable):
@@ -79,7 +77,7 @@ class TablePlanning(PlannerBase):
                            hint="context variables can only be used in statements associated "
                                 "to the same context (Esper ref. 4.8 Context and Variables)")
 
-    def create_table(self, node: Any, name: str, epl: str) -> StatementPlan:
+    def create_table(self, node: ast.CreateTable, name: str, epl: str) -> StatementPlan:
         """``[context C] create table Name (k type primary key, c sum(double), ...)``."""
         from app.epl.functions import user_aggregation_column
         from operators.aggregates import AGGREGATE_NAMES, make_aggregator
@@ -114,7 +112,7 @@ class TablePlanning(PlannerBase):
         self.catalog.tables[node.name] = spec
         return StatementPlan(name, "table", epl, context=node.context, table=spec)
 
-    def _into_table(self, node: Any, rs: ResultSetSpec, aggs_by_text: dict[str, int]
+    def _into_table(self, node: ast.SelectStatement, rs: ResultSetSpec, aggs_by_text: dict[str, int]
                     ) -> ResultSetSpec:
         """``into table T select agg as col ... group by keys`` (Esper ref. 4.7): each aggregate
         maintains the table column its alias names; group-by values are the primary key."""
