@@ -24,10 +24,8 @@ from app.epl.planning.base import (
     norm_type,
 )
 from app.runtime.catalog import NotSupported
-from operators.contexts import conditions as cond
 from operators.contexts.managers import CategorySpec, HashItem, HashSpec, KeyedItem, KeyedSpec
 from operators.contexts.nested import NestedSpec
-from operators.contexts.temporal import NonOverlappingSpec, OverlappingSpec
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -101,11 +99,15 @@ class ContextPlanning(PlannerBase):
             return CategorySpec(name, spec.type_name, groups,
                                 compile_expr(spec.filter, scope) if spec.filter else None)
         if isinstance(spec, ast.NonOverlappingContext):
+            from operators.contexts.temporal import NonOverlappingSpec
+
             start = self.condition(spec.start, frozenset(), is_start=True)
             end = self.condition(spec.end, tags_of(spec.start), is_start=False,
                                  arrays=arrays_of(spec.start))
             return NonOverlappingSpec(name, start, end)
         if isinstance(spec, ast.OverlappingContext):
+            from operators.contexts.temporal import OverlappingSpec
+
             init = self.condition(spec.initiated, frozenset(), is_start=True)
             term = self.condition(spec.terminated, tags_of(spec.initiated), is_start=False,
                                   arrays=arrays_of(spec.initiated))
@@ -190,6 +192,8 @@ class ContextPlanning(PlannerBase):
                   arrays: frozenset[str] = frozenset()) -> Any:
         """A context condition; ``tags`` (of them ``arrays`` hold lists of events) are
         those of the start condition, visible to a correlated end condition."""
+        from operators.contexts import conditions as cond
+
         if c is None:
             return cond.CondNeverSpec()
         variables = frozenset(self.catalog.variables)
