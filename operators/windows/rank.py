@@ -7,16 +7,14 @@ from dataclasses import dataclass
 
 from operators.base import Emit, Expr, PartitionCtx, Row, Rows, StateNamespace
 from operators.windows.common import (
-    DEFAULT_ENV,
     BuildEnv,
     Deferred,
     RowRefs,
     WindowSpec,
     freeze,
     key_of,
-    resolve,
 )
-from operators.windows.sort import SortWindow
+from operators.windows.sort import SortWindow, sorted_window_args
 
 
 class RankWindow(SortWindow):
@@ -97,12 +95,4 @@ class RankSpec(WindowSpec):
         self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None
     ) -> RankWindow:
         """A ranked window over ``state``."""
-        return RankWindow(
-            self.unique,
-            resolve(self.size, ctx),
-            self.exprs,
-            self.descending,
-            state,
-            (env or DEFAULT_ENV).refs,
-            ctx,
-        )
+        return RankWindow(self.unique, *sorted_window_args(self, state, ctx, env))

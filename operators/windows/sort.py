@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass
+from typing import Any
 
 from operators.base import Emit, Expr, PartitionCtx, Row, Rows, StateNamespace
 from operators.windows.common import (
@@ -125,11 +126,12 @@ class SortSpec(WindowSpec):
         self, state: StateNamespace, ctx: PartitionCtx, env: BuildEnv | None = None
     ) -> SortWindow:
         """A sorted window over ``state``."""
-        return SortWindow(
-            resolve(self.size, ctx),
-            self.exprs,
-            self.descending,
-            state,
-            (env or DEFAULT_ENV).refs,
-            ctx,
-        )
+        return SortWindow(*sorted_window_args(self, state, ctx, env))
+
+
+def sorted_window_args(spec: Any, state: StateNamespace, ctx: PartitionCtx,
+                       env: BuildEnv | None) -> tuple[Any, ...]:
+    """A sort or rank spec's window arguments: size, criteria, directions, state, row
+    references, context."""
+    return (resolve(spec.size, ctx), spec.exprs, spec.descending, state,
+            (env or DEFAULT_ENV).refs, ctx)
