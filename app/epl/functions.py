@@ -204,19 +204,19 @@ def _result_check(fd: FunctionDef) -> Callable[[Any], Any] | None:
                 return v
             raise wrong(v)
         return to_int
-    if want == "string":
-        def to_string(v: Any) -> Any:
-            if v is None or type(v) is str:
-                return v
-            raise wrong(v)
-        return to_string
-    if want == "boolean":
-        def to_bool(v: Any) -> Any:
-            if v is None or type(v) is bool:
-                return v
-            raise wrong(v)
-        return to_bool
-    return None
+    exact = _EXACT_RESULTS.get(want)
+    if exact is None:
+        return None
+
+    def of_type(v: Any) -> Any:
+        if v is None or type(v) is exact:
+            return v
+        raise wrong(v)
+    return of_type
+
+
+_EXACT_RESULTS: dict[str, type] = {"string": str, "boolean": bool}
+"""Declared result types a value must have exactly (no conversion)."""
 
 
 def _widened(f: Expr, want: str) -> Expr:
