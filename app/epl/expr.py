@@ -656,29 +656,42 @@ def _compile_subquery(node: ast.Subquery | ast.Exists | ast.InSubquery | ast.Qua
     return compile_subquery(node, scope, compile_expr)
 
 
-def _held(held: tuple[Any, Any], c: PartitionCtx) -> Any:
-    """The value so far of a folded chain (the left operand of its next link)."""
-    return held[0]
-
-
-def _step(op: str, b: Expr) -> Callable[[Any, Any, PartitionCtx], Any]:
-    """One link of a folded chain: the value so far combined with the right operand by
-    the same closure a two-operand expression uses (same null and short-circuit rules)."""
-    run = _combiner(op)(_held, lambda held, c: b(held[1], c))
-    return lambda x, r, c: run((x, r), c)
+SEGMENT = 64
+"""Operators of a long chain compiled as one segment of nested closures: the depth of
+the calls at run time, whatever the chain's length."""
 
 
 def _compile_chain(node: ast.Binary, scope: Scope) -> Expr:
-    """A long left-deep chain (``1 + 1 + ... + 1``) as a loop, not as nested closures
-    that would recurse once per operator."""
+    """A long left-deep chain (``1 + 1 + ... + 1``) with the closures of a two-operand
+    expression (so the same null and short-circuit rules), built in a loop, nested at
+    most ``SEGMENT`` deep: segments run one after the other, each starting from the
+    value of the one before, which it reads first, before any of its own operands."""
     first, links = spine(node)
-    start = compile_expr(first, scope)
-    steps = tuple(_step(link.op, compile_expr(link.right, scope)) for link in links)
+    value = compile_expr(first, scope)
+    if len(links) <= SEGMENT:
+        for link in links:
+            right = compile_expr(link.right, scope)
+            value = _combiner(link.op)(value, right)
+        return value
+    held: list[Any] = [None]
+
+    def previous(r: Any, c: PartitionCtx) -> Any:
+        return held[0]
+
+    segments = []
+    for i in range(0, len(links), SEGMENT):
+        segment: Expr = previous
+        for link in links[i:i + SEGMENT]:
+            right = compile_expr(link.right, scope)
+            segment = _combiner(link.op)(segment, right)
+        segments.append(segment)
+    start = value
 
     def chain(r: Any, c: PartitionCtx) -> Any:
         v = start(r, c)
-        for step in steps:
-            v = step(v, r, c)
+        for segment in segments:
+            held[0] = v
+            v = segment(r, c)
         return v
     return chain
 
