@@ -3,7 +3,7 @@
 ``dataclasses`` compiles six methods for each frozen class (``__init__``, ``__repr__``,
 ``__eq__``, ``__hash__``, ``__setattr__``, ``__delattr__``): for the AST's hundred-odd
 classes that was most of ``kepl check``'s start-up.  Here the last five are written once,
-in ``FrozenNode``, and the ``__init__`` methods are compiled together on first use.
+in ``FrozenNode``, and a class's ``__init__`` is compiled at its first instance.
 """
 
 from __future__ import annotations
@@ -14,15 +14,13 @@ from dataclasses import FrozenInstanceError
 from typing import Any, TypeVar
 
 _C = TypeVar("_C", bound=type)
-_PENDING: list[type] = []
-"""Node classes whose ``__init__`` is still to be made (see ``_make_inits``)."""
 
 
 def dataclass(*, frozen: bool, slots: bool) -> Callable[[_C], _C]:
     """This module's ``@dataclass(frozen=True, slots=True)``: a real slotted dataclass
     (``fields``, ``replace``, ``__match_args__``) whose immutability, equality, hash and
-    repr come from ``FrozenNode`` and whose ``__init__`` is made for all classes at once, on
-    the first instantiation; ``dataclasses`` would compile six methods a class, most of
+    repr come from ``FrozenNode`` and whose ``__init__`` is compiled at its first
+    instantiation; ``dataclasses`` would compile six methods a class at import, most of
     the cost of importing the AST (``kepl check`` start-up)."""
     if not (frozen and slots):
         raise TypeError("AST classes are frozen and slotted")
@@ -34,52 +32,44 @@ def dataclass(*, frozen: bool, slots: bool) -> Callable[[_C], _C]:
         cls._compared = compared  # type: ignore[attr-defined]
         cls._shown = shown  # type: ignore[attr-defined]
         cls.__init__ = _first_init  # type: ignore[misc]
-        _PENDING.append(cls)
         return cls
     return make
 
 
 def _first_init(self: Any, *args: Any, **kwargs: Any) -> None:
-    """Stands for ``__init__`` until the pending classes get theirs."""
-    _make_inits()
+    """Stands for a class's ``__init__`` until its first instance."""
+    _make_init(type(self))
     init = type(self).__init__
     if init is _first_init:
         raise TypeError(f"{type(self).__name__} has no __init__")
     init(self, *args, **kwargs)
 
 
-def _make_inits() -> None:
-    """The ``__init__`` of every pending class, compiled in one go: parameters as
-    ``dataclasses`` would make them (positional fields in order, then keyword-only ones),
-    each field set with ``object.__setattr__`` as a frozen dataclass does."""
-    classes = list(_PENDING)
-    _PENDING.clear()
+def _make_init(cls: type) -> None:
+    """The ``__init__`` of ``cls``: parameters as ``dataclasses`` would make them
+    (positional fields in order, then keyword-only ones), each field set with
+    ``object.__setattr__`` as a frozen dataclass does."""
     ns: dict[str, Any] = {"_set": object.__setattr__}
-    src = []
-    for i, cls in enumerate(classes):
-        positional: list[str] = []
-        keyword: list[str] = []
-        names = []
-        for f in dataclasses.fields(cls):
-            if not f.init:
-                continue
-            if f.default_factory is not dataclasses.MISSING:
-                raise TypeError("AST fields take plain defaults")
-            param = f.name
-            if f.default is not dataclasses.MISSING:
-                ns[f"_d{i}_{f.name}"] = f.default
-                param += f"=_d{i}_{f.name}"
-            (keyword if f.kw_only else positional).append(param)
-            names.append(f.name)
-        params = ", ".join(["self", *positional, *(["*", *keyword] if keyword else [])])
-        body = "".join(f"\n    _set(self, {n!r}, {n})" for n in names) or "\n    pass"
-        src.append(f"def _init{i}({params}):{body}\n")
-    exec("".join(src), ns)  # noqa: S102 - generated from the class definitions only
-    for i, cls in enumerate(classes):
-        init = ns[f"_init{i}"]
-        init.__name__ = "__init__"
-        init.__qualname__ = f"{cls.__qualname__}.__init__"
-        cls.__init__ = init
+    positional: list[str] = []
+    keyword: list[str] = []
+    names = []
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        if f.default_factory is not dataclasses.MISSING:
+            raise TypeError("AST fields take plain defaults")
+        param = f.name
+        if f.default is not dataclasses.MISSING:
+            ns[f"_d_{f.name}"] = f.default
+            param += f"=_d_{f.name}"
+        (keyword if f.kw_only else positional).append(param)
+        names.append(f.name)
+    params = ", ".join(["self", *positional, *(["*", *keyword] if keyword else [])])
+    body = "".join(f"\n    _set(self, {n!r}, {n})" for n in names) or "\n    pass"
+    exec(f"def __init__({params}):{body}\n", ns)  # noqa: S102 - from the class's fields
+    init = ns["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    cls.__init__ = init
 
 
 class FrozenNode:
