@@ -11,12 +11,15 @@ import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import yaml
 
+from app.schema_check import conforms
 from schemas import STATEMENT_FILE_SCHEMA
+
+if TYPE_CHECKING:
+    import jsonschema
 
 SCHEMA_PATH = STATEMENT_FILE_SCHEMA
 
@@ -113,8 +116,13 @@ def _where(path: Any) -> str:
 
 
 def schema_errors(doc: Any) -> list[jsonschema.ValidationError]:
-    """Every JSON-Schema violation of a decoded statement file, ordered by where."""
+    """Every JSON-Schema violation of a decoded statement file, ordered by where
+    (jsonschema is imported only for a file that does not conform: app.schema_check)."""
     schema = json.loads(SCHEMA_PATH.read_text())
+    if conforms(doc, schema):
+        return []
+    import jsonschema
+
     validator = jsonschema.Draft202012Validator(schema)
     return sorted(validator.iter_errors(doc),
                   key=lambda e: [(0, p, "") if isinstance(p, int) else (1, 0, str(p))

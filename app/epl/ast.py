@@ -14,11 +14,13 @@ Conventions (documented once here, relied on by parser, printer and tests):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from app.epl.frozen import FrozenNode, dataclass
 
 
 @dataclass(frozen=True, slots=True)
-class Pos:
+class Pos(FrozenNode):
     """Source span: 1-based line/column of the first character; end_column is one past the last."""
 
     line: int = 0
@@ -31,7 +33,7 @@ NOPOS = Pos()
 
 
 @dataclass(frozen=True, slots=True)
-class Node:
+class Node(FrozenNode):
     """Base of every AST node; ``pos`` is ignored by equality and hashing."""
 
     pos: Pos = field(default=NOPOS, compare=False, repr=False, kw_only=True)
@@ -1066,5 +1068,5 @@ __all__ = sorted(
     name
     for name, value in dict(globals()).items()
     if not name.startswith("_") and (isinstance(value, type) or name in ("NOPOS", "UNIT_MS"))
-    and name not in ("dataclass",)
+    and name not in ("dataclass", "FrozenNode")
 )

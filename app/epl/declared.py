@@ -25,7 +25,7 @@ MAX_NESTING = 32
 """Deepest chain of declared expressions calling each other (a cycle stops here)."""
 
 
-def uses_any(node: Any, names: Mapping[str, ast.ExpressionDecl]) -> bool:
+def uses_any(node: ast.Node, names: Mapping[str, ast.ExpressionDecl]) -> bool:
     """Whether ``node`` calls or names one of the declared expressions."""
     for n in iter_nodes(node):
         if isinstance(n, ast.Call) and n.name in names:
@@ -35,8 +35,8 @@ def uses_any(node: Any, names: Mapping[str, ast.ExpressionDecl]) -> bool:
     return False
 
 
-def inline(node: Any, local: tuple[ast.ExpressionDecl, ...],
-           shared: Mapping[str, ast.ExpressionDecl], globals_: frozenset[str]) -> Any:
+def inline(node: ast.Statement, local: tuple[ast.ExpressionDecl, ...],
+           shared: Mapping[str, ast.ExpressionDecl], globals_: frozenset[str]) -> ast.Statement:
     """``node`` with every call of a declared expression replaced by its body.
 
     ``globals_`` are names a body may read besides its parameters (variables)."""
@@ -75,7 +75,7 @@ class _Inliner:
         self.own = own
         self.globals = globals_ | frozenset(n for n, d in decls.items() if d.alias)
 
-    def visit(self, node: Any, depth: int) -> Any:
+    def visit(self, node: ast.Node, depth: int) -> Any:
         if isinstance(node, ast.Call) and node.name in self.decls:
             return self._call(node, depth)
         if (isinstance(node, ast.Name) and len(node.parts) == 1
@@ -83,7 +83,7 @@ class _Inliner:
             return self._alias(node, depth)
         return self._children(node, depth)
 
-    def _children(self, node: Any, depth: int) -> Any:
+    def _children(self, node: ast.Node, depth: int) -> Any:
         changes = {}
         for f in node.__dataclass_fields__:
             if f == "pos":
@@ -102,7 +102,7 @@ class _Inliner:
             return v if all(a is b for a, b in zip(out, v)) else out
         return v
 
-    def _decl(self, node: Any, depth: int) -> ast.ExpressionDecl:
+    def _decl(self, node: ast.Call | ast.Name, depth: int) -> ast.ExpressionDecl:
         decl = self.decls[node.name if isinstance(node, ast.Call) else node.parts[0]]
         if depth >= MAX_NESTING:
             raise verr(f"expression '{decl.name}' calls itself (directly or through "
@@ -167,7 +167,7 @@ def _bind(decl: ast.ExpressionDecl, args: tuple[Any, ...], call: Any) -> Any:
     return sub(decl.body)
 
 
-def _moved(node: Any, pos: ast.Pos) -> Any:
+def _moved(node: ast.Node, pos: ast.Pos) -> Any:
     """``node`` with every position set to ``pos``."""
     def move(n: Any) -> Any:
         if not is_node(n):
@@ -176,7 +176,7 @@ def _moved(node: Any, pos: ast.Pos) -> Any:
     return move(node)
 
 
-def _rebuild(node: Any, fn: Any) -> Any:
+def _rebuild(node: ast.Node, fn: Any) -> Any:
     """``node`` with ``fn`` applied to its child nodes (in tuples too)."""
     def value(v: Any) -> Any:
         if is_node(v):

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.epl import ast
 
 __all__ = ["EplError", "EplSyntaxError", "EplValidationError", "closest", "did_you_mean", "verr"]
 
@@ -91,7 +94,7 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
     return f"did you mean '{best}'?" if best else None
 
 
-def verr(message: str, node: Any = None, hint: str | None = None) -> EplValidationError:
+def verr(message: str, node: ast.Node | None = None, hint: str | None = None) -> EplValidationError:
     """A validation error positioned at ``node`` (an AST node with a ``pos``)."""
     pos = getattr(node, "pos", None)
     line = pos.line if pos is not None and pos.line else None

@@ -93,14 +93,14 @@ class Scope:
     """match_recognize variables: ``B[i]`` reads the i-th row a variable matched."""
 
 
-def text_of(node: Any) -> str:
+def text_of(node: ast.Node) -> str:
     """EPL text of a node (column names are expression text without whitespace)."""
     from app.epl.printer import to_epl
 
     return to_epl(node)
 
 
-def _compile_name(node: Any, scope: Scope) -> Expr:
+def _compile_name(node: ast.Name, scope: Scope) -> Expr:
     parts: tuple[str, ...] = tuple(node.parts)
     head = parts[0]
     rest = parts[1:]
@@ -155,7 +155,7 @@ def _compile_name(node: Any, scope: Scope) -> Expr:
     return lambda r, c: _nested(r, parts)
 
 
-def is_inner_name(node: Any, scope: Scope) -> bool:
+def is_inner_name(node: ast.Name, scope: Scope) -> bool:
     """Whether a name inside a subquery reads the subquery's own stream: qualified by its
     name or alias, or a property of it (Esper resolves the subquery's stream first)."""
     parts = node.parts
@@ -164,7 +164,7 @@ def is_inner_name(node: Any, scope: Scope) -> bool:
     return parts[0] in scope.inner_props and parts[0] not in scope.variables
 
 
-def _compile_sub_name(node: Any, scope: Scope) -> Expr:
+def _compile_sub_name(node: ast.Name, scope: Scope) -> Expr:
     """A name inside a subquery: the subquery's event (pair[0]) or the enclosing row
     (pair[1]); variables, context properties and tables read no row."""
     parts = tuple(node.parts)
@@ -193,7 +193,7 @@ def is_table_name(head: str, scope: Scope) -> bool:
             and head not in scope.variables and head not in env.props)
 
 
-def _table_spec(env: TableEnv | None, name: str, node: Any) -> Any:
+def _table_spec(env: TableEnv | None, name: str, node: ast.Node) -> Any:
     """The spec of a table an expression reads, checked against the statement."""
     if env is None or env.refusal:
         raise _err(env.refusal if env is not None and env.refusal else
@@ -209,7 +209,7 @@ def _table_spec(env: TableEnv | None, name: str, node: Any) -> Any:
     return spec
 
 
-def _table_column(spec: Any, column: str, node: Any) -> Callable[[dict[str, Any]], Any]:
+def _table_column(spec: Any, column: str, node: ast.Node) -> Callable[[dict[str, Any]], Any]:
     """A reader of one column of a table record (key, plain or aggregation column)."""
     col = spec.column(column)
     if col is None:
@@ -235,7 +235,7 @@ _TYPE_KINDS = {"int": "number", "integer": "number", "long": "number", "short": 
                "boolean": "boolean"}
 
 
-def _key_kind(node: Any, scope: Scope) -> str | None:
+def _key_kind(node: ast.Node, scope: Scope) -> str | None:
     """The kind (number, string, boolean) of a key expression when it is evident: a
     literal, or a property of the statement's event type."""
     if isinstance(node, ast.Literal):
@@ -250,7 +250,7 @@ def _key_kind(node: Any, scope: Scope) -> str | None:
     return None
 
 
-def _compile_table_access(node: Any, scope: Scope) -> Expr:
+def _compile_table_access(node: ast.TableAccess, scope: Scope) -> Expr:
     """``T[k1, ..].col`` / ``T[k1, ..]``: the row with those primary-key values, after
     coercion to the key types (Esper ref. 4.7); null when there is no such row."""
     spec = _table_spec(scope.tables, node.table, node)
@@ -283,7 +283,7 @@ def _compile_table_access(node: Any, scope: Scope) -> Expr:
     return table_access
 
 
-def _compile_indexed_tag(node: Any, scope: Scope) -> Expr:
+def _compile_indexed_tag(node: ast.TableAccess, scope: Scope) -> Expr:
     """``a[i]`` / ``a[i].prop``: the i-th event of a repeated pattern tag (Esper ref.
     "Repeat": tags inside a repeat are indexed, from 0), or the i-th row a match_recognize
     variable matched (Esper ref. "Match Recognize": grouped variables are read by index);
@@ -316,7 +316,7 @@ _TAG_METHODS = {
 }
 
 
-def _compile_tag_method(node: Any, tag: str, method: str, scope: Scope) -> Expr:
+def _compile_tag_method(node: ast.Call, tag: str, method: str, scope: Scope) -> Expr:
     """``a.countOf()``, ``a.firstOf()``, ``a.lastOf()`` over a repeated tag's events
     (Esper ref. enumeration methods, the forms without a lambda); null without events."""
     fn = _TAG_METHODS.get(method)
@@ -331,7 +331,7 @@ def _compile_tag_method(node: Any, tag: str, method: str, scope: Scope) -> Expr:
     return tag_method
 
 
-def _compile_keyless_table(node: Any, scope: Scope) -> Expr:
+def _compile_keyless_table(node: ast.Name, scope: Scope) -> Expr:
     """``T.col`` for a table without primary keys: its single row's column."""
     spec = _table_spec(scope.tables, node.parts[0], node)
     if spec.keys:
@@ -351,7 +351,7 @@ def _compile_keyless_table(node: Any, scope: Scope) -> Expr:
     return keyless
 
 
-def _err(message: str, node: Any, hint: str | None = None) -> EplValidationError:
+def _err(message: str, node: ast.Node, hint: str | None = None) -> EplValidationError:
     pos = getattr(node, "pos", None)
     line = pos.line if pos is not None and pos.line else None
     col = pos.column if pos is not None and pos.line else None
@@ -472,7 +472,7 @@ MAX_MS = (1 << 63) - 1
 """The longest time span, in milliseconds (Esper keeps time in a Java long)."""
 
 
-def time_period_ms(node: Any) -> int:
+def time_period_ms(node: ast.TimePeriod) -> int:
     """Milliseconds of a constant TimePeriod (or a number of seconds)."""
     ms: Any = None
     if isinstance(node, ast.TimePeriod):
@@ -491,7 +491,7 @@ def time_period_ms(node: Any) -> int:
     return int(round(ms))
 
 
-def constant_value(node: Any) -> Any:
+def constant_value(node: ast.Node) -> Any:
     """The value of a literal (or negated literal), else raise."""
     if isinstance(node, ast.Literal):
         return node.value
@@ -502,182 +502,201 @@ def constant_value(node: Any) -> Any:
     raise ValueError("not a constant")
 
 
-def compile_expr(node: Any, scope: Scope) -> Expr:
+def compile_expr(node: ast.Node, scope: Scope) -> Expr:
     """Compile an expression AST into a closure ``fn(row, ctx)``."""
-    kind = type(node).__name__
-    if kind == "Literal":
-        v = node.value
-        return lambda r, c: v
-    if kind == "Name":
-        return _compile_name(node, scope)
-    if kind == "Binary":
-        if chain_length(node) > LONG_CHAIN:
-            return _compile_chain(node, scope)
-        a = compile_expr(node.left, scope)
-        b = compile_expr(node.right, scope)
-        if node.op == "and":
-            return _and(a, b)
-        if node.op == "or":
-            return _or(a, b)
-        fn = _BINARY.get(node.op)
-        if fn is None:
-            raise NotSupportedExpr(f"operator {node.op}")
-        return _null_safe(fn)(a, b)
-    if kind == "Unary":
-        a = compile_expr(node.operand, scope)
-        if node.op == "-":
-            return lambda r, c: None if (x := a(r, c)) is None else -x
-        if node.op == "not":
-            return lambda r, c: None if (x := a(r, c)) is None else not x
-        if node.op == "+":
-            return a
-        raise NotSupportedExpr(f"unary {node.op}")
-    if kind == "Between":
-        e, lo, hi = (compile_expr(x, scope) for x in (node.expr, node.low, node.high))
-        neg = node.negated
-
-        def between(r: Any, c: PartitionCtx) -> Any:
-            v, a, b = e(r, c), lo(r, c), hi(r, c)
-            if v is None or a is None or b is None:
-                return None
-            if a > b:
-                a, b = b, a
-            return (a <= v <= b) != neg
-        return between
-    if kind == "InList":
-        e = compile_expr(node.expr, scope)
-        items = [compile_expr(x, scope) for x in node.items]
-        neg = node.negated
-
-        def in_list(r: Any, c: PartitionCtx) -> Any:
-            v = e(r, c)
-            if v is None:
-                return None
-            return any(v == i(r, c) for i in items) != neg
-        return in_list
-    if kind == "Like":
-        e = compile_expr(node.expr, scope)
-        pat = constant_value(node.pattern)
-        esc = constant_value(node.escape) if node.escape is not None else None
-        rx = _like_regex(str(pat), esc)
-        neg = node.negated
-        return lambda r, c: None if (v := e(r, c)) is None else (
-            rx.fullmatch(str(v)) is not None) != neg
-    if kind == "Regexp":
-        e = compile_expr(node.expr, scope)
-        rx = re.compile(str(constant_value(node.pattern)), re.S)
-        neg = node.negated
-        return lambda r, c: None if (v := e(r, c)) is None else (
-            rx.fullmatch(str(v)) is not None) != neg
-    if kind == "IsNull":
-        e = compile_expr(node.expr, scope)
-        if node.negated:
-            return lambda r, c: e(r, c) is not None
-        return lambda r, c: e(r, c) is None
-    if kind == "Case":
-        whens = [(compile_expr(w, scope), compile_expr(t, scope)) for w, t in node.whens]
-        other = compile_expr(node.else_, scope) if node.else_ is not None else None
-        if node.operand is not None:
-            op = compile_expr(node.operand, scope)
-
-            def case_value(r: Any, c: PartitionCtx) -> Any:
-                v = op(r, c)
-                for w, t in whens:
-                    if v == w(r, c):
-                        return t(r, c)
-                return other(r, c) if other is not None else None
-            return case_value
-
-        def case_when(r: Any, c: PartitionCtx) -> Any:
-            for w, t in whens:
-                if w(r, c):
-                    return t(r, c)
-            return other(r, c) if other is not None else None
-        return case_when
-    if kind == "Cast":
-        e = compile_expr(node.expr, scope)
-        conv = _CASTS.get(str(node.type_name).lower())
-        if conv is None:
-            raise NotSupportedExpr(f"cast to {node.type_name}")
-        return lambda r, c: None if (v := e(r, c)) is None else conv(v)
-    if kind == "TimePeriod":
-        if node.ms() is None:
-            return _compile_period(node, scope)
-        ms = time_period_ms(node)
-        return lambda r, c: ms
-    if kind == "Call":
-        return _compile_call(node, scope)
-    if kind == "TableAccess":
-        if scope.kind in ("tags", "pfilter") and node.table in scope.tags:
-            return _compile_indexed_tag(node, scope)
-        return _compile_table_access(node, scope)
-    if kind == "Star":
-        return lambda r, c: r
-    if kind in ("Subquery", "Exists", "InSubquery", "Quantified"):
-        if scope.kind == "sub":
-            # Esper: "subquery-within-subquery is not supported"
-            raise _err("a subquery cannot stand inside another subquery", node,
-                       "compute the inner value in its own statement (insert into a "
-                       "stream, a named window or a table) and read that")
-        return compile_subquery(node, scope, compile_expr)
-    raise NotSupportedExpr(kind)
+    compile_node = _COMPILERS.get(type(node))
+    if compile_node is None:
+        raise NotSupportedExpr(type(node).__name__)
+    return compile_node(node, scope)
 
 
-def _step(op: str, b: Expr) -> Callable[[Any, Any, PartitionCtx], Any]:
-    """One link of a folded chain: the value so far combined with the right operand,
-    with the same null and short-circuit rules as the nested closures above."""
+def _compile_literal(node: ast.Literal, scope: Scope) -> Expr:
+    v = node.value
+    return lambda r, c: v
+
+
+def _compile_binary(node: ast.Binary, scope: Scope) -> Expr:
+    if chain_length(node) > LONG_CHAIN:
+        return _compile_chain(node, scope)
+    a = compile_expr(node.left, scope)
+    b = compile_expr(node.right, scope)
+    return _combiner(node.op)(a, b)
+
+
+def _combiner(op: str) -> Callable[[Expr, Expr], Expr]:
+    """The closure maker of a binary operator: and/or in three-valued logic, the others
+    null when an operand is null."""
     if op == "and":
-        def and_step(x: Any, r: Any, c: PartitionCtx) -> Any:
-            if x is False:
-                return False
-            y = b(r, c)
-            if y is False:
-                return False
-            if x is None or y is None:
-                return None
-            return bool(x) and bool(y)
-        return and_step
+        return _and
     if op == "or":
-        def or_step(x: Any, r: Any, c: PartitionCtx) -> Any:
-            if x is True or (x is not None and x):
-                return True
-            y = b(r, c)
-            if y is True or (y is not None and y):
-                return True
-            if x is None or y is None:
-                return None
-            return False
-        return or_step
+        return _or
     fn = _BINARY.get(op)
     if fn is None:
         raise NotSupportedExpr(f"operator {op}")
+    return _null_safe(fn)
 
-    def step(x: Any, r: Any, c: PartitionCtx) -> Any:
-        if x is None:
+
+def _compile_unary(node: ast.Unary, scope: Scope) -> Expr:
+    a = compile_expr(node.operand, scope)
+    if node.op == "-":
+        return lambda r, c: None if (x := a(r, c)) is None else -x
+    if node.op == "not":
+        return lambda r, c: None if (x := a(r, c)) is None else not x
+    if node.op == "+":
+        return a
+    raise NotSupportedExpr(f"unary {node.op}")
+
+
+def _compile_between(node: ast.Between, scope: Scope) -> Expr:
+    e, lo, hi = (compile_expr(x, scope) for x in (node.expr, node.low, node.high))
+    neg = node.negated
+
+    def between(r: Any, c: PartitionCtx) -> Any:
+        v, a, b = e(r, c), lo(r, c), hi(r, c)
+        if v is None or a is None or b is None:
             return None
-        y = b(r, c)
-        if y is None:
+        if a > b:
+            a, b = b, a
+        return (a <= v <= b) != neg
+    return between
+
+
+def _compile_in_list(node: ast.InList, scope: Scope) -> Expr:
+    e = compile_expr(node.expr, scope)
+    items = [compile_expr(x, scope) for x in node.items]
+    neg = node.negated
+
+    def in_list(r: Any, c: PartitionCtx) -> Any:
+        v = e(r, c)
+        if v is None:
             return None
-        return fn(x, y)
-    return step
+        return any(v == i(r, c) for i in items) != neg
+    return in_list
 
 
-def _compile_chain(node: Any, scope: Scope) -> Expr:
-    """A long left-deep chain (``1 + 1 + ... + 1``) as a loop, not as nested closures
-    that would recurse once per operator."""
+def _compile_like(node: ast.Like, scope: Scope) -> Expr:
+    e = compile_expr(node.expr, scope)
+    pat = constant_value(node.pattern)
+    esc = constant_value(node.escape) if node.escape is not None else None
+    rx = _like_regex(str(pat), esc)
+    neg = node.negated
+    return lambda r, c: None if (v := e(r, c)) is None else (
+        rx.fullmatch(str(v)) is not None) != neg
+
+
+def _compile_regexp(node: ast.Regexp, scope: Scope) -> Expr:
+    e = compile_expr(node.expr, scope)
+    rx = re.compile(str(constant_value(node.pattern)), re.S)
+    neg = node.negated
+    return lambda r, c: None if (v := e(r, c)) is None else (
+        rx.fullmatch(str(v)) is not None) != neg
+
+
+def _compile_is_null(node: ast.IsNull, scope: Scope) -> Expr:
+    e = compile_expr(node.expr, scope)
+    if node.negated:
+        return lambda r, c: e(r, c) is not None
+    return lambda r, c: e(r, c) is None
+
+
+def _compile_case(node: ast.Case, scope: Scope) -> Expr:
+    whens = [(compile_expr(w, scope), compile_expr(t, scope)) for w, t in node.whens]
+    other = compile_expr(node.else_, scope) if node.else_ is not None else None
+    if node.operand is not None:
+        op = compile_expr(node.operand, scope)
+
+        def case_value(r: Any, c: PartitionCtx) -> Any:
+            v = op(r, c)
+            for w, t in whens:
+                if v == w(r, c):
+                    return t(r, c)
+            return other(r, c) if other is not None else None
+        return case_value
+
+    def case_when(r: Any, c: PartitionCtx) -> Any:
+        for w, t in whens:
+            if w(r, c):
+                return t(r, c)
+        return other(r, c) if other is not None else None
+    return case_when
+
+
+def _compile_cast(node: ast.Cast, scope: Scope) -> Expr:
+    e = compile_expr(node.expr, scope)
+    conv = _CASTS.get(str(node.type_name).lower())
+    if conv is None:
+        raise NotSupportedExpr(f"cast to {node.type_name}")
+    return lambda r, c: None if (v := e(r, c)) is None else conv(v)
+
+
+def _compile_time_period(node: ast.TimePeriod, scope: Scope) -> Expr:
+    if node.ms() is None:
+        return _compile_period(node, scope)
+    ms = time_period_ms(node)
+    return lambda r, c: ms
+
+
+def _compile_table_or_tag(node: ast.TableAccess, scope: Scope) -> Expr:
+    if scope.kind in ("tags", "pfilter") and node.table in scope.tags:
+        return _compile_indexed_tag(node, scope)
+    return _compile_table_access(node, scope)
+
+
+def _compile_star(node: ast.Star, scope: Scope) -> Expr:
+    return lambda r, c: r
+
+
+def _compile_subquery(node: ast.Subquery | ast.Exists | ast.InSubquery | ast.Quantified,
+                      scope: Scope) -> Expr:
+    if scope.kind == "sub":
+        # Esper: "subquery-within-subquery is not supported"
+        raise _err("a subquery cannot stand inside another subquery", node,
+                   "compute the inner value in its own statement (insert into a "
+                   "stream, a named window or a table) and read that")
+    return compile_subquery(node, scope, compile_expr)
+
+
+SEGMENT = 64
+"""Operators of a long chain compiled as one segment of nested closures: the depth of
+the calls at run time, whatever the chain's length."""
+
+
+def _compile_chain(node: ast.Binary, scope: Scope) -> Expr:
+    """A long left-deep chain (``1 + 1 + ... + 1``) with the closures of a two-operand
+    expression (so the same null and short-circuit rules), built in a loop, nested at
+    most ``SEGMENT`` deep: segments run one after the other, each starting from the
+    value of the one before, which it reads first, before any of its own operands."""
     first, links = spine(node)
-    start = compile_expr(first, scope)
-    steps = tuple(_step(link.op, compile_expr(link.right, scope)) for link in links)
+    value = compile_expr(first, scope)
+    if len(links) <= SEGMENT:
+        for link in links:
+            right = compile_expr(link.right, scope)
+            value = _combiner(link.op)(value, right)
+        return value
+    held: list[Any] = [None]
+
+    def previous(r: Any, c: PartitionCtx) -> Any:
+        return held[0]
+
+    segments = []
+    for i in range(0, len(links), SEGMENT):
+        segment: Expr = previous
+        for link in links[i:i + SEGMENT]:
+            right = compile_expr(link.right, scope)
+            segment = _combiner(link.op)(segment, right)
+        segments.append(segment)
+    start = value
 
     def chain(r: Any, c: PartitionCtx) -> Any:
         v = start(r, c)
-        for step in steps:
-            v = step(v, r, c)
+        for segment in segments:
+            held[0] = v
+            v = segment(r, c)
         return v
     return chain
 
 
-def _compile_period(node: Any, scope: Scope) -> Expr:
+def _compile_period(node: ast.TimePeriod, scope: Scope) -> Expr:
     """A time period with variable amounts (``n sec``): milliseconds, null when a
     variable is null (Esper ref. 5.2.1 allows variables as time-period amounts)."""
     parts: list[tuple[Expr, float]] = []
@@ -701,7 +720,7 @@ def _compile_period(node: Any, scope: Scope) -> Expr:
     return period
 
 
-def _compile_call(node: Any, scope: Scope) -> Expr:
+def _compile_call(node: ast.Call, scope: Scope) -> Expr:
     name = node.name.lower()
     ufd = functions.user_function(node.name)
     if ufd is not None and not ufd.aggregate:
@@ -804,13 +823,37 @@ def _compile_call(node: Any, scope: Scope) -> Expr:
     return call
 
 
-def has_aggregate(node: Any) -> bool:
+def has_aggregate(node: ast.Node | None) -> bool:
     """Whether an expression contains an aggregate call."""
     return any(isinstance(n, ast.Call) and (n.name.lower() in AGGREGATE_NAMES
                                             or functions.is_user_aggregate(n.name))
                for n in iter_nodes(node))
 
 
-def names_in(node: Any) -> list[Any]:
+def names_in(node: ast.Node | None) -> list[ast.Name]:
     """Every Name node in an expression, in source order."""
     return [n for n in iter_nodes(node) if isinstance(n, ast.Name)]
+
+
+_COMPILERS: dict[type[ast.Node], Callable[[Any, Scope], Expr]] = {
+    ast.Literal: _compile_literal,
+    ast.Name: _compile_name,
+    ast.Binary: _compile_binary,
+    ast.Unary: _compile_unary,
+    ast.Between: _compile_between,
+    ast.InList: _compile_in_list,
+    ast.Like: _compile_like,
+    ast.Regexp: _compile_regexp,
+    ast.IsNull: _compile_is_null,
+    ast.Case: _compile_case,
+    ast.Cast: _compile_cast,
+    ast.TimePeriod: _compile_time_period,
+    ast.Call: _compile_call,
+    ast.TableAccess: _compile_table_or_tag,
+    ast.Star: _compile_star,
+    ast.Subquery: _compile_subquery,
+    ast.Exists: _compile_subquery,
+    ast.InSubquery: _compile_subquery,
+    ast.Quantified: _compile_subquery,
+}
+"""The compiler of each expression node class; a class not here is not supported."""

@@ -73,7 +73,7 @@ def _widen(a: str | None, b: str | None) -> str | None:
     return None
 
 
-def kind_of(node: Any, scope: Any) -> str | None:
+def kind_of(node: ast.Node, scope: Any) -> str | None:
     """The type of an expression when it is evident (int, long, double, number, string,
     boolean, null, event), else None: calls are checked only where it is."""
     if isinstance(node, ast.Literal):
@@ -158,7 +158,7 @@ def _signature_hint(fd: FunctionDef) -> str:
            f"{fd.returns}"
 
 
-def call_args(fd: FunctionDef, node: Any, scope: Any) -> tuple[Any, ...]:
+def call_args(fd: FunctionDef, node: ast.Call, scope: Any) -> tuple[Any, ...]:
     """The arguments of a call of ``fd``, checked against its parameters."""
     args = tuple(node.args) if not node.star else (ast.Star(pos=node.pos),)
     if node.distinct and not fd.aggregate:
@@ -172,7 +172,7 @@ def call_args(fd: FunctionDef, node: Any, scope: Any) -> tuple[Any, ...]:
     return args
 
 
-def _load(fd: FunctionDef, node: Any) -> Any:
+def _load(fd: FunctionDef, node: ast.Call) -> Any:
     try:
         return fd.load()
     except FunctionError as e:
@@ -204,19 +204,19 @@ def _result_check(fd: FunctionDef) -> Callable[[Any], Any] | None:
                 return v
             raise wrong(v)
         return to_int
-    if want == "string":
-        def to_string(v: Any) -> Any:
-            if v is None or type(v) is str:
-                return v
-            raise wrong(v)
-        return to_string
-    if want == "boolean":
-        def to_bool(v: Any) -> Any:
-            if v is None or type(v) is bool:
-                return v
-            raise wrong(v)
-        return to_bool
-    return None
+    exact = _EXACT_RESULTS.get(want)
+    if exact is None:
+        return None
+
+    def of_type(v: Any) -> Any:
+        if v is None or type(v) is exact:
+            return v
+        raise wrong(v)
+    return of_type
+
+
+_EXACT_RESULTS: dict[str, type] = {"string": str, "boolean": bool}
+"""Declared result types a value must have exactly (no conversion)."""
 
 
 def _widened(f: Expr, want: str) -> Expr:
@@ -230,7 +230,7 @@ def _widened(f: Expr, want: str) -> Expr:
     return to_double
 
 
-def compile_user_call(fd: FunctionDef, node: Any, scope: Any,
+def compile_user_call(fd: FunctionDef, node: ast.Call, scope: Any,
                       compile_expr: Callable[[Any, Any], Expr]) -> Expr:
     """A single-row user function call: arguments evaluated, doubles widened, the
     function called, a raise or a result of the wrong type turned into
@@ -260,7 +260,7 @@ def compile_user_call(fd: FunctionDef, node: Any, scope: Any,
     return call
 
 
-def user_aggregator(fd: FunctionDef, node: Any, scope: Any,
+def user_aggregator(fd: FunctionDef, node: ast.Call, scope: Any,
                     compile_expr: Callable[[Any, Any], Expr]) -> tuple[Any, Expr]:
     """(aggregator, value expression) of a user aggregation function call."""
     args = call_args(fd, node, scope)
@@ -444,7 +444,7 @@ def _math_method(name: str) -> str | None:
     return None
 
 
-def compile_math_call(node: Any, scope: Any, compile_expr: Callable[[Any, Any], Expr]
+def compile_math_call(node: ast.Call, scope: Any, compile_expr: Callable[[Any, Any], Expr]
                       ) -> Expr | None:
     """``Math.m(args)``, or None when the call names no Math method this engine has;
     null when an argument is null."""

@@ -7,6 +7,7 @@ raise NotSupported with the construct's name.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -54,7 +55,7 @@ class Planner(SelectPlanning, NamedWindowPlanning, TablePlanning, ResultPlanning
                 e.source = epl
             raise
 
-    def _inlined(self, node: Any) -> Any:
+    def _inlined(self, node: ast.Statement) -> ast.Statement:
         """The statement with its own and the shared declared expressions inlined."""
         local: tuple = ()
         if isinstance(node, ast.Declared):
@@ -64,12 +65,12 @@ class Planner(SelectPlanning, NamedWindowPlanning, TablePlanning, ResultPlanning
         return inline(node, local, self.catalog.expressions,
                       frozenset(self.catalog.variables))
 
-    def plan(self, node: Any, name: str, epl: str = "") -> StatementPlan:
+    def plan(self, node: ast.Statement, name: str, epl: str = "") -> StatementPlan:
         plan = self._plan(node, name, epl)
         priority = self._priority(node)
         return replace(plan, priority=priority) if priority else plan
 
-    def _priority(self, node: Any) -> int:
+    def _priority(self, node: ast.Statement) -> int:
         """The ``@Priority(n)`` annotation's value (0 without one)."""
         for a in getattr(node, "annotations", ()):
             if a.name.lower() != "priority":
@@ -83,48 +84,39 @@ class Planner(SelectPlanning, NamedWindowPlanning, TablePlanning, ResultPlanning
             return value
         return 0
 
-    def _plan(self, node: Any, name: str, epl: str = "") -> StatementPlan:
-        kind = type(node).__name__
+    def _plan(self, node: ast.Statement, name: str, epl: str = "") -> StatementPlan:
         self._check_context_variables(node)
         self.tenv = TableEnv(self.catalog.tables, getattr(node, "context", None))
         self.subquery_numbers = subquery_numbers(node)
-        plan = self._plan_kind(node, kind, name, epl)
+        plan = self._plan_kind(node, name, epl)
         if self.tenv.used and plan.kind in ("query", "on"):
             # read-accessed tables: the runtime hands their instances to the statement
             extra = tuple(sorted(self.tenv.used - set(plan.tables)))
             plan = replace(plan, tables=plan.tables + extra)
         return plan
 
-    def _plan_kind(self, node: Any, kind: str, name: str, epl: str) -> StatementPlan:
-        if kind not in ("SelectStatement", "CreateContext", "CreateSchema"):
+    def _plan_kind(self, node: ast.Statement, name: str, epl: str) -> StatementPlan:
+        if not isinstance(node, (ast.SelectStatement, ast.CreateContext, ast.CreateSchema)):
             for call in window_calls(node):
                 raise NotSupported(f"{call.name}() outside a select statement (kepl runs "
                                    "it on one event stream)")
-        if kind == "CreateSchema":
-            self.catalog.schemas[node.name] = {f: str(t) for f, t in node.fields}
-            return StatementPlan(name, "schema", epl, schema=self.catalog.schemas[node.name])
-        if kind == "CreateContext":
-            spec = self.context_spec(node.name, node.spec)
-            self.catalog.contexts[node.name] = spec
-            return StatementPlan(name, "context", epl, context_spec=spec)
-        if kind == "CreateExpression":
-            return self.create_expression(node, name, epl)
-        if kind == "CreateVariable":
-            return self.create_variable(node, name, epl)
-        if kind == "CreateTable":
-            return self.create_table(node, name, epl)
-        if kind == "SelectStatement":
-            return self.query(node, name, epl)
-        if kind == "CreateWindow":
-            return self.create_window(node, name, epl)
-        if kind == "OnStatement":
-            return self.on_statement(node, name, epl)
-        if kind == "ApamaQuery":
-            return self.apama(node, name, epl)
-        raise NotSupported(construct_name(kind))
+        plan = _STATEMENT_PLANNERS.get(type(node))
+        if plan is None:
+            raise NotSupported(construct_name(node))
+        return plan(self, node, name, epl)
 
+    def create_schema(self, node: ast.CreateSchema, name: str, epl: str) -> StatementPlan:
+        """Register an event type declared in EPL."""
+        self.catalog.schemas[node.name] = {f: str(t) for f, t in node.fields}
+        return StatementPlan(name, "schema", epl, schema=self.catalog.schemas[node.name])
 
-    def create_expression(self, node: Any, name: str, epl: str) -> StatementPlan:
+    def create_context(self, node: ast.CreateContext, name: str, epl: str) -> StatementPlan:
+        """Register a context declaration."""
+        spec = self.context_spec(node.name, node.spec)
+        self.catalog.contexts[node.name] = spec
+        return StatementPlan(name, "context", epl, context_spec=spec)
+
+    def create_expression(self, node: ast.CreateExpression, name: str, epl: str) -> StatementPlan:
         """Register a shared declared expression (once per name, as Esper)."""
         decl = node.decl
         if decl.name in self.catalog.expressions:
@@ -135,6 +127,21 @@ class Planner(SelectPlanning, NamedWindowPlanning, TablePlanning, ResultPlanning
                    | frozenset(n for n, d in self.catalog.expressions.items() if d.alias))
         self.catalog.expressions[decl.name] = decl
         return StatementPlan(name, "expression", epl)
+
+
+_STATEMENT_PLANNERS: dict[type[ast.Node], Callable[..., StatementPlan]] = {
+    ast.CreateSchema: Planner.create_schema,
+    ast.CreateContext: Planner.create_context,
+    ast.CreateExpression: Planner.create_expression,
+    ast.CreateVariable: Planner.create_variable,
+    ast.CreateTable: Planner.create_table,
+    ast.SelectStatement: Planner.query,
+    ast.CreateWindow: Planner.create_window,
+    ast.OnStatement: Planner.on_statement,
+    ast.ApamaQuery: Planner.apama,
+}
+"""The planning method of each statement class (called with the planner, the node,
+the statement's name and its text)."""
 
 
 def plan_statement(catalog: Catalog, epl: str, name: str) -> StatementPlan:

@@ -32,7 +32,7 @@ Compile = Callable[[Any, Any], Expr]
 """``app.epl.expr.compile_expr``, passed in: the compiler imports this module."""
 
 
-def _target(node: Any, scope: Any, compile_expr: Compile) -> Expr | None:
+def _target(node: ast.Call, scope: Any, compile_expr: Compile) -> Expr | None:
     """The expression read from the other event; None for ``*`` (the event itself)."""
     arg = node.args[-1]
     if isinstance(arg, ast.Star):
@@ -45,7 +45,7 @@ def _target(node: Any, scope: Any, compile_expr: Compile) -> Expr | None:
     return compile_expr(arg, event_scope)
 
 
-def join_stream(node: Any, streams: frozenset[str]) -> str:
+def join_stream(node: ast.Call, streams: frozenset[str]) -> str:
     """The one stream of a join whose window a prev function reads (its expression's
     properties are qualified with the stream's name by then)."""
     arg = node.args[-1] if node.args else None
@@ -56,7 +56,7 @@ def join_stream(node: Any, streams: frozenset[str]) -> str:
     return heads.pop()
 
 
-def compile_prev(node: Any, name: str, scope: Any, compile_expr: Compile) -> Expr:
+def compile_prev(node: ast.Call, name: str, scope: Any, compile_expr: Compile) -> Expr:
     """One of the prev functions as a closure over the partition's window."""
     args = node.args
     if node.star and not args:
@@ -127,7 +127,7 @@ def compile_prev(node: Any, name: str, scope: Any, compile_expr: Compile) -> Exp
     return prev
 
 
-def prior_index(node: Any) -> int:
+def prior_index(node: ast.Call) -> int:
     """The constant n of ``prior(n, x)``; a positioned error otherwise."""
     if len(node.args) != 2 or node.star:
         raise verr("prior takes an index and an expression", node,
@@ -139,12 +139,12 @@ def prior_index(node: Any) -> int:
     return n
 
 
-def prior_key(node: Any) -> str:
+def prior_key(node: ast.Call) -> str:
     """The hidden event key holding the value of one prior call."""
     return PRIOR_KEY + to_epl(node)
 
 
-def compile_prior(node: Any, scope: Any) -> Expr:
+def compile_prior(node: ast.Call, scope: Any) -> Expr:
     """``prior(n, x)``: the value the stream stamped on the event (see module doc)."""
     prior_index(node)
     key = prior_key(node)
@@ -215,7 +215,7 @@ def retains_previous(view: Any) -> bool:
     return name in PREV_WINDOWS
 
 
-def check_prev_window(node: Any, view: Any) -> None:
+def check_prev_window(node: ast.SelectStatement, view: Any) -> None:
     """A prev function needs a data window that retains previous events (as Esper)."""
     calls = [c for c in window_calls(*node.select_items, node.where, node.having,
                                      *(node.order_by or ()))

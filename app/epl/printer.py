@@ -78,10 +78,9 @@ def _checker_for(node: A.Node) -> Callable[[str], object] | None:
         return lambda text: A.Module(tuple(parser.parse_module(text)))
     if isinstance(node, _PATTERN_TYPES):
         return parser.parse_pattern
-    if isinstance(node, (A.SortSpec, A.Star, A.NamedArg, A.Crontab)) or node.__class__.__name__ in (
-        "CronStar", "CronStep", "CronRange", "CronList", "CronLast", "CronWeekday",
-        "CronLastWeekday",
-    ):
+    if isinstance(node, (A.SortSpec, A.Star, A.NamedArg, A.Crontab, A.CronStar, A.CronStep,
+                         A.CronRange, A.CronList, A.CronLast, A.CronWeekday,
+                         A.CronLastWeekday)):
         return None
     if _is_expression(node):
         return parser.parse_expression
@@ -108,12 +107,12 @@ class _Printer:
 
     def node(self, node: A.Node) -> str:
         """Dispatch on the node class."""
-        method = getattr(self, "p_" + type(node).__name__, None)
+        method = _METHODS.get(type(node))
         if method is None:
             if _is_expression(node):
                 return self.expr(node)
             raise TypeError(f"cannot print {type(node).__name__}")
-        return method(node)
+        return method(self, node)
 
     def ident(self, name: str) -> str:
         """Identifier, back-quoted if it is not a plain name or could lex as a keyword."""
@@ -933,3 +932,11 @@ class _Printer:
     def p_Module(self, node: A.Module) -> str:
         """Statements separated by ';' and newlines."""
         return ";\n".join(self.node(s) for s in node.statements) + (";" if node.statements else "")
+
+
+_METHODS: dict[type[A.Node], Callable[..., str]] = {
+    getattr(A, name[2:]): method
+    for name, method in vars(_Printer).items() if name.startswith("p_")
+}
+"""The printing method of each node class (``p_<class name>``; a misnamed method fails
+here, at import)."""

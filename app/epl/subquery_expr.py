@@ -23,7 +23,7 @@ _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
 }
 
 
-def _refuse(node: Any) -> EplValidationError:
+def _refuse(node: ast.Node) -> EplValidationError:
     pos = node.pos
     return EplValidationError("a subquery cannot be used here", pos.line or None,
                               pos.column or None, None,
@@ -31,7 +31,8 @@ def _refuse(node: Any) -> EplValidationError:
                               "and in stream filters of a select statement")
 
 
-def compile_subquery(node: Any, scope: Any, compile_expr: Callable[[Any, Any], Expr]) -> Expr:
+def compile_subquery(node: ast.Subquery | ast.Exists | ast.InSubquery | ast.Quantified,
+                     scope: Any, compile_expr: Callable[[Any, Any], Expr]) -> Expr:
     """The closure of a Subquery, Exists, InSubquery or Quantified node."""
     env = scope.subqueries
     if env is None:

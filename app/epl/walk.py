@@ -27,7 +27,7 @@ def is_node(value: Any) -> bool:
     return hasattr(value, "__dataclass_fields__") and not isinstance(value, ast.Pos)
 
 
-def children(node: Any) -> list[Any]:
+def children(node: ast.Node | None) -> list[ast.Node]:
     """The AST nodes directly under node (fields, tuples and tuples of tuples)."""
     out: list[Any] = []
     if not is_node(node):
@@ -47,7 +47,7 @@ def children(node: Any) -> list[Any]:
     return out
 
 
-def iter_nodes(node: Any) -> Iterator[Any]:
+def iter_nodes(node: ast.Node | None) -> Iterator[ast.Node]:
     """Every node under (and including) node, parents before children, in source order.
 
     A subquery's select is yielded but not entered: its names and aggregates belong to
@@ -62,7 +62,7 @@ def iter_nodes(node: Any) -> Iterator[Any]:
             stack.extend(reversed(children(n)))
 
 
-def spine(node: Any) -> tuple[Any, list[Any]]:
+def spine(node: ast.Node) -> tuple[ast.Node, list[ast.Binary]]:
     """A left-deep ``Binary`` chain as (first operand, [Binary nodes, innermost first]).
 
     ``((a + b) - c) * d`` gives ``(a, [a + b, (a + b) - c, ... * d])``: evaluation folds
@@ -75,7 +75,7 @@ def spine(node: Any) -> tuple[Any, list[Any]]:
     return node, links
 
 
-def chain_length(node: Any) -> int:
+def chain_length(node: ast.Node) -> int:
     """How many Binary nodes the left spine of node holds."""
     n = 0
     while isinstance(node, ast.Binary):
@@ -84,7 +84,7 @@ def chain_length(node: Any) -> int:
     return n
 
 
-def too_deep(root: Any, limit: int = MAX_DEPTH) -> Any | None:
+def too_deep(root: ast.Node, limit: int = MAX_DEPTH) -> ast.Node | None:
     """The first node nested deeper than limit, else None.
 
     A long left-deep chain (``1 + 1 + ... + 1``) counts as one level: it is compiled
@@ -123,7 +123,7 @@ def same(a: Any, b: Any) -> bool:
     return True
 
 
-def conjuncts(expr: Any) -> list[Any]:
+def conjuncts(expr: ast.Node | None) -> list[ast.Node]:
     """The operands of a chain of ``and`` (an expression alone is its one operand; None
     has none), left to right."""
     out: list[Any] = []

@@ -185,6 +185,32 @@ class _FilterNode(_Node):
         self.order = rec.get("o", self.id)
 
 
+class _OneChildNode(_Node):
+    """A node over one sub-expression (``not``, ``timer:within``, ``while``): it starts,
+    quits and re-links that one child; subclasses hold it in a ``kid`` slot."""
+
+    __slots__ = ()
+    kid: _Node | None
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.kid = None
+
+    def start_child(self) -> None:
+        """Spawn and start the sub-expression."""
+        kid = self.kid = self.m.spawn(self.child_sidx(), self, 0, self.tags)
+        kid.start()
+
+    def quit(self) -> None:
+        if self.kid is not None:
+            self.kid.quit()
+            self.kid = None
+        self.drop()
+
+    def attach(self, child: _Node) -> None:
+        self.kid = child
+
+
 class _TimedNode(_Node):
     """A node with a due time in the matcher's timer queue."""
 
@@ -237,7 +263,7 @@ class _AtNode(_TimedNode):
         self.up_true(self.tags, True)
 
 
-class _WithinNode(_TimedNode):
+class _WithinNode(_TimedNode, _OneChildNode):
     """``child where timer:within(ms)``: passes the child's results until the deadline;
     ``timer:withinmax(ms, n)`` also counts them and turns false at the (n+1)-th."""
 
@@ -245,22 +271,14 @@ class _WithinNode(_TimedNode):
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        self.kid: _Node | None = None
         self.count = 0
 
     def start(self) -> None:
-        kid = self.kid = self.m.spawn(self.child_sidx(), self, 0, self.tags)
-        kid.start()
+        self.start_child()
         # The deadline counts from the start; a child that already finished needs none.
         if self.alive and self.kid is not None:
             self.count = 0  # Esper starts the guard (and its count) after the child
             self.schedule(self.m.now + self.spec.ms)
-
-    def quit(self) -> None:
-        if self.kid is not None:
-            self.kid.quit()
-            self.kid = None
-        self.drop()
 
     def child_true(self, child: _Node, tags: Tags, quitted: bool) -> None:
         if self.kid is not child:
@@ -307,31 +325,17 @@ class _WithinNode(_TimedNode):
         super().restore(rec)
         self.count = rec.get("n", 0)
 
-    def attach(self, child: _Node) -> None:
-        self.kid = child
 
-
-class _NotNode(_Node):
+class _NotNode(_OneChildNode):
     """``not child``: true from the start; permanently false once the child turns true."""
 
     __slots__ = ("kid",)
     is_not = True
 
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self.kid: _Node | None = None
-
     def start(self) -> None:
-        kid = self.kid = self.m.spawn(self.child_sidx(), self, 0, self.tags)
-        kid.start()
+        self.start_child()
         if self.alive:
             self.up_true(self.tags, False)
-
-    def quit(self) -> None:
-        if self.kid is not None:
-            self.kid.quit()
-            self.kid = None
-        self.drop()
 
     def child_true(self, child: _Node, tags: Tags, quitted: bool) -> None:
         # Only a sub-expression that stopped listening makes 'not' permanently false.
@@ -344,9 +348,6 @@ class _NotNode(_Node):
         # The negated sub-expression can no longer happen: 'not' stays true.
         if self.kid is child:
             self.kid = None
-
-    def attach(self, child: _Node) -> None:
-        self.kid = child
 
 
 class _EveryNode(_Node):
@@ -668,7 +669,7 @@ class _OrNode(_OperandsNode):
             self.up_false()
 
 
-class _WhileNode(_Node):
+class _WhileNode(_OneChildNode):
     """``child while (cond)``: a result passes while ``cond`` is true for it.
 
     Esper ref. "Patterns", "While": a false condition quits the sub-expression and the
@@ -677,19 +678,8 @@ class _WhileNode(_Node):
 
     __slots__ = ("kid",)
 
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self.kid: _Node | None = None
-
     def start(self) -> None:
-        kid = self.kid = self.m.spawn(self.child_sidx(), self, 0, self.tags)
-        kid.start()
-
-    def quit(self) -> None:
-        if self.kid is not None:
-            self.kid.quit()
-            self.kid = None
-        self.drop()
+        self.start_child()
 
     def child_true(self, child: _Node, tags: Tags, quitted: bool) -> None:
         if self.kid is not child:
@@ -713,9 +703,6 @@ class _WhileNode(_Node):
             self.kid = None
         self.drop()
         self.up_false()
-
-    def attach(self, child: _Node) -> None:
-        self.kid = child
 
 
 class _RepeatNode(_Node):

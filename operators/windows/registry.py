@@ -10,41 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from operators.base import Expr
-from operators.derived.base import DerivedSpec
-from operators.derived.correlation import CorrelationView
-from operators.derived.regression import RegressionView
-from operators.derived.size import SizeView
-from operators.derived.univariate import UnivariateView
-from operators.derived.weighted_avg import WeightedAverageView
-from operators.windows.apama_batched import ApamaBatchedSpec
-from operators.windows.chain import ChainSpec
 from operators.windows.common import Deferred, WindowSpec, check_value, const_expr, in_ms_range
-from operators.windows.expiry_expr import ExpiryExprSpec
-from operators.windows.expiry_expr_batch import ExpiryExprBatchSpec
-from operators.windows.ext_timed import ExtTimedSpec
-from operators.windows.ext_timed_batch import ExtTimedBatchSpec
-from operators.windows.first_length import FirstLengthSpec
-from operators.windows.first_time import FirstTimeSpec
-from operators.windows.first_unique import FirstUniqueSpec
-from operators.windows.flow_control import FlowControl
-from operators.windows.groupwin import GroupWinSpec, MergeSpec
-from operators.windows.intersection import IntersectionSpec
-from operators.windows.keepall import KeepAllSpec
-from operators.windows.length import LengthSpec
-from operators.windows.length_batch import LengthBatchSpec
-from operators.windows.rank import RankSpec
-from operators.windows.sort import SortSpec
-from operators.windows.time import TimeSpec
-from operators.windows.time_accum import TimeAccumSpec
-from operators.windows.time_batch import TimeBatchSpec
-from operators.windows.time_interval import TimeIntervalSpec
-from operators.windows.time_length_batch import TimeLengthBatchSpec
-from operators.windows.time_order import TimeOrderSpec
-from operators.windows.union import UnionSpec
-from operators.windows.unique import UniqueSpec
+
+if TYPE_CHECKING:
+    from operators.windows.flow_control import FlowControl
 
 
 @dataclass(frozen=True)
@@ -127,6 +100,8 @@ def _expr(name: str, p: WindowParam) -> Expr:
 
 def _flow(name: str, p: WindowParam) -> FlowControl:
     """Flow-control keywords given as one string literal."""
+    from operators.windows.flow_control import FlowControl
+
     if not (p.is_constant and isinstance(p.value, str)):
         raise _fail(
             name, f"flow control '{p.text}' must be a string such as \"FORCE_UPDATE, START_EAGER\""
@@ -162,26 +137,36 @@ def _texts(params: Sequence[WindowParam]) -> tuple[str, ...]:
 
 
 def _length(name: str, params: Sequence[WindowParam]) -> WindowSpec:
+    from operators.windows.length import LengthSpec
+
     _arity(name, params, 1, 1)
     return LengthSpec(_count(name, params[0]), name=name, params_text=_texts(params))
 
 
 def _lastevent(name: str, params: Sequence[WindowParam]) -> WindowSpec:
+    from operators.windows.length import LengthSpec
+
     _arity(name, params, 0, 0)
     return LengthSpec(1, name=name)  # 001 table 14.1: 'acts as a length window of size 1'
 
 
 def _length_batch(name: str, params: Sequence[WindowParam]) -> WindowSpec:
+    from operators.windows.length_batch import LengthBatchSpec
+
     _arity(name, params, 1, 1)
     return LengthBatchSpec(_count(name, params[0]), name=name, params_text=_texts(params))
 
 
 def _time_window(name: str, params: Sequence[WindowParam]) -> WindowSpec:
+    from operators.windows.time import TimeSpec
+
     _arity(name, params, 1, 1)
     return TimeSpec(_time(name, params[0]), name=name, params_text=_texts(params))
 
 
 def _ext_timed(name: str, params: Sequence[WindowParam]) -> WindowSpec:
+    from operators.windows.ext_timed import ExtTimedSpec
+
     _arity(name, params, 2, 2)
     return ExtTimedSpec(
         _expr(name, params[0]), _time(name, params[1]), name=name, params_text=_texts(params)
@@ -189,6 +174,9 @@ def _ext_timed(name: str, params: Sequence[WindowParam]) -> WindowSpec:
 
 
 def _time_batch(name: str, params: Sequence[WindowParam]) -> WindowSpec:
+    from operators.windows.flow_control import FlowControl
+    from operators.windows.time_batch import TimeBatchSpec
+
     _arity(name, params, 1, 3)
     reference = None
     flow = FlowControl()
@@ -205,6 +193,8 @@ def _time_batch(name: str, params: Sequence[WindowParam]) -> WindowSpec:
 
 
 def _ext_timed_batch(name: str, params: Sequence[WindowParam]) -> WindowSpec:
+    from operators.windows.ext_timed_batch import ExtTimedBatchSpec
+
     _arity(name, params, 2, 3)
     reference = _long(name, params[2], "reference point") if len(params) == 3 else None
     return ExtTimedBatchSpec(
@@ -217,6 +207,9 @@ def _ext_timed_batch(name: str, params: Sequence[WindowParam]) -> WindowSpec:
 
 
 def _time_length_batch(name: str, params: Sequence[WindowParam]) -> WindowSpec:
+    from operators.windows.flow_control import FlowControl
+    from operators.windows.time_length_batch import TimeLengthBatchSpec
+
     _arity(name, params, 2, 3)
     flow = _flow(name, params[2]) if len(params) == 3 else FlowControl()
     return TimeLengthBatchSpec(
@@ -225,31 +218,43 @@ def _time_length_batch(name: str, params: Sequence[WindowParam]) -> WindowSpec:
 
 
 def _time_accum(name: str, params: Sequence[WindowParam]) -> WindowSpec:
+    from operators.windows.time_accum import TimeAccumSpec
+
     _arity(name, params, 1, 1)
     return TimeAccumSpec(_time(name, params[0]), name=name, params_text=_texts(params))
 
 
 def _keepall(name: str, params: Sequence[WindowParam]) -> WindowSpec:
+    from operators.windows.keepall import KeepAllSpec
+
     _arity(name, params, 0, 0)
     return KeepAllSpec(name=name)
 
 
 def _firstlength(name: str, params: Sequence[WindowParam]) -> WindowSpec:
+    from operators.windows.first_length import FirstLengthSpec
+
     _arity(name, params, 1, 1)
     return FirstLengthSpec(_count(name, params[0]), name=name, params_text=_texts(params))
 
 
 def _firstevent(name: str, params: Sequence[WindowParam]) -> WindowSpec:
+    from operators.windows.first_length import FirstLengthSpec
+
     _arity(name, params, 0, 0)
     return FirstLengthSpec(1, name=name)  # 001 table 14.1: retains the very first event
 
 
 def _firsttime(name: str, params: Sequence[WindowParam]) -> WindowSpec:
+    from operators.windows.first_time import FirstTimeSpec
+
     _arity(name, params, 1, 1)
     return FirstTimeSpec(_time(name, params[0]), name=name, params_text=_texts(params))
 
 
 def _expiry(name: str, params: Sequence[WindowParam]) -> WindowSpec:
+    from operators.windows.expiry_expr import ExpiryExprSpec
+
     _arity(name, params, 1, 1)
     p = params[0]
     return ExpiryExprSpec(
@@ -258,6 +263,8 @@ def _expiry(name: str, params: Sequence[WindowParam]) -> WindowSpec:
 
 
 def _expiry_batch(name: str, params: Sequence[WindowParam]) -> WindowSpec:
+    from operators.windows.expiry_expr_batch import ExpiryExprBatchSpec
+
     _arity(name, params, 1, 2)
     include = True
     if len(params) == 2:
@@ -272,11 +279,15 @@ def _expiry_batch(name: str, params: Sequence[WindowParam]) -> WindowSpec:
 
 
 def _unique(name: str, params: Sequence[WindowParam]) -> WindowSpec:
+    from operators.windows.unique import UniqueSpec
+
     _arity(name, params, 1, None)
     return UniqueSpec(tuple(_expr(name, p) for p in params), name=name, params_text=_texts(params))
 
 
 def _firstunique(name: str, params: Sequence[WindowParam]) -> WindowSpec:
+    from operators.windows.first_unique import FirstUniqueSpec
+
     _arity(name, params, 1, None)
     return FirstUniqueSpec(
         tuple(_expr(name, p) for p in params), name=name, params_text=_texts(params)
@@ -284,6 +295,8 @@ def _firstunique(name: str, params: Sequence[WindowParam]) -> WindowSpec:
 
 
 def _groupwin(name: str, params: Sequence[WindowParam]) -> WindowSpec:
+    from operators.windows.groupwin import GroupWinSpec
+
     _arity(name, params, 1, None)
     return GroupWinSpec(
         tuple(_expr(name, p) for p in params),
@@ -294,10 +307,14 @@ def _groupwin(name: str, params: Sequence[WindowParam]) -> WindowSpec:
 
 
 def _merge(name: str, params: Sequence[WindowParam]) -> WindowSpec:
+    from operators.windows.groupwin import MergeSpec
+
     return MergeSpec(name=name, params_text=_texts(params))
 
 
 def _sort(name: str, params: Sequence[WindowParam]) -> WindowSpec:
+    from operators.windows.sort import SortSpec
+
     _arity(name, params, 2, None)
     crit = params[1:]
     return SortSpec(
@@ -310,6 +327,8 @@ def _sort(name: str, params: Sequence[WindowParam]) -> WindowSpec:
 
 
 def _rank(name: str, params: Sequence[WindowParam]) -> WindowSpec:
+    from operators.windows.rank import RankSpec
+
     _arity(name, params, 3, None)
     # Esper ref. 14.3.20: unique expressions first, then a constant size, then the sort criteria.
     at = next(
@@ -336,6 +355,8 @@ def _rank(name: str, params: Sequence[WindowParam]) -> WindowSpec:
 
 
 def _time_order(name: str, params: Sequence[WindowParam]) -> WindowSpec:
+    from operators.windows.time_order import TimeOrderSpec
+
     _arity(name, params, 2, 2)
     return TimeOrderSpec(
         _expr(name, params[0]), _time(name, params[1]), name=name, params_text=_texts(params)
@@ -343,13 +364,21 @@ def _time_order(name: str, params: Sequence[WindowParam]) -> WindowSpec:
 
 
 def _timetolive(name: str, params: Sequence[WindowParam]) -> WindowSpec:
+    from operators.windows.time_order import TimeOrderSpec
+
     _arity(name, params, 1, 1)
     # Esper 14.3.22: 'fully equivalent to the time-order data window with a zero ... time period'
     return TimeOrderSpec(_expr(name, params[0]), 0, name=name, params_text=_texts(params))
 
 
-def _derived(view_class: type, n_values: int) -> Callable[[str, Sequence[WindowParam]], WindowSpec]:
+def _derived(module: str, view: str,
+             n_values: int) -> Callable[[str, Sequence[WindowParam]], WindowSpec]:
+    """The maker of a derived-value window whose view class is ``view`` of
+    ``operators.derived.<module>``, imported when a statement uses the window."""
+
     def make(name: str, params: Sequence[WindowParam]) -> WindowSpec:
+        from operators.derived.base import DerivedSpec
+
         _arity(name, params, n_values, None)
         values = tuple(_expr(name, p) for p in params[:n_values])
         extras: list[tuple[str, Expr]] = []
@@ -365,13 +394,15 @@ def _derived(view_class: type, n_values: int) -> Callable[[str, Sequence[WindowP
             wildcard,
             name=name,
             params_text=_texts(params),
-            view_class=view_class,
+            view_class=getattr(import_module(f"operators.derived.{module}"), view),
         )
 
     return make
 
 
 def _time_interval(name: str, params: Sequence[WindowParam]) -> WindowSpec:
+    from operators.windows.time_interval import TimeIntervalSpec
+
     _arity(name, params, 4, 5)
     offset = _time(name, params[4], "interval offset") if len(params) == 5 else 0
     return TimeIntervalSpec(
@@ -391,6 +422,8 @@ def _absent(p: WindowParam | None) -> bool:
 
 
 def _apama(name: str, params: Sequence[WindowParam | None]) -> WindowSpec:
+    from operators.windows.apama_batched import ApamaBatchedSpec
+
     _arity(name, params, 3, 3)
     within_p, every_p, retain_p = params
     absent = _absent
@@ -441,15 +474,15 @@ WINDOWS: dict[str, tuple[str | None, Maker]] = {
     "lastevent": ("std", _lastevent),
     "firstevent": ("std", _firstevent),
     "firstunique": ("std", _firstunique),
-    "size": ("std", _derived(SizeView, 0)),
+    "size": ("std", _derived("size", "SizeView", 0)),
     "sort": ("ext", _sort),
     "rank": ("ext", _rank),
     "time_order": ("ext", _time_order),
     "timetolive": ("ext", _timetolive),
-    "uni": ("stat", _derived(UnivariateView, 1)),
-    "linest": ("stat", _derived(RegressionView, 2)),
-    "correl": ("stat", _derived(CorrelationView, 2)),
-    "weighted_avg": ("stat", _derived(WeightedAverageView, 2)),
+    "uni": ("stat", _derived("univariate", "UnivariateView", 1)),
+    "linest": ("stat", _derived("regression", "RegressionView", 2)),
+    "correl": ("stat", _derived("correlation", "CorrelationView", 2)),
+    "weighted_avg": ("stat", _derived("weighted_avg", "WeightedAverageView", 2)),
     # kepl extensions (conformance INDEX conventions): no namespace
     "time_interval": (None, _time_interval),
     "apama_batched": (None, _apama),
@@ -476,6 +509,9 @@ def make_view_spec(name: str, params: list[WindowParam], namespace: str | None =
 
 
 def _side_by_side(windows: list[Any], union: bool) -> Any:
+    from operators.windows.intersection import IntersectionSpec
+    from operators.windows.union import UnionSpec
+
     if len(windows) == 1:
         return windows[0]
     return UnionSpec(tuple(windows)) if union else IntersectionSpec(tuple(windows))
@@ -488,6 +524,9 @@ def make_view_chain(specs: Sequence[Any], union: bool = False) -> Any:
     default) or retain-union; a derived-value window consumes the windows before it;
     ``groupwin(...)`` applies everything after it up to ``merge`` (or the end) per group.
     """
+    from operators.windows.chain import ChainSpec
+    from operators.windows.groupwin import GroupWinSpec, MergeSpec
+
     if not specs:
         raise ValueError("no data window given")
     stages: list[Any] = []

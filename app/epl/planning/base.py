@@ -42,21 +42,21 @@ class PlannerBase:
     def _type_names(self) -> list[str]:
         return [*self.catalog.schemas, *self.catalog.streams]
 
-    def _require_type(self, type_name: str, node: Any) -> dict[str, str]:
+    def _require_type(self, type_name: str, node: ast.Node) -> dict[str, str]:
         props = self.catalog.type_props(type_name)
         if props is None:
             raise verr(f"unknown event type '{type_name}'", node,
                                      hint=did_you_mean(type_name, self._type_names()))
         return props
 
-    def _check_names(self, node: Any, props: dict[str, str], scope: Scope,
+    def _check_names(self, node: ast.SelectStatement, props: dict[str, str], scope: Scope,
                      type_name: str) -> None:
         """Unknown properties are errors with a hint (strict validation)."""
         if all(t == "any" for t in props.values()):
             return
         exprs: list[Any] = []
         for item in node.select_items:
-            if type(item).__name__ == "SelectItem":
+            if isinstance(item, ast.SelectItem):
                 exprs.append(item.expr)
         src = node.from_[0]
         for e in (src.filter, node.where, node.having, *(node.group_by or ())):
@@ -77,14 +77,14 @@ class PlannerBase:
                 if problem is not None:
                     raise self._path_err(n, len(n.parts) - len(parts), problem)
 
-    def _check_tag_names(self, node: Any, pattern: Any) -> None:
+    def _check_tag_names(self, node: ast.SelectStatement, pattern: Any) -> None:
         """Properties of pattern tags (``a.price``) must be properties of the tag's type."""
         from operators.patterns.spec import Filter
 
         tag_types = {n.tag: n.type_name for n in pattern.plan.nodes
                      if isinstance(n, Filter) and n.tag}
         exprs = [item.expr for item in node.select_items
-                 if type(item).__name__ == "SelectItem"]
+                 if isinstance(item, ast.SelectItem)]
         exprs += [e for e in (node.where, node.having, *(node.group_by or ())) if e is not None]
         for e in exprs:
             for n in names_in(e):
@@ -96,7 +96,7 @@ class PlannerBase:
                 if problem is not None:
                     raise self._path_err(n, 1, problem)
 
-    def _path_err(self, n: Any, skipped: int, problem: tuple[int, str, str | None]
+    def _path_err(self, n: ast.Node, skipped: int, problem: tuple[int, str, str | None]
                   ) -> EplValidationError:
         """A property-path error pointing at the part in error when the name is written
         plainly (``a.b.c``), else at the name."""
@@ -154,7 +154,7 @@ def derived_props(view: Any) -> dict[str, str]:
     return out
 
 
-def refers_to_event(node: Any, scope: Scope) -> bool:
+def refers_to_event(node: ast.Node, scope: Scope) -> bool:
     """Whether an expression reads event properties (not only context/variables/tables)."""
     for n in names_in(node):
         head = n.parts[0]
@@ -169,7 +169,7 @@ def refers_to_event(node: Any, scope: Scope) -> bool:
     return False
 
 
-def is_grouped(node: Any, group_texts: tuple[str, ...], scope: Scope) -> bool:
+def is_grouped(node: ast.Node, group_texts: tuple[str, ...], scope: Scope) -> bool:
     """Whether a non-aggregated select expression is one of the group-by expressions; a
     table access counts as grouped when its keys are (its value is one per group)."""
     if WHITESPACE.sub("", text_of(node)) in group_texts:
@@ -196,11 +196,12 @@ def period_seconds(tp: Any, scope: Scope) -> Any:
     return seconds
 
 
-def target_name(t: Any) -> str:
+def target_name(t: str | ast.Node) -> str:
     if isinstance(t, str):
         return t
     return ".".join(t.parts) if hasattr(t, "parts") else str(t)
 
 
-def construct_name(kind: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", " ", kind).lower()
+def construct_name(node: ast.Node) -> str:
+    """The words of a node's class name, for messages ('create index')."""
+    return re.sub(r"(?<!^)(?=[A-Z])", " ", type(node).__name__).lower()

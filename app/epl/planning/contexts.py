@@ -24,10 +24,8 @@ from app.epl.planning.base import (
     norm_type,
 )
 from app.runtime.catalog import NotSupported
-from operators.contexts import conditions as cond
 from operators.contexts.managers import CategorySpec, HashItem, HashSpec, KeyedItem, KeyedSpec
 from operators.contexts.nested import NestedSpec
-from operators.contexts.temporal import NonOverlappingSpec, OverlappingSpec
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -35,10 +33,9 @@ IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 class ContextPlanning(PlannerBase):
     """Plans context declarations and their conditions."""
 
-    def context_spec(self, name: str, spec: Any) -> Any:
-        kind = type(spec).__name__
+    def context_spec(self, name: str, spec: ast.Node) -> Any:
         variables = frozenset(self.catalog.variables)
-        if kind == "KeyedContext":
+        if isinstance(spec, ast.KeyedContext):
             items = []
             seen: set[str] = set()
             key_types: list[str] | None = None
@@ -79,7 +76,7 @@ class ContextPlanning(PlannerBase):
                                        tuple(text_of(p) for p in it.props), it.alias))
             init, term = self._keyed_lifecycle(spec, seen)
             return KeyedSpec(name, tuple(items), init, term)
-        if kind == "HashContext":
+        if isinstance(spec, ast.HashContext):
             hitems = []
             for it in spec.items:
                 hprops = self._require_type(it.type_name, it)
@@ -94,19 +91,23 @@ class ContextPlanning(PlannerBase):
                     it.type_name, it.function, compile_expr(it.args[0], scope), filt))
             return HashSpec(name, tuple(hitems), int(constant_value(spec.granularity)),
                             bool(spec.preallocate))
-        if kind == "CategoryContext":
+        if isinstance(spec, ast.CategoryContext):
             cprops = self._require_type(spec.type_name, spec)
             scope = Scope("event", variables=variables,
                           tables=replace(self.tenv, props=cprops))
             groups = tuple((g.label, compile_expr(g.expr, scope)) for g in spec.groups)
             return CategorySpec(name, spec.type_name, groups,
                                 compile_expr(spec.filter, scope) if spec.filter else None)
-        if kind == "NonOverlappingContext":
+        if isinstance(spec, ast.NonOverlappingContext):
+            from operators.contexts.temporal import NonOverlappingSpec
+
             start = self.condition(spec.start, frozenset(), is_start=True)
             end = self.condition(spec.end, tags_of(spec.start), is_start=False,
                                  arrays=arrays_of(spec.start))
             return NonOverlappingSpec(name, start, end)
-        if kind == "OverlappingContext":
+        if isinstance(spec, ast.OverlappingContext):
+            from operators.contexts.temporal import OverlappingSpec
+
             init = self.condition(spec.initiated, frozenset(), is_start=True)
             term = self.condition(spec.terminated, tags_of(spec.initiated), is_start=False,
                                   arrays=arrays_of(spec.initiated))
@@ -117,13 +118,13 @@ class ContextPlanning(PlannerBase):
                                array_tags=arrays_of(spec.initiated))
                 distinct = tuple(compile_expr(d, dscope) for d in spec.distinct)
             return OverlappingSpec(name, init, term, distinct)
-        if kind == "NestedContext":
+        if isinstance(spec, ast.NestedContext):
             specs = [self.context_spec(it.name, it.spec) for it in spec.contexts]
             out = specs[-1]
             for outer in reversed(specs[:-1]):
                 out = NestedSpec(name, outer, out)
             return out
-        raise NotSupported(construct_name(kind))
+        raise NotSupported(construct_name(spec))
 
     def _user_hash(self, fd: Any, item: Any, scope: Scope) -> Any:
         """A user single-row function as a hash context's hash function: its integer
@@ -136,7 +137,8 @@ class ContextPlanning(PlannerBase):
         call = ast.Call(fd.name, () if star else tuple(item.args), False, star, pos=item.pos)
         return compile_expr(call, scope)
 
-    def _keyed_lifecycle(self, spec: Any, listed: set[str]) -> tuple[tuple[Any, ...], Any]:
+    def _keyed_lifecycle(self, spec: ast.KeyedContext,
+                         listed: set[str]) -> tuple[tuple[Any, ...], Any]:
         """``initiated by`` filters and the ``terminated by`` condition of a keyed context,
         validated as Esper does: initiating types are listed in ``partition by``, streams
         are named in one of the two places, each name once; the terminating condition
@@ -186,15 +188,16 @@ class ContextPlanning(PlannerBase):
         return TableEnv(self.catalog.tables, props=props,
                         refusal="a keyed or hash context declaration cannot read a table")
 
-    def condition(self, c: Any, tags: frozenset[str], is_start: bool,
+    def condition(self, c: ast.Node | None, tags: frozenset[str], is_start: bool,
                   arrays: frozenset[str] = frozenset()) -> Any:
         """A context condition; ``tags`` (of them ``arrays`` hold lists of events) are
         those of the start condition, visible to a correlated end condition."""
+        from operators.contexts import conditions as cond
+
         if c is None:
             return cond.CondNeverSpec()
-        kind = type(c).__name__
         variables = frozenset(self.catalog.variables)
-        if kind == "CondFilter":
+        if isinstance(c, ast.CondFilter):
             self._require_type(c.type_name, c)
             aliases = frozenset({c.alias} if c.alias else set())
             env = replace(self.tenv, props=self.catalog.type_props(c.type_name) or {})
@@ -202,26 +205,26 @@ class ContextPlanning(PlannerBase):
             pred = compile_expr(c.filter, scope) if c.filter is not None else None
             text = c.type_name + (f"({text_of(c.filter)})" if c.filter is not None else "")
             return cond.CondFilterSpec(c.type_name, pred, c.alias, text)
-        if kind == "CondPattern":
+        if isinstance(c, ast.CondPattern):
             from app.epl.planning.patterns import plan_pattern
 
             return cond.CondPatternSpec(plan_pattern(self, c.pattern, tags, arrays),
                                         bool(c.inclusive), text_of(c.pattern))
-        if kind == "CondCrontab":
+        if isinstance(c, ast.CondCrontab):
             from app.epl.planning.patterns import cron_spec
 
             return cond.CondCrontabSpec(cron_spec(c.crontab), text_of(c.crontab))
-        if kind == "CondAfter":
+        if isinstance(c, ast.CondAfter):
             return cond.CondAfterSpec(time_period_ms(c.period))
-        if kind == "CondNow":
+        if isinstance(c, ast.CondNow):
             return cond.CondNowSpec()
-        if kind == "CondNowAnd":
+        if isinstance(c, ast.CondNowAnd):
             inner = self.condition(c.cond, tags, is_start, arrays)
             if isinstance(inner, cond.CondFilterSpec):
                 raise verr("@now cannot be combined with a filter initiating condition", c,
                     hint="use @now with a pattern or crontab condition (Esper ref. 4.2.7)")
             return cond.CondNowAndSpec(inner)
-        raise NotSupported(construct_name(kind))
+        raise NotSupported(construct_name(c))
 
     def _check_segmented(self, context: str, stream: Any, pattern: Any, src: Any) -> None:
         """Esper ref. 4.2.2/§4.2.3: a statement of a keyed or hash context must filter at least
@@ -243,26 +246,24 @@ class ContextPlanning(PlannerBase):
 
 
 
-def arrays_of(c: Any) -> frozenset[str]:
+def arrays_of(c: ast.Node | None) -> frozenset[str]:
     """The tags of a start condition that hold lists of events (inside a repeat)."""
-    kind = type(c).__name__
-    if kind == "CondPattern":
+    if isinstance(c, ast.CondPattern):
         from app.epl.planning.patterns import repeated_tags
 
         return repeated_tags(c.pattern)
-    if kind == "CondNowAnd":
+    if isinstance(c, ast.CondNowAnd):
         return arrays_of(c.cond)
     return frozenset()
 
 
-def tags_of(c: Any) -> frozenset[str]:
-    kind = type(c).__name__
-    if kind == "CondFilter" and c.alias:
+def tags_of(c: ast.Node | None) -> frozenset[str]:
+    if isinstance(c, ast.CondFilter) and c.alias:
         return frozenset({c.alias})
-    if kind == "CondPattern":
+    if isinstance(c, ast.CondPattern):
         from app.epl.planning.patterns import pattern_tags
 
         return frozenset(pattern_tags(c.pattern))
-    if kind == "CondNowAnd":
+    if isinstance(c, ast.CondNowAnd):
         return tags_of(c.cond)
     return frozenset()

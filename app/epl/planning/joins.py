@@ -28,7 +28,8 @@ from operators.joins.spec import IndexDef, JoinSpec, JoinStream, Step
 from operators.pipeline import PipelineSpec
 
 
-def plan_join(planner: PlannerBase, node: Any, name: str, epl: str) -> StatementPlan:
+def plan_join(planner: PlannerBase, node: ast.SelectStatement, name: str,
+              epl: str) -> StatementPlan:
     """A select statement over two or more streams."""
     cat = planner.catalog
     variables = frozenset(cat.variables)
@@ -37,7 +38,7 @@ def plan_join(planner: PlannerBase, node: Any, name: str, epl: str) -> Statement
     types: dict[str, str] = {}
     window: str | None = None
     for src in node.from_:
-        if type(src).__name__ != "FilterStream":
+        if not isinstance(src, ast.FilterStream):
             raise NotSupported("joins with a pattern stream")
         named = src.type_name in cat.named_windows
         if named:
@@ -141,7 +142,7 @@ def plan_join(planner: PlannerBase, node: Any, name: str, epl: str) -> Statement
 
 
 def _check_context(planner: PlannerBase, context: str, streams: list[JoinStream],
-                   node: Any) -> None:
+                   node: ast.SelectStatement) -> None:
     """A keyed or hash context routes each event type by its own key: every stream of a
     join in such a context must be of a type the context lists (Esper ref. 4.2.2/§4.2.3)."""
     inner = planner.catalog.contexts[context]
@@ -217,7 +218,7 @@ class _Resolver:
             raise self.planner._path_err(n, skipped, problem)
 
 
-def _rewrite(node: Any, fn: Any) -> Any:
+def _rewrite(node: ast.Node, fn: Any) -> Any:
     """``node`` with every Name replaced by ``fn(name)`` (other nodes rebuilt as needed)."""
     if isinstance(node, ast.Name):
         return fn(node)
@@ -238,7 +239,7 @@ def _rewrite(node: Any, fn: Any) -> Any:
     return dataclasses.replace(node, **changes) if changes else node
 
 
-def _with_priors(node: Any, streams: list[JoinStream], names: frozenset[str], scope: Scope
+def _with_priors(node: ast.Node, streams: list[JoinStream], names: frozenset[str], scope: Scope
                  ) -> list[JoinStream]:
     """Each stream with the prior(n, x) calls on it: its events are stamped with their
     prior values as they arrive (``operators.prior``)."""
@@ -258,7 +259,7 @@ def _with_priors(node: Any, streams: list[JoinStream], names: frozenset[str], sc
     return out
 
 
-def _check_prev_windows(node: Any, streams: list[JoinStream], names: frozenset[str]
+def _check_prev_windows(node: ast.Node, streams: list[JoinStream], names: frozenset[str]
                         ) -> None:
     """A prev function reads one stream's window, which must retain previous events
     (as on a single stream, ``app.epl.prev.check_prev_window``)."""
@@ -274,7 +275,7 @@ def _check_prev_windows(node: Any, streams: list[JoinStream], names: frozenset[s
                        call, hint="such as #length(10), #time(1 min), #keepall or #sort")
 
 
-def _qualified(node: Any, resolver: _Resolver) -> Any:
+def _qualified(node: ast.Node, resolver: _Resolver) -> Any:
     """The statement with its expressions' names qualified and ``s.*`` expanded to the
     properties of stream ``s`` (Esper: the columns are named as the properties)."""
     items: list[Any] = []
@@ -317,11 +318,12 @@ def _check_on(on: Any, names: frozenset[str]) -> None:
 
 # -- the join plan -------------------------------------------------------------
 
-def _streams_of(expr: Any, names: frozenset[str]) -> frozenset[str]:
+def _streams_of(expr: ast.Node, names: frozenset[str]) -> frozenset[str]:
     return frozenset(n.parts[0] for n in names_in(expr) if n.parts[0] in names)
 
 
-def _equalities(where: Any, names: frozenset[str]) -> list[tuple[str, Any, frozenset[str], Any]]:
+def _equalities(where: ast.Node | None,
+                names: frozenset[str]) -> list[tuple[str, Any, frozenset[str], Any]]:
     """Equalities usable as index lookups: (indexed stream, key expression over that
     stream alone, streams the other side reads, the other side)."""
     out = []
@@ -337,7 +339,8 @@ def _equalities(where: Any, names: frozenset[str]) -> list[tuple[str, Any, froze
     return out + _transitive(where, names)
 
 
-def _transitive(where: Any, names: frozenset[str]) -> list[tuple[str, Any, frozenset[str], Any]]:
+def _transitive(where: ast.Node | None,
+                names: frozenset[str]) -> list[tuple[str, Any, frozenset[str], Any]]:
     """Equalities implied by others between properties (``a.k = b.k and b.k = c.k`` gives
     ``a.k = c.k``), as Esper's query graph derives them: an event of ``c`` can then look
     ``a`` up first."""
@@ -372,7 +375,7 @@ def _transitive(where: Any, names: frozenset[str]) -> list[tuple[str, Any, froze
     return out
 
 
-def _calls(node: Any) -> list[Any]:
+def _calls(node: ast.Node | None) -> list[Any]:
     """Aggregate-like calls are not index keys (a plain function call is fine)."""
     from app.epl.expr import has_aggregate
 
@@ -454,7 +457,7 @@ def _table_step(pick: int, pairs: list[tuple[Any, Any]], stream: JoinStream, sco
     return Step(pick)
 
 
-def _join_spec(streams: list[JoinStream], where: Any, scope: Scope,
+def _join_spec(streams: list[JoinStream], where: ast.Node | None, scope: Scope,
                planner: PlannerBase) -> JoinSpec:
     """Indexes and lookup paths.  An event of stream i joins the other streams in
     from-clause order, each through a hash index when the where clause equates it to

@@ -153,7 +153,7 @@ def plan_match_recognize(planner: Any, mr: ast.MatchRecognize, type_name: str,
         reads_groups=frozenset(reads_groups))
 
 
-def _pattern(node: Any) -> Any:
+def _pattern(node: ast.Node) -> Any:
     """The AST pattern as the operator's pattern nodes."""
     def rep(r: ast.MrRepeat | None) -> Any:
         if r is None:
@@ -185,7 +185,7 @@ def _pattern(node: Any) -> Any:
     raise verr("unexpected pattern item", node)
 
 
-def names_outside(node: Any, skip_aggregates: bool = False) -> list[ast.Name]:
+def names_outside(node: ast.Node, skip_aggregates: bool = False) -> list[ast.Name]:
     """Name nodes of an expression; the target of ``prev()`` counts, an aggregate's
     arguments are left out with ``skip_aggregates``."""
     out: list[ast.Name] = []
@@ -204,7 +204,7 @@ def names_outside(node: Any, skip_aggregates: bool = False) -> list[ast.Name]:
     return out
 
 
-def _is_aggregate(n: Any) -> bool:
+def _is_aggregate(n: ast.Node) -> bool:
     """An aggregate call (``max``/``min`` of several arguments are the scalar forms)."""
     return (isinstance(n, ast.Call) and n.name.lower() in AGGREGATE_NAMES
             and not (n.name.lower() in ("max", "min") and len(n.args) > 1))
@@ -244,7 +244,7 @@ def _aggregated_var(call: ast.Call, multis: set[str], var_set: frozenset[str],
     return found.pop()
 
 
-def _qualify(expr: Any, var: str, var_set: frozenset[str], variables: frozenset[str],
+def _qualify(expr: ast.Node, var: str, var_set: frozenset[str], variables: frozenset[str],
              visible: set[str]) -> Any:
     """A condition's unqualified property names as the current event's (``v`` in the
     condition of A is ``A.v``) when no other variable is visible to it; else they are
@@ -285,7 +285,7 @@ def _map_children(n: Any, fix: Any) -> Any:
     return dataclasses.replace(n, **changes) if changes else n
 
 
-def _normalise_prev(expr: Any) -> tuple[Any, int]:
+def _normalise_prev(expr: ast.Node) -> tuple[ast.Node, int]:
     """``prev()`` calls of a condition as ``prev(index, expr)`` (either argument order is
     accepted, as Esper does in define), and the depth of events they reach."""
     depth = 0
@@ -315,7 +315,7 @@ def _normalise_prev(expr: Any) -> tuple[Any, int]:
     return fix(expr), depth
 
 
-def _const_int(node: Any) -> int | None:
+def _const_int(node: ast.Node) -> int | None:
     try:
         v = constant_value(node)
     except ValueError:

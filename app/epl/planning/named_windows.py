@@ -40,7 +40,7 @@ def _host(subs: SubqueryEnv) -> Any:
 class NamedWindowPlanning(PlannerBase):
     """Plans named windows, on-statements and on-demand queries."""
 
-    def create_window(self, node: Any, name: str, epl: str) -> StatementPlan:
+    def create_window(self, node: ast.CreateWindow, name: str, epl: str) -> StatementPlan:
         """002: a named window is a pipeline over events inserted into it."""
         if node.context is not None and node.context not in self.catalog.contexts:
             raise verr(f"unknown context '{node.context}'", node,
@@ -63,7 +63,7 @@ class NamedWindowPlanning(PlannerBase):
         return StatementPlan(name, "window", epl, pipeline, node.context, window=node.name,
                              event_type=node.type_name)
 
-    def on_statement(self, node: Any, name: str, epl: str) -> StatementPlan:
+    def on_statement(self, node: ast.OnStatement, name: str, epl: str) -> StatementPlan:
         """``on Trigger ...`` against a named window, a table or variables."""
         from operators.named_window import OnActionSpec
 
@@ -71,11 +71,10 @@ class NamedWindowPlanning(PlannerBase):
             raise verr(f"unknown context '{node.context}'", node,
                        hint=did_you_mean(node.context, self.catalog.contexts))
         trig = node.trigger
-        if type(trig).__name__ != "FilterStream":
+        if not isinstance(trig, ast.FilterStream):
             raise NotSupported("on-statements triggered by a pattern")
         self._require_type(trig.type_name, trig)
         action = node.action
-        akind = type(action).__name__
         variables = frozenset(self.catalog.variables)
         self.tenv.props = self.catalog.type_props(trig.type_name) or {}
         subs = SubqueryEnv(self, node.context, outer_names=frozenset({trig.type_name}),
@@ -83,7 +82,7 @@ class NamedWindowPlanning(PlannerBase):
         tscope = Scope("event", frozenset({trig.alias} if trig.alias else set()),
                        variables=variables, tables=self.tenv, subqueries=subs)
         tfilter = compile_expr(trig.filter, tscope) if trig.filter is not None else None
-        if akind == "OnSet":
+        if isinstance(action, ast.OnSet):
             oscope = Scope("tags", frozenset(), frozenset(
                 {trig.alias} if trig.alias else {trig.type_name}), variables, tables=self.tenv,
                 subqueries=subs)
@@ -124,24 +123,24 @@ class NamedWindowPlanning(PlannerBase):
                       trigger_alias=trig.alias, window=target_name, window_alias=action.alias,
                       where=where, target=target, target_props=tuple(props))
         insert_into = insert_stream = None
-        if akind == "OnDelete":
+        if isinstance(action, ast.OnDelete):
             spec = OnActionSpec("delete", **common)
-        elif akind == "OnSelect":
+        elif isinstance(action, ast.OnSelect):
             spec = self._on_select(action, cscope, common)
             if action.insert_into is not None:
                 insert_into = action.insert_into.name
                 insert_stream = "istream"
                 self.catalog.streams.setdefault(
                     insert_into, {c: "any" for c, _ in spec.columns} or dict(props))
-        elif akind == "OnUpdate":
+        elif isinstance(action, ast.OnUpdate):
             assigns = tuple(self._column_assignment(a, cscope, target_name, props, target)
                             for a in action.assignments)
             spec = OnActionSpec("update", assignments=assigns, **common)
-        elif akind == "OnMerge":
+        elif isinstance(action, ast.OnMerge):
             spec = OnActionSpec("merge", clauses=self._merge_clauses(
                 action, cscope, target_name, props, target), **common)
         else:
-            raise NotSupported(construct_name(akind))
+            raise NotSupported(construct_name(action))
         return StatementPlan(name, "on", epl, context=node.context, action=spec,
                              subqueries=_host(subs), insert_into=insert_into,
                              insert_stream=insert_stream or "istream",
@@ -150,7 +149,7 @@ class NamedWindowPlanning(PlannerBase):
                              table=self.catalog.tables[target_name] if target == "table"
                              else None)
 
-    def _on_select(self, action: Any, cscope: Scope, common: dict[str, Any]) -> Any:
+    def _on_select(self, action: ast.OnSelect, cscope: Scope, common: dict[str, Any]) -> Any:
         """on-select: plain projection, or a result set when it aggregates/groups/orders."""
         from operators.named_window import OnActionSpec
 
@@ -158,10 +157,10 @@ class NamedWindowPlanning(PlannerBase):
         wildcard = False
         aggregated = bool(action.group_by or action.having or action.order_by
                           or action.distinct) or any(
-            type(i).__name__ != "Wildcard" and has_aggregate(i.expr)
+            not isinstance(i, ast.Wildcard) and has_aggregate(i.expr)
             for i in action.select_items)
         for item in action.select_items:
-            if type(item).__name__ == "Wildcard":
+            if isinstance(item, ast.Wildcard):
                 wildcard = True
             elif not aggregated:
                 cols.append((column_name(item, self.source, self.subquery_numbers),
@@ -176,8 +175,8 @@ class NamedWindowPlanning(PlannerBase):
                             and_delete=action.and_delete, resultset=rs,
                             distinct=bool(action.distinct), **common)
 
-    def _column_assignment(self, a: Any, scope: Scope, target: str, props: dict[str, str],
-                           kind: str) -> Assignment:
+    def _column_assignment(self, a: ast.Assignment, scope: Scope, target: str,
+                           props: dict[str, str], kind: str) -> Assignment:
         """``col = expr`` of an update: the column must exist (and not be an aggregation)."""
         col = target_name(a.target)
         if "." in col:
@@ -192,27 +191,26 @@ class NamedWindowPlanning(PlannerBase):
                            "be assigned", a, hint="aggregate into it with 'into table'")
         return Assignment(col, compile_expr(a.expr, scope))
 
-    def _merge_clauses(self, action: Any, cscope: Scope, target: str, props: dict[str, str],
+    def _merge_clauses(self, action: ast.OnMerge, cscope: Scope, target: str, props: dict[str, str],
                        kind: str) -> tuple[Any, ...]:
         """002 on-merge: ``when [not] matched [and cond] then update|delete|insert``."""
         from operators.named_window import MergeActionSpec, MergeClauseSpec
 
         clauses = []
         for c in action.clauses:
-            always = type(c).__name__ == "MergeInsert"
+            always = isinstance(c, ast.MergeInsert)
             if always:
                 c = ast.MergeWhen(False, None, (c,))
             actions = []
             for a in c.actions:
-                akind = type(a).__name__
                 where = compile_expr(a.where, cscope) if a.where is not None else None
-                if akind == "MergeUpdate":
+                if isinstance(a, ast.MergeUpdate):
                     if not c.matched:
                         raise verr("'then update' needs a matched row (when matched)", a)
                     assigns = tuple(self._column_assignment(x, cscope, target, props, kind)
                                     for x in a.assignments)
                     actions.append(MergeActionSpec("update", where, assigns))
-                elif akind == "MergeDelete":
+                elif isinstance(a, ast.MergeDelete):
                     if not c.matched:
                         raise verr("'then delete' needs a matched row (when matched)", a)
                     actions.append(MergeActionSpec("delete", where))
@@ -222,7 +220,7 @@ class NamedWindowPlanning(PlannerBase):
             clauses.append(MergeClauseSpec(bool(c.matched), cond, tuple(actions), always))
         return tuple(clauses)
 
-    def _merge_insert(self, a: Any, where: Any, cscope: Scope, props: dict[str, str],
+    def _merge_insert(self, a: ast.MergeInsert, where: Any, cscope: Scope, props: dict[str, str],
                       kind: str, target: str) -> Any:
         """``insert [into S] [(cols)] select ...`` of an on-merge."""
         from operators.named_window import MergeActionSpec
@@ -230,7 +228,7 @@ class NamedWindowPlanning(PlannerBase):
         cols = []
         wildcard = False
         names = list(a.columns)
-        items = [i for i in a.select_items if type(i).__name__ != "Wildcard"]
+        items = [i for i in a.select_items if not isinstance(i, ast.Wildcard)]
         wildcard = len(items) != len(a.select_items)
         if names and len(names) != len(items):
             raise verr(f"{len(names)} column names for {len(items)} selected values", a)
@@ -259,15 +257,15 @@ class NamedWindowPlanning(PlannerBase):
         """A fire-and-forget select over a named window or table (``kepl query``)."""
         return self._planned(epl, self.plan_on_demand)
 
-    def plan_on_demand(self, node: Any) -> Any:
+    def plan_on_demand(self, node: ast.Statement) -> Any:
         from app.runtime.plan import OnDemandPlan
 
-        if type(node).__name__ != "SelectStatement":
+        if not isinstance(node, ast.SelectStatement):
             raise verr("an on-demand query is a select statement", node)
         if node.insert_into is not None or node.into_table is not None or node.output:
             raise verr("an on-demand query takes no insert into, into table or output "
                        "clause", node)
-        if len(node.from_) != 1 or type(node.from_[0]).__name__ != "FilterStream":
+        if len(node.from_) != 1 or not isinstance(node.from_[0], ast.FilterStream):
             raise NotSupported("on-demand joins")
         src = node.from_[0]
         name = src.type_name

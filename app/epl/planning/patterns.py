@@ -14,11 +14,11 @@ from operators.patterns.crontab import CronSpec
 from operators.patterns.pattern import PatternSpec
 
 
-def pattern_tags(node: Any) -> list[str]:
+def pattern_tags(node: ast.Node) -> list[str]:
     """Tag names of a pattern AST in order of appearance."""
     out: list[str] = []
 
-    def visit(n: Any) -> None:
+    def visit(n: ast.Node) -> None:
         if isinstance(n, ast.PFilter):
             if n.tag and n.tag not in out:
                 out.append(n.tag)
@@ -35,11 +35,11 @@ def pattern_tags(node: Any) -> list[str]:
     return out
 
 
-def repeated_tags(node: Any) -> frozenset[str]:
+def repeated_tags(node: ast.Node) -> frozenset[str]:
     """Tags inside a repeat (``[n] a=A``, ``a=A until b=B``): indexed (``a[0]``) outside it."""
     out: set[str] = set()
 
-    def visit(n: Any, inside: bool) -> None:
+    def visit(n: ast.Node, inside: bool) -> None:
         if isinstance(n, ast.PFilter):
             if inside and n.tag:
                 out.add(n.tag)
@@ -61,7 +61,7 @@ def repeated_tags(node: Any) -> frozenset[str]:
     return frozenset(out)
 
 
-def plan_pattern(planner: Any, node: Any, outer_tags: frozenset[str] = frozenset(),
+def plan_pattern(planner: Any, node: ast.Node, outer_tags: frozenset[str] = frozenset(),
                  outer_arrays: frozenset[str] = frozenset(), subqueries: Any = None) -> Any:
     """A PatternSpec for a pattern AST; filters may read earlier tags and ``outer_tags``
     (of them ``outer_arrays`` hold lists of events), and hold subqueries when
@@ -85,7 +85,7 @@ class _Spec(PatternSpec):
                          for t in n.array_tags)
 
 
-def _check_tags(root: Any) -> None:
+def _check_tags(root: ast.Node) -> None:
     """A tag names events of one type; Esper ref. "Repeat": a tag inside a repeat names
     the list of its events, so no filter outside that repeat may use the same tag."""
     everywhere = _filters(root)
@@ -110,7 +110,7 @@ def _check_tags(root: Any) -> None:
                                 "give this filter another tag")
 
 
-def _repeats(n: Any) -> list[Any]:
+def _repeats(n: ast.Node) -> list[ast.PRepeat]:
     """The repeat nodes of a pattern AST."""
     out = [n] if isinstance(n, ast.PRepeat) else []
     for f in ("child", "children", "until"):
@@ -121,7 +121,7 @@ def _repeats(n: Any) -> list[Any]:
     return out
 
 
-def _filters(n: Any) -> list[Any]:
+def _filters(n: ast.Node) -> list[ast.PFilter]:
     """The filter atoms of a pattern AST."""
     if isinstance(n, ast.PFilter):
         return [n]
@@ -144,7 +144,7 @@ def _pscope(planner: Any, tags: frozenset[str], variables: frozenset[str],
     return Scope("pfilter", frozenset(), tags, variables, tables=env, array_tags=arrays)
 
 
-def _repeat(planner: Any, n: Any, tags: frozenset[str], variables: frozenset[str],
+def _repeat(planner: Any, n: ast.PRepeat, tags: frozenset[str], variables: frozenset[str],
             arrays: frozenset[str], subqueries: Any = None) -> Any:
     """A repeat / repeat-until: bounds checked as Esper checks constant bounds."""
     exact = n.low is not None and not n.ranged
@@ -187,12 +187,12 @@ def _repeat(planner: Any, n: Any, tags: frozenset[str], variables: frozenset[str
     return ps.Repeat(child, until, low, high, exact, names, text)
 
 
-def repeated_tags_of(child: Any) -> frozenset[str]:
+def repeated_tags_of(child: ast.Node) -> frozenset[str]:
     """Every tag of a repeated sub-expression (single events inside it)."""
     return frozenset(f.tag for f in _filters(child) if f.tag)
 
 
-def _const_bound(node: Any) -> int | None:
+def _const_bound(node: ast.Node | None) -> int | None:
     """A constant repeat bound as an int, else None (also for no bound)."""
     if node is None:
         return None
@@ -205,7 +205,7 @@ def _const_bound(node: Any) -> int | None:
     return int(value)
 
 
-def _node(planner: Any, n: Any, tags: frozenset[str], variables: frozenset[str],
+def _node(planner: Any, n: ast.Node, tags: frozenset[str], variables: frozenset[str],
           arrays: frozenset[str] = frozenset(), subqueries: Any = None) -> Any:
     if isinstance(n, ast.PFilter):
         props = planner.catalog.type_props(n.type_name)
@@ -269,7 +269,7 @@ def _node(planner: Any, n: Any, tags: frozenset[str], variables: frozenset[str],
     raise NotSupported(f"pattern {type(n).__name__}")
 
 
-def _has_subquery(expr: Any) -> bool:
+def _has_subquery(expr: ast.Node) -> bool:
     from app.epl.walk import iter_nodes
 
     return any(isinstance(x, ast.SubSelect) for x in iter_nodes(expr))
@@ -293,7 +293,7 @@ def _cron_value(f: Any) -> Any:
     return constant_value(f)
 
 
-def cron_spec(node: Any) -> CronSpec:
+def cron_spec(node: ast.Crontab) -> CronSpec:
     """A CronSpec from a Crontab AST (ValueError → positioned validation error)."""
     try:
         return CronSpec.parse([_cron_value(f) for f in node.fields])

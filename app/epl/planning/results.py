@@ -44,7 +44,7 @@ from operators.resultset import (
 class ResultPlanning(PlannerBase):
     """Plans result sets and output rate limiting."""
 
-    def result_set(self, node: Any, scope: Scope, empty_sum: Any = None,
+    def result_set(self, node: ast.SelectStatement, scope: Scope, empty_sum: Any = None,
                    agg_texts: dict[str, int] | None = None) -> ResultSetSpec:
         aggs: list[AggregateDef] = []
         ascope = Scope(scope.kind, scope.aliases, scope.tags, scope.variables, aggs,
@@ -58,7 +58,7 @@ class ResultPlanning(PlannerBase):
         wildcard = False
         plain_exprs: list[Any] = []
         for item in node.select_items:
-            if type(item).__name__ == "Wildcard":
+            if isinstance(item, ast.Wildcard):
                 wildcard = True
                 continue
             columns.append(SelectColumn(column_name(item, self.source,
@@ -119,7 +119,7 @@ class ResultPlanning(PlannerBase):
             keys.append((sort_key_reader(name), bool(o.descending)))
         return tuple(keys), tuple(hidden)
 
-    def output(self, node: Any, scope: Scope) -> OutputSpec:
+    def output(self, node: ast.OutputClause | None, scope: Scope) -> OutputSpec:
         """The output clause (Esper 2.10 output rate limiting, Esper 4.5 when terminated)."""
         if node is None:
             return OutputSpec()
@@ -180,7 +180,7 @@ class ResultPlanning(PlannerBase):
                           every_events_expr=every_events_expr, every_expr=every_expr,
                           variables=when_vars)
 
-    def _assignment(self, a: Any, scope: Scope, node: Any) -> Assignment:
+    def _assignment(self, a: ast.Assignment, scope: Scope, node: ast.Node) -> Assignment:
         """``var = expr`` of then-set / on-set: the variable must exist and not be constant."""
         name = target_name(a.target)
         if name not in self.catalog.variables:
@@ -190,7 +190,7 @@ class ResultPlanning(PlannerBase):
             raise verr(f"variable '{name}' is a constant and cannot be assigned", a)
         return Assignment(name, compile_expr(a.expr, scope))
 
-    def _check_output_names(self, expr: Any, variables: frozenset[str]) -> None:
+    def _check_output_names(self, expr: ast.Node, variables: frozenset[str]) -> None:
         """Esper ref. 5.7.1.1: an output condition reads variables and built-in properties only."""
         from app.epl.expr import OUTPUT_BUILTINS
 

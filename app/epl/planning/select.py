@@ -37,18 +37,18 @@ from operators.prior import MatchPriorSpec, PriorSpec
 class SelectPlanning(PlannerBase):
     """Plans select statements and Apama stream queries."""
 
-    def query(self, node: Any, name: str, epl: str) -> StatementPlan:
+    def query(self, node: ast.SelectStatement, name: str, epl: str) -> StatementPlan:
         if node.context is not None and node.context not in self.catalog.contexts:
             raise verr(f"unknown context '{node.context}'", node,
                 hint=did_you_mean(node.context, self.catalog.contexts))
         if node.match_recognize is not None and (
-                len(node.from_) != 1 or type(node.from_[0]).__name__ != "FilterStream"):
+                len(node.from_) != 1 or not isinstance(node.from_[0], ast.FilterStream)):
             raise verr("match_recognize takes exactly one event stream", node.match_recognize,
                        "select from one event type, as in 'from T#length(10) "
                        "match_recognize (...)'")
         priors = prior_calls(node)
         src = node.from_[0]
-        if len(node.from_) == 1 and type(src).__name__ != "FilterStream":
+        if len(node.from_) == 1 and not isinstance(src, ast.FilterStream):
             for call in window_calls(node):
                 if call.name.lower() != "prior":
                     raise verr(f"{call.name} needs a data window that retains previous "
@@ -65,7 +65,7 @@ class SelectPlanning(PlannerBase):
         source_window = None
         mr = None
         match_prior = None
-        if type(src).__name__ == "FilterStream":
+        if isinstance(src, ast.FilterStream):
             props = self.catalog.type_props(src.type_name)
             if src.type_name in self.catalog.named_windows:
                 source_window = src.type_name
@@ -108,7 +108,7 @@ class SelectPlanning(PlannerBase):
             if src.type_name in self.catalog.tables:
                 raise NotSupported("selecting from a table in a continuous statement (use an "
                                    "on-select, or 'kepl query' for an on-demand read)")
-        elif type(src).__name__ == "PatternStream":
+        elif isinstance(src, ast.PatternStream):
             from app.epl.planning.patterns import plan_pattern
 
             pattern = plan_pattern(self, src.pattern, subqueries=subs)
@@ -120,7 +120,7 @@ class SelectPlanning(PlannerBase):
                 match_prior = MatchPriorSpec(prior_tagged_items(priors, scope, compile_expr))
             self._check_tag_names(node, pattern)
         else:
-            raise NotSupported(construct_name(type(src).__name__))
+            raise NotSupported(construct_name(src))
         if node.context is not None:
             self._check_segmented(node.context, stream, pattern, src)
         agg_texts: dict[str, int] = {}
@@ -153,7 +153,8 @@ class SelectPlanning(PlannerBase):
                              tables=tables,
                              table=self.catalog.tables[tables[0]] if tables else None)
 
-    def _match_recognize(self, node: Any, src: Any, props: dict[str, str], view: Any,
+    def _match_recognize(self, node: ast.SelectStatement, src: Any, props: dict[str, str],
+                         view: Any,
                          variables: frozenset[str]) -> tuple[Any, Scope]:
         """The match_recognize spec of a statement and the scope of its select clause:
         the measures are the only properties of the rows it produces (Esper reference,
@@ -167,7 +168,7 @@ class SelectPlanning(PlannerBase):
         measure_props = {name: "any" for name, _ in mr.measures}
         self.tenv.props = measure_props
         scope = Scope("event", frozenset(), variables=variables, tables=self.tenv)
-        exprs = [i.expr for i in node.select_items if type(i).__name__ == "SelectItem"]
+        exprs = [i.expr for i in node.select_items if isinstance(i, ast.SelectItem)]
         where = node.where if view is not None or named else None
         exprs += [e for e in (where, node.having, *(node.group_by or ())) if e is not None]
         for e in exprs:
@@ -181,7 +182,8 @@ class SelectPlanning(PlannerBase):
                     raise self._path_err(n, 0, problem)
         return mr, scope
 
-    def streams_of(self, node: Any, rs: Any) -> tuple[str, str | None, str, str | None]:
+    def streams_of(self, node: ast.SelectStatement,
+                   rs: Any) -> tuple[str, str | None, str, str | None]:
         """(select kind, insert-into stream, its routed stream kind, the stream listeners
         get when it differs from the routed one) of a select; registers the insert-into
         stream's columns."""
@@ -203,7 +205,7 @@ class SelectPlanning(PlannerBase):
 
         return plan_views(self, views, scope, retain)
 
-    def apama(self, node: Any, name: str, epl: str) -> StatementPlan:
+    def apama(self, node: ast.ApamaQuery, name: str, epl: str) -> StatementPlan:
         from app.epl.planning.windows import apama_view
 
         props = self.catalog.type_props(node.stream)

@@ -225,7 +225,7 @@ _CLOCK_CALLS = frozenset({"current_timestamp", "prev", "prevtail", "prevcount",
                           "prevwindow"})
 
 
-def _entry_condition(c: Any, inner: Scope) -> bool:
+def _entry_condition(c: ast.Node, inner: Scope) -> bool:
     """Whether a where-clause condition reads the subquery's event alone, and nothing that
     changes while the event stays in the window (variables, the clock, the context)."""
     from app.epl.walk import iter_nodes
@@ -249,7 +249,7 @@ def _exprs(node: ast.SubSelect) -> list[Any]:
     return out
 
 
-def _index_pair(c: Any, inner: Scope) -> tuple[Any, Any] | None:
+def _index_pair(c: ast.Node, inner: Scope) -> tuple[Any, Any] | None:
     """``inner = outer`` (either way round): the side over the subquery's stream alone
     and the side over the enclosing row alone, else None."""
     if not (isinstance(c, ast.Binary) and c.op == "="):
@@ -260,7 +260,7 @@ def _index_pair(c: Any, inner: Scope) -> tuple[Any, Any] | None:
     return None
 
 
-def _side(e: Any, inner: Scope) -> str:
+def _side(e: ast.Node, inner: Scope) -> str:
     """inner (reads the subquery's stream only), outer (reads no subquery property, may
     read the enclosing row), or mixed."""
     from app.epl.walk import iter_nodes
@@ -276,7 +276,7 @@ def _side(e: Any, inner: Scope) -> str:
     return "mixed"
 
 
-def _check_aggregated(expr: Any, group_by: tuple[Any, ...], inner: Scope) -> None:
+def _check_aggregated(expr: ast.Node, group_by: tuple[ast.Node, ...], inner: Scope) -> None:
     """Esper: with aggregation, a subquery's selected properties are aggregated or
     grouped (the group-by expressions themselves)."""
     texts = {text_of(g) for g in group_by}
@@ -357,7 +357,7 @@ def subquery_numbers(statement: Any) -> dict[int, int]:
     return out
 
 
-def subquery_name(node: Any, source: str, numbers: dict[int, int]) -> str:
+def subquery_name(node: ast.Node, source: str, numbers: dict[int, int]) -> str:
     """How Esper names a subquery in a column name: its first selected column's alias, else
     that column's text, else (``select *``) ``subselect_N``."""
     from app.epl.parser import source_text
@@ -372,7 +372,7 @@ def subquery_name(node: Any, source: str, numbers: dict[int, int]) -> str:
     return f"subselect_{numbers.get(id(node.query), 1)}"
 
 
-def column_text(expr: Any, source: str, numbers: dict[int, int]) -> str | None:
+def column_text(expr: ast.Node, source: str, numbers: dict[int, int]) -> str | None:
     """The column name of a select expression holding subqueries (Esper prints each
     subquery by its name, see ``subquery_name``), or None when it holds none."""
     from app.epl.walk import iter_nodes

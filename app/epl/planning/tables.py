@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from app.epl import ast
 from app.epl.errors import did_you_mean, verr
 from app.epl.expr import (
     Scope,
@@ -28,7 +27,7 @@ from operators.table import IntoTableSpec, TableColumn, TableSpec
 class TablePlanning(PlannerBase):
     """Plans variables, tables and into-table statements."""
 
-    def create_variable(self, node: Any, name: str, epl: str) -> StatementPlan:
+    def create_variable(self, node: ast.CreateVariable, name: str, epl: str) -> StatementPlan:
         """``[context C] create [constant] variable type name [= expr]`` (Esper ref. 4.8)."""
         from operators.variables import SCALAR_TYPES, VariableDecl, VariableError
 
@@ -64,10 +63,10 @@ class TablePlanning(PlannerBase):
         return StatementPlan(name, "variable", epl, context=node.context, initial=value,
                              variable=node.name, var_decl=decl)
 
-    def _check_context_variables(self, node: Any) -> None:
+    def _check_context_variables(self, node: ast.Statement) -> None:
         """Esper ref. 4.8: context variables can only be used in statements of the same context."""
         owners = self.catalog.context_variables
-        if not owners or type(node).__name__ == "CreateVariable":
+        if not owners or isinstance(node, ast.CreateVariable):
             return
         context = getattr(node, "context", None)
         for n in names_in(node):
@@ -78,7 +77,7 @@ class TablePlanning(PlannerBase):
                            hint="context variables can only be used in statements associated "
                                 "to the same context (Esper ref. 4.8 Context and Variables)")
 
-    def create_table(self, node: Any, name: str, epl: str) -> StatementPlan:
+    def create_table(self, node: ast.CreateTable, name: str, epl: str) -> StatementPlan:
         """``[context C] create table Name (k type primary key, c sum(double), ...)``."""
         from app.epl.functions import user_aggregation_column
         from operators.aggregates import AGGREGATE_NAMES, make_aggregator
@@ -113,7 +112,7 @@ class TablePlanning(PlannerBase):
         self.catalog.tables[node.name] = spec
         return StatementPlan(name, "table", epl, context=node.context, table=spec)
 
-    def _into_table(self, node: Any, rs: ResultSetSpec, aggs_by_text: dict[str, int]
+    def _into_table(self, node: ast.SelectStatement, rs: ResultSetSpec, aggs_by_text: dict[str, int]
                     ) -> ResultSetSpec:
         """``into table T select agg as col ... group by keys`` (Esper ref. 4.7): each aggregate
         maintains the table column its alias names; group-by values are the primary key."""
@@ -133,14 +132,14 @@ class TablePlanning(PlannerBase):
                        node, hint="group by the primary key, in the declared order")
         columns: list[str | None] = [None] * len(rs.aggregates)
         for item in node.select_items:
-            if type(item).__name__ != "SelectItem" or not has_aggregate(item.expr):
+            if not isinstance(item, ast.SelectItem) or not has_aggregate(item.expr):
                 continue
             col_name = item.alias or column_name(item, self.source)
             col = table.aggregations.get(col_name)
             if col is None:
                 raise verr(f"table '{table.name}' has no aggregation column '{col_name}'",
                            item, hint=did_you_mean(col_name, table.aggregations))
-            if type(item.expr).__name__ != "Call":
+            if not isinstance(item.expr, ast.Call):
                 raise verr("an 'into table' column must be a single aggregation", item)
             idx = aggs_by_text.get(text_of(item.expr))
             if idx is None:

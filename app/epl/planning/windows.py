@@ -16,7 +16,7 @@ from operators.windows.registry import WINDOWS, WindowParam, make_view_chain, ma
 _EXPIRY = {"expr", "expr_batch"}
 
 
-def _param(node: Any, scope: Scope, window: str, index: int) -> WindowParam:
+def _param(node: ast.Node, scope: Scope, window: str, index: int) -> WindowParam:
     text = text_of(node)
     _check_param(node, window, index)
     if isinstance(node, ast.TimePeriod):
@@ -45,7 +45,7 @@ def _param(node: Any, scope: Scope, window: str, index: int) -> WindowParam:
         return WindowParam(text, None, False, False, compile_expr(node, scope))
 
 
-def _check_param(node: Any, window: str, index: int) -> None:
+def _check_param(node: ast.Node, window: str, index: int) -> None:
     """Esper ref. 14.1: no prev/prior and (outside expr windows) no aggregates as parameters."""
     for call in _calls(node):
         name = call.name.lower()
@@ -57,11 +57,11 @@ def _check_param(node: Any, window: str, index: int) -> None:
                        f"'{window}'", call, hint="only expr and expr_batch take aggregations")
 
 
-def _calls(node: Any) -> list[Any]:
+def _calls(node: ast.Node | None) -> list[Any]:
     return [n for n in iter_nodes(node) if isinstance(n, ast.Call)]
 
 
-def view_spec(view: Any, scope: Scope) -> Any:
+def view_spec(view: ast.View, scope: Scope) -> Any:
     """One window's spec (ValueError → positioned validation error)."""
     params = [_param(p, scope, view.name, i) for i, p in enumerate(view.params)]
     try:
@@ -83,7 +83,7 @@ def plan_views(planner: Any, views: Any, scope: Scope, retain: str | None) -> An
         raise verr(str(e), views[0]) from None
 
 
-def apama_view(node: Any) -> Any:
+def apama_view(node: ast.ApamaQuery) -> Any:
     """003: ``within D every P [retain N]`` / ``retain N every M`` as a batched window."""
     scope = Scope("event")
     params: list[Any] = []

@@ -245,3 +245,25 @@ def test_a_table_column_takes_only_its_own_user_aggregation(catalog: Catalog) ->
     plan_statement(catalog, "create table Totals (s string primary key, t total(int))", "t")
     e = rejects(catalog, "into table Totals select count(*) as t from T group by s")
     assert e.message == "column 't' is total(int); the statement aggregates count(*)"
+
+
+@pytest.mark.parametrize(("returns", "good", "bad"), [
+    ("string", ["a", None], [1, True, b"a"]),
+    ("boolean", [True, False, None], [1, 0, "true"]),
+    ("int", [1, -(1 << 31), None], [1 << 31, 1.0, True]),
+    ("long", [1 << 40, None], [1 << 63, "1"]),
+    ("double", [1.5, None], ["1.5", True]),
+])
+def test_a_result_must_have_the_declared_type(returns: str, good: list[Any],
+                                              bad: list[Any]) -> None:
+    from app.epl.functions import _result_check
+    from app.runtime.functions import FunctionDef
+
+    check = _result_check(FunctionDef("f", "m:f", (), returns))
+    assert check is not None
+    assert [check(v) for v in good] == good
+    for v in bad:
+        with pytest.raises(UserFunctionError, match=f"function f returned .*, declared {returns}"):
+            check(v)
+    if returns == "double":
+        assert type(check(2)) is float and check(2) == 2.0
