@@ -20,6 +20,7 @@ from operators.resultset import ResultSet, ResultSetSpec
 from operators.subquery.subquery import Subquery
 from operators.windows.batch import BatchWindow
 from operators.windows.common import ForcedEmit, WindowView
+from operators.windows.length import LengthSpec
 
 
 class Matcher(Protocol):
@@ -116,6 +117,9 @@ class PipelineSpec:
                 and not self.subqueries and self.match_recognize is None
                 and not self.output.limited and not self.distinct
                 and not self.resultset.order_by and self.resultset.limit is None):
+            if (self.stream_kind == "istream" and self.stream.prior is None
+                    and (self.stream.view is None or isinstance(self.stream.view, LengthSpec))):
+                return RowPipeline(self, state, ctx)
             return StreamPipeline(self, state, ctx)
         return Pipeline(self, state, ctx)
 
@@ -150,7 +154,7 @@ class Pipeline:
     __slots__ = ("spec", "ctx", "state", "type_name", "filter", "view", "matcher", "rs", "out",
                  "limited", "kind", "_shaped", "where", "_timers", "join",
                  "_fresh_aggregates", "_batch_view", "_released", "subs", "sub_by_type",
-                 "main_types", "prior", "mr")
+                 "main_types", "prior", "mr", "timed")
 
     def __init__(self, spec: PipelineSpec, state: StateNamespace, ctx: PartitionCtx) -> None:
         self.spec = spec
@@ -210,6 +214,8 @@ class Pipeline:
                 self._timers = _TIMERS_NONE
             elif view_timer is not None:
                 self._timers = _TIMERS_VIEW
+        self.timed = self._timers != _TIMERS_NONE
+        """Whether ``next_timer`` can ever give a time (the engine asks it after each event)."""
 
     @staticmethod
     def _build_view(view: ViewSpec, state: StateNamespace, ctx: PartitionCtx) -> View:
@@ -572,6 +578,24 @@ class StreamPipeline(Pipeline):
         if kind == "rstream":
             return old, []
         return new, old
+
+
+class RowPipeline(StreamPipeline):
+    """A ``StreamPipeline`` delivering the insert stream only, over no window or a length
+    window: each event is one step of window and result set (``LengthWindow.push``,
+    ``ResultSet.step``), the rows those of the general path."""
+
+    __slots__ = ()
+
+    def on_event(self, type_name: str, event: Row, now_ms: int) -> Emit:
+        """One event of the statement's stream."""
+        ctx = self.ctx
+        ctx.now_ms = now_ms
+        f = self.filter
+        if f is not None and not f(event, ctx):
+            return [], []
+        view = self.view
+        return self.rs.step(event, None if view is None else view.push(event)), []  # type: ignore[attr-defined]
 
 
 def distinct_rows(rows: Rows) -> Rows:

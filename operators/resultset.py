@@ -140,6 +140,9 @@ class ResultSetSpec:
                 return {c.name: (c.expr(row, ctx) if c.expr is not None else row) for c in cols}
             return project_rows
         pairs = tuple((c.name, c.expr) for c in cols)
+        if all(hasattr(c.expr, "aggregate_index") for c in cols) and len(cols) <= 3:
+            return _aggregates_projector(
+                tuple((c.name, c.expr.aggregate_index) for c in cols))  # type: ignore[union-attr]
         if len(pairs) == 2:
             (n0, e0), (n1, e1) = pairs
             return lambda row, ctx: {n0: e0(row, ctx), n1: e1(row, ctx)}
@@ -163,6 +166,37 @@ class ResultSetSpec:
         if self.table is not None:
             parts.append(f"into_table={self.table}")
         return " ".join(parts)
+
+
+def _aggregates_projector(cols: tuple[tuple[str, int], ...]) -> Callable[[Row, PartitionCtx], Row]:
+    """The projection of a select clause of aggregates only (``count(*), sum(x)``): the
+    columns read ``ctx.aggs`` directly (what each column's expression does, one call
+    for the row instead of one a column)."""
+    names = tuple(n for n, _ in cols)
+    if len(cols) == 1:
+        (n0, i0), = cols
+
+        def one(row: Row, ctx: PartitionCtx) -> Row:
+            a = ctx.aggs
+            return {n0: None if a is None else a[i0]}
+        return one
+    if len(cols) == 2:
+        (n0, i0), (n1, i1) = cols
+
+        def two(row: Row, ctx: PartitionCtx) -> Row:
+            a = ctx.aggs
+            if a is None:
+                return dict.fromkeys(names)
+            return {n0: a[i0], n1: a[i1]}
+        return two
+    (n0, i0), (n1, i1), (n2, i2) = cols
+
+    def three(row: Row, ctx: PartitionCtx) -> Row:
+        a = ctx.aggs
+        if a is None:
+            return dict.fromkeys(names)
+        return {n0: a[i0], n1: a[i1], n2: a[i2]}
+    return three
 
 
 class HotParts(NamedTuple):
@@ -222,7 +256,8 @@ class ResultSet:
     """Aggregation state and projection of one context partition."""
 
     __slots__ = ("spec", "want_old", "state", "ctx", "aggs", "groups", "next_seq", "_projector",
-                 "_enter_row", "_leave_row", "_read", "_rewrite", "_one", "_one_rec")
+                 "_enter_row", "_leave_row", "_read", "_rewrite", "_one", "_one_rec", "_having",
+                 "_all")
 
     def __init__(self, spec: ResultSetSpec, state: StateNamespace, ctx: PartitionCtx,
                  want_old: bool = True) -> None:
@@ -257,6 +292,8 @@ class ResultSet:
         self._read = hot.read
         # a memory namespace stores the record object itself: rewriting it is a no-op
         self._rewrite = type(state) is not MemoryNamespace
+        self._having = spec.having
+        self._all = spec.kind == AGG_ALL
 
     # -- aggregation -------------------------------------------------------
     def _record(self, key: str, row: Row | None) -> list:
@@ -366,6 +403,11 @@ class ResultSet:
         g = self.grouped(new, old)
         return g.new, g.old
 
+    def step(self, new: Row, old: Row | None) -> Rows:
+        """The insert stream of one update in which ``new`` enters and ``old`` (unless
+        None) leaves: what ``process([new], [old])`` gives as new rows."""
+        return self.process([new], [] if old is None else [old])[0]
+
     # -- fast paths: ``process`` for one kind, same rows as the general path --------
     def _update(self, states: list, new: Rows, old: Rows) -> None:
         """Enter ``new``, then take ``old`` out, on one group's states."""
@@ -401,6 +443,39 @@ class ResultSet:
         if having is not None and not having(row, ctx):
             return [], before
         return [self._projector(row, ctx)], before
+
+    def _step_agg(self, new: Row, old: Row | None) -> Rows:
+        """``step`` of an aggregated ungrouped result set (``_process_agg_all`` and
+        ``_process_agg_rows`` for one row in, at most one out, insert stream only)."""
+        states = self._one
+        created = states is None
+        if states is None:
+            states = self._record("", None)[0]
+        ctx = self.ctx
+        self._enter_row(states, new, ctx)
+        if old is not None:
+            self._leave_row(states, old, ctx)
+        if created or self._rewrite:
+            self.state.put("", self._one_rec)
+        ctx.aggs = self._read(states)
+        row = {} if self._all else new
+        having = self._having
+        if having is not None and not having(row, ctx):
+            return []
+        return [self._projector(row, ctx)]
+
+    def _step_simple(self, new: Row, old: Row | None) -> Rows:
+        """``step`` without aggregation: the arriving row, projected."""
+        ctx = self.ctx
+        ctx.aggs = None
+        having = self._having
+        if having is not None and not having(new, ctx):
+            return []
+        return [self._projector(new, ctx)]
+
+    def _step_grouped(self, new: Row, old: Row | None) -> Rows:
+        """``step`` of a fully aggregated grouped result set."""
+        return self._process_grouped([new], [] if old is None else [old])[0]
 
     def _process_agg_rows(self, new: Rows, old: Rows) -> Emit:
         """``process`` of an aggregated ungrouped result set with event properties."""
@@ -615,12 +690,21 @@ def _sort_key(v: Any) -> tuple:
     return (v is not None, v if v is not None else 0)
 
 
+class _SimpleResultSet(ResultSet):
+    """A result set without aggregation (fast ``step``)."""
+
+    __slots__ = ()
+
+    step = ResultSet._step_simple
+
+
 class _AggAllResultSet(ResultSet):
     """A fully aggregated ungrouped result set: ``process`` takes its fast path."""
 
     __slots__ = ()
 
     process = ResultSet._process_agg_all
+    step = ResultSet._step_agg
 
 
 class _AggRowsResultSet(ResultSet):
@@ -629,6 +713,7 @@ class _AggRowsResultSet(ResultSet):
     __slots__ = ()
 
     process = ResultSet._process_agg_rows
+    step = ResultSet._step_agg
 
 
 class _GroupedResultSet(ResultSet):
@@ -637,8 +722,10 @@ class _GroupedResultSet(ResultSet):
     __slots__ = ()
 
     process = ResultSet._process_grouped
+    step = ResultSet._step_grouped
 
 
 _FAST: dict[str, type[ResultSet]] = {
-    AGG_ALL: _AggAllResultSet, AGG_ROWS: _AggRowsResultSet, GROUPED: _GroupedResultSet}
+    SIMPLE: _SimpleResultSet, AGG_ALL: _AggAllResultSet, AGG_ROWS: _AggRowsResultSet,
+    GROUPED: _GroupedResultSet}
 """The result-set class of each kind with a specialised ``process``."""

@@ -151,8 +151,17 @@ def _compile_name(node: Any, scope: Scope) -> Expr:
         key = scope.partition_keys.get(head)
         if key is not None:
             return lambda r, c: c.props.get(key)
-        return lambda r, c: r.get(head)
+        return _property(head)
     return lambda r, c: _nested(r, parts)
+
+
+def _property(name: str) -> Expr:
+    """The reader of a top-level event property; it carries the property's name, so that
+    a comparison with a constant can read the property itself (one call less each time)."""
+    def read(r: Any, c: PartitionCtx) -> Any:
+        return r.get(name)
+    read.property_name = name  # type: ignore[attr-defined]
+    return read
 
 
 def is_inner_name(node: Any, scope: Scope) -> bool:
@@ -414,6 +423,40 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
+def _property_lt(name: str, y: Any) -> Expr:
+    def lt(r: Any, c: PartitionCtx) -> Any:
+        x = r.get(name)
+        return None if x is None else x < y
+    return lt
+
+
+def _property_le(name: str, y: Any) -> Expr:
+    def le(r: Any, c: PartitionCtx) -> Any:
+        x = r.get(name)
+        return None if x is None else x <= y
+    return le
+
+
+def _property_gt(name: str, y: Any) -> Expr:
+    def gt(r: Any, c: PartitionCtx) -> Any:
+        x = r.get(name)
+        return None if x is None else x > y
+    return gt
+
+
+def _property_ge(name: str, y: Any) -> Expr:
+    def ge(r: Any, c: PartitionCtx) -> Any:
+        x = r.get(name)
+        return None if x is None else x >= y
+    return ge
+
+
+_ORDERING: dict[str, Callable[[str, Any], Expr]] = {
+    "<": _property_lt, "<=": _property_le, ">": _property_gt, ">=": _property_ge}
+"""``property <op> constant``, the commonest filter, as one function: what
+``_null_safe(op)(property, constant)`` computes."""
+
+
 def _and(a: Expr, b: Expr) -> Expr:
     def run(r: Any, c: PartitionCtx) -> Any:
         x = a(r, c)
@@ -522,6 +565,10 @@ def compile_expr(node: Any, scope: Scope) -> Expr:
         fn = _BINARY.get(node.op)
         if fn is None:
             raise NotSupportedExpr(f"operator {node.op}")
+        name = getattr(a, "property_name", None)
+        if (name is not None and node.op in _ORDERING and type(node.right).__name__ == "Literal"
+                and node.right.value is not None):
+            return _ORDERING[node.op](name, node.right.value)
         return _null_safe(fn)(a, b)
     if kind == "Unary":
         a = compile_expr(node.operand, scope)
@@ -753,7 +800,10 @@ def _compile_call(node: Any, scope: Scope) -> Expr:
         if scope.agg_in_row:
             key = f"$agg{i}"
             return lambda r, c: r.get(key)
-        return lambda r, c: c.aggs[i] if c.aggs is not None else None
+        def aggregate(r: Any, c: PartitionCtx) -> Any:
+            return c.aggs[i] if c.aggs is not None else None
+        aggregate.aggregate_index = i  # type: ignore[attr-defined]
+        return aggregate
     if name in PREV_FUNCTIONS:
         from app.epl.prev import compile_prev
 

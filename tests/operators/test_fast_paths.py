@@ -94,6 +94,41 @@ def test_fused_updaters_apply_in_order() -> None:
     assert results_reader(aggs)(states) == [3, 4.0, 2.0, 3.0]
 
 
+@pytest.mark.parametrize("order", ["count first", "sum first"])
+@pytest.mark.parametrize("counter", [CountStar(), CountEver()])
+@pytest.mark.parametrize("summer", [Sum(), Avg()])
+def test_fused_count_and_sum_match_separate_updaters(order: str, counter: Any,
+                                                     summer: Any) -> None:
+    """A count(*) and a sum/avg fused into one function leave the states the two
+    updaters leave one after the other (entering and leaving, nulls included)."""
+    ctx = PartitionCtx()
+    value = lambda r, c: r["amount"]  # noqa: E731
+    aggs = [counter, summer] if order == "count first" else [summer, counter]
+    values = [None if isinstance(a, CountStar) else value for a in aggs]
+    fused = {entering: fuse_updaters([row_updater(a, i, v, None, entering)
+                                      for i, (a, v) in enumerate(zip(aggs, values))])
+             for entering in (True, False)}
+    assert fused[True].__name__ == "count_sum_enter"
+    separate = {entering: [row_updater(a, i, v, None, entering)
+                           for i, (a, v) in enumerate(zip(aggs, values))]
+                for entering in (True, False)}
+    read = results_reader(aggs)
+    rnd = random.Random(11)
+    fast = [a.initial() for a in aggs]
+    slow = [a.initial() for a in aggs]
+    live: list[dict[str, Any]] = []
+    for step in range(300):
+        entering = not live or rnd.random() < 0.6
+        row = _rows(rnd, 1)[0] if entering else live.pop(rnd.randrange(len(live)))
+        if entering:
+            live.append(row)
+        fused[entering](fast, row, ctx)
+        for u in separate[entering]:
+            u(slow, row, ctx)
+        assert fast == slow, step
+        assert read(fast) == [a.result(s) for a, s in zip(aggs, slow)], step
+
+
 RESULT_SETS = [
     "select count(*), sum(amount) from T",
     "select count(*) as n, avg(amount) as a, countever(*) as e from T",
@@ -128,6 +163,27 @@ def test_resultset_fast_process_matches_general(epl: str, want_old: bool) -> Non
         live.extend(new)
         got = fast.process(new, old)
         want = ResultSet.process(slow, new, old)
+        assert got == want, (step, new, old)
+        assert fast_ns.data == slow_ns.data
+        assert fast.snapshot(live) == slow.snapshot(live)
+
+
+@pytest.mark.parametrize("epl", RESULT_SETS)
+def test_resultset_step_matches_process(epl: str) -> None:
+    """``step`` (one row in, at most one out) posts the insert stream ``process`` posts
+    and keeps the same state."""
+    spec = _plan(epl).pipeline.resultset
+    fast_ns, slow_ns = MemoryNamespace(), MemoryNamespace()
+    fast = spec.build(fast_ns, PartitionCtx(), False)
+    slow = spec.build(slow_ns, PartitionCtx(), False)
+    rnd = random.Random(4)
+    live: list[dict[str, Any]] = []
+    for step in range(300):
+        new = _rows(rnd, 1)[0]
+        old = live.pop(rnd.randrange(len(live))) if live and rnd.random() < 0.5 else None
+        live.append(new)
+        got = fast.step(new, old)
+        want = ResultSet.process(slow, [new], [] if old is None else [old])[0]
         assert got == want, (step, new, old)
         assert fast_ns.data == slow_ns.data
         assert fast.snapshot(live) == slow.snapshot(live)
@@ -179,6 +235,10 @@ PIPELINES = [
     "select symbol, count(*) from T(amount > 5)#time_batch(2 sec) group by symbol",
     "select irstream * from T#firstlength(3)",
     "select count(*) from T",
+    "select symbol, count(*), sum(amount) from T(price > 2)#length(4) having count(*) > 1",
+    "select count(*) as n, avg(amount) as a from T#lastevent",
+    "select symbol, sum(amount) from T group by symbol",
+    "select symbol, price from T#length(3) having price > 4",
 ]
 
 
