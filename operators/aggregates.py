@@ -574,6 +574,9 @@ def _count_and_sum(updaters: list[RowUpdater]) -> RowUpdater | None:
         return None
     ic, step = counts
     isum, value, entering = sums
+    prop = getattr(value, "property_name", None)
+    if prop is not None:
+        return _count_and_sum_property(ic, step, isum, prop, entering)
     if entering:
         def count_sum_enter(states: list, row: Any, ctx: Any) -> None:
             states[ic] += step
@@ -594,6 +597,66 @@ def _count_and_sum(updaters: list[RowUpdater]) -> RowUpdater | None:
             if s[1] == 0:
                 s[0] = 0
     return count_sum_leave
+
+
+def _count_and_sum_property(ic: int, step: int, isum: int, prop: str,
+                            entering: bool) -> RowUpdater:
+    """``_count_and_sum`` of a sum over an event property, read here (one call less)."""
+    if entering:
+        def count_sum_enter(states: list, row: Any, ctx: Any) -> None:
+            states[ic] += step
+            v = row.get(prop)
+            if v is not None:
+                s = states[isum]
+                s[0] += v
+                s[1] += 1
+        count_sum_enter.count_sum = (ic, step, isum, prop)  # type: ignore[attr-defined]
+        return count_sum_enter
+
+    def count_sum_leave(states: list, row: Any, ctx: Any) -> None:
+        states[ic] += step
+        v = row.get(prop)
+        if v is not None:
+            s = states[isum]
+            s[0] -= v
+            s[1] -= 1
+            if s[1] == 0:
+                s[0] = 0
+    count_sum_leave.count_sum = (ic, step, isum, prop)  # type: ignore[attr-defined]
+    return count_sum_leave
+
+
+RowSwapper = Callable[[list, Any, Any, Any], None]
+"""``swap(states, new, old, ctx)``: ``new`` enters, then ``old`` leaves (a length window's
+update once it is full), as one call."""
+
+
+def swap_updater(enter: RowUpdater, leave: RowUpdater) -> RowSwapper:
+    """``enter(states, new, ctx)`` then ``leave(states, old, ctx)`` as one function; for a
+    count(*) and a sum over a property the two inlined: the count is unchanged and the
+    sum takes the same additions and subtractions in the same order."""
+    a = getattr(enter, "count_sum", None)
+    b = getattr(leave, "count_sum", None)
+    if a is None or b is None or a[0] != b[0] or a[2:] != b[2:] or a[1] != -b[1]:
+        def swap(states: list, new: Any, old: Any, ctx: Any) -> None:
+            enter(states, new, ctx)
+            leave(states, old, ctx)
+        return swap
+    isum, prop = a[2], a[3]
+
+    def count_sum_swap(states: list, new: Any, old: Any, ctx: Any) -> None:
+        s = states[isum]
+        v = new.get(prop)
+        if v is not None:
+            s[0] += v
+            s[1] += 1
+        v = old.get(prop)
+        if v is not None:
+            s[0] -= v
+            s[1] -= 1
+            if s[1] == 0:
+                s[0] = 0
+    return count_sum_swap
 
 
 def results_reader(aggs: list[Aggregator]) -> Callable[[list], list]:

@@ -112,7 +112,7 @@ def _compile_name(node: Any, scope: Scope) -> Expr:
         key, more = rest[0], rest[1:]
         if more:
             return lambda r, c: _nested(c.props.get(key), more)
-        return lambda r, c: c.props.get(key)
+        return _context_property(key)
     if scope.kind == "output" and len(parts) == 1 and head in OUTPUT_BUILTINS:
         return lambda r, c: c.output.get(head)
     if len(parts) == 1 and head in scope.variables:
@@ -150,9 +150,18 @@ def _compile_name(node: Any, scope: Scope) -> Expr:
     if not rest:
         key = scope.partition_keys.get(head)
         if key is not None:
-            return lambda r, c: c.props.get(key)
+            return _context_property(key)
         return _property(head)
     return lambda r, c: _nested(r, parts)
+
+
+def _context_property(key: str) -> Expr:
+    """The reader of a context property (``context.key1``, or a keyed context's key
+    property read by name); it carries the property's name (see ``_property``)."""
+    def read_context(r: Any, c: PartitionCtx) -> Any:
+        return c.props.get(key)
+    read_context.context_property = key  # type: ignore[attr-defined]
+    return read_context
 
 
 def _property(name: str) -> Expr:

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from app.epl.expr import Scope, compile_expr
+from app.epl.parser import parse_expression
 from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog
 from operators.aggregates import (
@@ -27,10 +29,11 @@ from operators.aggregates import (
     fuse_updaters,
     results_reader,
     row_updater,
+    swap_updater,
 )
 from operators.base import PartitionCtx
 from operators.pipeline import Pipeline, StreamPipeline
-from operators.resultset import ResultSet
+from operators.resultset import ResultSet, ResultSetSpec
 from operators.state import MemoryNamespace, MemoryStore, RocksStore
 
 SCHEMA = {"T": {"symbol": "string", "amount": "double", "price": "double"}}
@@ -127,6 +130,65 @@ def test_fused_count_and_sum_match_separate_updaters(order: str, counter: Any,
             u(slow, row, ctx)
         assert fast == slow, step
         assert read(fast) == [a.result(s) for a, s in zip(aggs, slow)], step
+
+
+@pytest.mark.parametrize("entering_first", [True, False])
+def test_count_and_sum_over_a_property(entering_first: bool) -> None:
+    """Over an event property the fused count/sum reads the property itself; its
+    ``swap`` (one row in, one out) equals entering then leaving."""
+    ctx = PartitionCtx()
+    amount = compile_expr(parse_expression("amount"), Scope("event"))
+    assert getattr(amount, "property_name", None) == "amount"
+    aggs = [CountStar(), Sum()]
+    values = [None, amount]
+    enter, leave = (fuse_updaters([row_updater(a, i, v, None, entering)
+                                   for i, (a, v) in enumerate(zip(aggs, values))])
+                    for entering in (True, False))
+    swap = swap_updater(enter, leave)
+    assert swap.__name__ == "count_sum_swap"
+    rnd = random.Random(12)
+    fast = [a.initial() for a in aggs]
+    slow = [a.initial() for a in aggs]
+    window: list[dict[str, Any]] = []
+    for step in range(300):
+        row = _rows(rnd, 1)[0]
+        window.append(row)
+        if len(window) > 3:
+            old = window.pop(0)
+            swap(fast, row, old, ctx)
+            slow[0] = aggs[0].leave(aggs[0].enter(slow[0], None), None)
+            slow[1] = aggs[1].leave(aggs[1].enter(slow[1], row["amount"]), old["amount"])
+        else:
+            enter(fast, row, ctx)
+            slow[0] = aggs[0].enter(slow[0], None)
+            slow[1] = aggs[1].enter(slow[1], row["amount"])
+        assert fast == slow, step
+
+
+@pytest.mark.parametrize("epl", [
+    "context K select k, count(*) as n, sum(amount) as s from T",
+    "context K select count(*) as n, k from T",
+    "context K select sum(amount) as s from T#length(2)",
+    "context K select context.key1 as key, avg(amount) as a, count(*) from T",
+    "select count(*) as n, sum(amount) as s, avg(price) as p from T",
+])
+def test_aggregate_projection_matches_column_expressions(epl: str) -> None:
+    """A select clause of aggregates and a context property is projected from the
+    aggregation values directly: the same row as evaluating each column's expression,
+    also without aggregation values."""
+    catalog = Catalog.from_schemas({"T": {"k": "string", "amount": "double",
+                                          "price": "double"}})
+    plan_statement(catalog, "create context K partition by k from T", "c")
+    spec = plan_statement(catalog, epl, "s").pipeline.resultset
+    pairs = tuple((c.name, c.expr) for c in spec.columns)
+    general = ResultSetSpec._pairs_projector(pairs)
+    assert spec.projector is not general and spec.projector.__name__ in ("one", "two", "three")
+    ctx = PartitionCtx(props={"name": "K", "id": 3, "key1": "a"})
+    for aggs in ([2, 7.5, 1.0][:len(spec.aggregates)], [0, None, None][:len(spec.aggregates)],
+                 None):
+        ctx.aggs = aggs
+        assert spec.projector({}, ctx) == general({}, ctx)
+        assert list(spec.projector({}, ctx)) == [c.name for c in spec.columns]
 
 
 RESULT_SETS = [

@@ -23,11 +23,13 @@ MAIN_CLASS = "dev.kepl.oracle.EsperBench"
 
 @dataclass(frozen=True)
 class EsperCase:
-    """Statements and the events sent to them (all of one type)."""
+    """Statements and the events sent to them (all of one type); ``prime``: events sent
+    before the clock starts."""
 
     statements: tuple[str, ...]
     type_name: str
     events: list[dict]
+    prime: tuple[dict, ...] = ()
 
 
 def unavailable() -> str | None:
@@ -52,9 +54,13 @@ def esper_rates(schemas: dict, cases: list[EsperCase], repeat: int = 10) -> list
         for i, case in enumerate(cases):
             path = Path(tmp) / f"events{i}.jsonl"
             path.write_text("".join(json.dumps(e) + "\n" for e in case.events))
-            lines.append(json.dumps({"schemas": schemas, "statements": list(case.statements),
-                                     "type": case.type_name, "events": str(path),
-                                     "repeat": repeat}))
+            doc = {"schemas": schemas, "statements": list(case.statements),
+                   "type": case.type_name, "events": str(path), "repeat": repeat}
+            if case.prime:
+                prime = Path(tmp) / f"prime{i}.jsonl"
+                prime.write_text("".join(json.dumps(e) + "\n" for e in case.prime))
+                doc["prime"] = str(prime)
+            lines.append(json.dumps(doc))
         proc = subprocess.run(cmd, input="\n".join(lines) + "\n", capture_output=True,
                               text=True, check=False)
     out: list[float | str] = []
