@@ -585,7 +585,12 @@ class RowPipeline(StreamPipeline):
     window: each event is one step of window and result set (``LengthWindow.push``,
     ``ResultSet.step``), the rows those of the general path."""
 
-    __slots__ = ()
+    __slots__ = ("bare",)
+
+    def __init__(self, spec: PipelineSpec, state: StateNamespace, ctx: PartitionCtx) -> None:
+        super().__init__(spec, state, ctx)
+        self.bare = self.view is None and self.rs.bare
+        """``select *`` of the stream, nothing else: the event is the row."""
 
     def on_event(self, type_name: str, event: Row, now_ms: int) -> Emit:
         """One event of the statement's stream."""
@@ -594,6 +599,8 @@ class RowPipeline(StreamPipeline):
         f = self.filter
         if f is not None and not f(event, ctx):
             return [], []
+        if self.bare:
+            return [event], []
         view = self.view
         return self.rs.step(event, None if view is None else view.push(event)), []  # type: ignore[attr-defined]
 

@@ -441,6 +441,13 @@ class ResultSet:
         g = self.grouped(new, old)
         return g.new, g.old
 
+    @property
+    def bare(self) -> bool:
+        """``select *`` without aggregation or having: ``step`` posts the arriving row
+        itself (``_step_simple``)."""
+        return (self.spec.kind == SIMPLE and self._projector is _identity
+                and self._having is None)
+
     def step(self, new: Row, old: Row | None) -> Rows:
         """The insert stream of one update in which ``new`` enters and ``old`` (unless
         None) leaves: what ``process([new], [old])`` gives as new rows."""
