@@ -7,7 +7,7 @@ built from its spec.  The pipeline knows nothing of Kafka or of how time is supp
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -599,10 +599,33 @@ class RowPipeline(StreamPipeline):
         f = self.filter
         if f is not None and not f(event, ctx):
             return [], []
+        view = self.view
+        if view is not None:
+            return self.rs.step(event, view.push(event)), []  # type: ignore[attr-defined]
         if self.bare:
             return [event], []
+        return self.rs.step(event, None), []
+
+    def each(self, events: Iterable[Row], now_ms: int) -> Iterator[Rows]:
+        """``on_event`` for each of ``events`` in turn, lazily: the insert-stream rows of
+        one event are yielded before the next is looked at (whatever the caller does in
+        between, e.g. an event a listener sends, comes first, as with ``on_event``)."""
+        ctx = self.ctx
+        f = self.filter
+        step = self.rs.step
         view = self.view
-        return self.rs.step(event, None if view is None else view.push(event)), []  # type: ignore[attr-defined]
+        push = view.push if view is not None else None  # type: ignore[attr-defined]
+        bare = self.bare
+        for event in events:
+            ctx.now_ms = now_ms
+            if f is not None and not f(event, ctx):
+                yield []
+            elif push is not None:
+                yield step(event, push(event))
+            elif bare:
+                yield [event]
+            else:
+                yield step(event, None)
 
 
 def distinct_rows(rows: Rows) -> Rows:

@@ -493,22 +493,26 @@ class ResultSet:
         """``step`` of an aggregated ungrouped result set (``_process_agg_all`` and
         ``_process_agg_rows`` for one row in, at most one out, insert stream only)."""
         states = self._one
-        created = states is None
+        ctx = self.ctx
         if states is None:
             states = self._record("", None)[0]
-        ctx = self.ctx
-        if old is None:
             self._enter_row(states, new, ctx)
-        else:
-            self._swap_rows(states, new, old, ctx)
-        if created or self._rewrite:
+            if old is not None:
+                self._leave_row(states, old, ctx)
             self.state.put("", self._one_rec)
+        else:
+            if old is None:
+                self._enter_row(states, new, ctx)
+            else:
+                self._swap_rows(states, new, old, ctx)
+            if self._rewrite:
+                self.state.put("", self._one_rec)
         ctx.aggs = self._read(states)
         row = {} if self._all else new
         having = self._having
-        if having is not None and not having(row, ctx):
-            return []
-        return [self._projector(row, ctx)]
+        if having is None or having(row, ctx):
+            return [self._projector(row, ctx)]
+        return []
 
     def _step_simple(self, new: Row, old: Row | None) -> Rows:
         """``step`` without aggregation: the arriving row, projected."""

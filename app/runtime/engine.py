@@ -497,7 +497,7 @@ class Engine:
         if steps is self:
             steps = self._fast_steps(type_name)
         if steps is not None:
-            self._run_steps(steps, (event,))
+            self._run_steps(steps, (event,), False)
             return
         self._busy = True
         try:
@@ -527,9 +527,11 @@ class Engine:
         self._run_steps(steps, events)
 
     def _run_steps(self, steps: tuple[Callable[[Row, int], None], ...],
-                   events: Iterable[Row]) -> None:
+                   events: Iterable[Row], batch: bool = True) -> None:
         """Each event through each statement's step (``_process`` without the context
-        lifecycle, which the steps' event type cannot touch), then what it set off."""
+        lifecycle, which the steps' event type cannot touch), then what it set off.  A
+        ``batch`` for one statement without a context goes through its ``run`` (the
+        pipeline steps through the events itself)."""
         self._busy = True
         try:
             self._excluded.clear()
@@ -539,6 +541,10 @@ class Engine:
             now = self.now_ms
             if len(steps) == 1:
                 step = steps[0]
+                run = getattr(step, "run", None) if batch else None
+                if run is not None:
+                    run(events, now)
+                    return
                 for e in events:
                     step(e, now)
                     if queue or var_changes or var_writes:
@@ -582,6 +588,9 @@ class Engine:
         var_writes = self._var_writes
         plain = (plan.kind == "query" and plan.window is None and plan.select_stream is None
                  and plan.insert_into is None)
+        queue = self._queue
+        var_changes = self._var_changes
+        settle = self._settle
         emit = self._emit
         arm = self._arm
         build = self._pipeline
@@ -615,6 +624,29 @@ class Engine:
                         emit(st, 0, new, old)
                 if p.timed:
                     arm(key0, p.next_timer)
+
+            def run(events: Iterable[Row], now: int) -> None:
+                # single() for each event, the pipeline stepping through them itself
+                p = pipelines.get(0) or build(st, 0)
+                each = getattr(p, "each", None)
+                if each is None or not plain:
+                    for e in events:
+                        single(e, now)
+                        if queue or var_changes or var_writes:
+                            settle()
+                    return
+                for new in each(events, now):
+                    if new:
+                        if not var_writes:
+                            for listener in listeners:
+                                listener(name, new, [], 0)
+                        else:
+                            emit(st, 0, new, [])
+                    if queue or var_changes or var_writes:
+                        settle()
+                if p.timed:
+                    arm(key0, p.next_timer)
+            single.run = run  # type: ignore[attr-defined]
             return single
         manager = self.contexts[plan.context].manager
         if type_name in st.sub_types and isinstance(manager, CategoryManager):

@@ -32,7 +32,7 @@ from operators.aggregates import (
     swap_updater,
 )
 from operators.base import PartitionCtx
-from operators.pipeline import Pipeline, StreamPipeline
+from operators.pipeline import Pipeline, RowPipeline, StreamPipeline
 from operators.resultset import ResultSet, ResultSetSpec
 from operators.state import MemoryNamespace, MemoryStore, RocksStore
 
@@ -330,6 +330,27 @@ def test_pipeline_fast_on_event_matches_general(epl: str) -> None:
         assert got == want, step
         assert fast.next_timer() == _any_timer(slow), step
         assert fast.iterate() == slow.iterate()
+
+
+@pytest.mark.parametrize("epl", [e for e in PIPELINES if "irstream" not in e
+                                 and "rstream" not in e and "#" not in e.replace("#length", "")
+                                 .replace("#lastevent", "")])
+def test_row_pipeline_each_matches_general(epl: str) -> None:
+    """``RowPipeline.each`` yields, event by event, the insert stream of the general
+    ``on_event`` and leaves the same state."""
+    spec = _plan(epl).pipeline
+    store_fast, store_slow = MemoryStore(), MemoryStore()
+    fast = spec.build(store_fast.namespace("s"), PartitionCtx())
+    slow = spec.build(store_slow.namespace("s"), PartitionCtx())
+    assert isinstance(fast, RowPipeline)
+    rnd = random.Random(6)
+    for batch in range(30):
+        rows = _rows(rnd, rnd.choice([1, 3, 20]))
+        got = list(fast.each(rows, batch))
+        want = [Pipeline.on_event(slow, "T", r, batch) for r in rows]
+        assert got == [new for new, _ in want], batch
+        assert all(old == [] for _, old in want)
+        assert store_fast.checkpoint() == store_slow.checkpoint()
 
 
 @pytest.mark.parametrize("epl", PIPELINES)

@@ -147,3 +147,34 @@ def test_deploy_after_a_batch_takes_part_in_the_next() -> None:
     engine.send_batch("T", [{"k": "b", "v": 2}])
     assert [(n, r) for n, _, r, _ in log] == [
         ("s0", [{"v": 1}]), ("s0", [{"v": 2}]), ("late", [{"k": "b"}])]
+
+
+@pytest.mark.parametrize("epl", ["select count(*) as n, sum(v) as s from T#length(2)",
+                                 "select * from T(v > 0)",
+                                 "select k, v from T"])
+def test_listener_sending_the_same_type_during_a_batch(epl: str) -> None:
+    """A listener's event of the batch's own type enters the statement between the
+    batch's events, as with ``send`` one at a time."""
+    def run(general: bool, batched: bool) -> list[tuple]:
+        log: list[tuple] = []
+        engine = _engine([epl], log, general)
+        sent = [0]
+
+        def echo(name: str, new: list, old: list, pid: Any) -> None:
+            if sent[0] < 3:
+                sent[0] += 1
+                engine.send("T", {"k": "echo", "v": 100 + sent[0], "x": 1.0})
+
+        engine.listeners.insert(0, echo)
+        evs = _events(5, 6)
+        if batched:
+            engine.send_batch("T", evs)
+        else:
+            for e in evs:
+                engine.send("T", e)
+        return log
+
+    want = run(True, False)
+    assert len(want) > 6
+    assert run(False, False) == want
+    assert run(False, True) == want
