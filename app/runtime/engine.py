@@ -584,7 +584,6 @@ class Engine:
         plan = st.plan
         name = plan.name
         pipelines = st.pipelines
-        listeners = self.listeners
         var_writes = self._var_writes
         plain = (plan.kind == "query" and plan.window is None and plan.select_stream is None
                  and plan.insert_into is None)
@@ -600,7 +599,7 @@ class Engine:
             new, old = p.on_event(type_name, e, now)
             if new or old:
                 if plain and not var_writes:
-                    for listener in listeners:
+                    for listener in self.listeners:
                         listener(name, new, old, pid)
                 else:
                     emit(st, pid, new, old)
@@ -618,7 +617,7 @@ class Engine:
                 new, old = p.on_event(type_name, e, now)
                 if new or old:
                     if plain and not var_writes:
-                        for listener in listeners:
+                        for listener in self.listeners:
                             listener(name, new, old, 0)
                     else:
                         emit(st, 0, new, old)
@@ -638,7 +637,7 @@ class Engine:
                 for new in each(events, now):
                     if new:
                         if not var_writes:
-                            for listener in listeners:
+                            for listener in self.listeners:
                                 listener(name, new, [], 0)
                         else:
                             emit(st, 0, new, [])
@@ -672,7 +671,7 @@ class Engine:
                 new, old = p.on_event(type_name, e, now)
                 if new or old:
                     if plain and not var_writes:
-                        for listener in listeners:
+                        for listener in self.listeners:
                             listener(name, new, old, pid)
                     else:
                         emit(st, pid, new, old)

@@ -178,3 +178,16 @@ def test_listener_sending_the_same_type_during_a_batch(epl: str) -> None:
     assert len(want) > 6
     assert run(False, False) == want
     assert run(False, True) == want
+
+
+def test_listeners_replaced_between_batches() -> None:
+    """The steps read the engine's listeners when they post, not when they were built."""
+    first: list[tuple] = []
+    engine = _engine(["select v from T"], first)
+    engine.send_batch("T", [{"k": "a", "v": 1}])
+    second: list[tuple] = []
+    engine.listeners = [lambda name, new, old, pid: second.append((name, new))]
+    engine.send_batch("T", [{"k": "a", "v": 2}])
+    engine.send("T", {"k": "a", "v": 3})
+    assert [r for _, _, r, _ in first] == [[{"v": 1}]]
+    assert second == [("s0", [{"v": 2}]), ("s0", [{"v": 3}])]
