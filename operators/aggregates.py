@@ -492,6 +492,7 @@ def row_updater(agg: Aggregator, i: int, value: Callable[[Any, Any], Any] | None
 
             def count_rows(states: list, row: Any, ctx: Any) -> None:
                 states[i] += step
+            count_rows.counts = (i, step)  # type: ignore[attr-defined]
             return count_rows
         if value is not None and t is Count:
             step = 1 if entering else -1
@@ -508,6 +509,7 @@ def row_updater(agg: Aggregator, i: int, value: Callable[[Any, Any], Any] | None
                         s = states[i]
                         s[0] += v
                         s[1] += 1
+                sum_enter.sums = (i, value, True)  # type: ignore[attr-defined]
                 return sum_enter
 
             def sum_leave(states: list, row: Any, ctx: Any) -> None:
@@ -518,6 +520,7 @@ def row_updater(agg: Aggregator, i: int, value: Callable[[Any, Any], Any] | None
                     s[1] -= 1
                     if s[1] == 0:
                         s[0] = 0
+            sum_leave.sums = (i, value, False)  # type: ignore[attr-defined]
             return sum_leave
     if isinstance(agg, _Ordered) and agg.by_event:
         by_row = agg.enter_row if entering else agg.leave_row
@@ -537,10 +540,14 @@ def row_updater(agg: Aggregator, i: int, value: Callable[[Any, Any], Any] | None
 
 
 def fuse_updaters(updaters: list[RowUpdater]) -> RowUpdater:
-    """One updater applying each of ``updaters`` in order (one call per row)."""
+    """One updater applying each of ``updaters`` in order (one call per row); a count(*)
+    and a sum or avg, the commonest pair, as one function with the two inlined."""
     if len(updaters) == 1:
         return updaters[0]
     if len(updaters) == 2:
+        fused = _count_and_sum(updaters)
+        if fused is not None:
+            return fused
         a, b = updaters
 
         def both(states: list, row: Any, ctx: Any) -> None:
@@ -555,9 +562,117 @@ def fuse_updaters(updaters: list[RowUpdater]) -> RowUpdater:
     return each
 
 
+def _count_and_sum(updaters: list[RowUpdater]) -> RowUpdater | None:
+    """``count_rows`` and ``sum_enter`` or ``sum_leave`` of ``row_updater`` in one
+    function (either order: the two touch different states), or None for another pair."""
+    a, b = updaters
+    if hasattr(b, "counts"):
+        a, b = b, a
+    counts = getattr(a, "counts", None)
+    sums = getattr(b, "sums", None)
+    if counts is None or sums is None:
+        return None
+    ic, step = counts
+    isum, value, entering = sums
+    prop = getattr(value, "property_name", None)
+    if prop is not None:
+        return _count_and_sum_property(ic, step, isum, prop, entering)
+    if entering:
+        def count_sum_enter(states: list, row: Any, ctx: Any) -> None:
+            states[ic] += step
+            v = value(row, ctx)
+            if v is not None:
+                s = states[isum]
+                s[0] += v
+                s[1] += 1
+        return count_sum_enter
+
+    def count_sum_leave(states: list, row: Any, ctx: Any) -> None:
+        states[ic] += step
+        v = value(row, ctx)
+        if v is not None:
+            s = states[isum]
+            s[0] -= v
+            s[1] -= 1
+            if s[1] == 0:
+                s[0] = 0
+    return count_sum_leave
+
+
+def _count_and_sum_property(ic: int, step: int, isum: int, prop: str,
+                            entering: bool) -> RowUpdater:
+    """``_count_and_sum`` of a sum over an event property, read here (one call less)."""
+    if entering:
+        def count_sum_enter(states: list, row: Any, ctx: Any) -> None:
+            states[ic] += step
+            v = row.get(prop)
+            if v is not None:
+                s = states[isum]
+                s[0] += v
+                s[1] += 1
+        count_sum_enter.count_sum = (ic, step, isum, prop)  # type: ignore[attr-defined]
+        return count_sum_enter
+
+    def count_sum_leave(states: list, row: Any, ctx: Any) -> None:
+        states[ic] += step
+        v = row.get(prop)
+        if v is not None:
+            s = states[isum]
+            s[0] -= v
+            s[1] -= 1
+            if s[1] == 0:
+                s[0] = 0
+    count_sum_leave.count_sum = (ic, step, isum, prop)  # type: ignore[attr-defined]
+    return count_sum_leave
+
+
+RowSwapper = Callable[[list, Any, Any, Any], None]
+"""``swap(states, new, old, ctx)``: ``new`` enters, then ``old`` leaves (a length window's
+update once it is full), as one call."""
+
+
+def swap_updater(enter: RowUpdater, leave: RowUpdater) -> RowSwapper:
+    """``enter(states, new, ctx)`` then ``leave(states, old, ctx)`` as one function; for a
+    count(*) and a sum over a property the two inlined: the count is unchanged and the
+    sum takes the same additions and subtractions in the same order."""
+    a = getattr(enter, "count_sum", None)
+    b = getattr(leave, "count_sum", None)
+    if a is None or b is None or a[0] != b[0] or a[2:] != b[2:] or a[1] != -b[1]:
+        def swap(states: list, new: Any, old: Any, ctx: Any) -> None:
+            enter(states, new, ctx)
+            leave(states, old, ctx)
+        return swap
+    isum, prop = a[2], a[3]
+
+    def count_sum_swap(states: list, new: Any, old: Any, ctx: Any) -> None:
+        s = states[isum]
+        v = new.get(prop)
+        if v is not None:
+            s[0] += v
+            s[1] += 1
+        v = old.get(prop)
+        if v is not None:
+            s[0] -= v
+            s[1] -= 1
+            if s[1] == 0:
+                s[0] = 0
+    return count_sum_swap
+
+
 def results_reader(aggs: list[Aggregator]) -> Callable[[list], list]:
     """A function giving every aggregate's current value from a group's states."""
     fns = tuple(a.result for a in aggs)
+    kinds = tuple(type(a) for a in aggs)
+    if kinds in ((CountStar, Sum), (Count, Sum)) and aggs[1].empty is None:  # type: ignore[attr-defined]
+        def count_sum(states: list) -> list:
+            s = states[1]
+            return [states[0], s[0] if s[1] else None]
+        return count_sum
+    if kinds in ((Sum, CountStar), (Sum, Count)) and aggs[0].empty is None:  # type: ignore[attr-defined]
+        def sum_count(states: list) -> list:
+            s = states[0]
+            return [s[0] if s[1] else None, states[1]]
+        return sum_count
     if len(fns) == 1:
         f0 = fns[0]
         return lambda states: [f0(states[0])]

@@ -7,7 +7,7 @@ built from its spec.  The pipeline knows nothing of Kafka or of how time is supp
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -20,6 +20,7 @@ from operators.resultset import ResultSet, ResultSetSpec
 from operators.subquery.subquery import Subquery
 from operators.windows.batch import BatchWindow
 from operators.windows.common import ForcedEmit, WindowView
+from operators.windows.length import LengthSpec
 
 
 class Matcher(Protocol):
@@ -116,6 +117,9 @@ class PipelineSpec:
                 and not self.subqueries and self.match_recognize is None
                 and not self.output.limited and not self.distinct
                 and not self.resultset.order_by and self.resultset.limit is None):
+            if (self.stream_kind == "istream" and self.stream.prior is None
+                    and (self.stream.view is None or isinstance(self.stream.view, LengthSpec))):
+                return RowPipeline(self, state, ctx)
             return StreamPipeline(self, state, ctx)
         return Pipeline(self, state, ctx)
 
@@ -150,7 +154,7 @@ class Pipeline:
     __slots__ = ("spec", "ctx", "state", "type_name", "filter", "view", "matcher", "rs", "out",
                  "limited", "kind", "_shaped", "where", "_timers", "join",
                  "_fresh_aggregates", "_batch_view", "_released", "subs", "sub_by_type",
-                 "main_types", "prior", "mr")
+                 "main_types", "prior", "mr", "timed")
 
     def __init__(self, spec: PipelineSpec, state: StateNamespace, ctx: PartitionCtx) -> None:
         self.spec = spec
@@ -212,6 +216,8 @@ class Pipeline:
                 self._timers = _TIMERS_NONE
             elif view_timer is not None:
                 self._timers = _TIMERS_VIEW
+        self.timed = self._timers != _TIMERS_NONE
+        """Whether ``next_timer`` can ever give a time (the engine asks it after each event)."""
 
     @staticmethod
     def _build_view(view: ViewSpec, state: StateNamespace, ctx: PartitionCtx) -> View:
@@ -587,6 +593,54 @@ class StreamPipeline(Pipeline):
         if kind == "rstream":
             return old, []
         return new, old
+
+
+class RowPipeline(StreamPipeline):
+    """A ``StreamPipeline`` delivering the insert stream only, over no window or a length
+    window: each event is one step of window and result set (``LengthWindow.push``,
+    ``ResultSet.step``), the rows those of the general path."""
+
+    __slots__ = ("bare",)
+
+    def __init__(self, spec: PipelineSpec, state: StateNamespace, ctx: PartitionCtx) -> None:
+        super().__init__(spec, state, ctx)
+        self.bare = self.view is None and self.rs.bare
+        """``select *`` of the stream, nothing else: the event is the row."""
+
+    def on_event(self, type_name: str, event: Row, now_ms: int) -> Emit:
+        """One event of the statement's stream."""
+        ctx = self.ctx
+        ctx.now_ms = now_ms
+        f = self.filter
+        if f is not None and not f(event, ctx):
+            return [], []
+        view = self.view
+        if view is not None:
+            return self.rs.step(event, view.push(event)), []  # type: ignore[attr-defined]
+        if self.bare:
+            return [event], []
+        return self.rs.step(event, None), []
+
+    def each(self, events: Iterable[Row], now_ms: int) -> Iterator[Rows]:
+        """``on_event`` for each of ``events`` in turn, lazily: the insert-stream rows of
+        one event are yielded before the next is looked at (whatever the caller does in
+        between, e.g. an event a listener sends, comes first, as with ``on_event``)."""
+        ctx = self.ctx
+        f = self.filter
+        step = self.rs.step
+        view = self.view
+        push = view.push if view is not None else None  # type: ignore[attr-defined]
+        bare = self.bare
+        for event in events:
+            ctx.now_ms = now_ms
+            if f is not None and not f(event, ctx):
+                yield []
+            elif push is not None:
+                yield step(event, push(event))
+            elif bare:
+                yield [event]
+            else:
+                yield step(event, None)
 
 
 def distinct_rows(rows: Rows) -> Rows:

@@ -19,10 +19,12 @@ from typing import Any, NamedTuple
 from operators.aggregates import (
     SORTED,
     Aggregator,
+    RowSwapper,
     RowUpdater,
     fuse_updaters,
     results_reader,
     row_updater,
+    swap_updater,
 )
 from operators.bags import BagNamespace
 from operators.base import Emit, Expr, PartitionCtx, Row, Rows, StateNamespace
@@ -93,11 +95,12 @@ class ResultSetSpec:
         """The per-event functions of this result set, built once per statement and
         shared by its context partitions (they take the partition context as argument)."""
         aggs = self.aggregates
+        enter = fuse_updaters([row_updater(a.aggregator, i, a.value, a.filter, True)
+                               for i, a in enumerate(aggs)])
+        leave = fuse_updaters([row_updater(a.aggregator, i, a.value, a.filter, False)
+                               for i, a in enumerate(aggs)])
         return HotParts(
-            fuse_updaters([row_updater(a.aggregator, i, a.value, a.filter, True)
-                           for i, a in enumerate(aggs)]),
-            fuse_updaters([row_updater(a.aggregator, i, a.value, a.filter, False)
-                           for i, a in enumerate(aggs)]),
+            enter, leave, swap_updater(enter, leave),
             results_reader([a.aggregator for a in aggs]),
             _group_of_one(self.group_by[0]) if len(self.group_by) == 1 else None)
 
@@ -127,7 +130,7 @@ class ResultSetSpec:
                 return out
             return project_visible
         if self.wildcard and not cols:
-            return lambda row, ctx: row
+            return _identity
         if self.wildcard:
             def project_wild(row: Row, ctx: PartitionCtx) -> Row:
                 out = dict(row)
@@ -140,6 +143,13 @@ class ResultSetSpec:
                 return {c.name: (c.expr(row, ctx) if c.expr is not None else row) for c in cols}
             return project_rows
         pairs = tuple((c.name, c.expr) for c in cols)
+        general = self._pairs_projector(pairs)
+        fast = _aggregates_projector(pairs, len(self.aggregates), general)
+        return fast if fast is not None else general
+
+    @staticmethod
+    def _pairs_projector(pairs: tuple[tuple[str, Any], ...]) -> Callable[[Row, PartitionCtx], Row]:
+        """Each column's expression evaluated in turn."""
         if len(pairs) == 2:
             (n0, e0), (n1, e1) = pairs
             return lambda row, ctx: {n0: e0(row, ctx), n1: e1(row, ctx)}
@@ -165,11 +175,72 @@ class ResultSetSpec:
         return " ".join(parts)
 
 
+def _identity(row: Row, ctx: PartitionCtx) -> Row:
+    """The projection of ``select *``: the row itself."""
+    return row
+
+
+def _aggregates_projector(pairs: tuple[tuple[str, Any], ...], n_aggs: int,
+                          general: Callable[[Row, PartitionCtx], Row]
+                          ) -> Callable[[Row, PartitionCtx], Row] | None:
+    """The projection of a select clause of aggregates and at most one context property
+    (``select count(*), sum(x)``; in a keyed context ``select key, count(*), sum(x)``),
+    up to three columns, reading ``ctx.aggs`` (and the property) directly instead of
+    calling each column's expression; None for any other select clause.  Without
+    aggregation values at hand it is ``general``."""
+    if not pairs or len(pairs) > 3:
+        return None
+    keys = {getattr(e, "context_property", None) for _, e in pairs} - {None}
+    if len(keys) > 1:
+        return None
+    key = next(iter(keys), None)
+    cols: list[tuple[str, int]] = []
+    for name, e in pairs:
+        i = getattr(e, "aggregate_index", None)
+        if i is None and getattr(e, "context_property", None) is None:
+            return None
+        cols.append((name, n_aggs if i is None else i))  # the property follows the aggs
+    if len(cols) == 1:
+        (n0, j0), = cols
+
+        def one(row: Row, ctx: PartitionCtx) -> Row:
+            a = ctx.aggs
+            if a is None:
+                return general(row, ctx)
+            if key is not None:
+                a = [*a, ctx.props.get(key)]
+            return {n0: a[j0]}
+        return one
+    if len(cols) == 2:
+        (n0, j0), (n1, j1) = cols
+
+        def two(row: Row, ctx: PartitionCtx) -> Row:
+            a = ctx.aggs
+            if a is None:
+                return general(row, ctx)
+            if key is not None:
+                a = [*a, ctx.props.get(key)]
+            return {n0: a[j0], n1: a[j1]}
+        return two
+    (n0, j0), (n1, j1), (n2, j2) = cols
+
+    def three(row: Row, ctx: PartitionCtx) -> Row:
+        a = ctx.aggs
+        if a is None:
+            return general(row, ctx)
+        if key is not None:
+            a = [*a, ctx.props.get(key)]
+        return {n0: a[j0], n1: a[j1], n2: a[j2]}
+    return three
+
+
 class HotParts(NamedTuple):
     """What a result set runs per event (see ``ResultSetSpec.hot``)."""
 
     enter_row: RowUpdater
     leave_row: RowUpdater
+    swap_rows: RowSwapper
+    """One row entering and then one leaving (``step`` with an expired row)."""
     read: Callable[[list], list]
     group_of_one: Callable[[Row, PartitionCtx], str] | None
     """The group key of a row for a single group-by expression."""
@@ -222,7 +293,8 @@ class ResultSet:
     """Aggregation state and projection of one context partition."""
 
     __slots__ = ("spec", "want_old", "state", "ctx", "aggs", "groups", "next_seq", "_projector",
-                 "_enter_row", "_leave_row", "_read", "_rewrite", "_one", "_one_rec")
+                 "_enter_row", "_leave_row", "_read", "_rewrite", "_one", "_one_rec", "_having",
+                 "_all", "_swap_rows")
 
     def __init__(self, spec: ResultSetSpec, state: StateNamespace, ctx: PartitionCtx,
                  want_old: bool = True) -> None:
@@ -254,9 +326,12 @@ class ResultSet:
         hot = spec.hot
         self._enter_row = hot.enter_row
         self._leave_row = hot.leave_row
+        self._swap_rows = hot.swap_rows
         self._read = hot.read
         # a memory namespace stores the record object itself: rewriting it is a no-op
         self._rewrite = type(state) is not MemoryNamespace
+        self._having = spec.having
+        self._all = spec.kind == AGG_ALL
 
     # -- aggregation -------------------------------------------------------
     def _record(self, key: str, row: Row | None) -> list:
@@ -366,6 +441,18 @@ class ResultSet:
         g = self.grouped(new, old)
         return g.new, g.old
 
+    @property
+    def bare(self) -> bool:
+        """``select *`` without aggregation or having: ``step`` posts the arriving row
+        itself (``_step_simple``)."""
+        return (self.spec.kind == SIMPLE and self._projector is _identity
+                and self._having is None)
+
+    def step(self, new: Row, old: Row | None) -> Rows:
+        """The insert stream of one update in which ``new`` enters and ``old`` (unless
+        None) leaves: what ``process([new], [old])`` gives as new rows."""
+        return self.process([new], [] if old is None else [old])[0]
+
     # -- fast paths: ``process`` for one kind, same rows as the general path --------
     def _update(self, states: list, new: Rows, old: Rows) -> None:
         """Enter ``new``, then take ``old`` out, on one group's states."""
@@ -401,6 +488,45 @@ class ResultSet:
         if having is not None and not having(row, ctx):
             return [], before
         return [self._projector(row, ctx)], before
+
+    def _step_agg(self, new: Row, old: Row | None) -> Rows:
+        """``step`` of an aggregated ungrouped result set (``_process_agg_all`` and
+        ``_process_agg_rows`` for one row in, at most one out, insert stream only)."""
+        states = self._one
+        ctx = self.ctx
+        if states is None:
+            states = self._record("", None)[0]
+            self._enter_row(states, new, ctx)
+            if old is not None:
+                self._leave_row(states, old, ctx)
+            self.state.put("", self._one_rec)
+        else:
+            if old is None:
+                self._enter_row(states, new, ctx)
+            else:
+                self._swap_rows(states, new, old, ctx)
+            if self._rewrite:
+                self.state.put("", self._one_rec)
+        ctx.aggs = self._read(states)
+        row = {} if self._all else new
+        having = self._having
+        if having is None or having(row, ctx):
+            return [self._projector(row, ctx)]
+        return []
+
+    def _step_simple(self, new: Row, old: Row | None) -> Rows:
+        """``step`` without aggregation: the arriving row, projected."""
+        ctx = self.ctx
+        ctx.aggs = None
+        having = self._having
+        if having is not None and not having(new, ctx):
+            return []
+        project = self._projector
+        return [new] if project is _identity else [project(new, ctx)]
+
+    def _step_grouped(self, new: Row, old: Row | None) -> Rows:
+        """``step`` of a fully aggregated grouped result set."""
+        return self._process_grouped([new], [] if old is None else [old])[0]
 
     def _process_agg_rows(self, new: Rows, old: Rows) -> Emit:
         """``process`` of an aggregated ungrouped result set with event properties."""
@@ -615,12 +741,21 @@ def _sort_key(v: Any) -> tuple:
     return (v is not None, v if v is not None else 0)
 
 
+class _SimpleResultSet(ResultSet):
+    """A result set without aggregation (fast ``step``)."""
+
+    __slots__ = ()
+
+    step = ResultSet._step_simple
+
+
 class _AggAllResultSet(ResultSet):
     """A fully aggregated ungrouped result set: ``process`` takes its fast path."""
 
     __slots__ = ()
 
     process = ResultSet._process_agg_all
+    step = ResultSet._step_agg
 
 
 class _AggRowsResultSet(ResultSet):
@@ -629,6 +764,7 @@ class _AggRowsResultSet(ResultSet):
     __slots__ = ()
 
     process = ResultSet._process_agg_rows
+    step = ResultSet._step_agg
 
 
 class _GroupedResultSet(ResultSet):
@@ -637,8 +773,10 @@ class _GroupedResultSet(ResultSet):
     __slots__ = ()
 
     process = ResultSet._process_grouped
+    step = ResultSet._step_grouped
 
 
 _FAST: dict[str, type[ResultSet]] = {
-    AGG_ALL: _AggAllResultSet, AGG_ROWS: _AggRowsResultSet, GROUPED: _GroupedResultSet}
+    SIMPLE: _SimpleResultSet, AGG_ALL: _AggAllResultSet, AGG_ROWS: _AggRowsResultSet,
+    GROUPED: _GroupedResultSet}
 """The result-set class of each kind with a specialised ``process``."""

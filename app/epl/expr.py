@@ -112,7 +112,7 @@ def _compile_name(node: ast.Name, scope: Scope) -> Expr:
         key, more = rest[0], rest[1:]
         if more:
             return lambda r, c: _nested(c.props.get(key), more)
-        return lambda r, c: c.props.get(key)
+        return _context_property(key)
     if scope.kind == "output" and len(parts) == 1 and head in OUTPUT_BUILTINS:
         return lambda r, c: c.output.get(head)
     if len(parts) == 1 and head in scope.variables:
@@ -150,9 +150,27 @@ def _compile_name(node: ast.Name, scope: Scope) -> Expr:
     if not rest:
         key = scope.partition_keys.get(head)
         if key is not None:
-            return lambda r, c: c.props.get(key)
-        return lambda r, c: r.get(head)
+            return _context_property(key)
+        return _property(head)
     return lambda r, c: _nested(r, parts)
+
+
+def _context_property(key: str) -> Expr:
+    """The reader of a context property (``context.key1``, or a keyed context's key
+    property read by name); it carries the property's name (see ``_property``)."""
+    def read_context(r: Any, c: PartitionCtx) -> Any:
+        return c.props.get(key)
+    read_context.context_property = key  # type: ignore[attr-defined]
+    return read_context
+
+
+def _property(name: str) -> Expr:
+    """The reader of a top-level event property; it carries the property's name, so that
+    a comparison with a constant can read the property itself (one call less each time)."""
+    def read(r: Any, c: PartitionCtx) -> Any:
+        return r.get(name)
+    read.property_name = name  # type: ignore[attr-defined]
+    return read
 
 
 def is_inner_name(node: ast.Name, scope: Scope) -> bool:
@@ -414,6 +432,40 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
+def _property_lt(name: str, y: Any) -> Expr:
+    def lt(r: Any, c: PartitionCtx) -> Any:
+        x = r.get(name)
+        return None if x is None else x < y
+    return lt
+
+
+def _property_le(name: str, y: Any) -> Expr:
+    def le(r: Any, c: PartitionCtx) -> Any:
+        x = r.get(name)
+        return None if x is None else x <= y
+    return le
+
+
+def _property_gt(name: str, y: Any) -> Expr:
+    def gt(r: Any, c: PartitionCtx) -> Any:
+        x = r.get(name)
+        return None if x is None else x > y
+    return gt
+
+
+def _property_ge(name: str, y: Any) -> Expr:
+    def ge(r: Any, c: PartitionCtx) -> Any:
+        x = r.get(name)
+        return None if x is None else x >= y
+    return ge
+
+
+_ORDERING: dict[str, Callable[[str, Any], Expr]] = {
+    "<": _property_lt, "<=": _property_le, ">": _property_gt, ">=": _property_ge}
+"""``property <op> constant``, the commonest filter, as one function: what
+``_null_safe(op)(property, constant)`` computes."""
+
+
 def _and(a: Expr, b: Expr) -> Expr:
     def run(r: Any, c: PartitionCtx) -> Any:
         x = a(r, c)
@@ -520,6 +572,10 @@ def _compile_binary(node: ast.Binary, scope: Scope) -> Expr:
         return _compile_chain(node, scope)
     a = compile_expr(node.left, scope)
     b = compile_expr(node.right, scope)
+    name = getattr(a, "property_name", None)
+    if (name is not None and node.op in _ORDERING and isinstance(node.right, ast.Literal)
+            and node.right.value is not None):
+        return _ORDERING[node.op](name, node.right.value)
     return _combiner(node.op)(a, b)
 
 
@@ -772,7 +828,10 @@ def _compile_call(node: ast.Call, scope: Scope) -> Expr:
         if scope.agg_in_row:
             key = f"$agg{i}"
             return lambda r, c: r.get(key)
-        return lambda r, c: c.aggs[i] if c.aggs is not None else None
+        def aggregate(r: Any, c: PartitionCtx) -> Any:
+            return c.aggs[i] if c.aggs is not None else None
+        aggregate.aggregate_index = i  # type: ignore[attr-defined]
+        return aggregate
     if name in PREV_FUNCTIONS:
         from app.epl.prev import compile_prev
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 import heapq
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from app.runtime.plan import OnDemandPlan, StatementPlan
 from operators.base import PartitionCtx, Row, Rows
-from operators.contexts.managers import CategoryManager, Change, Manager
+from operators.contexts.managers import CategoryManager, Change, KeyedManager, Manager
 from operators.pipeline import Pipeline
 from operators.state import MemoryNamespace, MemoryStore
 from operators.table import GlobalTables, Table, TableSpec
@@ -63,6 +63,13 @@ class _Ctx:
     statements: list[_Stmt] = field(default_factory=list)
 
 
+def _inert(manager: Manager) -> bool:
+    """Whether a context's partitions never start or end on an event or the clock (keyed
+    without conditions, hash, category: partitions come into being as events are routed)."""
+    cls = type(manager)
+    return cls.on_event is Manager.on_event and cls.next_timer is Manager.next_timer
+
+
 class Engine:
     """Deployed statements of one runtime (one Kafka partition, or the embedded runtime)."""
 
@@ -104,10 +111,14 @@ class Engine:
         self.skip_idle = True
         """Jump idle periodic timers in bulk on long clock moves (output is the same)."""
         self._fresh_quiet: dict[str, bool] = {}
+        self._steps: dict[str, tuple[Callable[[Row, int], None], ...] | None] = {}
+        """Per event type: one step per statement that reads it, or None when an event
+        of the type may start or end a context partition (see ``_fast_steps``)."""
 
     # -- deployment ---------------------------------------------------------
     def deploy(self, plan: StatementPlan) -> None:
         """Add a statement (a context declaration, a schema, or a query)."""
+        self._steps.clear()
         if plan.kind == "variable":
             decl = plan.var_decl or VariableDecl(plan.variable or plan.name, "object",
                                                  plan.initial)
@@ -484,6 +495,12 @@ class Engine:
         if self._busy:
             self._queue.append((type_name, event))
             return
+        steps = self._steps.get(type_name, self)
+        if steps is self:
+            steps = self._fast_steps(type_name)
+        if steps is not None:
+            self._run_steps(steps, (event,), False)
+            return
         self._busy = True
         try:
             self._process(type_name, event)
@@ -493,6 +510,182 @@ class Engine:
                 self._notify_variables()
         finally:
             self._busy = False
+
+    def send_batch(self, type_name: str, events: Iterable[Row]) -> None:
+        """Deliver events of one type at the current time, in order: the same rows, the
+        same listener calls in the same order, as ``send`` for each in turn; the engine's
+        per-event dispatch is paid once for the batch where no event of the type can
+        start or end a context partition."""
+        if self._busy:
+            self._queue.extend((type_name, e) for e in events)
+            return
+        steps = self._steps.get(type_name, self)
+        if steps is self:
+            steps = self._fast_steps(type_name)
+        if steps is None:
+            for e in events:
+                self.send(type_name, e)
+            return
+        self._run_steps(steps, events)
+
+    def _run_steps(self, steps: tuple[Callable[[Row, int], None], ...],
+                   events: Iterable[Row], batch: bool = True) -> None:
+        """Each event through each statement's step (``_process`` without the context
+        lifecycle, which the steps' event type cannot touch), then what it set off.  A
+        ``batch`` for one statement without a context goes through its ``run`` (the
+        pipeline steps through the events itself)."""
+        self._busy = True
+        try:
+            self._excluded.clear()
+            queue = self._queue
+            var_changes = self._var_changes
+            var_writes = self._var_writes
+            now = self.now_ms
+            if len(steps) == 1:
+                step = steps[0]
+                run = getattr(step, "run", None) if batch else None
+                if run is not None:
+                    run(events, now)
+                    return
+                for e in events:
+                    step(e, now)
+                    if queue or var_changes or var_writes:
+                        self._settle()
+                return
+            for e in events:
+                for step in steps:
+                    step(e, now)
+                if queue or var_changes or var_writes:
+                    self._settle()
+        finally:
+            self._busy = False
+
+    def _settle(self) -> None:
+        """After an event: variable writes post and react, inserted events follow (as
+        ``send`` does after each event)."""
+        self._notify_variables()
+        while self._queue:
+            self._process(*self._queue.popleft())
+            self._notify_variables()
+
+    def _fast_steps(self, type_name: str) -> tuple[Callable[[Row, int], None], ...] | None:
+        """The statement steps of ``type_name`` (cached until the next deploy), or None
+        when its events need the whole of ``_process``: a context whose partitions start
+        or end on events or on the clock (its ``on_event`` may change them), or a
+        statement seeing events before its context does (``@Priority``)."""
+        steps: tuple[Callable[[Row, int], None], ...] | None = None
+        if not self._early.get(type_name) and all(
+                _inert(c.manager) for c in self.contexts.values()):
+            steps = tuple(self._step(st, type_name) for st in self.by_type.get(type_name, ()))
+        self._steps[type_name] = steps
+        return steps
+
+    def _step(self, st: _Stmt, type_name: str) -> Callable[[Row, int], None]:
+        """One statement's part of ``_process`` for an event of ``type_name``, as one
+        function: routing, the partition's pipeline, listeners and timers."""
+        plan = st.plan
+        name = plan.name
+        pipelines = st.pipelines
+        var_writes = self._var_writes
+        plain = (plan.kind == "query" and plan.window is None and plan.select_stream is None
+                 and plan.insert_into is None)
+        queue = self._queue
+        var_changes = self._var_changes
+        settle = self._settle
+        emit = self._emit
+        arm = self._arm
+        build = self._pipeline
+
+        def deliver(pid: Any, e: Row, now: int) -> None:
+            p = pipelines.get(pid) or build(st, pid)
+            new, old = p.on_event(type_name, e, now)
+            if new or old:
+                if plain and not var_writes:
+                    for listener in self.listeners:
+                        listener(name, new, old, pid)
+                else:
+                    emit(st, pid, new, old)
+            if p.timed:
+                arm(("p", name, pid), p.next_timer)
+
+        if plan.kind != "query" or plan.window is not None:
+            return lambda e, now: self._to_statement(st, type_name, e, now, {}, None)
+        if plan.context is None:
+            key0 = st.key0
+
+            def single(e: Row, now: int) -> None:
+                # deliver(0, e, now), inlined: the commonest statement, one call less
+                p = pipelines.get(0) or build(st, 0)
+                new, old = p.on_event(type_name, e, now)
+                if new or old:
+                    if plain and not var_writes:
+                        for listener in self.listeners:
+                            listener(name, new, old, 0)
+                    else:
+                        emit(st, 0, new, old)
+                if p.timed:
+                    arm(key0, p.next_timer)
+
+            def run(events: Iterable[Row], now: int) -> None:
+                # single() for each event, the pipeline stepping through them itself
+                p = pipelines.get(0) or build(st, 0)
+                each = getattr(p, "each", None)
+                if each is None or not plain:
+                    for e in events:
+                        single(e, now)
+                        if queue or var_changes or var_writes:
+                            settle()
+                    return
+                for new in each(events, now):
+                    if new:
+                        if not var_writes:
+                            for listener in self.listeners:
+                                listener(name, new, [], 0)
+                        else:
+                            emit(st, 0, new, [])
+                    if queue or var_changes or var_writes:
+                        settle()
+                if p.timed:
+                    arm(key0, p.next_timer)
+            single.run = run  # type: ignore[attr-defined]
+            return single
+        manager = self.contexts[plan.context].manager
+        if type_name in st.sub_types and isinstance(manager, CategoryManager):
+            return lambda e, now: self._to_statement(st, type_name, e, now, {}, None)
+        item = getattr(manager, "by_type", {}).get(type_name)
+        if (type(manager) is KeyedManager and item is not None and item.filter is None
+                and len(item.keys) == 1):
+            # a key of one string value names its partition as it is (KeyedManager.route)
+            pids = manager.pids
+            key = item.keys[0]
+            mctx = manager.ctx
+            route = manager.route
+
+            def keyed(e: Row, now: int) -> None:
+                k = key(e, mctx)
+                pid = pids.get(k) if type(k) is str else None
+                if pid is None:
+                    for pid in route(type_name, e, now):
+                        deliver(pid, e, now)
+                    return
+                # deliver(pid, e, now), inlined
+                p = pipelines.get(pid) or build(st, pid)
+                new, old = p.on_event(type_name, e, now)
+                if new or old:
+                    if plain and not var_writes:
+                        for listener in self.listeners:
+                            listener(name, new, old, pid)
+                    else:
+                        emit(st, pid, new, old)
+                if p.timed:
+                    arm(("p", name, pid), p.next_timer)
+            return keyed
+        route = manager.route
+
+        def routed(e: Row, now: int) -> None:
+            for pid in route(type_name, e, now):
+                deliver(pid, e, now)
+        return routed
 
     def _drain(self) -> None:
         if self._busy:
@@ -527,8 +720,7 @@ class Engine:
                     started[c.name] = starts
             self._arm(("c", c.name), c.manager.next_timer)
         for st in self.by_type.get(type_name, ()):
-            ctx_name = st.plan.context
-            if ctx_name is None and st.plan.kind != "on":
+            if st.plan.context is None and st.plan.kind != "on":
                 # the common case: one partition for the statement's lifetime
                 p = st.pipelines.get(0) or self._pipeline(st, 0)
                 new, old = p.on_event(type_name, event, now)
@@ -536,31 +728,37 @@ class Engine:
                     self._emit(st, 0, new, old)
                 self._arm(st.key0, p.next_timer)
                 continue
-            if ctx_name is None:
-                pids: list[Any] = [0]
-            else:
-                c = self.contexts[ctx_name]
-                # a named window's rows are routed as events of its underlying type (Esper ref. 4.6)
-                rtype = (st.plan.event_type or type_name) if st.plan.kind == "window" else type_name
-                pids = c.manager.route(rtype, event, now)
-                if (type_name in st.sub_types and isinstance(c.manager, CategoryManager)
-                        and type_name != c.manager.spec.type_name):
-                    # Esper ref. 4.2.4: a category's predicate applies to every stream of the
-                    # statement, as Esper adds it to each filter: a subquery's too
-                    pids = c.manager.categories(event)
-                new_pids = started.get(ctx_name)
-                if new_pids and len(pids) > 1:
-                    # the partitions this event started see it first, then the others in
-                    # creation order (Esper hands a new partition its starting event as it
-                    # allocates it)
-                    first = [p for p in new_pids if p in pids]
-                    pids = first + [p for p in pids if p not in first]
-            for pid in pids:
-                if (ctx_name, pid) in self._excluded:
-                    continue
-                if early and (st.plan.name, pid) in self._seen:
-                    continue
-                self._deliver(st, pid, type_name, event, now)
+            self._to_statement(st, type_name, event, now, started, early)
+
+    def _to_statement(self, st: _Stmt, type_name: str, event: Row, now: int,
+                      started: dict[str, list[Any]], early: list[_Stmt] | None) -> None:
+        """An event into the context partitions of a statement it is routed to."""
+        ctx_name = st.plan.context
+        if ctx_name is None:
+            pids: list[Any] = [0]
+        else:
+            c = self.contexts[ctx_name]
+            # a named window's rows are routed as events of its underlying type (Esper ref. 4.6)
+            rtype = (st.plan.event_type or type_name) if st.plan.kind == "window" else type_name
+            pids = c.manager.route(rtype, event, now)
+            if (type_name in st.sub_types and isinstance(c.manager, CategoryManager)
+                    and type_name != c.manager.spec.type_name):
+                # Esper ref. 4.2.4: a category's predicate applies to every stream of the
+                # statement, as Esper adds it to each filter: a subquery's too
+                pids = c.manager.categories(event)
+            new_pids = started.get(ctx_name)
+            if new_pids and len(pids) > 1:
+                # the partitions this event started see it first, then the others in
+                # creation order (Esper hands a new partition its starting event as it
+                # allocates it)
+                first = [p for p in new_pids if p in pids]
+                pids = first + [p for p in pids if p not in first]
+        for pid in pids:
+            if (ctx_name, pid) in self._excluded:
+                continue
+            if early and (st.plan.name, pid) in self._seen:
+                continue
+            self._deliver(st, pid, type_name, event, now)
 
     def arm_output(self, statement: str) -> None:
         """A statement split by group key over several engines had its first update in

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from operators.base import Emit, PartitionCtx, Rows, StateNamespace
+from operators.base import Emit, PartitionCtx, Row, Rows, StateNamespace
 from operators.windows.common import (
     DEFAULT_ENV,
     BuildEnv,
@@ -41,6 +41,20 @@ class LengthWindow(FifoWindow):
         elif excess > 0:
             expired.extend(self.pop_many(excess))
         return new, expired
+
+    def push(self, row: Row) -> Row | None:
+        """``on_events([row], [])`` for one arriving row: the row it expires, or None
+        (the window never holds more than ``size`` rows after an update, so at most one)."""
+        rows = self.rows
+        if self._own and self._seqs is None and not self.stamped:
+            # the log is its own state and numbers its rows implicitly (RowLog.append)
+            self.next_seq += 1
+            rows.append(row)
+            return rows.popleft() if len(rows) > self.size else None
+        self.append(row)
+        if len(rows) > self.size:
+            return self.popleft()
+        return None
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,21 @@
 """Embedded throughput of representative statements (prints events/s and ratios).
 
-Run: .venv/bin/python tests/bench/bench_embedded.py [--events N] [--charts DIR]
-(the throughput table also as a PNG chart, ``bench-embedded.png`` in docs/img unless
-``--charts ''``).
+Run: .venv/bin/python tests/bench/bench_embedded.py [--events N] [--no-esper] [--profile]
+[--charts DIR] (the throughput table also as a PNG chart, ``bench-embedded.png`` in
+docs/img unless ``--charts ''``).
 Targets (issue 4): >= 300k ev/s for the filter and length(1000) count/sum statements,
 >= 150k ev/s for the grouped ones, and length(100000) within 20% of length(10).
+Against Esper 9 (issue 25): the filter, ``#length(1000)`` count/sum and a keyed context's
+``#length(100)`` count/sum each >= 0.25x Esper's events/s, the same statements and events
+run in-process in Esper through the oracle's Maven build (tests/oracle/bench.py); those
+rows are measured in CPU seconds of the process on both sides (the machine is shared).
+``--profile`` prints Python calls per event of those three statements (cProfile).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import random
 import time
 import tracemalloc
@@ -119,11 +125,122 @@ def memory_per_event(epl: str, n: int) -> float:
     return used / n
 
 
+KEYED_CONTEXT = "create context BySymbol partition by symbol from T"
+ESPER_ROWS: list[tuple[str, tuple[str, ...], int]] = [
+    ("filter", ("select * from T(amount >= 200)",), 100),
+    ("length(1000) count/sum", ("select count(*), sum(amount) from T#length(1000)",), 100),
+    ("keyed context, length(100) count/sum, 1k keys",
+     (KEYED_CONTEXT, "context BySymbol select symbol, count(*) as cnt, sum(amount) as total "
+                     "from T#length(100)"), 1000),
+]
+"""(label, statements, distinct symbols) of the rows measured beside Esper."""
+
+BATCH = 1000
+"""Events per ``Engine.send_batch`` call (a Kafka consume batch is about this size)."""
+
+
+def _engine(statements: tuple[str, ...], sink: list[int]) -> Engine:
+    catalog = Catalog.from_schemas(SCHEMA)
+    engine = Engine()
+    for i, epl in enumerate(statements):
+        engine.deploy(plan_statement(catalog, epl, f"s{i}"))
+
+    def listen(stmt: str, new: list, old: list, pid: object) -> None:
+        sink[0] += len(new)
+
+    engine.listeners.append(listen)
+    return engine
+
+
+def prime_events(statements: tuple[str, ...], symbols: int) -> tuple[dict, ...]:
+    """One event per key, sent before the clock starts when the statements declare a
+    keyed context: what is timed is the steady state, not allocating partitions."""
+    if not any(s.startswith("create context") for s in statements):
+        return ()
+    return tuple({"symbol": f"S{k}", "amount": 1.0, "price": 1.0} for k in range(symbols))
+
+
+def cpu_rate(statements: tuple[str, ...], evs: list[dict], batch: int,
+             prime: tuple[dict, ...] = ()) -> tuple[float, int]:
+    """Events per CPU second of this process through ``send`` (``batch`` 0) or
+    ``send_batch``, and the rows the listener saw (``prime`` sent untimed first)."""
+    sink = [0]
+    engine = _engine(statements, sink)
+    for e in prime:
+        engine.send("T", e)
+    sink[0] = 0
+    gc.collect()
+    t0 = time.process_time()
+    if batch:
+        send_batch = engine.send_batch
+        for i in range(0, len(evs), batch):
+            send_batch("T", evs[i:i + batch])
+    else:
+        send = engine.send
+        for e in evs:
+            send("T", e)
+    return len(evs) / (time.process_time() - t0), sink[0]
+
+
+def against_esper(n: int, esper: bool) -> None:
+    """kepl per event and per batch beside Esper 9, same statements and events."""
+    from tests.oracle.bench import EsperCase, esper_rates, unavailable
+
+    cases = [(label, stmts, events(n, symbols), prime_events(stmts, symbols))
+             for label, stmts, symbols in ESPER_ROWS]
+    results = []
+    for label, stmts, evs, prime in cases:
+        one = max(cpu_rate(stmts, evs, 0, prime)[0] for _ in range(3))
+        runs = [cpu_rate(stmts, evs, BATCH, prime) for _ in range(3)]
+        results.append((label, one, max(r for r, _ in runs), runs[0][1]))
+    why = unavailable() if esper else "--no-esper"
+    rates: list[float | str] = (
+        esper_rates(SCHEMA, [EsperCase(s, "T", e, p) for _, s, e, p in cases])
+        if why is None else [f"skipped: {why}"] * len(cases))
+    print(f"\nAgainst Esper 9 in-process ({n:,} events, events per CPU second; kepl best of 3, "
+          f"Esper best of 10 runs in one JVM; a keyed context's partitions allocated "
+          f"before timing):")
+    print(f"{'statement':45s} {'kepl send':>12s} {'send_batch':>12s} {'Esper 9':>12s} "
+          f"{'x Esper':>8s}")
+    for (label, one, batched, _rows), esper_rate in zip(results, rates):
+        if isinstance(esper_rate, str):
+            print(f"{label:45s} {one:>12,.0f} {batched:>12,.0f}   {esper_rate}")
+        else:
+            print(f"{label:45s} {one:>12,.0f} {batched:>12,.0f} {esper_rate:>12,.0f} "
+                  f"{batched / esper_rate:>8.2f}")
+
+
+def profile(n: int) -> None:
+    """Python calls per event of the rows measured beside Esper, through ``send_batch``
+    once every window is full (the first half of the events warms up)."""
+    import cProfile
+    import pstats
+
+    print(f"\nPython calls per event (cProfile, send_batch of {BATCH}, second half of "
+          f"{n:,} events):")
+    for label, stmts, symbols in ESPER_ROWS:
+        evs = events(n, symbols)
+        engine = _engine(stmts, [0])
+        half = n // 2
+        for i in range(0, half, BATCH):
+            engine.send_batch("T", evs[i:i + BATCH])
+        prof = cProfile.Profile()
+        prof.enable()
+        for i in range(half, n, BATCH):
+            engine.send_batch("T", evs[i:i + BATCH])
+        prof.disable()
+        stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+        calls = sum(v[1] for v in stats.values())
+        print(f"{label:45s} {calls / (n - half):>8.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=200_000)
     ap.add_argument("--charts", default=str(DEFAULT_DIR),
                     help="directory of the PNG chart (default docs/img; '' for none)")
+    ap.add_argument("--no-esper", action="store_true", help="leave Esper 9 out")
+    ap.add_argument("--profile", action="store_true", help="also print calls per event")
     args = ap.parse_args()
     n = args.events
     table: list[tuple[str, float]] = []
@@ -168,6 +285,9 @@ def main() -> None:
         bars(Path(args.charts) / "bench-embedded.png",
              f"Embedded engine throughput, one core ({n:,} events)",
              [label for label, _ in table], {"events/s": [r for _, r in table]}, "events/s")
+    against_esper(n, not args.no_esper)
+    if args.profile:
+        profile(n)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from app.epl.expr import Scope, compile_expr
+from app.epl.parser import parse_expression
 from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog
 from operators.aggregates import (
@@ -27,10 +29,11 @@ from operators.aggregates import (
     fuse_updaters,
     results_reader,
     row_updater,
+    swap_updater,
 )
 from operators.base import PartitionCtx
-from operators.pipeline import Pipeline, StreamPipeline
-from operators.resultset import ResultSet
+from operators.pipeline import Pipeline, RowPipeline, StreamPipeline
+from operators.resultset import ResultSet, ResultSetSpec
 from operators.state import MemoryNamespace, MemoryStore, RocksStore
 
 SCHEMA = {"T": {"symbol": "string", "amount": "double", "price": "double"}}
@@ -94,6 +97,100 @@ def test_fused_updaters_apply_in_order() -> None:
     assert results_reader(aggs)(states) == [3, 4.0, 2.0, 3.0]
 
 
+@pytest.mark.parametrize("order", ["count first", "sum first"])
+@pytest.mark.parametrize("counter", [CountStar(), CountEver()])
+@pytest.mark.parametrize("summer", [Sum(), Avg()])
+def test_fused_count_and_sum_match_separate_updaters(order: str, counter: Any,
+                                                     summer: Any) -> None:
+    """A count(*) and a sum/avg fused into one function leave the states the two
+    updaters leave one after the other (entering and leaving, nulls included)."""
+    ctx = PartitionCtx()
+    value = lambda r, c: r["amount"]  # noqa: E731
+    aggs = [counter, summer] if order == "count first" else [summer, counter]
+    values = [None if isinstance(a, CountStar) else value for a in aggs]
+    fused = {entering: fuse_updaters([row_updater(a, i, v, None, entering)
+                                      for i, (a, v) in enumerate(zip(aggs, values))])
+             for entering in (True, False)}
+    assert fused[True].__name__ == "count_sum_enter"
+    separate = {entering: [row_updater(a, i, v, None, entering)
+                           for i, (a, v) in enumerate(zip(aggs, values))]
+                for entering in (True, False)}
+    read = results_reader(aggs)
+    rnd = random.Random(11)
+    fast = [a.initial() for a in aggs]
+    slow = [a.initial() for a in aggs]
+    live: list[dict[str, Any]] = []
+    for step in range(300):
+        entering = not live or rnd.random() < 0.6
+        row = _rows(rnd, 1)[0] if entering else live.pop(rnd.randrange(len(live)))
+        if entering:
+            live.append(row)
+        fused[entering](fast, row, ctx)
+        for u in separate[entering]:
+            u(slow, row, ctx)
+        assert fast == slow, step
+        assert read(fast) == [a.result(s) for a, s in zip(aggs, slow)], step
+
+
+@pytest.mark.parametrize("entering_first", [True, False])
+def test_count_and_sum_over_a_property(entering_first: bool) -> None:
+    """Over an event property the fused count/sum reads the property itself; its
+    ``swap`` (one row in, one out) equals entering then leaving."""
+    ctx = PartitionCtx()
+    amount = compile_expr(parse_expression("amount"), Scope("event"))
+    assert getattr(amount, "property_name", None) == "amount"
+    aggs = [CountStar(), Sum()]
+    values = [None, amount]
+    enter, leave = (fuse_updaters([row_updater(a, i, v, None, entering)
+                                   for i, (a, v) in enumerate(zip(aggs, values))])
+                    for entering in (True, False))
+    swap = swap_updater(enter, leave)
+    assert swap.__name__ == "count_sum_swap"
+    rnd = random.Random(12)
+    fast = [a.initial() for a in aggs]
+    slow = [a.initial() for a in aggs]
+    window: list[dict[str, Any]] = []
+    for step in range(300):
+        row = _rows(rnd, 1)[0]
+        window.append(row)
+        if len(window) > 3:
+            old = window.pop(0)
+            swap(fast, row, old, ctx)
+            slow[0] = aggs[0].leave(aggs[0].enter(slow[0], None), None)
+            slow[1] = aggs[1].leave(aggs[1].enter(slow[1], row["amount"]), old["amount"])
+        else:
+            enter(fast, row, ctx)
+            slow[0] = aggs[0].enter(slow[0], None)
+            slow[1] = aggs[1].enter(slow[1], row["amount"])
+        assert fast == slow, step
+
+
+@pytest.mark.parametrize("epl", [
+    "context K select k, count(*) as n, sum(amount) as s from T",
+    "context K select count(*) as n, k from T",
+    "context K select sum(amount) as s from T#length(2)",
+    "context K select context.key1 as key, avg(amount) as a, count(*) from T",
+    "select count(*) as n, sum(amount) as s, avg(price) as p from T",
+])
+def test_aggregate_projection_matches_column_expressions(epl: str) -> None:
+    """A select clause of aggregates and a context property is projected from the
+    aggregation values directly: the same row as evaluating each column's expression,
+    also without aggregation values."""
+    catalog = Catalog.from_schemas({"T": {"k": "string", "amount": "double",
+                                          "price": "double"}})
+    plan_statement(catalog, "create context K partition by k from T", "c")
+    spec = plan_statement(catalog, epl, "s").pipeline.resultset
+    pairs = tuple((c.name, c.expr) for c in spec.columns)
+    general = ResultSetSpec._pairs_projector(pairs)
+    assert spec.projector is not general and spec.projector.__name__ in ("one", "two", "three")
+    ctx = PartitionCtx(props={"name": "K", "id": 3, "key1": "a"})
+    for aggs in ([2, 7.5, 1.0][:len(spec.aggregates)], [0, None, None][:len(spec.aggregates)],
+                 None):
+        ctx.aggs = aggs
+        assert spec.projector({}, ctx) == general({}, ctx)
+        assert list(spec.projector({}, ctx)) == [c.name for c in spec.columns]
+
+
 RESULT_SETS = [
     "select count(*), sum(amount) from T",
     "select count(*) as n, avg(amount) as a, countever(*) as e from T",
@@ -128,6 +225,27 @@ def test_resultset_fast_process_matches_general(epl: str, want_old: bool) -> Non
         live.extend(new)
         got = fast.process(new, old)
         want = ResultSet.process(slow, new, old)
+        assert got == want, (step, new, old)
+        assert fast_ns.data == slow_ns.data
+        assert fast.snapshot(live) == slow.snapshot(live)
+
+
+@pytest.mark.parametrize("epl", RESULT_SETS)
+def test_resultset_step_matches_process(epl: str) -> None:
+    """``step`` (one row in, at most one out) posts the insert stream ``process`` posts
+    and keeps the same state."""
+    spec = _plan(epl).pipeline.resultset
+    fast_ns, slow_ns = MemoryNamespace(), MemoryNamespace()
+    fast = spec.build(fast_ns, PartitionCtx(), False)
+    slow = spec.build(slow_ns, PartitionCtx(), False)
+    rnd = random.Random(4)
+    live: list[dict[str, Any]] = []
+    for step in range(300):
+        new = _rows(rnd, 1)[0]
+        old = live.pop(rnd.randrange(len(live))) if live and rnd.random() < 0.5 else None
+        live.append(new)
+        got = fast.step(new, old)
+        want = ResultSet.process(slow, [new], [] if old is None else [old])[0]
         assert got == want, (step, new, old)
         assert fast_ns.data == slow_ns.data
         assert fast.snapshot(live) == slow.snapshot(live)
@@ -179,6 +297,10 @@ PIPELINES = [
     "select symbol, count(*) from T(amount > 5)#time_batch(2 sec) group by symbol",
     "select irstream * from T#firstlength(3)",
     "select count(*) from T",
+    "select symbol, count(*), sum(amount) from T(price > 2)#length(4) having count(*) > 1",
+    "select count(*) as n, avg(amount) as a from T#lastevent",
+    "select symbol, sum(amount) from T group by symbol",
+    "select symbol, price from T#length(3) having price > 4",
 ]
 
 
@@ -208,6 +330,27 @@ def test_pipeline_fast_on_event_matches_general(epl: str) -> None:
         assert got == want, step
         assert fast.next_timer() == _any_timer(slow), step
         assert fast.iterate() == slow.iterate()
+
+
+@pytest.mark.parametrize("epl", [e for e in PIPELINES if "irstream" not in e
+                                 and "rstream" not in e and "#" not in e.replace("#length", "")
+                                 .replace("#lastevent", "")])
+def test_row_pipeline_each_matches_general(epl: str) -> None:
+    """``RowPipeline.each`` yields, event by event, the insert stream of the general
+    ``on_event`` and leaves the same state."""
+    spec = _plan(epl).pipeline
+    store_fast, store_slow = MemoryStore(), MemoryStore()
+    fast = spec.build(store_fast.namespace("s"), PartitionCtx())
+    slow = spec.build(store_slow.namespace("s"), PartitionCtx())
+    assert isinstance(fast, RowPipeline)
+    rnd = random.Random(6)
+    for batch in range(30):
+        rows = _rows(rnd, rnd.choice([1, 3, 20]))
+        got = list(fast.each(rows, batch))
+        want = [Pipeline.on_event(slow, "T", r, batch) for r in rows]
+        assert got == [new for new, _ in want], batch
+        assert all(old == [] for _, old in want)
+        assert store_fast.checkpoint() == store_slow.checkpoint()
 
 
 @pytest.mark.parametrize("epl", PIPELINES)
