@@ -492,6 +492,14 @@ class Pipeline:
         join = self.join
         if join is not None:
             t = join.next_timer()
+            due = self.out.next_timer()
+            if t is not None and t <= now_ms and due is not None and due <= t:
+                # Esper ref. 5.7 Output: in a join statement an output period due at the
+                # same time as a window's expiry fires first (the expiry's rows wait for
+                # the next period); over one stream the expiry comes first.
+                n, o = self._deliver(*self.out.on_time(now_ms))
+                out_new += n
+                out_old += o
             if t is not None and t <= now_ms:
                 new, old = join.on_time(now_ms)
                 if new or old:
