@@ -272,6 +272,20 @@ class Pipeline:
         finally:
             self._released = None
 
+    def _finish_matches(self, matches: Rows, now_ms: int) -> Emit:
+        """Pattern matches, each its own update of the result set and output (Esper ref.
+        7.1 Patterns: each match is delivered on its own, so aggregates post a row per
+        match, also when one event or timer completes several)."""
+        if len(matches) == 1:
+            return self._finish(matches, [], now_ms)
+        out_new: Rows = []
+        out_old: Rows = []
+        for m in matches:
+            n, o = self._finish([m], [], now_ms)
+            out_new += n
+            out_old += o
+        return out_new, out_old
+
     def _deliver(self, new: Rows, old: Rows) -> Emit:
         """Shape one output batch: distinct, order by, limit (each per batch), stream kind."""
         if self._shaped:
@@ -305,7 +319,7 @@ class Pipeline:
                 return [], []
             if self.prior is not None:
                 matches = [self.prior.stamp(m) for m in matches]
-            return self._finish(matches, [], now_ms)
+            return self._finish_matches(matches, now_ms)
         if self.join is not None:
             new, old = self.join.on_event(type_name, event, now_ms)
             if not new and not old:
@@ -522,7 +536,7 @@ class Pipeline:
                 if matches:
                     if self.prior is not None:
                         matches = [self.prior.stamp(m) for m in matches]
-                    n, o = self._finish(matches, [], now_ms)
+                    n, o = self._finish_matches(matches, now_ms)
                     out_new += n
                     out_old += o
         t = self.out.next_timer()

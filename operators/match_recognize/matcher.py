@@ -566,9 +566,14 @@ class MatchRecognizer:
             if events:
                 base = {v: comp[v] for v, _ in self.singles}
                 fn = agg.value
+                # first() and last() in measures read the first / last non-null value of
+                # the variable's events, as Esper 9 runs them
+                skip_nulls = a.name in ("first", "last")
                 for ev in events:
-                    state = a.enter(state, fn({**base, agg.var: ev}, ctx)
-                                    if fn is not None else ev)
+                    x = fn({**base, agg.var: ev}, ctx) if fn is not None else ev
+                    if x is None and skip_nulls:
+                        continue
+                    state = a.enter(state, x)
             comp[f"$agg{n}"] = a.result(state)
         return {name: fn(comp, ctx) for name, fn in self.spec.measures}
 
