@@ -154,7 +154,8 @@ class MatchRecognizer:
                 # runtime fails reading the released partition state
                 out = []
                 break
-            if not part["cur"] and not spec.prev_depth:
+            if not part["cur"] and not spec.prev_depth and key != self._null_key:
+                # Esper 9 keeps the partition of null keys apart and never releases it
                 del self.parts[key]
                 self._dirty.add(key)
         self._flush()
@@ -171,6 +172,11 @@ class MatchRecognizer:
         if len(idle) < self.collect_at // 5:
             self.collect_at *= 2
             self.ns.put("collect_at", self.collect_at)
+
+    @property
+    def _null_key(self) -> str:
+        """The partition key of rows whose partition by values are all null."""
+        return orjson.dumps([None] * len(self.spec.partition_by)).decode()
 
     def _key(self, row: Row) -> str:
         pb = self.spec.partition_by
