@@ -486,12 +486,17 @@ class Pipeline:
         self.ctx.now_ms = now_ms
         out_new: Rows = []
         out_old: Rows = []
-        for sub in self.subs:
-            sub.on_time(now_ms)
         view = self.view
+        t = view.next_timer() if view is not None else None
+        due = t is not None and t <= now_ms
+        # Esper: the statement's own window fires before its subqueries' windows due at
+        # the same time (a batch it releases reads the subquery's rows as they were)
+        subs_after = due and t == now_ms
+        if not subs_after:
+            for sub in self.subs:
+                sub.on_time(now_ms)
         if view is not None:
-            t = view.next_timer()
-            if t is not None and t <= now_ms:
+            if due:
                 emitted = view.on_time(now_ms)
                 new, old = emitted
                 if self.mr is not None:
@@ -503,6 +508,9 @@ class Pipeline:
                     n, o = self._finish(list(new), list(old), now_ms)
                     out_new += n
                     out_old += o
+        if subs_after:
+            for sub in self.subs:
+                sub.on_time(now_ms)
         join = self.join
         if join is not None:
             t = join.next_timer()
