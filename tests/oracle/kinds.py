@@ -53,6 +53,11 @@ def _statements(s: Shape, ctx: str | None, before: list[tuple[str, str]], query:
     return s
 
 
+def _no_snapshot(output: str) -> str:
+    """An output clause without 'snapshot' (for kinds whose snapshot is not generated)."""
+    return output.replace(" snapshot when terminated", " when terminated")
+
+
 def _prefix(ctx: str | None) -> str:
     return "context C " if ctx else ""
 
@@ -126,7 +131,7 @@ def join(r: random.Random) -> Shape:
               kind="join", detail=how, extra=("Fx",))
     ctx = _context(r, context, BOTH)
     return _statements(s, ctx, [], f"{_prefix(ctx)}select {stream}{sel} from {source}{where}"
-                                    f"{tail}{_output(r, output)}")
+                                    f"{tail}{_no_snapshot(_output(r, output))}")
 
 
 # --------------------------------------------------------------------------- subqueries
@@ -185,9 +190,10 @@ def subquery(r: random.Random) -> Shape:
                     "value_corr": "(select b.n from {src} where b.k = a.k)",
                     "count": "(select count(*) from {src})"}[name]
         src, wb = "T as b", "table"
-    if over == "table" or wb.endswith("unique"):
+    if over == "table" or wb.endswith("unique") or context in ("keyed", "nested"):
         # not generated: a null key meeting a null key (Esper's unique index and a table's
-        # primary key hold null, other windows do not)
+        # primary key hold null, other windows do not; in a keyed context the partition's
+        # key stands for both sides)
         template = template.replace("where b.k = a.k", "where b.k = a.k and a.k is not null")
     sub = template.format(src=src)
     where = ""
@@ -333,7 +339,7 @@ def match(r: random.Random) -> Shape:
     define = f" define {', '.join(defines)}" if defines else ""
     query = (f"{_prefix(ctx)}select {sel} from Ev{ta} match_recognize ({partition}measures "
              f"{', '.join(measures)} {skip}pattern ({' '.join(items)}){interval}{define})"
-             f"{tail}{_output(r, output)}")
+             f"{tail}{_no_snapshot(_output(r, output))}")
     return _statements(s, ctx, [], query)
 
 
