@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from app.cli.progress import Progress
+
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 PYSPARK_MISSING = "PySpark is not installed: pip install 'kepl[spark]'"
 
@@ -38,6 +40,9 @@ def _add_source(p: argparse.ArgumentParser, required: bool = True) -> None:
     group.add_argument("--app", help="all output topics of this kepl app (kepl.APP.out.*)")
     p.add_argument("--schema", help="Spark DDL schema of the rows, e.g. 'sym string, "
                    "price double' (default: the row as map<string,string>)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="show Spark's and Ivy's own output (the connector's resolution "
+                        "report, JVM warnings) instead of keeping it in a log file")
 
 
 def build_parser(prog: str = "kepl spark") -> argparse.ArgumentParser:
@@ -133,26 +138,28 @@ def _bootstrap(args: argparse.Namespace) -> str:
     return args.bootstrap or os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or DEFAULT_BOOTSTRAP
 
 
-def _print(df: DataFrame, as_json: bool, limit: int) -> None:
-    """Print a DataFrame as a table or as JSON lines (timestamps in UTC)."""
+def _print(df: DataFrame, as_json: bool, limit: int, progress: Progress) -> None:
+    """Print a DataFrame as a table or as JSON lines (timestamps in UTC), once it is
+    computed (the progress line is cleared first)."""
     if as_json:
         from pyspark.sql import functions as F
 
         lines = df.limit(limit).select(F.to_json(F.struct(*df.columns)).alias("line"))
-        for row in lines.collect():
-            print(row.line)
+        rows = lines.collect()
+        for row in rows:
+            progress.out(row.line)
     else:
-        df.show(limit, truncate=False)
+        progress.out(df._show_string(limit, False))  # what df.show(truncate=False) prints
 
 
-def cmd_read(spark: SparkSession, args: argparse.Namespace) -> int:
+def cmd_read(spark: SparkSession, args: argparse.Namespace, progress: Progress) -> int:
     """``read``: print rows in topic order."""
     rows = _source_rows(spark, args).orderBy("topic", "partition", "offset")
-    _print(rows, args.json, args.limit)
+    _print(rows, args.json, args.limit, progress)
     return 0
 
 
-def cmd_stream(spark: SparkSession, args: argparse.Namespace) -> int:
+def cmd_stream(spark: SparkSession, args: argparse.Namespace, progress: Progress) -> int:
     """``stream``/``to-parquet``: run the streaming job (until done with --once, else ^C)."""
     from app.analytics.jobs import output_topic_pattern, stream
 
@@ -169,19 +176,19 @@ def cmd_stream(spark: SparkSession, args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         query.stop()
         return 130
-    progress = query.recentProgress
-    written = sum(int(p.get("numInputRows", 0)) for p in progress)
-    print(json.dumps({"sink": sink, "path": args.path, "batches": len(progress),
-                      "input_rows": written}))
+    batches = query.recentProgress
+    written = sum(int(p.get("numInputRows", 0)) for p in batches)
+    progress.out(json.dumps({"sink": sink, "path": args.path, "batches": len(batches),
+                             "input_rows": written}))
     return 0
 
 
-def cmd_summary(spark: SparkSession, args: argparse.Namespace) -> int:
+def cmd_summary(spark: SparkSession, args: argparse.Namespace, progress: Progress) -> int:
     """``summary``: statistics of topics or of a Parquet export."""
     from app.analytics.jobs import summary
 
     rows = spark.read.parquet(args.parquet) if args.parquet else _source_rows(spark, args)
-    _print(summary(rows), args.json, 10_000)
+    _print(summary(rows), args.json, 10_000, progress)
     return 0
 
 
@@ -240,23 +247,35 @@ def main(argv: Sequence[str] | None = None, *, submitted: bool = False) -> int:
             return 1
 
     owned = SparkSession.getActiveSession() is None  # stop only a session we started
-    try:
-        if submitted:
-            spark = SparkSession.builder.appName(f"kepl-spark-{args.command}").getOrCreate()
-        else:
-            spark = local_session(f"kepl-spark-{args.command}",
-                                  master=args.master or DEFAULT_MASTER)
-    except SparkJarsError as exc:
-        print(f"kepl spark: {exc}", file=sys.stderr)
-        return 2
-    try:
-        return _COMMANDS[args.command](spark, args)
-    except ValueError as exc:
-        print(f"kepl spark: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        if owned:
-            spark.stop()
+    from app.analytics.progress import SparkProgress
+    from app.analytics.session import JvmStartError, jvm_log
+
+    with SparkProgress(args.command) as progress:
+        try:
+            if submitted:
+                spark = SparkSession.builder.appName(
+                    f"kepl-spark-{args.command}").getOrCreate()
+            else:
+                spark = local_session(f"kepl-spark-{args.command}",
+                                      master=args.master or DEFAULT_MASTER,
+                                      verbose=args.verbose)
+        except SparkJarsError as exc:
+            print(f"kepl spark: {exc}", file=sys.stderr)
+            return 2
+        except JvmStartError as exc:
+            print(f"kepl spark: {exc}", file=sys.stderr)
+            return 1
+        progress.running(spark)
+        try:
+            return _COMMANDS[args.command](spark, args, progress.progress)
+        except ValueError as exc:
+            print(f"kepl spark: {exc}", file=sys.stderr)
+            return 2
+        finally:
+            if owned:
+                spark.stop()
+                if not submitted and not args.verbose:
+                    jvm_log().unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@
 partitions (the output topics of a kepl app are small on one machine). Always: no UI
 and no progress bars, logs at ERROR, session time zone UTC (timestamps print the same
 everywhere), the connector through ``spark.jars.packages`` (app/analytics/jars.py).
+The JVM's own output (Ivy's resolution report, JVM warnings) goes to ``jvm_log()``
+unless ``verbose``; a JVM that fails to start has that log's tail in the error.
 A job started by ``spark-submit`` (app/analytics/submit.py) does not come here: the
 session it gets is the one spark-submit configured.
 """
@@ -67,11 +69,13 @@ def local_session(
     master: str = DEFAULT_MASTER,
     driver_memory: str = "768m",
     extra_conf: dict[str, str] | None = None,
+    verbose: bool = False,
 ) -> SparkSession:
     """Start (or return the running) SparkSession with the Kafka connector.
 
     Settings only take effect when this call starts the JVM: a session already running
-    in this process is returned as it is (Spark allows one per process).
+    in this process is returned as it is (Spark allows one per process).  ``verbose``:
+    the JVM's output goes to stderr instead of ``jvm_log()``.
     """
     java_opts = f"-Dlog4j.configurationFile={_log4j2_config()} -XX:+UseSerialGC"
     conf = {
@@ -98,21 +102,54 @@ def local_session(
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
-    with _jvm_stdout_to_stderr():
+    with _jvm_output(None if verbose else jvm_log()):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
+class JvmStartError(RuntimeError):
+    """The Spark JVM did not start; the message ends with its log's last lines."""
+
+
+def jvm_log() -> Path:
+    """Where the JVM of this process writes its output when not ``verbose``."""
+    return kepl_home() / "spark" / f"jvm-{os.getpid()}.log"
+
+
+LOG_TAIL = 20
+
+
 @contextmanager
-def _jvm_stdout_to_stderr() -> Iterator[None]:
-    """Start the JVM with its standard output on stderr (Ivy prints its settings line
-    there): kepl's standard output stays the command's output alone (``--json``)."""
+def _jvm_output(log: Path | None) -> Iterator[None]:
+    """Start the JVM with its standard output and error on ``log`` (the JVM keeps the
+    descriptors it started with), or, with no log, its standard output on stderr (Ivy
+    prints its report there): kepl's standard output stays the command's output alone
+    (``--json``)."""
     sys.stdout.flush()
-    saved = os.dup(1)
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    fd = -1
     try:
-        os.dup2(2, 1)
-        yield
+        if log is None:
+            os.dup2(2, 1)
+        else:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+        try:
+            yield
+        except Exception as exc:  # noqa: BLE001 - re-raised with the JVM's own words
+            if log is None:
+                raise
+            tail = log.read_text(errors="replace").splitlines()[-LOG_TAIL:]
+            raise JvmStartError("\n".join([f"Spark did not start: {exc}",
+                                            f"last lines of {log}:", *tail])) from exc
     finally:
-        os.dup2(saved, 1)
-        os.close(saved)
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for d in saved:
+            os.close(d)
+        if fd >= 0:
+            os.close(fd)

@@ -232,15 +232,17 @@ def cmd_clock(args: argparse.Namespace, bootstrap: str) -> int:
     app's watermark topic is refused (exit 2), as the embedded engine refuses it."""
     from confluent_kafka import KafkaException
 
-    from app.runtime.kafka.clock import NotDelivered, publish_watermark
+    from app.runtime.kafka.clock import NotDelivered, last_watermark, publish_watermark
 
     sf = load_statement_file(args.file)
     cfg = _config(sf)
+    if getattr(args, "from_events", False):
+        return _clock_from_events(args, bootstrap, sf, cfg)
     if args.time is None and not args.wall:
-        raise ConfigError("clock: give a time in ms or --wall")
+        raise ConfigError("clock: give a time in ms, --wall or --from-events")
     _check_topology(sf, cfg)
     require_deployed("clock", bootstrap, args.file, cfg)
-    last = last_watermark(bootstrap, cfg.watermark_topic)
+    last = last_watermark(bootstrap, cfg.watermark_topic, PROBE_TIMEOUT_S)
     t = int(time.time() * 1000) if args.wall else args.time
     if last is not None and t < last:
         raise ConfigError(f"clock: time cannot move backwards ({t} < {last}, the last "
@@ -259,41 +261,34 @@ def cmd_clock(args: argparse.Namespace, bootstrap: str) -> int:
         t = max(t, int(time.time() * 1000))
 
 
-def last_watermark(bootstrap: str, topic: str) -> int | None:
-    """The time of the last watermark on the app's watermark topic (None: none yet).
+def _clock_from_events(args: argparse.Namespace, bootstrap: str, sf: Any, cfg: Any) -> int:
+    """``kepl clock FILE --from-events``: watermarks from the events' time, until
+    stopped (``eventtime.EventClock``)."""
+    from app.runtime.kafka.clock import last_watermark
+    from app.runtime.kafka.event_clock import EventClock
+    from app.runtime.kafka.shutdown import SHUTDOWN
 
-    Reads the last few records of each partition; the greatest time wins."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    from app.runtime.kafka import client
-    from app.runtime.kafka.router import decode_watermark
-
-    consumer = Consumer(client.conf({"bootstrap.servers": bootstrap, "group.id": "kepl-clock",
-                                     "enable.auto.commit": False, "log_level": 0}))
-    last: int | None = None
+    if cfg.event_time is None:
+        raise ConfigError(f"clock: {args.file} has no 'event_time' section "
+                          "(event_time: {delay_ms: ..., idle_ms: ...})")
+    if args.time is not None or args.wall:
+        raise ConfigError("clock: --from-events takes no time and no --wall")
+    _check_topology(sf, cfg)
+    require_deployed("clock", bootstrap, args.file, cfg)
+    clock = EventClock(bootstrap, cfg,
+                       last_watermark(bootstrap, cfg.watermark_topic, PROBE_TIMEOUT_S))
+    SHUTDOWN.install()
+    SHUTDOWN.worker = clock  # a signal sets clock.stopping
+    print(f"clock: watermarks from the events of {', '.join(cfg.source_topics)} "
+          f"(delay {cfg.event_time.delay_ms} ms, idle {cfg.event_time.idle_ms} ms); "
+          "Ctrl-C stops", file=sys.stderr)
     try:
-        md = consumer.list_topics(topic, timeout=PROBE_TIMEOUT_S)
-        for p in sorted(md.topics[topic].partitions):
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p),
-                                                       timeout=PROBE_TIMEOUT_S)
-            if high <= low:
-                continue
-            consumer.assign([TopicPartition(topic, p, max(low, high - 16))])
-            deadline = time.monotonic() + PROBE_TIMEOUT_S
-            while time.monotonic() < deadline:
-                msg = consumer.poll(0.2)
-                if msg is None or msg.error():
-                    continue
-                try:
-                    t, _ = decode_watermark(msg.value())
-                    last = t if last is None else max(last, t)
-                except ValueError:
-                    pass
-                if msg.offset() >= high - 1:
-                    break
+        clock.run(lambda: clock.stopping)
     finally:
-        consumer.close()
-    return last
+        clock.close()
+    print(f"clock: {clock.published} watermark(s) published, the last {clock.last}",
+          file=sys.stderr)
+    return 0
 
 
 class BrokerWatch:
@@ -425,15 +420,27 @@ def cmd_status(args: argparse.Namespace, bootstrap: str) -> int:
     from app.runtime.kafka.ops import BrokerError, app_status, render_status
 
     config = _ops_config(args, "status", bootstrap)
-    try:
-        st = app_status(config, bootstrap, last_watermark,
-                        Path(args.data_dir) if args.data_dir else None)
-    except (BrokerError, KafkaException) as e:
-        # a broker that keeps answering with a transient error (a group coordinator
-        # still loading), or refuses a request: which request, and why
-        cause = e.args[0].str() if isinstance(e, KafkaException) and e.args and \
-            hasattr(e.args[0], "str") else str(e)
-        raise Unavailable(f"status: {cause} (at {bootstrap})") from None
+
+    def fetch() -> dict[str, Any]:
+        try:
+            return app_status(config, bootstrap,
+                              data_dir=Path(args.data_dir) if args.data_dir else None)
+        except (BrokerError, KafkaException) as e:
+            # a broker that keeps answering with a transient error (a group coordinator
+            # still loading), or refuses a request: which request, and why
+            cause = e.args[0].str() if isinstance(e, KafkaException) and e.args and \
+                hasattr(e.args[0], "str") else str(e)
+            raise Unavailable(f"status: {cause} (at {bootstrap})") from None
+
+    if args.watch or args.count is not None:
+        from app.cli.status_watch import watch
+
+        if args.json:
+            raise ConfigError("status: --watch shows the table; --json is one document")
+        if args.interval <= 0:
+            raise ConfigError("status: --interval must be above 0 seconds")
+        return watch(fetch, render_status, args.interval, args.count)
+    st = fetch()
     if args.json:
         print(json.dumps(st, indent=2))
     else:

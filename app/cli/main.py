@@ -129,8 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "context partitioning and the Kafka topics it uses.")
     p.add_argument("file", help="statement file (.yaml) or EPL module (.epl)")
 
-    p = sub.add_parser("scenario", help="run conformance scenarios",
-                       description="Conformance scenarios (see FORMAT.md).")
+    p = sub.add_parser("scenario", help="run or record scenarios (tests of statements)",
+                       description="Scenarios: statements, steps and the rows expected "
+                                   "(docs/testing-your-statements.md).")
     ssub = p.add_subparsers(dest="scenario_command", metavar="ACTION")
     sr = ssub.add_parser("run", help="run scenario files or folders",
                          description="Run each scenario; print PASS/FAIL per scenario and a "
@@ -143,7 +144,27 @@ def build_parser() -> argparse.ArgumentParser:
     sr.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS",
                     help="per-scenario time limit; a scenario still running is a FAIL "
                          "'time limit' and the run goes on (default 60, 0: no limit)")
+    sr.add_argument("--format", choices=["text", "junit"], default="text",
+                    help="text: PASS/FAIL lines (default); junit: JUnit XML on stdout, "
+                         "for CI systems")
+    sr.add_argument("--junit-xml", metavar="FILE", default=None,
+                    help="also write JUnit XML to FILE (the text report stays on stdout)")
     _add_bootstrap(sr)
+    rec = ssub.add_parser(
+        "record", help="write a scenario whose expectations are today's rows",
+        description="Run the statements of FILE embedded over the steps of --events (JSON "
+                    "lines as for 'kepl run'; {\"expect\": null} marks where rows are "
+                    "checked, else after every step that produced rows) and write a "
+                    "scenario file whose expectations are the rows they gave: a golden "
+                    "file that 'kepl scenario run' (and --kafka) checks later.")
+    rec.add_argument("file", metavar="FILE", help="statement file (.yaml) or EPL module")
+    rec.add_argument("--events", required=True, metavar="STEPS",
+                     help="JSON-lines steps: {\"time\": ms}, {\"send\": Type, \"event\": "
+                          "{...}}, {\"expect\": null | [statement, ...]}")
+    rec.add_argument("-o", "--output", metavar="SCENARIO", default=None,
+                     help="the scenario file to write (default: stdout)")
+    rec.add_argument("--name", default=None,
+                     help="the scenario's name (default: APP_STEPS)")
 
     p = sub.add_parser("kafka", help="start, stop or inspect the local Kafka broker",
                        description="Manage the project's own Apache Kafka broker (KRaft, no "
@@ -200,6 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("time", nargs="?", type=int,
                    help="runtime time in ms, not before the last watermark (or use --wall)")
     p.add_argument("--wall", action="store_true", help="publish the wall clock repeatedly")
+    p.add_argument("--from-events", action="store_true",
+                   help="follow the source topics and publish watermarks from the events' "
+                        "time (the app's event_time: section) until stopped")
     p.add_argument("--interval", type=int, default=1000,
                    help="ms between watermarks with --wall (default 1000)")
     p.add_argument("--timeout", type=float, default=10.0,
@@ -239,6 +263,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="one JSON document instead of text")
     p.add_argument("--data-dir", default=None,
                    help="also list the engine partition directories of this state directory")
+    p.add_argument("--watch", action="store_true",
+                   help="refresh the table in place every --interval seconds, with events "
+                        "in/s, rows out/s per statement and the lag's trend (Ctrl-C stops)")
+    p.add_argument("--interval", type=float, default=2.0, metavar="SECONDS",
+                   help="seconds between refreshes with --watch (default 2)")
+    p.add_argument("--count", type=int, default=None, metavar="N",
+                   help="with --watch: stop after N refreshes (implies --watch)")
     _add_bootstrap(p)
 
     p = sub.add_parser("undeploy", help="delete a stopped app's topics and consumer group",
@@ -376,6 +407,8 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         if args.command == "explain":
             return cmd_explain(args)
         if args.command == "scenario":
+            if args.scenario_command == "record":
+                return cmd_scenario_record(args)
             if args.scenario_command != "run":
                 parser.parse_args(["scenario", "--help"])
             return cmd_scenario(args)
@@ -482,9 +515,11 @@ class _Replayed:
             print(text, file=sys.stderr)
 
 
-def _replay(events: str, catalog: Any, engine: Any, done: _Replayed | None = None) -> int:
+def _replay(events: str, catalog: Any, engine: Any, done: _Replayed | None = None,
+            send: Any = None) -> int:
     """Apply JSON-lines steps ({"time": ms} or {"send": Type, "event": {...}}); a step the
-    engine refuses is reported on stderr and skipped. Returns how many were refused."""
+    engine refuses is reported on stderr and skipped. Returns how many were refused.
+    ``send``: what sends an event (default ``engine.send``)."""
     from app.conformance.runner import ScenarioError, clock_or_event
     from app.runtime.catalog import EventTypeError
     from app.runtime.functions import UserFunctionError
@@ -510,8 +545,8 @@ def _replay(events: str, catalog: Any, engine: Any, done: _Replayed | None = Non
             step = json.loads(line)
             if not isinstance(step, dict):
                 raise ScenarioError("a step is a JSON object")
-            if not clock_or_event(step, lambda t: engine.advance_time(int(t)), engine.send,
-                                  catalog):
+            if not clock_or_event(step, lambda t: engine.advance_time(int(t)),
+                                  send or engine.send, catalog):
                 raise ScenarioError("a step needs 'time' or 'send'")
             if "send" in step:
                 done.events += 1
@@ -539,9 +574,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             done.rows += 1
             progress.out(json.dumps(row, default=str))
 
+    def send(type_name: str, event: Any) -> Any:
+        numbering.sending(type_name, event)
+        return engine.send(type_name, event)
+
     engine.listeners.append(show)
     with progress:
-        rejected = _replay(args.events, catalog, engine, done)
+        rejected = _replay(args.events, catalog, engine, done, send)
     if rejected:
         print(f"kepl: run: {rejected} step(s) rejected", file=sys.stderr)
         return 1
@@ -664,6 +703,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_scenario(args: argparse.Namespace) -> int:
+    import time
+    from datetime import UTC, datetime
+
+    from app.conformance.junit import Timed, junit_xml
     from app.conformance.limits import LimitedRunner
     from app.conformance.runner import run_scenario_embedded, scenario_files
 
@@ -681,6 +724,9 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     files = [Path(f) for f in scenario_files(args.paths) if Path(f).name != "INDEX.md"]
     passed = failed = 0
     current = ""
+    junit = args.format == "junit"
+    results: list[Timed] = []
+    started = datetime.now(UTC)
 
     def line(final: bool) -> str:
         text = f"kepl scenario run: {passed + failed}/{len(files)} scenarios, {failed} failed"
@@ -693,15 +739,55 @@ def cmd_scenario(args: argparse.Namespace) -> int:
         for f in files:
             current = f.stem
             progress.tick()
+            t0 = time.monotonic()
             out = limited.run(f)
+            results.append(Timed(out, time.monotonic() - t0))
             if out.passed:
                 passed += 1
-                progress.out(f"PASS {out.name}")
+                if not junit:
+                    progress.out(f"PASS {out.name}")
             else:
                 failed += 1
-                progress.out(f"FAIL {out.name}: {out.detail}")
-    print(f"{passed} passed, {failed} failed ({len(files)} file{'' if len(files) == 1 else 's'})")
+                if not junit:
+                    progress.out(f"FAIL {out.name}: {out.detail}")
+    summary = (f"{passed} passed, {failed} failed "
+               f"({len(files)} file{'' if len(files) == 1 else 's'})")
+    xml = junit_xml(results, "kepl scenarios" + (" (kafka)" if args.kafka else ""), started)
+    if args.junit_xml:
+        Path(args.junit_xml).write_text(xml)
+    if junit:
+        sys.stdout.write(xml)
+        print(f"kepl scenario run: {summary}", file=sys.stderr)
+    else:
+        print(summary)
     return 1 if failed else 0
+
+
+def cmd_scenario_record(args: argparse.Namespace) -> int:
+    """Record a golden scenario; exit 2 for invalid statements, 1 for a bad steps file."""
+    from app.conformance.record import dump, record
+    from app.conformance.runner import ScenarioError
+    from app.statements import load_statement_file
+
+    if _embedded(args.file) is None:  # says what is wrong with the statements
+        return 2
+    out = Path(args.output) if args.output else Path("scenario.yaml")
+    try:
+        rec = record(load_statement_file(args.file), args.events, out, args.name)
+    except ScenarioError as e:
+        print(f"kepl: scenario record: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"kepl: scenario record: {args.events}: {e.strerror}", file=sys.stderr)
+        return 1
+    text = dump(rec.doc)
+    if args.output:
+        out.write_text(text)
+        print(f"kepl scenario record: {out}: {rec.events} events, {rec.expects} "
+              f"expectation(s) over {len(rec.checked)} statement(s)", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
 
 
 if __name__ == "__main__":

@@ -253,6 +253,8 @@ class Engine:
             p_key = ("p", st.plan.name, pid)
             self._arm(p_key, p.next_timer, (0, st.index, self._seq))
             if st.plan.kind == "query" and st.plan.window is not None:
+                window = st.plan.window
+                p.read_window(lambda: self._window_rows(window, st.plan.context, pid))
                 self._prime(st, pid, p)
             if st.plan.kind in ("query", "on") and spec.subquery_windows():
                 for w in spec.subquery_windows():
@@ -559,6 +561,14 @@ class Engine:
                 if early and (st.plan.name, pid) in self._seen:
                     continue
                 self._deliver(st, pid, type_name, event, now)
+
+    def arm_output(self, statement: str) -> None:
+        """A statement split by group key over several engines had its first update in
+        another one: arm its timed output now, as that update did there."""
+        st = self.statements[statement]
+        p = st.pipelines.get(0) or self._pipeline(st, 0)
+        p.out.arm(self.now_ms)
+        self._arm(st.key0, p.next_timer)
 
     def _deliver(self, st: _Stmt, pid: Any, type_name: str, event: Row, now: int) -> None:
         """One event into one context partition of a statement."""

@@ -64,6 +64,17 @@ class OutputLimiter:
         trigger.save()
         return [], []
 
+    def arm(self, now_ms: int) -> None:
+        """Arm a timed condition not armed yet, as a first update at ``now_ms`` would:
+        the statement's first update came to another of the engine partitions it is
+        split over by group key."""
+        if not self.spec.limited or self.book["due"] is not None:
+            return
+        due = self.trigger.condition.arm(self.trigger, now_ms)
+        if due is not None:
+            self.book["due"] = due
+            self.trigger.save()
+
     def next_timer(self) -> int | None:
         """When the periodic or crontab output is due, or None."""
         return self.trigger.due() if self.spec.limited else None

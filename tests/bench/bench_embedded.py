@@ -1,6 +1,8 @@
 """Embedded throughput of representative statements (prints events/s and ratios).
 
-Run: .venv/bin/python tests/bench/bench_embedded.py [--events N]
+Run: .venv/bin/python tests/bench/bench_embedded.py [--events N] [--charts DIR]
+(the throughput table also as a PNG chart, ``bench-embedded.png`` in docs/img unless
+``--charts ''``).
 Targets (issue 4): >= 300k ev/s for the filter and length(1000) count/sum statements,
 >= 150k ev/s for the grouped ones, and length(100000) within 20% of length(10).
 """
@@ -11,6 +13,9 @@ import argparse
 import random
 import time
 import tracemalloc
+from pathlib import Path
+
+from charts import DEFAULT_DIR, bars
 
 from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog
@@ -117,7 +122,11 @@ def memory_per_event(epl: str, n: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=200_000)
-    n = ap.parse_args().events
+    ap.add_argument("--charts", default=str(DEFAULT_DIR),
+                    help="directory of the PNG chart (default docs/img; '' for none)")
+    args = ap.parse_args()
+    n = args.events
+    table: list[tuple[str, float]] = []
     rows = [
         ("filter", "select * from T(amount >= 200)", {}),
         ("length(1000) count/sum", "select count(*), sum(amount) from T#length(1000)", {}),
@@ -131,25 +140,34 @@ def main() -> None:
          {"symbols": 10_000, "advance_every": 100}),
     ]
     for label, epl, kw in rows:
-        print(f"{label:45s} {bench(epl, n, **kw):>12,.0f} ev/s")
+        rate = bench(epl, n, **kw)
+        table.append((label, rate))
+        print(f"{label:45s} {rate:>12,.0f} ev/s")
     # enough events that the large window evicts on most of them
     m = max(n, 400_000)
     small, large = bench_pair("select count(*), sum(amount) from T#length(10)",
                               "select count(*), sum(amount) from T#length(100000)", m)
     print(f"{'length(10)':45s} {small:>12,.0f} ev/s")
     print(f"{'length(100000)':45s} {large:>12,.0f} ev/s")
+    table += [("count/sum length(10)", small), ("count/sum length(100000)", large)]
     print(f"per-event cost ratio length(100000)/length(10): {small / large:.3f}")
     small, large = bench_pair("select min(price), max(price) from T#length(10)",
                               "select min(price), max(price) from T#length(100000)", m)
     print(f"{'min/max length(10)':45s} {small:>12,.0f} ev/s")
     print(f"{'min/max length(100000)':45s} {large:>12,.0f} ev/s")
+    table += [("min/max length(10)", small), ("min/max length(100000)", large)]
     print(f"per-event cost ratio, min/max: {small / large:.3f}")
     for window in (100, 100_000):
         per_event, rate = changelog_bytes(window, 40_000 + window)
         print(f"{f'min/max length({window}), RocksDB batches of 200':45s} {rate:>12,.0f} ev/s"
               f"  {per_event:,.0f} changelog bytes/event")
+        table.append((f"min/max length({window}), RocksDB", rate))
     mem = memory_per_event("select count(*) from T#keepall", 50_000)
     print(f"memory per retained event (keepall, 3 props): {mem:,.0f} bytes")
+    if args.charts:
+        bars(Path(args.charts) / "bench-embedded.png",
+             f"Embedded engine throughput, one core ({n:,} events)",
+             [label for label, _ in table], {"events/s": [r for _, r in table]}, "events/s")
 
 
 if __name__ == "__main__":

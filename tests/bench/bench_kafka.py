@@ -12,12 +12,18 @@ keyed by account) in a source topic of 4 partitions, on the broker this machine 
 
 Each drain also prints the CPU seconds the workers and the broker spent per 10,000
 events (from /proc): on a 2-core machine that runs the broker too, what a second worker
-can add is bounded by the core the broker and the first worker leave idle.
+can add is bounded by the core the broker and the first worker leave idle.  The last
+column is the busiest worker's part of the workers' CPU seconds (0.50 with two workers
+sharing the work evenly, 1.00 when one does it all): with idle cores, two workers run at
+most 1/part times one, whatever else the machine is doing during the run.
 
 Then, for jobs whose rows do not wait on time, latency at half the measured rate: events
 carry their send time, a ``read_committed`` reader takes the time a row becomes visible.
 
-Run: .venv/bin/python tests/bench/bench_kafka.py [--events N] [--quick]
+Run: .venv/bin/python tests/bench/bench_kafka.py [--events N] [--quick] [--jobs PREFIXES]
+[--workers 1,2] [--no-faust] [--charts DIR]
+(the tables also as PNG charts, ``bench-kafka-throughput.png`` and
+``bench-kafka-latency.png`` in docs/img unless ``--charts ''``)
 (``KAFKA_BOOTSTRAP_SERVERS`` when set, else the local broker, started when needed.)
 """
 
@@ -38,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from charts import DEFAULT_DIR, bars
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from app.kafka import local_broker
@@ -68,6 +75,11 @@ JOBS: dict[str, dict[str, Any]] = {
         "statements": ["select account, count(*) as cnt, sum(amount) as total "
                        "from Withdrawal#time(10 sec) group by account "
                        "output last every 1 sec"], "latency": False},
+    "split #time(10 sec) every 1 sec": {
+        "statements": ["select account, count(*) as cnt, sum(amount) as total "
+                       "from Withdrawal#time(10 sec) group by account "
+                       "output last every 1 sec"],
+        "statement_partitions": {"s0": 4}, "latency": False},
     "hash context (16) count/sum": {
         "statements": [HASHED, "context ByHash select account, count(*) as cnt, "
                                "sum(amount) as total from Withdrawal group by account"],
@@ -184,6 +196,7 @@ def app_config(job: dict[str, Any], guarantee: str) -> AppConfig:
         "app": name, "schemas": SCHEMAS, "topics": {"Withdrawal": f"{name}.withdrawal"},
         "partitions": PARTITIONS, "processing_guarantee": guarantee,
         "context_partitions": job.get("context_partitions", {}),
+        "statement_partitions": job.get("statement_partitions", {}),
         "statements": [{"name": f"s{i}", "epl": e} for i, e in enumerate(job["statements"])]})
 
 
@@ -243,13 +256,19 @@ class Run:
             self.signal(signal.SIGCONT)
         pids = [w.proc.pid for w in self.workers if w.proc is not None]
         bpid = broker_pid(self.kapp.bootstrap)
-        c0 = sum(cpu_seconds(p) for p in pids), cpu_seconds(bpid)
+        w0 = [cpu_seconds(p) for p in pids]
+        c0 = sum(w0), cpu_seconds(bpid)
         t0 = time.perf_counter()
         self.kapp.now = t[0] + 1000
         self.kapp.settle(timeout_s=600)
         dt = time.perf_counter() - t0
-        c1 = sum(cpu_seconds(p) for p in pids), cpu_seconds(bpid)
+        w1 = [cpu_seconds(p) for p in pids]
+        c1 = sum(w1), cpu_seconds(bpid)
         self.cpu = (c1[0] - c0[0], c1[1] - c0[1], dt)
+        spent = [b - a for a, b in zip(w0, w1)]
+        # the busiest worker's part of the workers' CPU: with idle cores, n workers run
+        # at most 1/share times one (a load-independent view of how the work spreads)
+        self.share = max(spent) / sum(spent) if sum(spent) > 0 else 1.0
         return n / dt
 
     def latency(self, rate: float, seconds: float, watermarks_ms: int = 0
@@ -323,8 +342,13 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=200_000)
     ap.add_argument("--quick", action="store_true", help="1 worker, exactly-once only")
     ap.add_argument("--jobs", default="", help="comma-separated job name prefixes")
+    ap.add_argument("--workers", default="",
+                    help="comma-separated worker counts (default 1,2; 1 with --quick)")
+    ap.add_argument("--no-faust", action="store_true", help="skip the faust agent")
     ap.add_argument("--latency-only", action="store_true",
                     help="skip the drain runs (latency at 2k, 10k and 20k ev/s)")
+    ap.add_argument("--charts", default=str(DEFAULT_DIR),
+                    help="directory of the PNG charts (default docs/img; '' for none)")
     args = ap.parse_args()
     n = args.events
     bs = bootstrap()
@@ -337,17 +361,21 @@ def main() -> None:
     raw = raw_rate(bs, base, n)
     rows: list[tuple[str, float]] = [("confluent-kafka consume(1000) + JSON + count/sum", raw)]
     print(f"{rows[0][0]:<58} {raw:>9,.0f} ev/s  1.00x raw", flush=True)
-    fa = faust_rate(bs, base, n)
-    if fa is None:
+    fa = None if args.no_faust else faust_rate(bs, base, n)
+    if args.no_faust:
+        pass
+    elif fa is None:
         print(f"{'faust-streaming agent, take(1000), same job':<58} did not finish")
     else:
         print(f"{'faust-streaming agent, take(1000), same job':<58} {fa:>9,.0f} ev/s  "
               f"{fa / raw:.2f}x raw", flush=True)
 
     print(f"\n{'kepl job':<34} {'guarantee':<14} {'workers':>7} {'ev/s':>9} {'x raw':>6} "
-          f"{'x faust':>7} {'cpu s/10k ev: workers':>22} {'broker':>7} {'cores busy':>10}",
+          f"{'x faust':>7} {'cpu s/10k ev: workers':>22} {'broker':>7} {'cores busy':>10} "
+          f"{'busiest worker':>14}",
           flush=True)
     best: dict[str, float] = {}
+    drains: dict[tuple[str, str, int], float] = {}
     for name, job in JOBS.items():
         if args.latency_only:
             break
@@ -355,7 +383,9 @@ def main() -> None:
             continue
         for guarantee in ("exactly_once",) if args.quick else ("exactly_once",
                                                                "at_least_once"):
-            for workers in (1,) if args.quick else (1, 2):
+            counts = ([int(w) for w in args.workers.split(",")] if args.workers
+                      else [1] if args.quick else [1, 2])
+            for workers in counts:
                 run = Run(bs, job, guarantee, workers)
                 try:
                     rate = run.drain_rate(n, timed=not job["latency"])
@@ -363,14 +393,19 @@ def main() -> None:
                     run.close()
                 if workers == 1 and guarantee == "exactly_once":
                     best[name] = rate
+                drains[(name, guarantee, workers)] = rate
                 vs_faust = f"{rate / fa:>7.2f}" if fa else f"{'-':>7}"
                 wcpu, bcpu, dt = run.cpu
                 print(f"{name:<34} {guarantee:<14} {workers:>7} {rate:>9,.0f} "
                       f"{rate / raw:>6.2f} {vs_faust} {wcpu / n * 1e4:>22.2f} "
-                      f"{bcpu / n * 1e4:>7.2f} {(wcpu + bcpu) / dt:>10.2f}", flush=True)
+                      f"{bcpu / n * 1e4:>7.2f} {(wcpu + bcpu) / dt:>10.2f} "
+                      f"{run.share:>14.2f}", flush=True)
 
+    if args.charts and drains:
+        throughput_chart(Path(args.charts), n, raw, fa, drains)
     print(f"\n{'latency (exactly-once, 1 worker)':<34} {'rate':>9} {'p50 ms':>8} "
           f"{'p99 ms':>8} {'rows':>7}", flush=True)
+    latencies: list[tuple[str, float, float, float]] = []
     for name, job in JOBS.items():
         if not job["latency"] or (args.jobs and name not in best):
             continue
@@ -380,12 +415,36 @@ def main() -> None:
             # reader then share the 2 cores with the worker and the broker)
             for rate in (2000.0, 10000.0, best.get(name, 20000.0) / 2):
                 p50, p99, got = run.latency(rate, 5.0, job.get("watermarks_ms", 0))
+                latencies.append((name, rate, p50, p99))
                 wm = (f"  (watermark every {job['watermarks_ms']} ms)"
                       if job.get("watermarks_ms") else "")
                 print(f"{name:<34} {rate:>9,.0f} {p50:>8.1f} {p99:>8.1f} {got:>7}{wm}",
                       flush=True)
         finally:
             run.close()
+    if args.charts and latencies:
+        bars(Path(args.charts) / "bench-kafka-latency.png",
+             "Produce to row visible (exactly-once, 1 worker)",
+             [f"{name}, {rate:,.0f} ev/s" for name, rate, _, _ in latencies],
+             {"p50": [p50 for _, _, p50, _ in latencies],
+              "p99": [p99 for _, _, _, p99 in latencies]}, "ms")
+
+
+def throughput_chart(where: Path, n: int, raw: float, faust: float | None,
+                     drains: dict[tuple[str, str, int], float]) -> None:
+    """Drain rate per job and worker count (exactly-once; at-least-once when that is all
+    that ran), against the raw client and the faust agent."""
+    jobs = list(dict.fromkeys(name for name, _, _ in drains))
+    nan = float("nan")
+    labels = ["confluent-kafka consume + JSON (raw)", "faust-streaming agent", *jobs]
+    series = {}
+    for workers in sorted({w for _, _, w in drains}):
+        series[f"{workers} worker{'s' if workers > 1 else ''}"] = [
+            raw if workers == 1 else nan, (faust or nan) if workers == 1 else nan,
+            *[drains.get((j, "exactly_once", workers), nan) for j in jobs]]
+    bars(where / "bench-kafka-throughput.png",
+         f"Kafka drain rate, exactly-once ({n:,} events, 4 partitions)", labels, series,
+         "events/s", note="raw and faust: one consumer, no guarantee")
 
 
 if __name__ == "__main__":

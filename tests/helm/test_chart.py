@@ -5,6 +5,8 @@ Kafka client settings, scaling bounds)."""
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -91,9 +93,12 @@ def production_docs(helm: Path) -> list[Doc]:
 
 @pytest.fixture(scope="module")
 def full_docs(helm: Path) -> list[Doc]:
-    """Production values with every optional resource on (KEDA, ServiceMonitor, config file)."""
+    """Production values with every optional resource on (KEDA, ServiceMonitor, Grafana
+    dashboard, PrometheusRule, config file)."""
     return render(helm, "-f", str(PRODUCTION), "--set", "keda.enabled=true",
                   "--set", "workers.metrics.serviceMonitor.enabled=true",
+                  "--set", "workers.metrics.grafanaDashboard.enabled=true",
+                  "--set", "workers.metrics.prometheusRule.enabled=true",
                   "--set", "kafka.configSecret.name=kepl-client")
 
 
@@ -125,7 +130,9 @@ def test_resources_of_default_and_production(default_docs: list[Doc],
             ("ServiceAccount", "bank-kepl"), ("StatefulSet", "bank-kepl-worker")]
     assert kinds(default_docs) == base
     assert kinds(production_docs) == base
-    assert kinds(full_docs) == sorted(base + [("ScaledObject", "bank-kepl-worker"),
+    assert kinds(full_docs) == sorted(base + [("ConfigMap", "bank-kepl-dashboard"),
+                                              ("PrometheusRule", "bank-kepl-worker"),
+                                              ("ScaledObject", "bank-kepl-worker"),
                                               ("ServiceMonitor", "bank-kepl-worker")])
 
 
@@ -363,11 +370,15 @@ def test_worker_count_is_bounded_by_the_partitions(helm: Path, tmp_path: Path) -
         "Error: execution error at (kepl/templates/workers.yaml:3:4): workers.replicas (2) "
         "exceeds the partitions the workers share (1): a worker beyond them gets no "
         "partition; raise 'partitions' in the statement file or workers.partitions")
-    # context_partitions and workers.partitions raise the bound
+    # context_partitions, statement_partitions and workers.partitions raise the bound
     statements = ("app: a\ncontext_partitions: {ByAccount: 8, Other: source}\n"
                   "statements:\n  - epl: select * from A\n")
     docs = render(helm, "--set", "workers.replicas=8", *statements_arg(tmp_path, statements))
     assert one(docs, "StatefulSet", "bank-kepl-worker")["spec"]["replicas"] == 8
+    statements = ("app: a\nstatement_partitions: {per_account: 6}\n"
+                  "statements:\n  - epl: select * from A\n")
+    docs = render(helm, "--set", "workers.replicas=6", *statements_arg(tmp_path, statements))
+    assert one(docs, "StatefulSet", "bank-kepl-worker")["spec"]["replicas"] == 6
     docs = render(helm, "--set", "workers.replicas=4", "--set", "workers.partitions=4")
     assert one(docs, "StatefulSet", "bank-kepl-worker")["spec"]["replicas"] == 4
 
@@ -397,3 +408,86 @@ def test_service_monitor_scrapes_the_metrics_port(full_docs: list[Doc]) -> None:
     assert sm["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     assert service["spec"]["ports"] == [{"name": "metrics", "port": 9100,
                                          "targetPort": "metrics", "protocol": "TCP"}]
+
+
+DASHBOARD = CHART / "dashboards" / "kepl.json"
+
+
+def dashboard_queries(dashboard: Doc) -> list[str]:
+    """The PromQL of every panel (rows included) of a Grafana dashboard."""
+    out: list[str] = []
+
+    def walk(panels: list[Doc]) -> None:
+        for panel in panels:
+            out.extend(t["expr"] for t in panel.get("targets", []))
+            walk(panel.get("panels", []))
+    walk(dashboard["panels"])
+    return out
+
+
+def test_dashboard_configmap_is_for_the_grafana_sidecar(full_docs: list[Doc]) -> None:
+    cm = one(full_docs, "ConfigMap", "bank-kepl-dashboard")
+    assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert list(cm["data"]) == ["kepl.json"]
+    assert json.loads(cm["data"]["kepl.json"]) == json.loads(DASHBOARD.read_text())
+
+
+def test_dashboard_panels_query_only_metrics_the_worker_exports() -> None:
+    """Every metric a panel reads is one the worker declares (``health.METRICS``), and
+    the dashboard shows each of the figures docs/operations.md describes."""
+    from app.runtime.kafka.health import series_names
+    from tests.helm.promql import metric_names
+
+    dashboard = json.loads(DASHBOARD.read_text())
+    queries = dashboard_queries(dashboard)
+    assert len(queries) >= 20
+    read: set[str] = set()
+    for q in queries:
+        names = metric_names(q)
+        assert names, q
+        assert names <= series_names(), f"{q}: {sorted(names - series_names())}"
+        read |= names
+    for var in dashboard["templating"]["list"]:
+        if var["type"] == "query":
+            assert set(re.findall(r"kepl_\w+", var["definition"])) <= series_names()
+    shown = {n.removesuffix("_total").removesuffix("_bucket").removesuffix("_sum")
+             .removesuffix("_count") for n in read}
+    assert shown == {
+        "kepl_events_in", "kepl_rows_out", "kepl_dead_letters", "kepl_checkpoints",
+        "kepl_checkpoint_seconds", "kepl_changelog_bytes", "kepl_restore_seconds",
+        "kepl_consumer_lag", "kepl_waiting_records", "kepl_stalled", "kepl_input_lost",
+        "kepl_processing_seconds", "kepl_statement_info", "kepl_state_bytes",
+        "kepl_rebalances", "kepl_assigned_partitions", "kepl_previous_exit_code"}
+    ids = [p["id"] for p in dashboard["panels"]]
+    assert len(ids) == len(set(ids))
+
+
+def test_prometheus_rule_alerts_on_metrics_the_worker_exports(full_docs: list[Doc]) -> None:
+    from app.runtime.kafka.health import series_names
+    from tests.helm.promql import metric_names
+
+    rule = one(full_docs, "PrometheusRule", "bank-kepl-worker")
+    [group] = rule["spec"]["groups"]
+    alerts = {r["alert"]: r for r in group["rules"]}
+    assert sorted(alerts) == ["KeplConsumerLagGrowing", "KeplDeadLetters", "KeplInputLost",
+                              "KeplNoProgress", "KeplStalled", "KeplWorkerFenced"]
+    for name, r in alerts.items():
+        names = metric_names(r["expr"])
+        assert names and names <= series_names(), f"{name}: {r['expr']}"
+        assert 'app="bank"' in r["expr"], name
+    assert alerts["KeplConsumerLagGrowing"]["for"] == "15m"
+    assert "> 1000" in alerts["KeplConsumerLagGrowing"]["expr"]
+    assert alerts["KeplDeadLetters"]["expr"].endswith("> 0.1")
+    assert alerts["KeplWorkerFenced"]["expr"].endswith("== 3")
+
+
+def test_prometheus_rule_thresholds_come_from_values(helm: Path) -> None:
+    docs = render(helm, "--set", "workers.metrics.prometheusRule.enabled=true",
+                  "--set", "workers.metrics.prometheusRule.lagThreshold=50",
+                  "--set", "workers.metrics.prometheusRule.lagGrowingFor=3m",
+                  "--set", "workers.metrics.prometheusRule.labels.release=prom")
+    rule = one(docs, "PrometheusRule", "bank-kepl-worker")
+    assert rule["metadata"]["labels"]["release"] == "prom"
+    lag = rule["spec"]["groups"][0]["rules"][0]
+    assert (lag["alert"], lag["for"]) == ("KeplConsumerLagGrowing", "3m")
+    assert "kepl_consumer_lag{app=\"bank\"}) > 50 and" in lag["expr"]

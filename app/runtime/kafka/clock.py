@@ -11,12 +11,13 @@ the engine advances to the minimum over its upstream partitions.  A copy goes to
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from typing import Any
 
 from app.runtime.kafka import client
 from app.runtime.kafka.config import AppConfig
-from app.runtime.kafka.router import H_CONTROL
+from app.runtime.kafka.router import H_CONTROL, decode_watermark
 
 
 class NotDelivered(RuntimeError):
@@ -89,3 +90,39 @@ def publish_watermark(bootstrap: str, app_config: AppConfig, t_ms: int,
         return clock.publish(t_ms)
     finally:
         clock.close()
+
+
+def last_watermark(bootstrap: str, topic: str, timeout_s: float = 5.0) -> int | None:
+    """The time of the last watermark on the app's watermark topic (None: none yet):
+    what ``kepl clock`` refuses to go below and ``kepl status`` shows.
+
+    Reads the last few records of each partition; the greatest time wins.  Each request
+    to the broker waits ``timeout_s`` at most."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(client.conf({"bootstrap.servers": bootstrap, "group.id": "kepl-clock",
+                                     "enable.auto.commit": False, "log_level": 0}))
+    last: int | None = None
+    try:
+        md = consumer.list_topics(topic, timeout=timeout_s)
+        for p in sorted(md.topics[topic].partitions):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p),
+                                                       timeout=timeout_s)
+            if high <= low:
+                continue
+            consumer.assign([TopicPartition(topic, p, max(low, high - 16))])
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline:
+                msg = consumer.poll(0.2)
+                if msg is None or msg.error():
+                    continue
+                try:
+                    t, _ = decode_watermark(msg.value())
+                    last = t if last is None else max(last, t)
+                except ValueError:
+                    pass
+                if msg.offset() >= high - 1:
+                    break
+    finally:
+        consumer.close()
+    return last

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from time import perf_counter
 from typing import Any
 
 from app.runtime.engine import Engine
@@ -82,6 +83,8 @@ class Lane:
             if p.pipeline is not None and p.kind == "query":
                 self.types.add(p.pipeline.stream.type_name)
         self._rows: list[tuple[str, str, Any]] = []
+        self.busy_s = 0.0
+        """Seconds spent running events since the metrics last took them."""
 
     def _on_rows(self, stmt: str, new: list, old: list, pid: Any) -> None:
         rows = self._rows
@@ -95,11 +98,14 @@ class Lane:
         raises and emits nothing)."""
         rows = self._rows
         rows.clear()
+        t0 = perf_counter()
         try:
             self.engine.send(type_name, event)
         except Exception:
             rows.clear()
             raise
+        finally:
+            self.busy_s += perf_counter() - t0
         if rows:
             c = self.cursor
             for stmt, stream, row in rows:

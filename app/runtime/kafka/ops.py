@@ -189,10 +189,13 @@ class Broker:
                 for tp in got.topic_partitions if tp.offset >= 0}
 
 
-def app_status(config: AppConfig, bootstrap: str, last_watermark: LastWatermark,
+def app_status(config: AppConfig, bootstrap: str,
+               last_watermark: LastWatermark | None = None,
                data_dir: Path | None = None) -> dict[str, Any]:
     """Everything ``kepl status`` shows, as a JSON-friendly dict (module docstring);
-    ``last_watermark(bootstrap, topic)`` reads the watermark topic's last time."""
+    ``last_watermark(bootstrap, topic)`` reads the watermark topic's last time
+    (default ``clock.last_watermark``)."""
+    from app.runtime.kafka import clock
     from app.runtime.kafka.lanes import LaneCursor
     from app.runtime.kafka.recovery import KafkaChangelog
 
@@ -228,6 +231,7 @@ def app_status(config: AppConfig, bootstrap: str, last_watermark: LastWatermark,
     dead = (sum(1 for p in broker.topics[dlq] for _ in log.read(dlq, p, 0))
             if dlq in broker.topics else None)
     wm_topic = by_role["watermark"]
+    read_last = last_watermark or clock.last_watermark
     changelogs = []
     for d in topics:
         if d["role"] != "changelog":
@@ -236,21 +240,45 @@ def app_status(config: AppConfig, bootstrap: str, last_watermark: LastWatermark,
             key = (d["topic"], p)
             changelogs.append({"topic": d["topic"], "partition": p, "start": starts[key],
                                "end": ends[key],
-                               "snapshot": _first_snapshot(log, d["topic"], p, starts[key])})
+                               "snapshot": _first_snapshot(log, d["topic"], p, starts[key]),
+                               "late": (_late_events(log, d["topic"], p, starts[key],
+                                                     ends[key])
+                                        if config.event_time is not None else 0)})
     return {
         "app": config.app, "bootstrap": bootstrap,
         "statements": [{"name": s.name, "output_topic": config.output_topic(s.name)}
                        for s in config.statements],
+        "outputs": [{"statement": s.name, "topic": config.output_topic(s.name),
+                     "end": sum(ends[(config.output_topic(s.name), p)]
+                                for p in broker.topics.get(config.output_topic(s.name), []))}
+                    for s in config.statements],
         "topics": topics,
         "group": {"id": gid, "state": state, "members": members},
         "lag": lag, "total_lag": sum(d["lag"] for d in lag),
         "input_lost": sum(d["lost"] for d in lag),
-        "watermark": {"topic": wm_topic, "last": last_watermark(bootstrap, wm_topic)
+        "watermark": {"topic": wm_topic, "last": read_last(bootstrap, wm_topic)
                       if wm_topic in broker.topics else None},
         "dlq": {"topic": dlq, "records": dead},
         "changelogs": changelogs,
+        "late_events": (None if config.event_time is None else
+                        {"policy": config.event_time.late,
+                         "count": sum(c["late"] for c in changelogs)}),
         "state_dirs": None if data_dir is None else state_dirs(data_dir),
     }
+
+
+def _late_events(log: Any, topic: str, partition: int, start: int, end: int) -> int:
+    """Late events an engine partition has seen (event_time apps): the count its last
+    changelog record carries (committed state, so it survives restarts)."""
+    from app.runtime.kafka.store import ChangelogRecord
+
+    late = 0
+    for _, value in log.read(topic, partition, max(start, end - 4)):
+        try:
+            late = int(ChangelogRecord.decode(value).meta.get("late", late))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return late
 
 
 def _first_snapshot(log: Any, topic: str, partition: int, start: int
@@ -338,6 +366,9 @@ def render_status(st: dict[str, Any]) -> list[str]:
                 f"snapshot {snap['id']} at offset {snap['offset']} ({size})")
         lines.append(f"changelog {c['topic']}[{c['partition']}]: offsets {c['start']}.."
                      f"{c['end']}, {seen}")
+    late = st.get("late_events")
+    if late is not None:
+        lines.append(f"late events: {late['count']} (late_events: {late['policy']})")
     if st["state_dirs"] is not None:
         lines.append("state dirs:" if st["state_dirs"] else "state dirs: none")
         for d in st["state_dirs"]:

@@ -19,6 +19,9 @@ Bookkeeping kept in the same state (so it is committed atomically with the engin
 - a hash group without ``preallocate``: the ids of the buckets used before this
   partition's own (``HashManager.first_use``), learnt from the *touch* records the routing
   stage sends every engine partition at a bucket's first event from a source partition;
+- a statement split by group key: output sequences per group (the group key text is the
+  context partition, ``_on_split_rows``); a touch from the routing stage arms its timed
+  output when the statement's first update went to another partition (``_arm_touches``);
 - with more than one upstream partition, events wait in memory, per upstream, until
   every upstream has delivered the closing barrier of their epoch; the epoch is then
   merged deterministically (record timestamp, ``kepl.seq``, upstream, offset, each
@@ -59,9 +62,12 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from time import perf_counter
 from typing import Any, NamedTuple, Protocol
 
 from app.runtime.engine import Engine
+from app.runtime.kafka.eventtime import H_LATENESS, LATE, HeldEvents, late_reason
+from app.runtime.kafka.statesize import StateSizes
 from app.runtime.kafka.store import ChangelogRecord, PartitionStore, entry_size
 from app.runtime.kafka.topology import Group
 from app.runtime.rows import keyed_text, pid_text
@@ -184,7 +190,8 @@ class InRecord:
     upstream source partition, and the Kafka record that carried it (``via``: the source
     partition itself when the group is direct, else the repartition partition)."""
 
-    kind: str  # event | barrier | touch (payload: a bucket's first use, router.py)
+    kind: str  # event | barrier | touch (a bucket's first use, or a split statement's
+    # first update: router.py)
     upstream: str
     offset: int
     type_name: str = ""
@@ -234,6 +241,8 @@ class DeadLetter:
 
     record: InRecord
     reason: str
+    headers: tuple[tuple[str, bytes], ...] = ()
+    """More headers for the dead letter (a late event's ``kepl.lateness``)."""
 
 
 class Poisoned(Exception):
@@ -287,6 +296,24 @@ class EnginePartition:
         self.escalate = False
         """A fault on a record read from a source partition raises ``Poisoned`` instead
         of being replayed here (set by the worker for directly fed groups)."""
+        self.busy_s = 0.0
+        """Seconds spent in ``run`` since the metrics last took them."""
+        self.sizes: StateSizes | None = None
+        """State bytes per statement, kept once the metrics ask (``statesize``)."""
+        # the committed bookkeeping, (re)built by ``load`` (empty until a restore)
+        self.now = 0
+        self.applied: dict[str, int] = {}
+        self.barrier: tuple[int, str] | None = None
+        self.seqs: dict[tuple[str, str], int] = {}
+        self.dirty_seqs: set[tuple[str, str]] = set()
+        self.received: dict[str, int] = {}
+        self.queues: list[deque[InRecord]] = [deque() for _ in upstreams]
+        self.barriers_queued = [0] * len(upstreams)
+        self.first_use: HashManager | None = None
+        self.held: HeldEvents | None = None
+        """Events waiting for a watermark to reach their time (event_time apps)."""
+        self.late = 0
+        """Late events seen (committed with the partition's metadata)."""
 
     # -- life cycle --------------------------------------------------------------
     def restore(self, log: ChangelogLog, alive: Callable[[], None] | None = None) -> None:
@@ -368,13 +395,13 @@ class EnginePartition:
         """(Re)build the Engine and the bookkeeping from the committed state."""
         meta = self.book.get("meta") or {}
         self.now = int(meta.get("now", 0))
-        self.applied: dict[str, int] = dict(meta.get("applied", {}))
+        self.applied = dict(meta.get("applied", {}))
         b = meta.get("barrier")
-        self.barrier: tuple[int, str] | None = (int(b[0]), str(b[1])) if b else None
-        self.seqs: dict[tuple[str, str], int] = {}
-        self.dirty_seqs: set[tuple[str, str]] = set()
-        self.received: dict[str, int] = dict(self.applied)
-        self.queues: list[deque[InRecord]] = [deque() for _ in self.upstreams]
+        self.barrier = (int(b[0]), str(b[1])) if b else None
+        self.seqs = {}
+        self.dirty_seqs = set()
+        self.received = dict(self.applied)
+        self.queues = [deque() for _ in self.upstreams]
         self.barriers_queued = [0] * len(self.upstreams)
         engine = Engine(store=self.store, now_ms=self.now)
         engine.listeners.append(self._on_rows)
@@ -386,7 +413,10 @@ class EnginePartition:
                                                           owned=self.partition))
             engine.deploy(plan)
         self.engine = engine
-        self.first_use: HashManager | None = None
+        self.held = (HeldEvents(self.book.child("held")) if self.group.event_time is not None
+                     else None)
+        self.late = int(meta.get("late", 0))
+        self.first_use = None
         if spec is not None and not spec.preallocate:
             self.first_use = engine.contexts[spec.name].manager
 
@@ -403,6 +433,7 @@ class EnginePartition:
         the records are replayed.
         """
         self._since_commit.extend(records)
+        t0 = perf_counter()
         try:
             for r in records:
                 self._handle(r)
@@ -410,6 +441,8 @@ class EnginePartition:
             if self.escalate and f.rec.via == f.rec.upstream:
                 raise Poisoned(f.rec, f.reason) from None
             self._replay_without(f)
+        finally:
+            self.busy_s += perf_counter() - t0
 
     def _replay_without(self, fault: _Fault) -> None:
         while True:
@@ -487,6 +520,8 @@ class EnginePartition:
                 # touches take no part in the merge: how many a restarted router sent
                 # again must not move an event
                 heads = [[r for r in events if r.kind != "touch"] for events in heads]
+            elif self.group.arms:
+                heads = self._arm_touches(heads)
             # one upstream's records keep their order; ties across upstreams are broken
             # by record timestamp, then the producer's kepl.seq, upstream, offset
             keyed = [[((r.ts, -1 if r.seq is None else r.seq, ui, r.offset), r)
@@ -528,10 +563,26 @@ class EnginePartition:
                     break
         return sorted(first, key=first.__getitem__)
 
+    def _arm_touches(self, heads: list[list[InRecord]]) -> list[list[InRecord]]:
+        """A split statement's touches in an epoch: its first update came to another
+        partition (``router.Routing.arm``), so its timed output is armed now; the
+        epoch's events all run at this clock time, so where in it does not matter."""
+        if any(r.kind == "touch" for events in heads for r in events):
+            self._arm_outputs()
+            heads = [[r for r in events if r.kind != "touch"] for events in heads]
+        return heads
+
+    def _arm_outputs(self) -> None:
+        assert self.engine is not None
+        for name in self.group.statements:
+            self.engine.arm_output(name)
+
     def _event(self, r: InRecord) -> None:
         if r.kind == "touch":  # one upstream: in order
             if self.first_use is not None:
                 self.first_use.first_use((int(r.payload),))
+            elif self.group.arms:
+                self._arm_outputs()
             return
         if self.first_use is not None:
             # our bucket's first use numbers it (a poisoned event's too: the other
@@ -540,13 +591,52 @@ class EnginePartition:
         if (r.upstream, r.offset) in self.poison:
             return
         assert self.engine is not None
+        if self.held is not None and self._event_time(r):
+            return
         try:
             self.engine.send(r.type_name, r.payload)
         except Exception as e:  # noqa: BLE001 - a statement failing on one event
             raise _Fault(r, f"engine error: {type(e).__name__}: {e}") from e
 
+    def _event_time(self, r: InRecord) -> bool:
+        """Event time (``eventtime``): hold the event until a watermark reaches its time;
+        a late one is run now or dead-lettered.  True when it must not run now."""
+        assert self.engine is not None and self.held is not None
+        et = self.group.event_time
+        t = et.time_of(r.type_name, r.payload, r.ts)
+        now = self.engine.now_ms
+        if t >= now:
+            ui = self.up_index.get(r.upstream, 0)
+            self.held.add((t, -1 if r.seq is None else r.seq, ui, r.offset), r.type_name,
+                          r.payload)
+            return True
+        self.late += 1
+        LATE[et.late] += 1
+        if et.late == "dead-letter":
+            self.dead.append(DeadLetter(r, late_reason(t, now),
+                                        ((H_LATENESS, str(now - t).encode()),)))
+            return True
+        return False
+
+    def _release_held(self, t: int) -> None:
+        """Run the held events of time <= ``t`` in event-time order, each at its time."""
+        assert self.engine is not None and self.held is not None
+        for (et, seq, ui, offset), type_name, payload in self.held.due(t):
+            self.engine.advance_time(max(et, self.engine.now_ms))
+            try:
+                self.engine.send(type_name, payload)
+            except Exception as e:  # noqa: BLE001 - a statement failing on one event
+                # a held event left its source record behind: dead-letter it here
+                up = self.upstreams[ui] if ui < len(self.upstreams) else ""
+                self.dead.append(DeadLetter(
+                    InRecord("event", up, offset, type_name, et,
+                             None if seq < 0 else seq, payload),
+                    f"engine error: {type(e).__name__}: {e}"))
+
     def _advance(self, t: int, wid: str) -> None:
         assert self.engine is not None
+        if self.held is not None:
+            self._release_held(int(t))
         target = max(int(t), self.engine.now_ms)
         self.engine.advance_time(target)
         self.barrier = (target, wid)
@@ -555,12 +645,13 @@ class EnginePartition:
         """``kepl.context_partition`` of a row: the same whichever worker runs it.
 
         Hash group: the bucket (= Kafka partition; ``context.id`` follows first use
-        unless preallocated).  Keyed group: the key
+        unless preallocated); a match_recognize statement routed by its partition by:
+        the engine partition.  Keyed group: the key
         text, since ``context.id`` only numbers the keys of this engine partition.
         Otherwise the context partition id of the one Engine of ``main``.
         """
         g = self.group
-        if g.hash_spec is not None:
+        if g.hash_spec is not None or g.mr_keys is not None:
             return str(self.partition)
         if g.keyed_spec is not None and self.engine is not None:
             text = keyed_text(self.engine, g.keyed_spec.name, pid)
@@ -569,6 +660,9 @@ class EnginePartition:
         return pid_text(pid)
 
     def _on_rows(self, stmt: str, new: list, old: list, pid: Any) -> None:
+        if self.group.split is not None:
+            self._on_split_rows(stmt, new, old)
+            return
         cp = self._context_partition(pid)
         key = (stmt, cp)
         seq = self.seqs.get(key)
@@ -582,6 +676,24 @@ class EnginePartition:
         self.seqs[key] = seq
         self.dirty_seqs.add(key)
 
+    def _on_split_rows(self, stmt: str, new: list, old: list) -> None:
+        """Rows of a statement split by group key: numbered per group, the group's key
+        text as their context partition, so the ids are those of one engine."""
+        assert self.group.split is not None
+        key_of = self.group.split.key_of_row
+        now = self.engine.now_ms if self.engine is not None else 0
+        for stream, rows in (("insert", new), ("remove", old)):
+            for row in rows:
+                cp = key_of(row)
+                key = (stmt, cp)
+                seq = self.seqs.get(key)
+                if seq is None:
+                    seq = self.seq_ns.get(key, 0)
+                seq += 1
+                self.outputs.append(OutRow(stmt, stream, cp, now, seq, row))
+                self.seqs[key] = seq
+                self.dirty_seqs.add(key)
+
     # -- batch end -----------------------------------------------------------------
     def seal(self) -> ChangelogRecord | None:
         """The changelog record of the batch, or None if it changed nothing."""
@@ -593,12 +705,14 @@ class EnginePartition:
             self.seq_ns.put(key, self.seqs[key])
         self.dirty_seqs.clear()
         self.book.put("meta", {"now": self.engine.now_ms, "applied": self.applied,
-                               "barrier": list(self.barrier) if self.barrier else None})
+                               "barrier": list(self.barrier) if self.barrier else None,
+                               **({"late": self.late} if self.late else {})})
         self.sealed = ChangelogRecord(
             self.cl_offset,
             {"group": self.group.name, "partition": self.partition,
              "now": self.engine.now_ms,
-             "since": self.since_snapshot, "snap": self.snapshot_bytes},
+             "since": self.since_snapshot, "snap": self.snapshot_bytes,
+             **({"late": self.late} if self.late else {})},
             self.store.batch_writes())
         return self.sealed
 
@@ -610,6 +724,8 @@ class EnginePartition:
         """
         self._check_offset(offset)
         sealed = self.sealed
+        if self.sizes is not None and sealed is not None:
+            self.sizes.apply(self.store.base, sealed.writes)
         self.store.commit(offset, sealed.writes if sealed is not None else None)
         if sealed is not None:
             self.since_snapshot += len(sealed.encode()) if size is None else size
@@ -675,6 +791,7 @@ class EnginePartition:
             self.cl_offset,
             {"group": self.group.name, "partition": self.partition, "now": now,
              "since": self.since_snapshot, "snap": self.snapshot_bytes,
+             **({"late": self.late} if self.late else {}),
              "snapshot": {"id": w.id, "part": w.part, "last": last, "bytes": w.bytes + size}},
             entries)
 

@@ -86,6 +86,9 @@ class Routing:
         self._numbered = {cfg.repartition_topic(g.name): g.partitions for g in routed
                           if g.numbers_first_use}
         """Repartition topics of hash contexts numbered by first use -> partitions."""
+        self._arming = {cfg.repartition_topic(g.name): g for g in routed if g.arms}
+        """Repartition topics of split statements whose timed output the first update
+        arms -> their group (``arm``)."""
 
     def type_of(self, topic: str, given: bytes | None) -> str:
         """The event type of a record: its ``kepl.type`` header, or the topic's one type."""
@@ -144,6 +147,25 @@ class Routing:
                     for r in range(self._numbered[rt]):
                         if r != q and r not in used:
                             bundles.setdefault((rt, r), []).append(touch)
+            elif rt in self._arming and rt not in cursor.used:
+                self.arm(bundles, cursor, rt, q, event, upstream, offset, ts, seq)
+
+    def arm(self, bundles: dict[tuple[str, int], list[Entry]], cursor: LaneCursor, rt: str,
+            q: int, event: dict[str, Any], upstream: str, offset: int, ts: int,
+            seq: int | None) -> None:
+        """The first update of a split statement from this source partition: a touch to
+        its other partitions, which arm their timed output in the same epoch, as one
+        engine's first update arms it (Esper ref. 5.7.1 Output clause options).  A
+        restarted router may send it again: arming twice changes nothing."""
+        g = self._arming[rt]
+        assert g.split is not None
+        if not g.split.arms_with(event, g._ctx):
+            return
+        cursor.used[rt] = frozenset((q,))
+        touch = touch_entry(upstream, offset, ts, seq, q)
+        for r in range(g.partitions):
+            if r != q:
+                bundles.setdefault((rt, r), []).append(touch)
 
     def targets(self, topic: str, type_name: str,
                 event: dict[str, Any]) -> list[tuple[str, int]]:

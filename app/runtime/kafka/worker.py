@@ -40,11 +40,11 @@ from typing import Any
 
 from app.epl.errors import EplError
 from app.runtime.catalog import NotSupported
-from app.runtime.kafka import client
+from app.runtime.kafka import brokers, client
 from app.runtime.kafka.checkpoint import CrashSeam
 from app.runtime.kafka.clock import publish_watermark
 from app.runtime.kafka.config import AppConfig, ConfigError
-from app.runtime.kafka.loop import CRASH_HOOK_ENV, Worker, WorkerHooks
+from app.runtime.kafka.loop import Worker, WorkerHooks
 from app.runtime.kafka.partition import EnginePartition, SnapshotPolicy
 from app.runtime.kafka.recovery import KafkaChangelog
 from app.runtime.kafka.shutdown import SHUTDOWN
@@ -150,6 +150,11 @@ class Announcer(WorkerHooks):
                       f"(changelog at {part.cl_offset})")
 
 
+CRASH_HOOK_ENV = "KEPL_TEST_CRASH"
+"""Crash tests: ``point:n`` (``checkpoint.POINTS``) SIGKILLs the worker the n-th time a
+checkpoint reaches ``point``; read here, at the entry point, never in the loop."""
+
+
 def crash_seam_from_env() -> CrashSeam | None:
     """Crash tests: ``KEPL_TEST_CRASH=point:n`` (``checkpoint.POINTS``) makes the worker
     kill itself there; read once, here at the entry point."""
@@ -163,6 +168,7 @@ def run_worker(config: AppConfig, bootstrap: str, data_dir: Path,
     """Run a worker until it is stopped (SIGTERM/SIGINT); blocks.  ``announce``: a
     start-up banner, rebalances, restores and a closing line go there."""
     SHUTDOWN.install()  # a signal while the broker is awaited exits at once
+    brokers.install()
     client.configure(config.kafka)
     if announce is None:
         build_worker(config, bootstrap, Path(data_dir), metrics_port).run()

@@ -92,7 +92,7 @@ defaults (kafka.replicationFactor, kafka.minInsyncReplicas) for keys the file le
 
 {{/*
 Partitions the workers share the work of: the largest of the statement file's
-'partitions' (default 1) and its numeric context_partitions, unless
+'partitions' (default 1), its numeric context_partitions and its statement_partitions, unless
 workers.partitions says otherwise (topics created with more partitions beforehand).
 Workers beyond this count would sit idle, so it bounds replicas and KEDA's maxReplicaCount.
 */}}
@@ -103,6 +103,11 @@ Workers beyond this count would sit idle, so it bounds replicas and KEDA's maxRe
 {{- $doc := include "kepl.statementsDoc" . | fromYaml -}}
 {{- $n := int (default 1 (get $doc "partitions")) -}}
 {{- range $ctx, $p := (default dict (get $doc "context_partitions")) -}}
+{{- if and (or (kindIs "float64" $p) (kindIs "int64" $p) (kindIs "int" $p)) (gt (int $p) $n) -}}
+{{- $n = int $p -}}
+{{- end -}}
+{{- end -}}
+{{- range $stmt, $p := (default dict (get $doc "statement_partitions")) -}}
 {{- if and (or (kindIs "float64" $p) (kindIs "int64" $p) (kindIs "int" $p)) (gt (int $p) $n) -}}
 {{- $n = int $p -}}
 {{- end -}}

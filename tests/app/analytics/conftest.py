@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
-from app.analytics.session import local_session
+from app.analytics.session import jvm_log, local_session
 
 
 @pytest.fixture(scope="session")
@@ -18,3 +18,4 @@ def spark() -> Iterator[SparkSession]:
         yield session
     finally:
         session.stop()
+        jvm_log().unlink(missing_ok=True)

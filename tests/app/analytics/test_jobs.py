@@ -9,6 +9,8 @@ row.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +25,8 @@ from app.analytics import cli
 from app.analytics.jobs import output_topic_pattern, read_output, summary, to_parquet
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+ROOT = Path(__file__).resolve().parents[3]
 
 PARTITIONS = {"Alerts": 2, "Totals": 1}
 
@@ -212,3 +216,34 @@ def test_cli_read_and_summary(
     fields = ("statement", "stream", "rows", "column", "values", "min", "max", "avg")
     assert [tuple(d.get(f) for f in fields) for d in lines] == EXPECTED_SUMMARY
     assert not spark.sparkContext._jsc.sc().isStopped()  # the CLI left our session running
+
+
+IVY_AND_JVM = (":: loading settings", "Ivy Default Cache set to", "The jars for the packages",
+               ":: resolving dependencies", "confs: [default]", "found org.apache",
+               ":: resolution report ::", ":: retrieving ::", "artifacts copied",
+               "WARNING:", " WARN ")
+
+
+def _spark_cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    """``kepl spark ...`` in a process of its own (its own JVM), stdout and stderr piped."""
+    return subprocess.run([sys.executable, "-m", "app.cli.main", "spark", *argv],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_cli_output_is_the_rows_alone_unless_verbose(kafka_bootstrap: str, app: str) -> None:
+    """Ivy's resolution report and the JVM's warnings stay out of a command's output
+    (stdout and stderr) unless --verbose; the JVM's log file goes when Spark stops."""
+    base = ["read", "--bootstrap", kafka_bootstrap, "--app", app, "--json"]
+    quiet = _spark_cli(*base)
+    assert (quiet.returncode, quiet.stderr) == (0, "")
+    read = [json.loads(line) for line in quiet.stdout.splitlines()]
+    assert sorted(r.get("row_id", "") for r in read) == [_by_id(r) for r in EXPECTED_ROWS]
+    assert not [line for line in quiet.stdout.splitlines()
+                if any(m in line for m in IVY_AND_JVM)]
+
+    loud = _spark_cli(*base, "--verbose")
+    assert loud.returncode == 0, loud.stderr
+    assert loud.stdout == quiet.stdout
+    assert "Ivy Default Cache set to" in loud.stderr
+    assert ":: resolving dependencies ::" in loud.stderr

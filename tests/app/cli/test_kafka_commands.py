@@ -10,6 +10,7 @@ import pytest
 
 from app.cli import kafka_commands
 from app.cli.main import main
+from app.runtime.kafka.clock import last_watermark
 
 BANK = Path(__file__).resolve().parents[3] / "examples" / "bank.yaml"
 DOWN = "127.0.0.1:1"
@@ -41,7 +42,7 @@ def test_a_watermark_the_broker_does_not_take_is_one_line_exit_1(
         capsys: pytest.CaptureFixture[str]) -> None:
     # the broker goes away after the checks: publishing itself fails
     monkeypatch.setattr(kafka_commands, "require_deployed", lambda *a: None)
-    monkeypatch.setattr(kafka_commands, "last_watermark", lambda *a: None)
+    monkeypatch.setattr("app.runtime.kafka.clock.last_watermark", lambda *a: None)
     assert main(["clock", str(BANK), "5", "--bootstrap", DOWN, "--timeout", "1"]) == 1
     assert capsys.readouterr().err == (
         "kepl: clock: watermark 5 not delivered at 127.0.0.1:1: Failed to get metadata: "
@@ -87,5 +88,5 @@ def test_a_watermark_that_goes_backwards_is_refused_exit_2(
         f"kepl: clock: time cannot move backwards (999 < 1000, the last watermark on "
         f"kepl.{name}.watermarks)\n"))
     assert clock(2000) == 0
-    assert kafka_commands.last_watermark(kafka_bootstrap, f"kepl.{name}.watermarks") == 2000
+    assert last_watermark(kafka_bootstrap, f"kepl.{name}.watermarks") == 2000
 

@@ -1,5 +1,6 @@
 """A zombie worker is fenced: a second worker with the same identity takes over while
-the first is frozen; the first wakes up, exits with code 3 and one line, and the output
+the first is frozen; the first wakes up, exits with code 3 and one line (and leaves the
+code in its data directory for the metrics of the worker restarted there), and the output
 topic holds every row once."""
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def test_a_fenced_zombie_exits_with_one_line_and_writes_nothing(kafka_bootstrap:
             kapp.send("Withdrawal", {"account": "A", "amount": 1.0})
         kapp.settle()
         zombie = kapp.worker.proc
+        zombie_data = kapp.worker.data_dir
         assert zombie is not None
         zombie.send_signal(signal.SIGSTOP)
         for _ in range(100):
@@ -67,6 +69,9 @@ def test_a_fenced_zombie_exits_with_one_line_and_writes_nothing(kafka_bootstrap:
         assert line.startswith("kepl.worker CRITICAL worker stops: "), line
         assert "fenced" in line and line.endswith("(another worker owns its partitions now)")
         assert "Traceback" not in log
+        # for the next worker on that directory: kepl_previous_exit_code 3
+        assert (zombie_data / "last-exit").read_text() == f"{EXIT_FENCED}\n"
+        assert not (twin.data_dir / "last-exit").exists()
     finally:
         reader.close()
         twin.kill()

@@ -1,13 +1,16 @@
-"""A worker's /metrics, /healthz and /readyz against a real broker, and the warning a
-worker gives when records wait for a watermark that does not come."""
+"""A worker's /metrics, /healthz and /readyz against a real broker, the warning a worker
+gives when records wait for a watermark that does not come, and (without a broker) what a
+checkpoint moves in the metrics."""
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 import urllib.error
 import urllib.request
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -57,6 +60,28 @@ def metric(text: str, name: str) -> float:
     raise AssertionError(f"{name} not in the exposition")
 
 
+def scraped_series(text: str) -> set[str]:
+    """The sample names a scrape can hold, from its ``# TYPE`` lines (a family with no
+    sample yet, such as a labelled gauge never set, is still declared there)."""
+    suffixes = {"counter": ("",), "gauge": ("",), "histogram": ("_bucket", "_sum", "_count")}
+    out = set()
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split()
+            out |= {name + s for s in suffixes.get(kind, ("",))}
+    return out
+
+
+def queried_metrics() -> set[str]:
+    """Every metric the Helm chart's dashboard panels and alerts read."""
+    chart = Path(__file__).resolve().parents[4] / "helm" / "kepl"
+    dashboard = (chart / "dashboards" / "kepl.json").read_text()
+    rules = (chart / "templates" / "prometheusrule.yaml").read_text()
+    names = set(re.findall(r"\bkepl_[a-z_]+\b", dashboard + rules))
+    assert len(names) > 15
+    return names
+
+
 @pytest.mark.kafka
 def test_metrics_count_what_the_worker_did(kafka_bootstrap: str) -> None:
     kapp = make_app(kafka_bootstrap, "select symbol, price from Trade(price > 50)", 1)
@@ -86,6 +111,14 @@ def test_metrics_count_what_the_worker_did(kafka_bootstrap: str) -> None:
         lag = f'kepl_consumer_lag{{app="{kapp.config.app}",partition="0",topic="{topic}"}}'
         wait_for(lambda: lag + " 0.0" in get(port, "/metrics")[1], 30, "lag 0")
         assert get(port, "/nothing")[0] == 404
+        text = get(port, "/metrics")[1]
+        assert queried_metrics() <= scraped_series(text)
+        lane = f'app="{kapp.config.app}",group="lanes:{topic}"'
+        assert metric(text, f"kepl_processing_seconds_total{{{lane}}}") > 0
+        assert metric(text, f'kepl_statement_info{{{lane},statement="s"}}') == 1
+        app = kapp.config.app
+        assert metric(text, f'kepl_rebalances_total{{app="{app}",kind="assigned"}}') >= 1
+        assert metric(text, "kepl_assigned_partitions") == 1
     finally:
         reader.close()
         kapp.close()
@@ -113,8 +146,36 @@ def test_records_waiting_for_a_watermark_are_reported(kafka_bootstrap: str) -> N
         assert metric(get(port, "/metrics")[1], "kepl_waiting_records") == 5
         kapp.settle()
         wait_for(lambda: get(port, "/readyz")[0] == 200, 30, "ready again")
+        # the #length(10) window holds the five events now: its state has bytes
+        state = f'kepl_state_bytes{{app="{kapp.config.app}",statement="s"}} '
+        wait_for(lambda: any(ln.startswith(state) and float(ln.split()[-1]) > 0
+                             for ln in get(port, "/metrics")[1].splitlines()),
+                 30, "state bytes")
+        busy = f'kepl_processing_seconds_total{{app="{kapp.config.app}",group="main"}}'
+        assert metric(get(port, "/metrics")[1], busy) > 0
         log = kapp.worker.log_path.read_text()
         assert "no progress: engine partition main[0]: 5 record(s) wait" in log
         assert "progress again" in log
     finally:
         kapp.close()
+
+
+def test_a_checkpoint_moves_the_counters_to_the_loops_totals() -> None:
+    from app.runtime.kafka.health import Metrics
+
+    m = Metrics("unit")
+    stats = {"events": 10, "dead": 1, "checkpoints": 1, "changelog_bytes": 300}
+    m.checkpointed(0.02, stats, {"s": 4})
+    m.checkpointed(0.03, {**stats, "events": 25, "checkpoints": 2}, {"s": 9, "t": 1})
+    lines = [ln for ln in m.exposition().decode().splitlines()
+             if ln.startswith(("kepl_events_in_total", "kepl_dead_letters_total",
+                               "kepl_checkpoints_total", "kepl_changelog_bytes_total",
+                               "kepl_rows_out_total", "kepl_checkpoint_seconds_count"))]
+    assert sorted(lines) == [
+        'kepl_changelog_bytes_total{app="unit"} 300.0',
+        'kepl_checkpoint_seconds_count{app="unit"} 2.0',
+        'kepl_checkpoints_total{app="unit"} 2.0',
+        'kepl_dead_letters_total{app="unit"} 1.0',
+        'kepl_events_in_total{app="unit"} 25.0',
+        'kepl_rows_out_total{app="unit",statement="s"} 9.0',
+        'kepl_rows_out_total{app="unit",statement="t"} 1.0']

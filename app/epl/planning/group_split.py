@@ -1,0 +1,219 @@
+"""Whether a statement without a context can run split by its group key.
+
+A grouped statement whose rows for one group depend on the events of that group alone
+can run over N engine partitions, each holding the groups whose key hashes to it, and
+give the rows one engine gives (docs/architecture.md, "Statements split by group key").
+``group_split`` decides it from the statement's text and plan and says why not.
+
+The rules, each keeping one group's window content, aggregation and output timing
+independent of the other groups:
+
+- one stream of an event type (no join, pattern, subquery, match_recognize, named window,
+  table, insert into, variable read or written), a ``group by`` of expressions over it,
+  each also a column of the select clause (the row's group key numbers its row ids);
+- a data window whose content per group depends only on that group's events: none,
+  ``#keepall``, ``#time``, ``#time_batch`` with a reference point, ``#unique`` /
+  ``#firstunique`` and ``#groupwin`` whose keys include the group key (over any window);
+- no ``order by``, ``limit``, ``distinct``, ``prev``/``prior``, no aggregate with its own
+  ``group_by:``;
+- output: none, or ``[all|last|first] every <period>`` / ``at (crontab)``; not
+  ``snapshot`` (all groups at once), ``every N events`` or ``when`` (counted over all
+  groups), ``after``.  A timed ``every`` is armed by the statement's first update (Esper
+  ref. 5.7.1 Output clause options): the router tells every engine partition when that
+  happens (``arms``), so their limiters fire at the same times, and the only windows
+  allowed with it post each arriving event at once (not ``#time_batch``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from app.epl import ast
+from app.epl.expr import PREV_FUNCTIONS
+from app.epl.walk import iter_nodes, same
+from operators.base import Expr, PartitionCtx, Row
+from operators.contexts.managers import key_text
+
+IMMEDIATE = frozenset({"keepall", "time", "unique", "firstunique"})
+"""Windows that post each arriving event as it arrives and whose content per group is
+that group's events (``unique``/``firstunique``: when their keys include the group key)."""
+
+KEYED_WINDOWS = frozenset({"unique", "firstunique", "groupwin"})
+
+
+@dataclass(frozen=True)
+class GroupSplit:
+    """How a statement splits by group key: what routes an event, what keys a row."""
+
+    type_name: str
+    texts: tuple[str, ...]
+    """The group-by expressions as written (``kepl explain``)."""
+    keys: tuple[Expr, ...]
+    """The group-by expressions over an event of ``type_name``."""
+    columns: tuple[str, ...]
+    """The output column holding each group-by value."""
+    filter: Expr | None = None
+    where: Expr | None = None
+    arms: bool = False
+    """A timed output condition armed by the first update: the engine partitions learn
+    of the statement's first update from the router (``Engine.arm_outputs``)."""
+
+    def describe(self) -> str:
+        return ", ".join(self.texts)
+
+    def key_of_event(self, event: Row, ctx: PartitionCtx) -> str | None:
+        """The key text of an event (None: the stream's filter drops it)."""
+        if self.filter is not None and not self.filter(event, ctx):
+            return None
+        return key_text([k(event, ctx) for k in self.keys])
+
+    def arms_with(self, event: Row, ctx: PartitionCtx) -> bool:
+        """Whether an event that passed the filter updates the statement (its where
+        clause holds): the update that arms a timed output condition."""
+        if self.where is None:
+            return True
+        try:
+            return bool(self.where(event, ctx))
+        except Exception:  # noqa: BLE001 - the engine dead-letters such an event
+            return False
+
+    def key_of_row(self, row: Any) -> str:
+        """The key text of an output row (its group-by columns)."""
+        if not isinstance(row, dict):
+            return ""
+        return key_text([row.get(c) for c in self.columns])
+
+
+def group_split(plan: Any, stmt: Any, variables: Iterable[str] = ()) -> GroupSplit | str:
+    """The split of a planned statement by its group key, or why it cannot be split.
+
+    ``stmt``: its parsed ``SelectStatement``; ``variables``: the app's variable names.
+    """
+    if plan.kind != "query" or not isinstance(stmt, ast.SelectStatement):
+        return "not a select statement"
+    if plan.context is not None:
+        return f"runs in context {plan.context}"
+    p = plan.pipeline
+    if p is None or p.stream is None or len(stmt.from_) != 1 or not isinstance(
+            stmt.from_[0], ast.FilterStream):
+        return "not one stream (a join, a pattern or a named window)"
+    if plan.window is not None:
+        return f"reads named window {plan.window}"
+    if not stmt.group_by or not p.resultset.group_by:
+        return "no group by"
+    why = _unsupported_clause(plan, stmt, set(variables))
+    if why:
+        return why
+    rs = p.resultset
+    columns = _key_columns(stmt, rs)
+    if isinstance(columns, str):
+        return columns
+    s = stmt.from_[0]
+    timed = _timed_output(stmt.output)
+    if isinstance(timed, str):
+        return timed
+    why = _window_reason(s.views, stmt.group_by, timed)
+    if why:
+        return why
+    return GroupSplit(p.stream.type_name, tuple(rs.group_texts), tuple(rs.group_by),
+                      columns, p.stream.filter, p.where, timed)
+
+
+def _unsupported_clause(plan: Any, stmt: ast.SelectStatement, variables: set[str]) -> str:
+    p = plan.pipeline
+    if stmt.insert_into is not None:
+        return "insert into feeds other statements in the order of all events"
+    if plan.tables or stmt.into_table is not None:
+        return "uses a table"
+    if p.subqueries or p.match_recognize is not None:
+        return "has a subquery or match_recognize"
+    if stmt.order_by or stmt.limit is not None:
+        return "order by / limit order rows across groups"
+    if stmt.distinct:
+        return "select distinct compares rows across groups"
+    for n in iter_nodes(stmt):
+        if isinstance(n, ast.Call) and n.name.lower() in PREV_FUNCTIONS | {"prior"}:
+            return f"{n.name}() reads the window across groups"
+        if isinstance(n, ast.NamedArg) and n.name.lower() == "group_by":
+            return "an aggregate has its own group_by"
+        if isinstance(n, ast.Name) and n.parts[0] in variables:
+            return f"reads variable {n.parts[0]} (each engine partition keeps a copy)"
+    return ""
+
+
+def _key_columns(stmt: ast.SelectStatement, rs: Any) -> tuple[str, ...] | str:
+    """The select column of each group-by expression (the row's group key)."""
+    items = stmt.select_items
+    wildcard = any(isinstance(i, ast.Wildcard) for i in items)
+    names = [c.name for c in rs.columns]
+    out: list[str] = []
+    for g in stmt.group_by:
+        found = None
+        if not wildcard and len(items) == len(names):
+            for item, name in zip(items, names):
+                if isinstance(item, ast.SelectItem) and same(item.expr, g):
+                    found = name
+                    break
+        elif wildcard and isinstance(g, ast.Name) and len(g.parts) == 1:
+            found = g.parts[0]
+        if found is None:
+            return "a group-by expression is not a select column (rows are numbered per group)"
+        out.append(found)
+    return tuple(out)
+
+
+def _timed_output(out: ast.OutputClause | None) -> bool | str:
+    """Whether the output condition is timed and armed by the first update; a reason
+    when the output cannot be split."""
+    if out is None:
+        return False
+    if out.kind == "snapshot":
+        return "output snapshot posts all groups at once"
+    if out.after is not None:
+        return "output after counts over all groups"
+    if out.when is not None or out.when_terminated:
+        return "output when evaluates over all groups"
+    if out.every_count is not None and out.every_unit == "events":
+        return "output every N events counts the events of all groups"
+    if out.at is not None:
+        return False  # crontab instants do not depend on when it was armed
+    return out.every_time is not None or out.every_count is not None
+
+
+def _window_reason(views: tuple[ast.View, ...], group_by: tuple[Any, ...],
+                   timed: bool) -> str:
+    """Why a window chain mixes groups (or, with a timed output, does not post each
+    event at once); '' when each group's content depends on its own events only."""
+    if not views:
+        return ""
+    first = views[0]
+    name = first.name.lower()
+    if name == "groupwin":
+        if not _covers(first.params, group_by):
+            return "#groupwin's keys do not include the group key"
+        if timed and any(v.name.lower() not in IMMEDIATE | {"length"} for v in views[1:]):
+            return ("a window under #groupwin posts later than its events arrive, and a "
+                    "timed output is armed by the statement's first update")
+        return ""
+    if len(views) > 1:
+        return "a chain of data windows"
+    if name in ("unique", "firstunique") and not _covers(first.params, group_by):
+        return f"#{first.name}'s keys do not include the group key"
+    if name == "time_batch":
+        if len(first.params) < 2:
+            return ("#time_batch without a reference point starts its batches at the "
+                    "statement's first event")
+        if timed:
+            return ("#time_batch posts at batch ends, and a timed output is armed by the "
+                    "statement's first update")
+        return ""
+    if name not in IMMEDIATE:
+        return f"#{first.name} holds events of all groups together"
+    return ""
+
+
+def _covers(params: tuple[Any, ...], group_by: tuple[Any, ...]) -> bool:
+    """Every group-by expression is one of a keyed window's key expressions."""
+    return all(any(same(p, g) for p in params) for g in group_by)

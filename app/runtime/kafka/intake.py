@@ -1,0 +1,243 @@
+"""Where a consumed record goes: the worker's intake.
+
+A source record is validated once (its ``kepl.*`` headers), decoded once, and handed to
+the rooms that want it: its partition's lane (stateless statements, in place), routing
+(stages repartition bundles for the engine partitions that read it from a repartition
+topic), and the engine partitions its partition feeds directly (staged as ``InRecord``).
+A watermark record advances them the same way.  A record of a repartition topic is a
+bundle of routed records for one engine partition.  What fails to validate or decode,
+or fails inside a lane, goes to the dead-letter topic.
+
+Lanes and routing skip what their cursor says they did (``LaneCursor.applied``), so a
+record read again after a rewind is handled once.  A record that fails inside a statement
+of a directly fed engine partition is poison: the worker rewinds to the last commit and
+from there on every room skips it and it is dead-lettered instead (``hand_over``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from app.runtime.kafka.checkpoint import Fenced, OutputLog
+from app.runtime.kafka.inputs import Inputs
+from app.runtime.kafka.lanes import LaneCursor
+from app.runtime.kafka.lost_input import LostInput
+from app.runtime.kafka.partition import EnginePartition, InRecord, Poisoned
+from app.runtime.kafka.router import (
+    H_CONTROL,
+    H_SEQ,
+    H_TYPE,
+    KNOWN_HEADERS,
+    Entry,
+    Routing,
+    barrier_entry,
+    dead_letter_headers,
+    decode_bundle,
+    decode_seq,
+    decode_watermark,
+    encode_bundles,
+)
+from app.runtime.kafka.topology import Topology
+from app.runtime.kafka.watch import DeadLetterLog
+from app.runtime.kafka.wiring import Wiring
+
+log = logging.getLogger("kepl.worker")
+
+_W = b"watermark"
+
+
+class Intake:
+    """Dispatches consumed records to lanes, routing and engine partitions (module
+    docstring); stages what goes on at the next hand-over."""
+
+    def __init__(self, topology: Topology, wiring: Wiring, inputs: Inputs,
+                 parts: dict[tuple[str, int], EnginePartition], out: OutputLog,
+                 dlq_topic: str, dead_log: DeadLetterLog, lost: LostInput,
+                 stats: dict[str, int]) -> None:
+        """``parts``: the worker's engine partitions by (group, partition), read as they
+        are at each hand-over; ``stats``: counts ``events`` and ``dead``."""
+        self.inputs = inputs
+        self.parts = parts
+        self.out = out
+        self.dlq_topic = dlq_topic
+        self.dead_log = dead_log
+        self.lost = lost
+        self.stats = stats
+        self.repartition = wiring.repartition
+        self.direct_of = wiring.direct_of
+        self.routing = Routing(topology)
+        self.routes = {t: self.routing.routes(t) for t in wiring.sources}
+        self.upstream_names: dict[tuple[str, int], str] = {}
+        self.pending: dict[tuple[str, int], list[InRecord]] = {}
+        """(group, partition) -> records staged for that engine partition."""
+        self.bundles: dict[tuple[str, int], list[Entry]] = {}
+        """(repartition topic, partition) -> routed records staged for it."""
+        self.poison: dict[tuple[str, int], str] = {}
+        """(upstream, offset) -> reason: source records that failed inside a statement of
+        an engine partition fed directly; every room skips them."""
+        self.lane_progress: set[tuple[str, int]] = set()
+        """Source partitions whose lane applied a watermark since the last checkpoint."""
+
+    def discard(self) -> None:
+        """Drop what is staged (the checkpoint it would go in is aborted)."""
+        self.pending.clear()
+        self.bundles.clear()
+
+    def hand_over(self) -> bool:
+        """Hand staged records to the engine partitions, bundles to the producer.  False:
+        a record is poison (it is noted; the worker must rewind to the last commit)."""
+        try:
+            for key, recs in self.pending.items():
+                part = self.parts.get(key)
+                if part is not None:
+                    part.run(recs)
+        except Poisoned as e:
+            self.poison[(e.record.upstream, e.record.offset)] = e.reason
+            log.warning("%s offset %d failed in a statement (%s): rewinding to the last "
+                        "commit to dead-letter it", e.record.upstream, e.record.offset,
+                        e.reason)
+            return False
+        self.pending.clear()
+        for (topic, p), entries in self.bundles.items():
+            for value in encode_bundles(entries):
+                self.out.produce(topic, value, p)
+        self.bundles.clear()
+        return True
+
+    def source(self, m: Any, topic: str) -> None:
+        """A record of a source topic."""
+        p = m.partition()
+        off = m.offset()
+        key = (topic, p)
+        inp = self.inputs.get(key)
+        if inp is None or inp.cursor is None:  # not (yet) ours
+            return
+        expected = inp.position
+        inp.position = off + 1
+        cur = inp.cursor
+        if expected is not None and off > expected:
+            self.lost.gap(key, expected, off)
+        fresh = off > cur.applied
+        upstream = self.upstream_names.get(key) or self.upstream_names.setdefault(
+            key, f"{topic}:{p}")
+        if self.poison and (upstream, off) in self.poison:
+            # it failed inside a statement: every room skips it (see ``hand_over``)
+            if fresh:
+                self.dead_letter(m, self.poison[(upstream, off)])
+                cur.applied = off
+            return
+        control = type_hdr = seq = None
+        headers = m.headers()
+        if headers:
+            bad = None
+            for k, v in headers:
+                if k == H_CONTROL:
+                    control = v if v is not None else b""
+                elif k == H_TYPE:
+                    type_hdr = v
+                elif k == H_SEQ:
+                    seq = v
+                elif k.startswith("kepl.") and k not in KNOWN_HEADERS:
+                    bad = f"unknown header {k!r} (kepl.* headers are kepl's own)"
+            if bad is None and control is not None and control != _W:
+                bad = (f"unknown {H_CONTROL} {control[:40].decode(errors='replace')!r} "
+                       "(known: watermark)")
+            if bad is None and seq is not None:
+                try:
+                    seq = decode_seq(seq)
+                except ValueError as e:
+                    bad = str(e)
+            if bad is not None:
+                if fresh:
+                    self.dead_letter(m, bad)
+                    cur.applied = off
+                return
+        if control == _W:
+            self._barrier(m, topic, p, upstream, off, fresh, cur)
+            return
+        direct = self.direct_of[topic]
+        if not fresh and not direct:
+            return
+        try:
+            type_name, event = self.routing.decode(topic, type_hdr, m.value())
+            targets = (self.routing.targets(topic, type_name, event)
+                       if fresh and self.routes[topic] else None)
+        except Exception as e:  # noqa: BLE001 - anything a record can trigger is a dead letter
+            if fresh:
+                self.dead_letter(m, str(e) or type(e).__name__)
+                cur.applied = off
+            return
+        self.stats["events"] += 1
+        if fresh:
+            lane = inp.lane
+            if lane is not None and type_name in lane.types:
+                try:
+                    lane.send(type_name, event)
+                except Fenced:  # the producer's, not the event's: no dead letter
+                    raise
+                except Exception as e:  # noqa: BLE001 - a statement failing on one event
+                    # nothing of it went anywhere yet: the lane emits all rows or none
+                    self.dead_letter(m, f"engine error: {type(e).__name__}: {e}")
+                    cur.applied = off
+                    return
+            if targets:
+                self.routing.forward(self.bundles, cur, topic, type_name, event, upstream,
+                                     off, m.timestamp()[1], seq, targets)
+            cur.applied = off
+        for g in direct:
+            if type_name in g.types:
+                self.pending.setdefault((g.name, p), []).append(
+                    InRecord("event", upstream, off, type_name=type_name,
+                             ts=m.timestamp()[1], seq=seq, payload=event, via=upstream,
+                             via_offset=off))
+
+    def _barrier(self, m: Any, topic: str, p: int, upstream: str, off: int, fresh: bool,
+                 cur: LaneCursor) -> None:
+        try:
+            t, wid = decode_watermark(m.value())
+        except ValueError as e:
+            if fresh:
+                self.dead_letter(m, str(e))
+                cur.applied = off
+            return
+        payload = {"t": t, "id": wid}
+        if fresh:
+            inp = self.inputs.get((topic, p))
+            lane = inp.lane if inp is not None else None
+            if lane is not None:
+                lane.advance(t, wid)
+                self.lane_progress.add((topic, p))
+            else:
+                cur.now, cur.barrier = max(cur.now, t), wid
+            if self.routing.barrier_targets:
+                entry = barrier_entry(upstream, off, t, wid)
+                for target in self.routing.barrier_targets:
+                    self.bundles.setdefault(target, []).append(entry)
+            cur.applied = off
+        for g in self.direct_of[topic]:
+            self.pending.setdefault((g.name, p), []).append(
+                InRecord("barrier", upstream, off, payload=payload, via=upstream,
+                         via_offset=off))
+
+    def repartitioned(self, m: Any, topic: str) -> None:
+        """A bundle of routed records on a repartition topic."""
+        g = self.repartition.get(topic)
+        if g is None:
+            return
+        p = m.partition()
+        off = m.offset()
+        inp = self.inputs.get((topic, p))
+        if inp is None:
+            return
+        inp.position = off + 1
+        self.pending.setdefault((g.name, p), []).extend(
+            decode_bundle(m.value(), f"{topic}:{p}", off))
+
+    def dead_letter(self, m: Any, reason: str) -> None:
+        """Send record ``m`` to the dead-letter topic with why and where it came from."""
+        self.stats["dead"] += 1
+        self.dead_log.say(f"{m.topic()}/{m.partition()}/{m.offset()}", reason)
+        headers = dead_letter_headers(m.headers(), reason, m.topic(), m.partition(),
+                                      m.offset())
+        self.out.produce(self.dlq_topic, m.value() or b"", 0, headers)

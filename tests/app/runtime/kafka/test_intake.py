@@ -1,0 +1,172 @@
+"""The intake without a broker: consumed records, as the consumer returns them, go to the
+lane, the directly fed engine partition or the dead-letter topic, once each."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from app.runtime.kafka.config import AppConfig
+from app.runtime.kafka.inputs import Input, Inputs
+from app.runtime.kafka.intake import Intake
+from app.runtime.kafka.lanes import Lane, LaneCursor
+from app.runtime.kafka.partition import InRecord, Poisoned
+from app.runtime.kafka.router import H_CONTROL, H_ERROR, H_SOURCE
+from app.runtime.kafka.rows import RowWriter
+from app.runtime.kafka.topology import Topology
+from app.runtime.kafka.watch import DeadLetterLog
+from app.runtime.kafka.wiring import Wiring
+
+CONFIG = AppConfig.from_dict({
+    "app": "unit", "schemas": {"Withdrawal": {"account": "string", "amount": "double"}},
+    "statements": [
+        {"name": "big", "epl": "select account, amount from Withdrawal(amount > 100)"},
+        {"name": "w", "epl": "select count(*) as cnt from Withdrawal#length(20)"}]})
+TOPIC = CONFIG.source_topics[0]
+
+
+@dataclass
+class Msg:
+    """A consumed record, as confluent-kafka's ``Message`` answers."""
+
+    off: int
+    data: bytes | None
+    hdrs: list[tuple[str, bytes]] | None = None
+
+    def topic(self) -> str:
+        return TOPIC
+
+    def partition(self) -> int:
+        return 0
+
+    def offset(self) -> int:
+        return self.off
+
+    def value(self) -> bytes | None:
+        return self.data
+
+    def headers(self) -> list[tuple[str, bytes]] | None:
+        return self.hdrs
+
+    def timestamp(self) -> tuple[int, int]:
+        return 1, 1000 + self.off
+
+
+@dataclass
+class Produced:
+    records: list[tuple[str, bytes, dict[str, bytes]]] = field(default_factory=list)
+
+    def produce(self, topic: str, value: bytes, partition: int, headers: Any = None,
+                key: bytes | None = None, on_delivery: Any = None) -> None:
+        self.records.append((topic, value, dict(headers or [])))
+
+
+class Part:
+    """An engine partition that takes records, or fails on one read from its source."""
+
+    def __init__(self, fail_at: int | None = None) -> None:
+        self.fail_at = fail_at
+        self.taken: list[InRecord] = []
+
+    def run(self, records: list[InRecord]) -> None:
+        for r in records:
+            if r.offset == self.fail_at:
+                raise Poisoned(r, "engine error: boom")
+            self.taken.append(r)
+
+
+def event(account: str, amount: float) -> bytes:
+    return json.dumps({"account": account, "amount": amount}).encode()
+
+
+def intake(part: Part, applied: int = -1) -> tuple[Intake, Produced, dict[str, int]]:
+    topology = Topology.plan(CONFIG, {TOPIC: 1})
+    wiring = Wiring(CONFIG, topology)
+    out = Produced()
+    stats = {"events": 0, "dead": 0}
+    inputs = Inputs()
+    cur = LaneCursor(applied=applied)
+    inp = inputs.add(Input(TOPIC, 0, True, cursor=cur, committed_cursor=cur.copy()))
+    inp.lane = Lane(wiring.lane_plans[TOPIC], 0, cur, RowWriter(out, CONFIG, topology).row)
+    parts: dict[tuple[str, int], Any] = {("main", 0): part}
+    return (Intake(topology, wiring, inputs, parts, out, CONFIG.dlq_topic,
+                   DeadLetterLog(CONFIG.dlq_topic), lost=None, stats=stats),  # type: ignore[arg-type]
+            out, stats)
+
+
+def test_an_event_goes_to_its_lane_and_its_engine_partition_once() -> None:
+    part = Part()
+    take, out, stats = intake(part)
+    take.source(Msg(0, event("a", 150.0)), TOPIC)
+    take.source(Msg(1, event("b", 50.0)), TOPIC)
+    assert take.hand_over()
+    assert [(t, json.loads(v)) for t, v, _ in out.records] == [
+        (CONFIG.output_topic("big"), {"account": "a", "amount": 150.0})]
+    assert [(r.kind, r.offset, r.payload) for r in part.taken] == [
+        ("event", 0, {"account": "a", "amount": 150.0}),
+        ("event", 1, {"account": "b", "amount": 50.0})]
+    assert stats == {"events": 2, "dead": 0}
+    assert take.pending == {} and take.inputs.get((TOPIC, 0)).cursor.applied == 1
+
+
+def test_a_record_read_again_skips_the_lane_but_reaches_the_engine_partition() -> None:
+    # the lane's cursor says offset 0 was handled before the rewind; the engine partition
+    # held it uncommitted, so it takes it again
+    part = Part()
+    take, out, _ = intake(part, applied=0)
+    take.source(Msg(0, event("a", 150.0)), TOPIC)
+    assert take.hand_over()
+    assert out.records == [] and [r.offset for r in part.taken] == [0]
+
+
+@pytest.mark.parametrize("msg, reason", [
+    (Msg(0, event("a", 1.0), [("kepl.colour", b"red")]),
+     "unknown header 'kepl.colour' (kepl.* headers are kepl's own)"),
+    (Msg(0, event("a", 1.0), [(H_CONTROL, b"pause")]),
+     "unknown kepl.control 'pause' (known: watermark)"),
+    (Msg(0, b'{"t": "soon", "id": "w"}', [(H_CONTROL, b"watermark")]),
+     "malformed watermark: t must be a 64-bit integer (ms), got 'soon'"),
+    (Msg(0, b"not json"), "not JSON: Expecting value: line 1 column 1 (char 0)"),
+])
+def test_a_record_that_fails_validation_is_dead_lettered_and_goes_nowhere_else(
+        msg: Msg, reason: str) -> None:
+    part = Part()
+    take, out, stats = intake(part)
+    take.source(msg, TOPIC)
+    assert take.hand_over()
+    [(topic, value, headers)] = out.records
+    assert (topic, value) == (CONFIG.dlq_topic, msg.data)
+    assert (headers[H_ERROR], headers[H_SOURCE]) == (reason.encode(), f"{TOPIC}/0/0".encode())
+    assert part.taken == [] and stats == {"events": 0, "dead": 1}
+    assert take.inputs.get((TOPIC, 0)).cursor.applied == 0
+
+
+def test_a_watermark_advances_the_lane_and_is_staged_for_the_engine_partition() -> None:
+    part = Part()
+    take, _, _ = intake(part)
+    take.source(Msg(0, b'{"t": 5000, "id": "w1"}', [(H_CONTROL, b"watermark")]), TOPIC)
+    assert take.lane_progress == {(TOPIC, 0)}
+    assert take.hand_over()
+    assert [(r.kind, r.payload) for r in part.taken] == [("barrier", {"t": 5000, "id": "w1"})]
+
+
+def test_a_poison_record_is_noted_and_then_dead_lettered_by_every_room() -> None:
+    part = Part(fail_at=1)
+    take, out, stats = intake(part)
+    for off in (0, 1, 2):
+        take.source(Msg(off, event("a", 150.0 + off)), TOPIC)
+    assert not take.hand_over()  # the worker rewinds to the last commit
+    assert take.poison == {(f"{TOPIC}:0", 1): "engine error: boom"}
+    # read again after the rewind (the worker discards what was staged)
+    take, out, stats = intake(Part(fail_at=1))
+    take.poison[(f"{TOPIC}:0", 1)] = "engine error: boom"
+    for off in (0, 1, 2):
+        take.source(Msg(off, event("a", 150.0 + off)), TOPIC)
+    assert take.hand_over()
+    assert [(t, h.get(H_ERROR)) for t, _, h in out.records] == [
+        (CONFIG.output_topic("big"), None), (CONFIG.dlq_topic, b"engine error: boom"),
+        (CONFIG.output_topic("big"), None)]
+    assert stats == {"events": 2, "dead": 1}
