@@ -27,14 +27,16 @@ scenarios: install
 oracle: install
 	$(PY) -m tests.oracle.oracle ../shared/conformance/cases tests/scenarios
 
-# Generated scenarios (window x aggregation x output x context, tests/oracle/generate.py):
-# expectations recorded from Esper, kepl compared with them; prints the disagreements and
-# the counts.  GEN_SEED / GEN_COUNT pick another batch.
+# Generated scenarios (single-stream, join, subquery, pattern and match_recognize statements
+# x window x aggregation x output x context, tests/oracle/generate.py): expectations recorded
+# from Esper, kepl compared with them; prints the disagreements and the counts.  GEN_SEED /
+# GEN_COUNT / GEN_KINDS (e.g. single, or join=2,match) pick another batch.
 GEN_SEED  ?= 1
 GEN_COUNT ?= 300
+GEN_KINDS ?= single,join,subquery,pattern,match
 oracle-generated: install
 	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
-	$(PY) -m tests.oracle.generate --seed $(GEN_SEED) --count $(GEN_COUNT) --out "$$dir" && \
+	$(PY) -m tests.oracle.generate --seed $(GEN_SEED) --count $(GEN_COUNT) --kinds $(GEN_KINDS) --out "$$dir" && \
 	$(PY) -m tests.oracle.oracle --record --brief "$$dir"
 
 lint: install

@@ -51,7 +51,9 @@ class CountStar(Aggregator):
         return state + 1
 
     def leave(self, state: Any, value: Any) -> Any:
-        return state - 1
+        # Esper's counters never go below zero: a row leaving that never entered (a where
+        # clause whose subquery or variable changed meanwhile) takes nothing away
+        return state - 1 if state > 0 else state
 
     def result(self, state: Any) -> Any:
         return state
@@ -64,7 +66,7 @@ class Count(CountStar):
         return state if value is None else state + 1
 
     def leave(self, state: Any, value: Any) -> Any:
-        return state if value is None else state - 1
+        return state if value is None or state <= 0 else state - 1
 
 
 def _dkey(value: Any) -> str:
@@ -129,10 +131,14 @@ class Sum(Aggregator):
 
     def leave(self, state: Any, value: Any) -> Any:
         if value is not None:
-            state[0] -= value
-            state[1] -= 1
-            if state[1] == 0:
+            if state[1] <= 1:
+                # the last value leaving empties the sum, whatever the value (Esper: a
+                # row leaving that never entered cannot drive it below empty)
                 state[0] = 0
+                state[1] = 0
+            else:
+                state[0] -= value
+                state[1] -= 1
         return state
 
     def result(self, state: Any) -> Any:
@@ -230,11 +236,13 @@ class Stddev(Aggregator):
 
     def leave(self, state: Any, value: Any) -> Any:
         if value is not None:
-            state[0] -= 1
-            state[1] -= value
-            state[2] -= value * value
-            if state[0] == 0:
+            if state[0] <= 1:
+                state[0] = 0
                 state[1] = state[2] = 0.0
+            else:
+                state[0] -= 1
+                state[1] -= value
+                state[2] -= value * value
         return state
 
     def result(self, state: Any) -> Any:
@@ -488,19 +496,28 @@ def row_updater(agg: Aggregator, i: int, value: Callable[[Any, Any], Any] | None
                 def keep(states: list, row: Any, ctx: Any) -> None:
                     return None
                 return keep
-            step = 1 if entering else -1
+            if entering:
+                def count_rows(states: list, row: Any, ctx: Any) -> None:
+                    states[i] += 1
+                count_rows.counts = (i, 1)  # type: ignore[attr-defined]
+                return count_rows
 
-            def count_rows(states: list, row: Any, ctx: Any) -> None:
-                states[i] += step
-            count_rows.counts = (i, step)  # type: ignore[attr-defined]
-            return count_rows
+            def uncount_rows(states: list, row: Any, ctx: Any) -> None:
+                if states[i] > 0:  # never below zero (CountStar.leave)
+                    states[i] -= 1
+            uncount_rows.counts = (i, -1)  # type: ignore[attr-defined]
+            return uncount_rows
         if value is not None and t is Count:
-            step = 1 if entering else -1
+            if entering:
+                def count_values(states: list, row: Any, ctx: Any) -> None:
+                    if value(row, ctx) is not None:
+                        states[i] += 1
+                return count_values
 
-            def count_values(states: list, row: Any, ctx: Any) -> None:
-                if value(row, ctx) is not None:
-                    states[i] += step
-            return count_values
+            def uncount_values(states: list, row: Any, ctx: Any) -> None:
+                if states[i] > 0 and value(row, ctx) is not None:
+                    states[i] -= 1
+            return uncount_values
         if value is not None and (t is Sum or t is Avg):
             if entering:
                 def sum_enter(states: list, row: Any, ctx: Any) -> None:
@@ -516,10 +533,12 @@ def row_updater(agg: Aggregator, i: int, value: Callable[[Any, Any], Any] | None
                 v = value(row, ctx)
                 if v is not None:
                     s = states[i]
-                    s[0] -= v
-                    s[1] -= 1
-                    if s[1] == 0:
+                    if s[1] <= 1:  # the last value leaving empties it (Sum.leave)
                         s[0] = 0
+                        s[1] = 0
+                    else:
+                        s[0] -= v
+                        s[1] -= 1
             sum_leave.sums = (i, value, False)  # type: ignore[attr-defined]
             return sum_leave
     if isinstance(agg, _Ordered) and agg.by_event:
@@ -588,14 +607,17 @@ def _count_and_sum(updaters: list[RowUpdater]) -> RowUpdater | None:
         return count_sum_enter
 
     def count_sum_leave(states: list, row: Any, ctx: Any) -> None:
-        states[ic] += step
+        if states[ic] > 0:  # never below zero (CountStar.leave)
+            states[ic] -= 1
         v = value(row, ctx)
         if v is not None:
             s = states[isum]
-            s[0] -= v
-            s[1] -= 1
-            if s[1] == 0:
+            if s[1] <= 1:  # the last value leaving empties it (Sum.leave)
                 s[0] = 0
+                s[1] = 0
+            else:
+                s[0] -= v
+                s[1] -= 1
     return count_sum_leave
 
 
@@ -614,14 +636,17 @@ def _count_and_sum_property(ic: int, step: int, isum: int, prop: str,
         return count_sum_enter
 
     def count_sum_leave(states: list, row: Any, ctx: Any) -> None:
-        states[ic] += step
+        if states[ic] > 0:  # never below zero (CountStar.leave)
+            states[ic] -= 1
         v = row.get(prop)
         if v is not None:
             s = states[isum]
-            s[0] -= v
-            s[1] -= 1
-            if s[1] == 0:
+            if s[1] <= 1:  # the last value leaving empties it (Sum.leave)
                 s[0] = 0
+                s[1] = 0
+            else:
+                s[0] -= v
+                s[1] -= 1
     count_sum_leave.count_sum = (ic, step, isum, prop)  # type: ignore[attr-defined]
     return count_sum_leave
 
@@ -652,10 +677,12 @@ def swap_updater(enter: RowUpdater, leave: RowUpdater) -> RowSwapper:
             s[1] += 1
         v = old.get(prop)
         if v is not None:
-            s[0] -= v
-            s[1] -= 1
-            if s[1] == 0:
+            if s[1] <= 1:  # the last value leaving empties it (Sum.leave)
                 s[0] = 0
+                s[1] = 0
+            else:
+                s[0] -= v
+                s[1] -= 1
     return count_sum_swap
 
 

@@ -280,6 +280,20 @@ class Pipeline:
         finally:
             self._released = None
 
+    def _finish_matches(self, matches: Rows, now_ms: int) -> Emit:
+        """Pattern matches, each its own update of the result set and output (Esper ref.
+        7.1 Patterns: each match is delivered on its own, so aggregates post a row per
+        match, also when one event or timer completes several)."""
+        if len(matches) == 1:
+            return self._finish(matches, [], now_ms)
+        out_new: Rows = []
+        out_old: Rows = []
+        for m in matches:
+            n, o = self._finish([m], [], now_ms)
+            out_new += n
+            out_old += o
+        return out_new, out_old
+
     def _deliver(self, new: Rows, old: Rows) -> Emit:
         """Shape one output batch: distinct, order by, limit (each per batch), stream kind."""
         if self._shaped:
@@ -313,7 +327,7 @@ class Pipeline:
                 return [], []
             if self.prior is not None:
                 matches = [self.prior.stamp(m) for m in matches]
-            return self._finish(matches, [], now_ms)
+            return self._finish_matches(matches, now_ms)
         if self.join is not None:
             new, old = self.join.on_event(type_name, event, now_ms)
             if not new and not old:
@@ -493,12 +507,17 @@ class Pipeline:
         self.ctx.now_ms = now_ms
         out_new: Rows = []
         out_old: Rows = []
-        for sub in self.subs:
-            sub.on_time(now_ms)
         view = self.view
+        t = view.next_timer() if view is not None else None
+        due = t is not None and t <= now_ms
+        # Esper: the statement's own window fires before its subqueries' windows due at
+        # the same time (a batch it releases reads the subquery's rows as they were)
+        subs_after = due and t == now_ms
+        if not subs_after:
+            for sub in self.subs:
+                sub.on_time(now_ms)
         if view is not None:
-            t = view.next_timer()
-            if t is not None and t <= now_ms:
+            if due:
                 emitted = view.on_time(now_ms)
                 new, old = emitted
                 if self.mr is not None:
@@ -510,9 +529,20 @@ class Pipeline:
                     n, o = self._finish(list(new), list(old), now_ms)
                     out_new += n
                     out_old += o
+        if subs_after:
+            for sub in self.subs:
+                sub.on_time(now_ms)
         join = self.join
         if join is not None:
             t = join.next_timer()
+            due = self.out.next_timer()
+            if t is not None and t <= now_ms and due is not None and due <= t:
+                # Esper ref. 5.7 Output: in a join statement an output period due at the
+                # same time as a window's expiry fires first (the expiry's rows wait for
+                # the next period); over one stream the expiry comes first.
+                n, o = self._deliver(*self.out.on_time(now_ms))
+                out_new += n
+                out_old += o
             if t is not None and t <= now_ms:
                 new, old = join.on_time(now_ms)
                 if new or old:
@@ -530,12 +560,18 @@ class Pipeline:
                     out_old += o
         if self.matcher is not None:
             t = self.matcher.next_timer()
+            due = self.out.next_timer()
+            if t is not None and t <= now_ms and due is not None and due <= t:
+                # as in a join: an output period due with a pattern timer fires first
+                n, o = self._deliver(*self.out.on_time(now_ms))
+                out_new += n
+                out_old += o
             if t is not None and t <= now_ms:
                 matches = self.matcher.on_time(now_ms)
                 if matches:
                     if self.prior is not None:
                         matches = [self.prior.stamp(m) for m in matches]
-                    n, o = self._finish(matches, [], now_ms)
+                    n, o = self._finish_matches(matches, now_ms)
                     out_new += n
                     out_old += o
         t = self.out.next_timer()

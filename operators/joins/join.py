@@ -5,7 +5,8 @@ against the other streams, giving insert and remove join rows.
 Esper's join composition, per dispatch (Esper reference "Joining Event Streams"; 002
 §2.12: a join result set is processed by the result set like events):
 1. each remove-stream event joins the other streams' windows as they are (remove rows);
-2. the indexes take the window changes (leaving rows out, then entering rows in);
+2. the indexes take the window changes (entering rows in, then leaving rows out, so
+   an event that enters and leaves in one dispatch is not left behind);
 3. each insert-stream event joins the other streams' windows as they now are (insert
    rows).
 An event of an outer stream (left, right or full outer join) that joins nothing gives
@@ -257,10 +258,12 @@ class Join:
         maint = self.maint
         for i, new, old in changed:
             for ix in maint[i]:
-                for ev in old:
-                    ix.remove(ev)
+                # entering rows first: an event a window takes and evicts at once (a
+                # #sort window's worst) is in both lists and must leave the index too
                 for ev in new:
                     ix.add(ev)
+                for ev in old:
+                    ix.remove(ev)
         new_rows: Rows = []
         for i, new, _ in changed:
             if uni is not None and i != uni:

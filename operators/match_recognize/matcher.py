@@ -173,7 +173,8 @@ class MatchRecognizer:
                 # runtime fails reading the released partition state
                 out = []
                 break
-            if not part["cur"] and not spec.prev_depth:
+            if not part["cur"] and not spec.prev_depth and key != self._null_key:
+                # Esper 9 keeps the partition of null keys apart and never releases it
                 del self.parts[key]
                 self._dirty.add(key)
         self._flush()
@@ -190,6 +191,11 @@ class MatchRecognizer:
         if len(idle) < self.collect_at // 5:
             self.collect_at *= 2
             self.ns.put("collect_at", self.collect_at)
+
+    @property
+    def _null_key(self) -> str:
+        """The partition key of rows whose partition by values are all null."""
+        return orjson.dumps([None] * len(self.spec.partition_by)).decode()
 
     def _key(self, row: Row) -> str:
         pb = self.spec.partition_by
@@ -638,9 +644,14 @@ class MatchRecognizer:
             if events:
                 base = {v: comp[v] for v, _ in self.singles}
                 fn = agg.value
+                # first() and last() in measures read the first / last non-null value of
+                # the variable's events, as Esper 9 runs them
+                skip_nulls = a.name in ("first", "last")
                 for ev in events:
-                    state = a.enter(state, fn({**base, agg.var: ev}, ctx)
-                                    if fn is not None else ev)
+                    x = fn({**base, agg.var: ev}, ctx) if fn is not None else ev
+                    if x is None and skip_nulls:
+                        continue
+                    state = a.enter(state, x)
             comp[f"$agg{n}"] = a.result(state)
         return {name: fn(comp, ctx) for name, fn in self.spec.measures}
 

@@ -125,3 +125,17 @@ def test_first_and_last_with_an_index() -> None:
     assert (first.result(s1), last.result(s2)) == (1, 5)
     s1, s2 = first.leave(s1, 5), last.leave(s2, 5)
     assert (first.result(s1), last.result(s2)) == (3, None)
+
+
+def test_a_value_leaving_that_never_entered_takes_nothing_below_empty() -> None:
+    # Esper's counters and sums never go below empty: a row that passes the where clause
+    # only when it leaves (a subquery or variable changed meanwhile) takes nothing away
+    assert run("count", [], [3], star=True) == 0
+    assert run("count", [], [3]) == 0
+    assert run("count", [1], [1, 2], star=True) == 0
+    assert run("sum", [], [3]) is None
+    assert run("sum", [5], [3]) is None  # the last value leaving empties the sum
+    assert run("sum", [5, 2], [3]) == 4
+    assert run("avg", [4.0], [1.0, 2.0]) is None
+    assert run("stddev", [2], [5]) is None
+    assert run("sum", [5], [3, None, 1]) is None

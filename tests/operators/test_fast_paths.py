@@ -382,3 +382,16 @@ def test_fast_paths_restore_from_state(epl: str, mode: str, tmp_path: Path) -> N
     finally:
         if mode == "rocks-reopen":
             store.close()
+
+
+@pytest.mark.parametrize("aggregator", [CountStar(), Count(), Sum(), Avg()])
+def test_row_updater_leaving_an_absent_row_stops_at_empty(aggregator: Any) -> None:
+    """The inlined counters and sums clamp like ``leave``: never below empty."""
+    ctx = PartitionCtx()
+    value = None if type(aggregator) is CountStar else (lambda r, c: r["amount"])
+    leave = fuse_updaters([row_updater(aggregator, 0, value, None, False)])
+    fast, slow = [aggregator.initial()], aggregator.initial()
+    for amount in (2.5, 1.0):
+        leave(fast, {"amount": amount}, ctx)
+        slow = aggregator.leave(slow, amount)
+    assert fast == [slow] and aggregator.result(slow) in (0, None)

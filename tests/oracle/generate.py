@@ -29,6 +29,8 @@ SCHEMAS: dict[str, dict[str, str]] = {
     "Go": {"k": "string"},
     "Halt": {"k": "string"},
 }
+# The second stream of joins, subqueries and patterns (kinds.py).
+SCHEMAS_FX: dict[str, dict[str, str]] = {**SCHEMAS, "Fx": {"k": "string", "w": "int", "ts": "long"}}
 KEYS = ["a", "b", "c", None]
 INTS = [1, 2, 3, 4, 5, -1, None]
 DOUBLES = [0.5, 1.5, 2.0, 4.25, -1.0, None]
@@ -45,6 +47,10 @@ class Shape:
     stream: str
     context: str
     epl: list[str] = field(default_factory=list)
+    kind: str = "single"  # single, join, subquery, pattern, match (kinds.py)
+    detail: str = ""  # what the kind varies: the join type, the subquery form, ...
+    names: list[str] = field(default_factory=list)  # statement names (default: ctx, q)
+    extra: tuple[str, ...] = ()  # types sent besides Ev
 
 
 # --------------------------------------------------------------------------- windows
@@ -120,14 +126,17 @@ def _output(r: random.Random, kind: str) -> str:
 
 # --------------------------------------------------------------------------- contexts
 
-def _context(r: random.Random, kind: str) -> str | None:
-    """The create context statement of one context kind (None: no context)."""
+def _context(r: random.Random, kind: str, types: tuple[str, ...] = ("Ev",)) -> str | None:
+    """The create context statement of one context kind (None: no context); a keyed or
+    hash context lists every type in ``types`` (the streams of the statement)."""
     if kind == "none":
         return None
+    keyed = ", ".join(f"k from {t}" for t in types)
     if kind == "keyed":
-        return "create context C partition by k from Ev"
+        return f"create context C partition by {keyed}"
     if kind == "hash":
-        return ("create context C coalesce by consistent_hash_crc32(k) from Ev "
+        hashed = ", ".join(f"consistent_hash_crc32(k) from {t}" for t in types)
+        return (f"create context C coalesce by {hashed} "
                 f"granularity {r.choice([2, 4])} preallocate")
     if kind == "category":
         return "create context C group by v > 2 as hi, group by v <= 2 as lo from Ev"
@@ -138,7 +147,7 @@ def _context(r: random.Random, kind: str) -> str | None:
     if kind == "initiated":
         return f"create context C initiated by Go as s terminated after {_secs(r)}"
     if kind == "nested":
-        return ("create context C context K partition by k from Ev, "
+        return (f"create context C context K partition by {keyed}, "
                 f"context T start @now end after {r.choice(['2 sec', '3 sec'])}")
     raise ValueError(kind)
 
@@ -176,6 +185,15 @@ def shape(r: random.Random) -> Shape:
 
 # --------------------------------------------------------------------------- steps
 
+def event(r: random.Random, kind: str, clock: int) -> dict:
+    """One event of a generated type (Ev, Fx, Halt) at ``clock``."""
+    if kind == "Ev":
+        return {"k": r.choice(KEYS), "v": r.choice(INTS), "d": r.choice(DOUBLES), "ts": clock}
+    if kind == "Fx":
+        return {"k": r.choice(KEYS), "w": r.choice(INTS), "ts": clock}
+    return {"k": r.choice(KEYS[:3])}
+
+
 def steps(r: random.Random, s: Shape, query: str) -> list[dict]:
     """Events and clock moves, each followed by an expect step for the query."""
     out: list[dict] = []
@@ -184,7 +202,7 @@ def steps(r: random.Random, s: Shape, query: str) -> list[dict]:
     def expect() -> dict:
         return {"expect": {query: "none"}}
 
-    n_events = r.randint(8, 16)
+    n_events = r.randint(12, 22) if s.extra else r.randint(8, 16)
     uses_start = s.context in ("start_end", "initiated")
     for i in range(n_events):
         if r.random() < 0.7:
@@ -194,37 +212,80 @@ def steps(r: random.Random, s: Shape, query: str) -> list[dict]:
             out += [{"send": "Go", "event": {"k": r.choice(KEYS[:3])}}, expect()]
         if s.context == "start_end" and r.random() < 0.15:
             out += [{"send": "Halt", "event": {"k": r.choice(KEYS[:3])}}, expect()]
-        event = {"k": r.choice(KEYS), "v": r.choice(INTS), "d": r.choice(DOUBLES), "ts": clock}
-        out += [{"send": "Ev", "event": event}, expect()]
+        kind = r.choice(("Ev", "Ev") + s.extra) if s.extra else "Ev"
+        out += [{"send": kind, "event": event(r, kind, clock)}, expect()]
     for _ in range(r.randint(1, 3)):  # let windows, batches and outputs run out
         clock += r.choice([1000, 2000, 4000])
         out += [{"time": clock}, expect()]
     return out
 
 
-def scenario(seed: int, index: int) -> dict:
+KINDS = ["single", "join", "subquery", "pattern", "match"]
+
+
+def parse_kinds(text: str) -> dict[str, int]:
+    """``join,pattern`` or ``single=1,join=3``: each kind and its weight in the mix."""
+    out: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, weight = part.partition("=")
+        if name not in KINDS:
+            raise ValueError(f"unknown kind {name!r} (kinds: {', '.join(KINDS)})")
+        out[name] = int(weight or 1)
+        if out[name] < 0:
+            raise ValueError(f"negative weight for {name!r}")
+    if not any(out.values()):
+        raise ValueError("no kind with a positive weight")
+    return out
+
+
+def pick_kind(seed: int, index: int, kinds: dict[str, int]) -> str:
+    """The kind of scenario ``index``, drawn apart from its contents, so a single-stream
+    scenario reads the same whatever the mix."""
+    names = [k for k in KINDS if kinds.get(k)]
+    if names == ["single"]:
+        return "single"
+    r = random.Random(f"{seed}:{index}:kind")
+    return r.choices(names, weights=[kinds[k] for k in names])[0]
+
+
+def scenario(seed: int, index: int, kinds: dict[str, int] | None = None) -> dict:
     """The scenario number ``index`` of a seed (independent of the others)."""
+    kind = pick_kind(seed, index, kinds or dict.fromkeys(KINDS, 1))
     r = random.Random(f"{seed}:{index}")
-    s = shape(r)
-    names = ["ctx", "q"] if len(s.epl) == 2 else ["q"]
-    name = f"gen_{seed}_{index:04d}_{s.window}_{s.agg}_{s.output}_{s.stream}_{s.context}"
+    if kind == "single":
+        s = shape(r)
+        names = ["ctx", "q"] if len(s.epl) == 2 else ["q"]
+        name = f"gen_{seed}_{index:04d}_{s.window}_{s.agg}_{s.output}_{s.stream}_{s.context}"
+        schemas = SCHEMAS
+    else:
+        from tests.oracle import kinds as more
+
+        s = more.SHAPES[kind](r)
+        names = s.names
+        name = (f"gen_{seed}_{index:04d}_{kind}_{s.detail}_{s.window}_{s.agg}_{s.output}_"
+                f"{s.stream}_{s.context}")
+        schemas = SCHEMAS_FX
+    tags = ["generated", s.window, s.agg, f"output_{s.output}", s.stream, f"context_{s.context}"]
+    if kind != "single":
+        tags[1:1] = [kind, s.detail]
     return {
         "name": name,
         "source": "tests/oracle/generate.py (expectations recorded from Esper 9)",
-        "tags": ["generated", s.window, s.agg, f"output_{s.output}", s.stream,
-                 f"context_{s.context}"],
-        "schemas": SCHEMAS,
+        "tags": tags,
+        "schemas": schemas,
         "statements": [{"name": n, "epl": e} for n, e in zip(names, s.epl)],
         "steps": steps(r, s, "q"),
     }
 
 
-def write(seed: int, count: int, out: Path) -> list[Path]:
-    """Write ``count`` scenarios of ``seed`` into ``out``; return their paths."""
+def write(seed: int, count: int, out: Path, kinds: dict[str, int] | None = None,
+          first: int = 0) -> list[Path]:
+    """Write scenarios ``first`` .. ``first + count - 1`` of ``seed`` into ``out`` (the
+    kinds mixed by weight, all alike by default); return their paths."""
     out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for i in range(count):
-        doc = scenario(seed, i)
+    for i in range(first, first + count):
+        doc = scenario(seed, i, kinds)
         path = out / f"{doc['name']}.yaml"
         path.write_text(yaml.safe_dump(doc, sort_keys=False, width=100))
         paths.append(path)
@@ -236,9 +297,17 @@ def main(argv: list[str] | None = None) -> int:
                                  description="Write generated scenarios for the Esper oracle.")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--count", type=int, default=100)
+    ap.add_argument("--first", type=int, default=0, help="index of the first scenario")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--kinds", default=",".join(KINDS),
+                    help="kinds of scenario and their weights, e.g. 'join,pattern' or "
+                         f"'single=1,match=3' (default: {','.join(KINDS)}, alike)")
     args = ap.parse_args(argv)
-    paths = write(args.seed, args.count, args.out)
+    try:
+        kinds = parse_kinds(args.kinds)
+    except ValueError as e:
+        ap.error(str(e))
+    paths = write(args.seed, args.count, args.out, kinds, args.first)
     print(f"{len(paths)} scenarios written to {args.out}", file=sys.stderr)
     return 0
 

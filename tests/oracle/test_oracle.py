@@ -76,6 +76,20 @@ def test_public_scenarios_agree(built: Path, tmp_path: Path) -> None:
     assert summary.splitlines()[-1].startswith(f"{len(AGREEING)} agree, 0 order-only, 1 disagree")
 
 
+def test_kinds_mix_by_weight_and_leave_single_stream_scenarios_alike(tmp_path: Path) -> None:
+    assert generate.parse_kinds("single=1,join=3") == {"single": 1, "join": 3}
+    with pytest.raises(ValueError, match="unknown kind"):
+        generate.parse_kinds("joins")
+    mixed = [generate.scenario(7, i) for i in range(40)]
+    kinds = {next((k for k in generate.KINDS[1:] if k in d["tags"]), "single") for d in mixed}
+    assert kinds == set(generate.KINDS)
+    for i, doc in enumerate(mixed):  # a single-stream scenario is the same in any mix
+        if "generated" in doc["tags"] and not set(doc["tags"]) & set(generate.KINDS[1:]):
+            assert doc == generate.scenario(7, i, {"single": 1})
+    joins = [generate.scenario(7, i, {"join": 1}) for i in range(5)]
+    assert all("join" in d["tags"] and "Fx" in d["schemas"] for d in joins)
+
+
 def test_generator_is_deterministic(tmp_path: Path) -> None:
     a = generate.write(5, 6, tmp_path / "a")
     b = generate.write(5, 6, tmp_path / "b")
@@ -91,10 +105,25 @@ def test_generated_scenarios_agree(built: Path, tmp_path: Path) -> None:
     # A fixed batch (make oracle-generated runs a larger one): Esper's rows are recorded
     # as the expectations and kepl must give the same; rows in another order only are the
     # reference product's hash-map order (README, deviations).
-    paths = generate.write(2, 40, tmp_path)
+    paths = generate.write(2, 40, tmp_path, {"single": 1})
     results = oracle.run_paths([str(p) for p in paths], recording=True)
     summary = oracle.report(results, brief=True)
     assert len(results) == 40, summary
     assert all(r.status in ("agree", "order-only") for r in results), summary
     recorded = yaml.safe_load(paths[0].read_text())
     assert any(s["expect"]["q"] != "none" for s in recorded["steps"] if "expect" in s)
+
+
+@needs_java
+@pytest.mark.timeout(120)
+def test_generated_joins_subqueries_patterns_match_recognize_agree(built: Path,
+                                                                  tmp_path: Path) -> None:
+    # A fixed batch of the kinds beyond one stream (make oracle-generated mixes all kinds)
+    paths = generate.write(21, 24, tmp_path, {"join": 1, "subquery": 1, "pattern": 1,
+                                              "match": 1})
+    results = oracle.run_paths([str(p) for p in paths], recording=True)
+    summary = oracle.report(results, brief=True)
+    assert len(results) == 24, summary
+    assert all(r.status in ("agree", "order-only") for r in results), summary
+    tags = {t for p in paths for t in yaml.safe_load(p.read_text())["tags"]}
+    assert {"join", "subquery", "pattern", "match"} <= tags

@@ -12,7 +12,7 @@ from operators.base import PartitionCtx, Row, Rows
 from operators.joins.join import Join
 from operators.joins.spec import IndexDef, JoinSpec, JoinStream, Step
 from operators.state import MemoryStore, RocksStore
-from tests.operators.harness import MODES, P, T, W
+from tests.operators.harness import MODES, P, T, W, X
 
 
 def _build_view(spec: Any, state: Any, ctx: PartitionCtx) -> Any:
@@ -186,3 +186,17 @@ def test_describe_names_index_and_loop() -> None:
     assert _ab(W("length", P(2)), W("keepall"), False).describe()[1:] == [
         "  event of a: lookup b by full scan (nested loop)",
         "  event of b: lookup a by full scan (nested loop)"]
+
+
+def test_event_a_sort_window_takes_and_evicts_at_once_leaves_no_index_entry(drive: Any) -> None:
+    # #sort(2, v desc): v=-1 enters and leaves in one update; B leaving later takes back
+    # only the two rows that were joined
+    d = drive(_ab(W("sort", P(2), X("v", descending=True)), W("time", T(2000)), True))
+    d.send("B", {"k": "a", "w": 4})
+    d.send("A", {"k": "a", "v": 1})
+    d.send("A", {"k": "a", "v": 2})
+    new, old = d.send("A", {"k": "a", "v": -1})
+    assert (_vw(new), _vw(old)) == ([(-1, 4)], [(-1, 4)])
+    assert len(d.join.hashes[1]) == 2
+    fired = d.advance(2000)
+    assert [(_vw(n), sorted(_vw(o))) for n, o in fired] == [([], [(1, 4), (2, 4)])]

@@ -168,6 +168,23 @@ def test_events_leaving_together_leave_their_partial_matches(
     assert d.send(("c1", "x", 17)) == [{"a": "m2", "n": 0, "c": "c1"}]
 
 
+def test_first_and_last_in_measures_read_non_null_values(mode: str, tmp_path: Path) -> None:
+    epl = ("select * from T match_recognize (measures first(A.v) as af, last(A.v) as al, "
+           "count(A.v) as an, B.id as b pattern (A{3} B) define B as B.v > 100)")
+    assert run(epl, mode, tmp_path, ("e1", "x", None), ("e2", "x", 2), ("e3", "x", None),
+               ("e4", "x", 200)) == [{"af": 2, "al": 2, "an": 1, "b": "e4"}]
+
+
+def test_null_key_partition_outputs_each_match_of_one_event(mode: str, tmp_path: Path) -> None:
+    # all matches: an event that is a B and a C completes two matches of its partition;
+    # Esper 9 outputs neither in a keyed partition, both in the partition of null keys
+    epl = ("select * from T match_recognize (partition by k measures B.id as b, C.id as c "
+           "all matches pattern ((B | C)) define B as B.v < 3, C as C.v > 1)")
+    assert run(epl, mode, tmp_path, ("e1", "x", 2)) == []
+    assert run(epl, mode, tmp_path / "n", ("e1", None, 2)) == [
+        {"b": "e1", "c": None}, {"b": None, "c": "e1"}]
+
+
 def test_an_out_of_sequence_remove_steps_the_window_again(mode: str, tmp_path: Path
                                                           ) -> None:
     epl = ("select * from T#unique(k) match_recognize (measures A.id as a, B.id as b "
