@@ -40,7 +40,7 @@ from typing import Any
 
 from app.epl.errors import EplError
 from app.runtime.catalog import NotSupported
-from app.runtime.kafka import client
+from app.runtime.kafka import client, deployments
 from app.runtime.kafka.checkpoint import CrashSeam
 from app.runtime.kafka.clock import publish_watermark
 from app.runtime.kafka.config import AppConfig, ConfigError
@@ -96,6 +96,7 @@ def build_worker(config: AppConfig, bootstrap: str, data_dir: Path,
     the consumer loop (``metrics_port``: serve metrics and probes there)."""
     client.configure(config.kafka)
     topology = plan_on_broker(config, bootstrap)
+    deployments.apply_resets(topology, deployments.check(topology, bootstrap))
     ensure_topics(bootstrap, topology.topic_specs())
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -173,6 +174,7 @@ def run_worker(config: AppConfig, bootstrap: str, data_dir: Path,
         build_worker(config, bootstrap, Path(data_dir), metrics_port).run()
         return
     topology = plan_on_broker(config, bootstrap)
+    deployments.apply_resets(topology, deployments.check(topology, bootstrap))
     ensure_topics(bootstrap, topology.topic_specs())
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -228,8 +230,12 @@ def main(argv: list[str] | None = None) -> int:
     except (client.BrokerUnavailable, client.ClientConfigError) as e:
         print(f"kepl: {e}", file=sys.stderr)
         return 1
-    run_worker(config, args.bootstrap, Path(args.data_dir),
-               args.loglevel, args.metrics_port)
+    try:
+        run_worker(config, args.bootstrap, Path(args.data_dir),
+                   args.loglevel, args.metrics_port)
+    except deployments.OtherVersion as e:
+        print(f"kepl: {e}", file=sys.stderr)
+        return deployments.EXIT_OTHER_VERSION
     return 0
 
 
