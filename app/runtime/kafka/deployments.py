@@ -335,3 +335,67 @@ def apply_resets(topology: Topology, deployment: Deployment | None) -> None:
         return
     for g in topology.groups.values():
         g.resets = (deployment.version, tuple(deployment.resets))
+
+
+WATCH_S = 3.0
+"""How often a running worker looks for a newer recorded version."""
+
+
+class VersionWatch:
+    """Stops a running worker once another version is recorded, so that workers of two
+    versions never share the group: once ``kepl deploy`` records a new version, the
+    workers still on the old one commit and leave, and the rolling restart's new workers
+    take their partitions (``finish`` then raises ``OtherVersion``)."""
+
+    def __init__(self, topology: Topology, bootstrap: str, worker: Any,
+                 interval_s: float = WATCH_S) -> None:
+        import threading
+
+        self.config = topology.config
+        self.bootstrap = bootstrap
+        self.worker = worker
+        self.digest = form_of(topology, "").digest
+        self.interval_s = interval_s
+        self.newer: Deployment | None = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kepl-version-watch",
+                                        daemon=True)
+        self._thread.start()
+
+    def _end(self, consumer: Any) -> int:
+        from confluent_kafka import TopicPartition
+
+        try:
+            return int(consumer.get_watermark_offsets(
+                TopicPartition(deployments_topic(self.config), 0), timeout=10)[1])
+        except Exception:  # noqa: BLE001 - no topic or no answer: look again later
+            return -1
+
+    def _run(self) -> None:
+        from confluent_kafka import Consumer
+
+        c = Consumer(client.conf({"bootstrap.servers": self.bootstrap,
+                                  "group.id": "kepl-deployments", "log_level": 0}))
+        try:
+            seen = self._end(c)
+            while not self._done.wait(self.interval_s):
+                end = self._end(c)
+                if end <= seen:
+                    continue
+                seen = end
+                latest = read_latest(self.config, self.bootstrap)
+                if latest is not None and latest.digest != self.digest:
+                    self.newer = latest
+                    self.worker.stopping = True
+                    return
+        finally:
+            c.close()
+
+    def finish(self) -> None:
+        """After the worker's loop ended: ``OtherVersion`` if a newer version stopped it."""
+        self._done.set()
+        if self.newer is not None:
+            raise OtherVersion(
+                f"worker: app {self.config.app} now runs version {self.newer.version}, "
+                "which this worker's statement file is not: stopped after its last "
+                "commit (workers of the new version take its partitions)")

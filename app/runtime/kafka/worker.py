@@ -171,7 +171,10 @@ def run_worker(config: AppConfig, bootstrap: str, data_dir: Path,
     SHUTDOWN.install()  # a signal while the broker is awaited exits at once
     client.configure(config.kafka)
     if announce is None:
-        build_worker(config, bootstrap, Path(data_dir), metrics_port).run()
+        worker = build_worker(config, bootstrap, Path(data_dir), metrics_port)
+        watch = deployments.VersionWatch(worker.topology, bootstrap, worker)
+        worker.run()
+        watch.finish()
         return
     topology = plan_on_broker(config, bootstrap)
     deployments.apply_resets(topology, deployments.check(topology, bootstrap))
@@ -187,11 +190,13 @@ def run_worker(config: AppConfig, bootstrap: str, data_dir: Path,
                     snapshot_policy_from_env(), metrics_port,
                     hooks=Announcer(announce, port_told=metrics_port != 0),
                     seam=crash_seam_from_env())
+    watch = deployments.VersionWatch(topology, bootstrap, worker)
     t0 = time.monotonic()
     worker.run()
     s = worker.stats
     announce(f"stopped after {time.monotonic() - t0:.1f} s: {s['events']} event(s), "
              f"{s['checkpoints']} checkpoint(s), {s['dead']} dead letter(s)")
+    watch.finish()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,8 +2,9 @@
 
 Version 1 runs ``keep`` (a window count and sum), ``avg`` (an average over a length
 window) and ``gone`` (a filter).  Version 2 keeps ``keep`` as it is, changes ``avg``'s
-window (rebuilt from now), removes ``gone`` and adds ``big``.  The worker is stopped and
-started on version 2 while the producer goes on: ``keep``'s raw output continues with no
+window (rebuilt from now), removes ``gone`` and adds ``big``.  ``kepl deploy`` records
+version 2 while the version-1 worker runs; that worker commits and leaves by itself, and
+one on version 2 starts, while the producer goes on: ``keep``'s raw output continues with no
 gap and no repeat; ``avg`` continues its row ids with the rows its new text gives from
 the first record version 2 read; ``gone`` stops; ``big`` starts at that record.  A
 worker still on version 1 refuses to start once version 2 is recorded.
@@ -112,7 +113,6 @@ def test_upgrade_while_events_flow(kafka_bootstrap: str, tmp_path: Path,
         producer = threading.Thread(target=stream)
         producer.start()
         wait_rows(counting, 300)
-        kapp.worker.stop()  # the rolling restart: version 1 leaves the group
 
         assert deploy(f2, kafka_bootstrap, "--plan") == 2  # refused: avg needs a choice
         plan = capsys.readouterr().out
@@ -137,6 +137,13 @@ def test_upgrade_while_events_flow(kafka_bootstrap: str, tmp_path: Path,
         assert "  avg   changed, stateful: rebuild from-now: starts with empty state at " \
                "the next record, row ids continue" in applied
         assert f"app {name}: version 2 recorded" in applied
+        # the running version-1 worker sees version 2 recorded, commits and leaves
+        assert kapp.worker.proc is not None
+        assert kapp.worker.proc.wait(60) == EXIT_OTHER_VERSION
+        assert kapp.worker.log_tail(1) == (
+            f"kepl: worker: app {name} now runs version 2, which this worker's statement "
+            "file is not: stopped after its last commit (workers of the new version take "
+            "its partitions)")
 
         stale = subprocess.run(
             [sys.executable, "-m", "app.runtime.kafka.worker", "--config",
