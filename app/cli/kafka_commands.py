@@ -457,6 +457,10 @@ def cmd_undeploy(args: argparse.Namespace, bootstrap: str) -> int:
         require_idle(Broker(bootstrap), config, "undeploy")
         topics = [t for _, t, _ in planned_topics(config, bootstrap, (
             "repartition", "changelog", "output", "dlq", "watermark", "progress"))]
+        from app.runtime.kafka.deployments import deployments_topic
+
+        if deployments_topic(config) in Broker(bootstrap).topics:  # its recorded versions
+            topics.append(deployments_topic(config))
         plan = [f"delete topic {t}" for t in topics]
         plan.append(f"delete consumer group {group_id(config)}")
         if state is not None:
