@@ -2,11 +2,12 @@
 
 ``kepl deploy`` appends one record per deployed version to ``kepl.<app>.deployments``
 (one partition, compacted, key ``v<version>`` so every version stays): the version
-number, the file's text, and per statement a fingerprint of its normalized text (the
-EPL printed back from its syntax tree, so whitespace, comments and keyword case do not
-count), whether it keeps state, and its engine group; per group its partition layout.
-A worker compares its own file with the latest record (``check``) and refuses to start
-on another version, so workers of two versions never share one consumer group.
+number, the file's text, and per statement a fingerprint (of its text printed back from
+its syntax tree, so whitespace, comments and keyword case do not count, of its output
+topic and of the schemas of the types it reads), whether it keeps state, and its engine
+group; per group its partition layout.  A worker compares its own file with the latest
+record (``check``) and refuses to start on another version; a running one leaves once
+another is recorded (``VersionWatch``), so two versions never share the consumer group.
 
 ``plan_upgrade`` compares two recorded forms and says, per statement, what an upgrade
 does (docs/operations.md, "Changing a running app").
@@ -21,8 +22,10 @@ from typing import Any
 
 from app.runtime.kafka import client
 from app.runtime.kafka.config import AppConfig
-from app.runtime.kafka.topology import STATEMENT_KINDS, Topology
+from app.runtime.kafka.topology import STATEMENT_KINDS, Topology, consumed_types
 
+DECLARED_STATE = ("table", "variable")
+"""Declarations whose state is shared by the statements that use them."""
 FROM_NOW = "from-now"
 FROM_EARLIEST = "from-earliest"
 REBUILDS = (FROM_NOW, FROM_EARLIEST)
@@ -128,8 +131,10 @@ def form_of(topology: Topology, file_text: str, version: int = 0) -> Deployment:
     forms: dict[str, StatementForm] = {}
     for p in topology.plans:
         ctx = p.context_spec.name if p.kind == "context" else p.context
-        stateful = p.name not in lanes and p.kind != "context"
-        fp = _digest(normalized(p.epl) + "\n" + outputs.get(p.name, ""))
+        stateful = p.name not in lanes and p.kind not in ("context", "schema")
+        reads = {t: config.schemas[t] for t in sorted(consumed_types(p)) if t in config.schemas}
+        fp = _digest(json.dumps([normalized(p.epl), outputs.get(p.name, ""), reads],
+                                sort_keys=True))
         forms[p.name] = StatementForm(fp, stateful, group_of.get(p.name), p.kind, ctx,
                                       outputs.get(p.name) if p.kind in STATEMENT_KINDS
                                       else None)
@@ -211,6 +216,13 @@ def plan_upgrade(old: Deployment, new: Deployment, rebuild: dict[str, str],
             continue
         if s.kind == "context":
             plan.steps.append(Step(name, STATELESS, "no statement keeping state runs in it"))
+            continue
+        if s.kind in DECLARED_STATE:
+            plan.refusals.append(
+                f"{name}: the declaration of {s.kind} '{name}' changes, and its rows are "
+                "shared by the statements using it: a rebuild of one statement cannot "
+                "serve it (kepl reset replays the app)")
+            plan.steps.append(Step(name, STATEFUL, "refused"))
             continue
         how = rebuild.get(name) or rebuild.get("*")
         if how is None:

@@ -122,3 +122,25 @@ def test_record_round_trips() -> None:
     d = version([FILTER, AVG, *HASHED], 7)
     again = Deployment.decode(d.encode())
     assert again == d and again.digest == d.digest
+
+
+def test_a_changed_table_declaration_is_refused_and_a_schema_keeps_no_state() -> None:
+    table = {"name": "tbl", "epl": "create table Totals (sym string primary key, "
+             "n long)"}
+    old = version([table, {"name": "sch", "epl": "create schema Tick (sym string)"}])
+    new = version([{"name": "tbl", "epl": "create table Totals (sym string primary key, "
+                    "n long, m long)"},
+                   {"name": "sch", "epl": "create schema Tick (sym string, px double)"}], 2)
+    plan = plan_upgrade(old, new, {"*": "from-now"})
+    assert categories(plan) == {"tbl": STATEFUL, "sch": STATELESS}
+    assert plan.resets == [] and len(plan.refusals) == 1
+    assert plan.refusals[0].startswith("tbl: the declaration of table 'tbl' changes")
+
+
+def test_a_schema_change_changes_the_statements_reading_the_type() -> None:
+    old = version([FILTER, AVG])
+    config = AppConfig.from_dict({"app": "up", "schemas": {
+        "Trade": {"sym": "string", "px": "double", "qty": "long"}},
+        "statements": [FILTER, AVG]})
+    plan = plan_upgrade(old, form_of(Topology.plan(config), "", 2), {})
+    assert categories(plan) == {"big": STATELESS, "avg": STATEFUL}
