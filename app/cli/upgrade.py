@@ -89,8 +89,9 @@ def deploy_version(args: argparse.Namespace, config: Any, bootstrap: str) -> int
     if args.plan:
         return 0
     removed_outputs = [running.statements[n].output for n in plan.delete_outputs]
+    resets = {**running.resets, **{n: new.version for n in plan.resets}}
     d.record(config, bootstrap, d.Deployment(new.version, text, new.statements, new.groups,
-                                             tuple(plan.resets)))
+                                             resets))
     _delete_topics(bootstrap, [t for t in removed_outputs if t])
     print(f"app {config.app}: version {new.version} recorded; restart the workers (the "
           "chart's rolling restart does) to run it")

@@ -80,9 +80,10 @@ class Deployment:
     statements: dict[str, StatementForm]
     groups: dict[str, str]
     """Group -> its partition layout (partitions and how events are split)."""
-    resets: tuple[str, ...] = ()
-    """Statements whose state this version starts empty (``from-now``, removed ones
-    deleted on request)."""
+    resets: dict[str, int] = field(default_factory=dict)
+    """Statement -> the version that started its state empty (``from-now``, or removed
+    and deleted on request): an engine partition last at an older version drops it,
+    however many versions it skipped."""
 
     @property
     def digest(self) -> str:
@@ -94,7 +95,7 @@ class Deployment:
         return json.dumps({
             "version": self.version, "file": self.file,
             "statements": {n: vars(s) for n, s in self.statements.items()},
-            "groups": self.groups, "resets": list(self.resets), "digest": self.digest,
+            "groups": self.groups, "resets": self.resets, "digest": self.digest,
         }, sort_keys=True).encode()
 
     @classmethod
@@ -102,7 +103,7 @@ class Deployment:
         d = json.loads(raw)
         return cls(int(d["version"]), d["file"],
                    {n: StatementForm(**s) for n, s in d["statements"].items()},
-                   dict(d["groups"]), tuple(d.get("resets", ())))
+                   dict(d["groups"]), {n: int(v) for n, v in d.get("resets", {}).items()})
 
 
 def _layout(g: Any) -> str:
@@ -346,7 +347,7 @@ def apply_resets(topology: Topology, deployment: Deployment | None) -> None:
     if deployment is None:
         return
     for g in topology.groups.values():
-        g.resets = (deployment.version, tuple(deployment.resets))
+        g.resets = (deployment.version, dict(deployment.resets))
 
 
 WATCH_S = 3.0

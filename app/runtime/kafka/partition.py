@@ -415,10 +415,12 @@ class EnginePartition:
         """Once per deployed version, drop the state of the statements it rebuilds from
         now (``deployments``); the deletes go into the next changelog record."""
         resets = self.group.resets
-        if resets is None or int(self.book.get("version") or 0) >= resets[0]:
+        at = int(self.book.get("version") or 0)
+        if resets is None or at >= resets[0]:
             return
-        for name in resets[1]:
-            self.store.namespace("s", name).clear()
+        for name, version in resets[1].items():
+            if version > at:
+                self.store.namespace("s", name).clear()
         self.book.put("version", resets[0])
         self.touched = True
 

@@ -40,13 +40,13 @@ def run(part: EnginePartition, log: TruncLog, recs: list[InRecord]) -> list[tupl
 def test_a_from_now_rebuild_drops_one_statements_state_once(tmp_path: Path) -> None:
     log = TruncLog()
     g = group()
-    g.resets = (1, ())
+    g.resets = (1, {})
     part = EnginePartition(g, 0, tmp_path / "db", [UP], "changelog", None)
     part.restore(log)
     assert run(part, log, events(0, 3))[-2:] == [("a", 3, 3), ("b", 3, 3)]
     part.close()
 
-    g.resets = (2, ("a",))  # version 2 rebuilds a from now
+    g.resets = (3, {"a": 2})  # version 2 rebuilt a from now, version 3 nothing more
     part = EnginePartition(g, 0, tmp_path / "db", [UP], "changelog", None)
     part.restore(log)
     assert run(part, log, events(3, 2)) == [("a", 4, 1), ("b", 4, 4), ("a", 5, 2), ("b", 5, 5)]
