@@ -188,3 +188,29 @@ def test_upgrade_while_events_flow(kafka_bootstrap: str, tmp_path: Path,
     assert [r.row for r in rows["big"]] == [
         {"account": account(i), "amount": amount(i)}
         for i in range(upgraded_at, N_EVENTS) if amount(i) > 90]
+
+
+@pytest.mark.kafka
+def test_delete_removed_deletes_the_output_topic(kafka_bootstrap: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from app.runtime.kafka.ops import Broker
+
+    name = f"upgrade-{uuid.uuid4().hex[:8]}"
+    f1, f2 = tmp_path / "v1.yaml", tmp_path / "v2.yaml"
+    f1.write_text(yaml.safe_dump(app_doc(name, [KEEP, GONE]), sort_keys=False))
+    f2.write_text(yaml.safe_dump(app_doc(name, [KEEP]), sort_keys=False))
+    assert deploy(f1, kafka_bootstrap) == 0
+    gone = f"kepl.{name}.out.gone"
+    assert gone in Broker(kafka_bootstrap).topics
+    capsys.readouterr()
+    assert deploy(f2, kafka_bootstrap, "--delete-removed") == 0
+    assert capsys.readouterr().out.splitlines()[:3] == [
+        f"app {name}: version 1 -> 2:",
+        "  keep  unchanged: keeps its state and row ids",
+        "  gone  removed: stops; its state and output topic are deleted"]
+    deadline = time.monotonic() + 30
+    while gone in Broker(kafka_bootstrap).topics:
+        assert time.monotonic() < deadline, f"{gone} was not deleted"
+        time.sleep(0.2)
+    assert deploy(f2, kafka_bootstrap, "--plan") == 0
+    assert capsys.readouterr().out == f"app {name}: version 2 runs; {f2} is the same\n"
