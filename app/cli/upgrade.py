@@ -53,11 +53,29 @@ def _delete_topics(bootstrap: str, topics: list[str]) -> None:
         fut.result()
 
 
+def _planned(config: Any, bootstrap: str, create: bool) -> Any:
+    """The app's layout over its source topics as the broker has them; ``create``: the
+    missing ones are created (a deploy), else planned with the file's ``partitions``
+    (a ``--plan`` changes nothing)."""
+    from confluent_kafka.admin import AdminClient
+
+    from app.runtime.kafka import client
+    from app.runtime.kafka.topology import Topology
+    from app.runtime.kafka.worker import plan_on_broker
+
+    if create:
+        return plan_on_broker(config, bootstrap)
+    admin = AdminClient(client.conf({"bootstrap.servers": bootstrap, "log_level": 0}))
+    md = admin.list_topics(timeout=30)
+    counts = {t: len(md.topics[t].partitions) for t in config.source_topics
+              if t in md.topics and md.topics[t].partitions}
+    return Topology.plan(config, counts)
+
+
 def deploy_version(args: argparse.Namespace, config: Any, bootstrap: str) -> int | None:
     """Plan (and record) FILE's version; an exit code to stop with, or None to go on
     creating the topics."""
     from app.runtime.kafka import deployments as d
-    from app.runtime.kafka.worker import plan_on_broker
 
     rebuild = rebuild_choices(getattr(args, "rebuild", []) or [])
     text = Path(args.file).read_text(encoding="utf-8")
@@ -67,11 +85,11 @@ def deploy_version(args: argparse.Namespace, config: Any, bootstrap: str) -> int
             print(f"app {config.app}: no version recorded: deploying {args.file} records "
                   "version 1 with every statement added")
             return 0
-        new = d.form_of(plan_on_broker(config, bootstrap), text, 1)
+        new = d.form_of(_planned(config, bootstrap, True), text, 1)
         d.record(config, bootstrap, new)
         print(f"app {config.app}: version 1 recorded")
         return None
-    new = d.form_of(plan_on_broker(config, bootstrap), text, running.version + 1)
+    new = d.form_of(_planned(config, bootstrap, not args.plan), text, running.version + 1)
     plan = d.plan_upgrade(running, new, rebuild, args.delete_removed)
     if not plan.changes and not plan.refusals:
         print(f"app {config.app}: version {running.version} runs; {args.file} is the same")
