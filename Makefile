@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 KEPL   := $(VENV)/bin/kepl
 
-.PHONY: demo test install lint bench bench-kafka bench-barrier bench-startup chaos scenarios oracle oracle-generated broker-start broker-stop clean chart-test image
+.PHONY: demo test install lint bench bench-kafka bench-barrier bench-startup chaos chaos-cluster test-cluster scenarios oracle oracle-generated broker-start broker-stop clean chart-test image
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,19 @@ bench-startup: install
 chaos: install
 	$(KEPL) kafka start
 	$(PY) -m tests.app.runtime.kafka.chaos --kills 50 --events 20000
+
+# A local 3-node KRaft cluster (replication factor 3, min.insync.replicas 2): brokers
+# killed with kill -9 under a streaming app, a rolling restart, an outage longer than the
+# transaction timeout, workers scaled 1 -> 3 -> 1; raw output = embedded run.
+CLUSTER_PORT ?= 9192
+chaos-cluster: install
+	$(KEPL) kafka start --nodes 3 --port $(CLUSTER_PORT)
+	$(PY) -m tests.app.runtime.kafka.cluster_chaos --port $(CLUSTER_PORT) --kills 12 --events 12000; \
+	rc=$$?; $(KEPL) kafka stop --nodes 3 --port $(CLUSTER_PORT); exit $$rc
+
+# The short cluster test (one kill -9 of an input partition's leader), its own cluster.
+test-cluster: install
+	$(PY) -m pytest -q -p no:cacheprovider -m cluster tests/app/runtime/kafka/test_cluster.py
 
 # The Helm chart: lint, render and schema checks with a pinned helm (built once with Go),
 # and the Dockerfile's structure.

@@ -7,7 +7,7 @@ built from its spec.  The pipeline knows nothing of Kafka or of how time is supp
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -169,6 +169,8 @@ class Pipeline:
         ctx.window = self.view
         self.mr = (spec.match_recognize.build(state.child("mr"), ctx)
                    if spec.match_recognize is not None else None)
+        if self.mr is not None and self.view is not None:
+            self.mr.window_rows = getattr(self.view, "replay_order", self.view.contents)
         self.matcher: Matcher | None = (
             spec.pattern.build(state.child("pattern"), ctx) if spec.pattern is not None else None)
         self.join: Join | None = (
@@ -355,7 +357,18 @@ class Pipeline:
             new, old = self.view.on_events(new, old, now_ms)
         if not new and not old:
             return [], []
+        if self.mr is not None:
+            return self._recognize(list(new), list(old), now_ms)
         return self._finish(list(new), list(old), now_ms)
+
+    def read_window(self, rows: Callable[[], Rows]) -> None:
+        """Where match_recognize over a named window finds the window's rows (its replay
+        after an out-of-sequence remove): ``rows`` filtered by this statement's filter."""
+        if self.mr is None or self.view is not None:
+            return
+        f, ctx = self.filter, self.ctx
+        self.mr.window_rows = (rows if f is None
+                               else lambda: [r for r in rows() if f(r, ctx)])
 
     def on_subquery_rows(self, window: str, new: Rows, old: Rows, prime: bool = False
                          ) -> None:
@@ -400,6 +413,8 @@ class Pipeline:
         if self.join is not None:
             self.join.prime(rows)  # the join's index is rebuilt with every pipeline
             return
+        if self.mr is not None:
+            return  # match_recognize sees the rows that arrive after it starts
         if self.state.get("primed"):
             return  # a rebuilt pipeline: its restored state already counts those rows
         self.state.put("primed", True)

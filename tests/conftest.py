@@ -21,16 +21,23 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
+        "cluster: starts a local 3-node Kafka cluster (three JVMs, about 90 s); deselected "
+        "unless -m names it, as in 'pytest -m cluster' (make test-cluster)",
+    )
+    config.addinivalue_line(
+        "markers",
         "spark: needs a real local PySpark session (the session-scoped spark fixture of "
         "tests/app/analytics; the Kafka connector jars are fetched once with Maven)",
     )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Deselect ``long`` tests unless the -m expression names them."""
-    if "long" in (config.getoption("markexpr") or ""):
-        return
-    long_ = [i for i in items if i.get_closest_marker("long") is not None]
-    if long_:
-        config.hook.pytest_deselected(items=long_)
-        items[:] = [i for i in items if i.get_closest_marker("long") is None]
+    """Deselect ``long`` and ``cluster`` tests unless the -m expression names them."""
+    expr = config.getoption("markexpr") or ""
+    for marker in ("long", "cluster"):
+        if marker in expr:
+            continue
+        off = [i for i in items if i.get_closest_marker(marker) is not None]
+        if off:
+            config.hook.pytest_deselected(items=off)
+            items[:] = [i for i in items if i.get_closest_marker(marker) is None]

@@ -156,11 +156,16 @@ def topics_of(topology: Any, name: str) -> list[str]:
                 how = f"by crc32(key) mod {g.partitions}"
             elif g.split is not None:
                 how = f"by crc32(group key) mod {g.partitions}"
+            elif g.mr_keys is not None:
+                how = f"by crc32(partition by key) mod {g.partitions}"
             else:
                 how = "one engine"
             out.append(f"topic via {config.repartition_topic(g.name)} "
                        f"({_count(g.partitions)}, {how})")
         out.append(f"topic state {config.changelog_topic(g.name)} ({_count(g.partitions)})")
+        route = _mr_routing(topology, g, plan)
+        if route:
+            out.append(route)
         if plan.kind in STATEMENT_KINDS:
             out.append(f"topic out {config.output_topic(name)} ({_count(g.partitions)})")
         out += _split_lines(topology, g, plan)
@@ -179,6 +184,8 @@ def _split_lines(topology: Any, g: Any, plan: Any) -> list[str]:
 
     if plan.kind != "query" or plan.context is not None:
         return []
+    if plan.pipeline is not None and plan.pipeline.match_recognize is not None:
+        return []  # placed by its partition by (``_mr_routing``)
     if g.split is not None:
         return [f"split partitioned by group key ({g.split.describe()}) over "
                 f"{_count(g.partitions)}: each group's rows in order, numbered per group "
@@ -188,6 +195,23 @@ def _split_lines(topology: Any, g: Any, plan: Any) -> list[str]:
         return [f"split not partitioned by group key: {split}"]
     return [f"split can be partitioned by group key ({split.describe()}): "
             f"statement_partitions: {{{plan.name}: N}}"]
+def _mr_routing(topology: Any, group: Any, plan: Any) -> str:
+    """How a match_recognize statement's partition by spreads it on Kafka, or why it
+    stays in one engine partition ("" for other statements)."""
+    from app.runtime.kafka.mr_routing import mr_route_in
+
+    p = plan.pipeline
+    if plan.kind != "query" or p is None or p.match_recognize is None or plan.context:
+        return ""  # (a statement of a context is placed by its context)
+    if group.mr_keys is not None:
+        return (f"route partition by: each key's events meet in one of "
+                f"{_count(group.partitions)}, its partial matches in that partition's "
+                "state")
+    keys, why = mr_route_in(plan, topology.plans, topology.config.schemas)
+    if keys is not None:
+        return (f"route one engine partition; name '{plan.name}' in context_partitions "
+                "to spread it by its partition by")
+    return f"route one engine partition: {why}"
 
 
 def _count(n: int) -> str:

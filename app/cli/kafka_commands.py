@@ -247,8 +247,10 @@ def cmd_clock(args: argparse.Namespace, bootstrap: str) -> int:
 
     sf = load_statement_file(args.file)
     cfg = _config(sf)
+    if getattr(args, "from_events", False):
+        return _clock_from_events(args, bootstrap, sf, cfg)
     if args.time is None and not args.wall:
-        raise ConfigError("clock: give a time in ms or --wall")
+        raise ConfigError("clock: give a time in ms, --wall or --from-events")
     _check_topology(sf, cfg)
     require_deployed("clock", bootstrap, args.file, cfg)
     last = last_watermark(bootstrap, cfg.watermark_topic, PROBE_TIMEOUT_S)
@@ -268,6 +270,36 @@ def cmd_clock(args: argparse.Namespace, bootstrap: str) -> int:
             return 0
         time.sleep(args.interval / 1000)
         t = max(t, int(time.time() * 1000))
+
+
+def _clock_from_events(args: argparse.Namespace, bootstrap: str, sf: Any, cfg: Any) -> int:
+    """``kepl clock FILE --from-events``: watermarks from the events' time, until
+    stopped (``eventtime.EventClock``)."""
+    from app.runtime.kafka.clock import last_watermark
+    from app.runtime.kafka.event_clock import EventClock
+    from app.runtime.kafka.shutdown import SHUTDOWN
+
+    if cfg.event_time is None:
+        raise ConfigError(f"clock: {args.file} has no 'event_time' section "
+                          "(event_time: {delay_ms: ..., idle_ms: ...})")
+    if args.time is not None or args.wall:
+        raise ConfigError("clock: --from-events takes no time and no --wall")
+    _check_topology(sf, cfg)
+    require_deployed("clock", bootstrap, args.file, cfg)
+    clock = EventClock(bootstrap, cfg,
+                       last_watermark(bootstrap, cfg.watermark_topic, PROBE_TIMEOUT_S))
+    SHUTDOWN.install()
+    SHUTDOWN.worker = clock  # a signal sets clock.stopping
+    print(f"clock: watermarks from the events of {', '.join(cfg.source_topics)} "
+          f"(delay {cfg.event_time.delay_ms} ms, idle {cfg.event_time.idle_ms} ms); "
+          "Ctrl-C stops", file=sys.stderr)
+    try:
+        clock.run(lambda: clock.stopping)
+    finally:
+        clock.close()
+    print(f"clock: {clock.published} watermark(s) published, the last {clock.last}",
+          file=sys.stderr)
+    return 0
 
 
 class BrokerWatch:

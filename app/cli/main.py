@@ -227,6 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("time", nargs="?", type=int,
                    help="runtime time in ms, not before the last watermark (or use --wall)")
     p.add_argument("--wall", action="store_true", help="publish the wall clock repeatedly")
+    p.add_argument("--from-events", action="store_true",
+                   help="follow the source topics and publish watermarks from the events' "
+                        "time (the app's event_time: section) until stopped")
     p.add_argument("--interval", type=int, default=1000,
                    help="ms between watermarks with --wall (default 1000)")
     p.add_argument("--timeout", type=float, default=10.0,
@@ -518,9 +521,11 @@ class _Replayed:
             print(text, file=sys.stderr)
 
 
-def _replay(events: str, catalog: Any, engine: Any, done: _Replayed | None = None) -> int:
+def _replay(events: str, catalog: Any, engine: Any, done: _Replayed | None = None,
+            send: Any = None) -> int:
     """Apply JSON-lines steps ({"time": ms} or {"send": Type, "event": {...}}); a step the
-    engine refuses is reported on stderr and skipped. Returns how many were refused."""
+    engine refuses is reported on stderr and skipped. Returns how many were refused.
+    ``send``: what sends an event (default ``engine.send``)."""
     from app.conformance.runner import ScenarioError, clock_or_event
     from app.runtime.catalog import EventTypeError
     from app.runtime.functions import UserFunctionError
@@ -546,8 +551,8 @@ def _replay(events: str, catalog: Any, engine: Any, done: _Replayed | None = Non
             step = json.loads(line)
             if not isinstance(step, dict):
                 raise ScenarioError("a step is a JSON object")
-            if not clock_or_event(step, lambda t: engine.advance_time(int(t)), engine.send,
-                                  catalog):
+            if not clock_or_event(step, lambda t: engine.advance_time(int(t)),
+                                  send or engine.send, catalog):
                 raise ScenarioError("a step needs 'time' or 'send'")
             if "send" in step:
                 done.events += 1
@@ -575,9 +580,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             done.rows += 1
             progress.out(json.dumps(row, default=str))
 
+    def send(type_name: str, event: Any) -> Any:
+        numbering.sending(type_name, event)
+        return engine.send(type_name, event)
+
     engine.listeners.append(show)
     with progress:
-        rejected = _replay(args.events, catalog, engine, done)
+        rejected = _replay(args.events, catalog, engine, done, send)
     if rejected:
         print(f"kepl: run: {rejected} step(s) rejected", file=sys.stderr)
         return 1

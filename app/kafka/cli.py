@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from app.kafka import local_broker
+from app.kafka import local_broker, local_cluster
 
 PROG = "kepl kafka"
 
@@ -49,12 +49,23 @@ def _positive(text: str) -> float:
     return value
 
 
+def _nodes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of nodes: {text!r}") from None
+    if not 1 <= value <= 9:
+        raise argparse.ArgumentTypeError(f"nodes must be within 1..9, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``kepl kafka`` argument parser."""
     parser = _Parser(
         prog=PROG,
         description=(
-            "Run a real single-node Apache Kafka broker (KRaft, broker+controller in one JVM) "
+            "Run a real single-node Apache Kafka broker (KRaft, broker+controller in one JVM), "
+            "or with --nodes N a local cluster of N such nodes, "
             "without Docker. Jars come from Maven Central once and are cached in "
             "${KEPL_HOME:-~/.cache/kepl}/kafka/<version>/libs."
         ),
@@ -66,8 +77,18 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--port",
             type=_port,
-            default=9092,
-            help="PLAINTEXT client port; the controller listens on PORT+1 (default: %(default)s)",
+            default=None,
+            help="PLAINTEXT client port; the controller listens on PORT+1 (default: 9092; "
+            f"with --nodes N > 1 the first node's, default {local_cluster.DEFAULT_PORT}, "
+            "node i on PORT+2(i-1))",
+        )
+        p.add_argument(
+            "--nodes",
+            type=_nodes,
+            default=1,
+            metavar="N",
+            help="a cluster of N KRaft nodes (each broker and controller, own ports and "
+            "data dirs; 3 for replication factor 3) instead of one broker (default: 1)",
         )
         p.add_argument(
             "--data-dir",
@@ -75,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
             default=None,
             metavar="DIR",
             help="config, data, logs and pid file of this broker "
-            "(default: ${KEPL_HOME:-~/.cache/kepl}/broker-PORT)",
+            "(default: ${KEPL_HOME:-~/.cache/kepl}/broker-PORT, or cluster-PORT "
+            "with --nodes)",
         )
 
     p_start = sub.add_parser(
@@ -126,6 +148,29 @@ def _describe(info: local_broker.BrokerInfo) -> str:
     return f"{state}  bootstrap={info.bootstrap}  data-dir={info.data_dir}  log={info.log_file}"
 
 
+def _describe_cluster(info: local_cluster.ClusterInfo) -> str:
+    lines = [f"{'running' if info.running else 'not all running'}  "
+             f"bootstrap={info.bootstrap}  data-dir={info.data_dir}"]
+    for n in info.nodes:
+        state = f"running (pid {n.pid})" if n.running else "stopped"
+        lines.append(f"  node {n.node_id}: {state}  {n.bootstrap}  log={n.log_file}")
+    return "\n".join(lines)
+
+
+def _cluster(args: argparse.Namespace) -> int:
+    port = args.port or local_cluster.DEFAULT_PORT
+    if args.command == "start":
+        info = local_cluster.start(port, args.nodes, args.data_dir, args.wait)
+        print(_describe_cluster(info))
+        return 0
+    if args.command == "stop":
+        print(_describe_cluster(local_cluster.stop(port, args.data_dir, args.timeout)))
+        return 0
+    info = local_cluster.status(port, args.data_dir)
+    print(_describe_cluster(info))
+    return 0 if info.running else 3
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``kepl kafka`` with ``argv`` (the words after ``kafka``); return the exit code."""
     parser = build_parser()
@@ -138,6 +183,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 0
 
     try:
+        if args.nodes > 1:
+            return _cluster(args)
+        args.port = args.port or 9092
         if args.command == "start":
             info = local_broker.start(
                 args.port, args.data_dir, args.wait, appcds=not args.no_appcds
@@ -151,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         info = local_broker.status(args.port, args.data_dir)
         print(_describe(info))
         return 0 if info.running else 3
-    except (local_broker.BrokerError, OSError) as exc:
+    except (local_broker.BrokerError, OSError, ValueError) as exc:
         print(f"{PROG} {args.command}: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -253,6 +253,8 @@ class Engine:
             p_key = ("p", st.plan.name, pid)
             self._arm(p_key, p.next_timer, (0, st.index, self._seq))
             if st.plan.kind == "query" and st.plan.window is not None:
+                window = st.plan.window
+                p.read_window(lambda: self._window_rows(window, st.plan.context, pid))
                 self._prime(st, pid, p)
             if st.plan.kind in ("query", "on") and spec.subquery_windows():
                 for w in spec.subquery_windows():

@@ -5,7 +5,8 @@ run``, ``kepl tail``).  ``context_partition`` is the same text whichever engine 
 the row: the key text of a keyed context that ``context_partitions`` gives its own
 partitions, the group key text of a statement ``statement_partitions`` splits by group
 key (its rows numbered per group), the bucket of a hash context, the source partition of
-a stateless statement (a lane), otherwise the context partition id as text.  ``id`` is
+a stateless statement (a lane), the engine partition of a match_recognize statement
+spread by its partition by, otherwise the context partition id as text.  ``id`` is
 ``statement/context_partition/seq``, ``seq`` counting from 1 per (statement, context
 partition); a lane counts once per source partition for all its statements.
 """
@@ -60,6 +61,10 @@ class RowNumbering:
         self._buckets: dict[str, dict[Any, int]] = {}
         self._split: dict[str, Callable[[Any], str]] = {}
         """Statement split by group key -> the key text of one of its rows."""
+        self._routed: dict[str, Any] = {}
+        """match_recognize statement spread by its partition by -> its group: its rows
+        are numbered per engine partition, the one of the event that made them."""
+        self.current: tuple[str, Any] | None = None
         if topology is None:
             return
         for g in topology.groups.values():
@@ -76,6 +81,9 @@ class RowNumbering:
             if g.split is not None:
                 for s in g.statements:
                     self._split[s] = g.split.key_of_row
+            if g.mr_keys is not None:
+                for s in g.statements:
+                    self._routed[s] = g
         for p in topology.lanes:
             # the source partition: 0 of a one-partition topic (more: the producer's)
             # (no statement is named with a NUL: lane keys never meet statement names)
@@ -91,12 +99,22 @@ class RowNumbering:
             rev = self._buckets[context] = {i: b for b, i in ids.items()}
         return str(rev.get(pid, pid))
 
+    def sending(self, type_name: str, event: Any) -> None:
+        """The event about to be sent: a spread match_recognize statement's rows all
+        come from events (it has no interval), each from its key's engine partition."""
+        self.current = (type_name, event)
+
     def rows(self, stmt: str, new: list, old: list, pid: Any) -> list[dict[str, Any]]:
         """The output rows of one listener call, numbered."""
         if stmt in self._split:
             return self._split_rows(stmt, new, old)
-        to_text = self._cp.get(stmt)
-        cp = to_text(pid) if to_text is not None else pid_text(pid)
+        routed = self._routed.get(stmt)
+        if routed is not None:
+            q = routed.partition_of(*self.current) if self.current is not None else None
+            cp = str(q if q is not None else 0)
+        else:
+            to_text = self._cp.get(stmt)
+            cp = to_text(pid) if to_text is not None else pid_text(pid)
         key = (self._lane.get(stmt, stmt), cp)
         seq = self.seqs.get(key, 0)
         now = self.engine.now_ms

@@ -11,14 +11,22 @@ the greedy/reluctant quantifiers wins and matches overlapping an earlier one are
 ``or terminated``, until the partial match it continues cannot go further) so that a
 longer match can replace it.  Output is insert-only, one row per match, in arrival order.
 
-State (all of it plain data in the namespace): ``seq`` numbers events; ``("p", key)``
-holds a partition's partial matches and, when ``prev()`` is used, its last events;
-``("w", seq)`` the events of the data window that matched a condition (``bound``);
-``sched`` the matches an interval holds back and when they are due.
+State (all of it plain data in the namespace): ``seq`` numbers events for ranking and
+skipping (a replay renumbers them), ``eid`` identifies them (never reused);
+``("p", key)`` holds a partition's partial matches and, when ``prev()`` is used, its last
+events; ``("w", eid)`` the events of the data window that matched a condition
+(``bound``); ``sched`` the matches an interval holds back and when they are due.
+
+A data window that removes a matched event other than the oldest one (``#sort``,
+``#unique``, ``#rank``, a named window's ``on delete`` ...) makes the matcher start over
+from the window's contents (``_replay``), as Esper 9's match-recognize view does after an
+out-of-sequence remove.
 """
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -73,6 +81,9 @@ class MatchRecognizer:
         self.multi_index = {self.streams[v]: i for i, v in enumerate(nfa.multis)}
         self.var_streams = list(self.streams.items())
         self.seq: int = state.get("seq", 0)
+        self.eid: int = state.get("eid", self.seq)
+        self.window_rows: Callable[[], Iterable[Row]] | None = None
+        """The input window's contents in its iteration order (set by the pipeline)."""
         self.collect_at: int = state.get("collect_at", COLLECT_AT)
         self.parts: dict[str, dict[str, Any]] = {}
         self.matched: dict[int, Row] = {}
@@ -81,6 +92,11 @@ class MatchRecognizer:
                 self.parts[key[1]] = value
             elif isinstance(key, tuple) and key[0] == "w":
                 self.matched[key[1]] = value
+        # ids grow with arrival and an event joins the set when it arrives: id order is
+        # the set's insertion order (Esper keeps it in a linked hash set)
+        self.matched = dict(sorted(self.matched.items()))
+        self._order: deque[int] = deque(self.matched)
+        """Ids of matched events in arrival order, removed ones dropped lazily."""
         sched = state.get("sched")
         self.schedule: list[list[Any]] = sched["s"] if sched else []
         """[[first event time, [matches]], ...] sorted by time."""
@@ -96,7 +112,7 @@ class MatchRecognizer:
         """One update of the stream: remove stream first, then each new event."""
         spec = self.spec
         if old and spec.bound:
-            self._remove_old(old)
+            self._remove_old(old, new, now_ms)
         if not new:
             self._flush()
             return []
@@ -104,6 +120,7 @@ class MatchRecognizer:
         terms: list[Entry] | None = None
         for row in new:
             self.seq += 1
+            self.eid += 1
             key = self._key(row)
             if spec.partition_by and len(self.parts) >= self.collect_at:
                 self._collect()
@@ -113,13 +130,15 @@ class MatchRecognizer:
             self._dirty.add(key)
             if spec.prev_depth:
                 buf = part["prev"]
-                buf.append([self.seq, row])
+                buf.append([self.eid, row])
                 if len(buf) > spec.prev_depth:
                     del buf[0]
-            t = self._step(part, row, now_ms, ends, key if spec.partition_by else None)
+            t = self._step(part, row, now_ms, ends, key if spec.partition_by else None,
+                           self.eid)
             if t:
                 terms = t if terms is None else terms + t
         self.ns.put("seq", self.seq)
+        self.ns.put("eid", self.eid)
         if not ends and (not spec.or_terminated or terms is None):
             self._flush()
             return []
@@ -179,13 +198,14 @@ class MatchRecognizer:
         return orjson.dumps([f(row, self.ctx) for f in pb], default=str).decode()
 
     def _step(self, part: dict[str, Any], row: Row, now_ms: int, ends: list[Entry],
-              key: Any) -> list[Entry] | None:
-        """Advance the partition's partial matches by one event, then try the start
-        states; matches go to ``ends``; returns the partial matches the event ended
-        (for ``or terminated``)."""
+              key: Any, eid: int, retain: bool = True) -> list[Entry] | None:
+        """Advance the partition's partial matches by one event (``eid``), then try the
+        start states; matches go to ``ends``; returns the partial matches the event ended
+        (for ``or terminated``).  ``retain``: a matching event joins the window's set of
+        matched events (not while replaying)."""
         spec = self.spec
         seq = self.seq
-        event = [seq, row]
+        event = [eid, row]
         collect = spec.collect
         nxt: list[Entry] = []
         terms: list[Entry] | None = None
@@ -252,10 +272,11 @@ class MatchRecognizer:
                     entry["s"] = nx
                     nxt.append(entry)
         part["cur"] = nxt
-        if matched and spec.bound:
-            self.matched[seq] = row
-            self._matched_index.setdefault(_fp(row), []).append(seq)
-            self.ns.put(("w", seq), row)
+        if matched and spec.bound and retain:
+            self.matched[eid] = row
+            self._order.append(eid)
+            self._matched_index.setdefault(_fp(row), []).append(eid)
+            self.ns.put(("w", eid), row)
         return terms
 
     def _add(self, stream: int, event: list[Any], mm: list[Any] | None) -> list[Any]:
@@ -505,19 +526,32 @@ class MatchRecognizer:
 
     # ---------------------------------------------------------- window removes
 
-    def _remove_old(self, old: Rows) -> None:
+    def _remove_old(self, old: Rows, new: Rows, now_ms: int) -> None:
         """Events leaving the data window leave every partial match holding them; when
         no matched event is left in the window all partial matches are dropped.  What
         ``prev()`` reads is not changed: it is the partition's last events, in the window
-        or not (as in Esper)."""
+        or not (as in Esper).  A matched event leaving before an older matched one is an
+        out-of-sequence remove: the partial matches are rebuilt from the window
+        (``_replay``)."""
         removed: list[tuple[int | None, Row]] = []
+        first = self._first()
+        out_of_sequence = False
         for row in old:
             seqs = self._matched_index.get(_fp(row))
             s = seqs.pop(0) if seqs else None
             if s is not None:
+                if first is not None and s != first:
+                    out_of_sequence = True
                 self.matched.pop(s, None)
                 self.ns.delete(("w", s))
+                first = self._first()
             removed.append((s, row))
+        if len(self._order) > 2 * len(self.matched) + 64:
+            live = self.matched
+            self._order = deque(k for k in self._order if k in live)
+        if out_of_sequence:
+            self._replay(new, now_ms)
+            return
         spec = self.spec
         if not self.matched:
             for key, part in list(self.parts.items()):
@@ -537,6 +571,44 @@ class MatchRecognizer:
                 self._dirty.add(key)
                 if not part["cur"] and not spec.prev_depth:
                     del self.parts[key]
+
+    def _first(self) -> int | None:
+        """The oldest matched event still in the window (amortised O(1))."""
+        order, live = self._order, self.matched
+        while order and order[0] not in live:
+            order.popleft()
+        return order[0] if order else None
+
+    def _replay(self, new: Rows, now_ms: int) -> None:
+        """Esper 9's match-recognize view after an out-of-sequence remove: every
+        partition starts with no partial match, the window's events (the update's new
+        ones included) are stepped again in the window's order, numbered from 1, and the
+        matches they complete are dropped; the set of matched events stays as it was.
+        An event keeps its id (so a later remove finds the partial matches holding it);
+        one that never matched gets a negative one, as no remove looks for it."""
+        for key, part in self.parts.items():
+            part["cur"] = []
+            self._dirty.add(key)
+        rows = list(self.window_rows()) if self.window_rows is not None else []
+        ids = {k: list(v) for k, v in self._matched_index.items() if v}
+        coming = {id(r): self.eid + i + 1 for i, r in enumerate(new)}
+        sink: list[Entry] = []
+        self.seq = 0
+        by_key = bool(self.spec.partition_by)
+        for row in rows:
+            self.seq += 1
+            eid = coming.get(id(row))
+            if eid is None:
+                seqs = ids.get(_fp(row))
+                eid = seqs.pop(0) if seqs else -self.seq
+            key = self._key(row)
+            part = self.parts.get(key)
+            if part is None:
+                part = self.parts[key] = {"cur": [], "prev": []}
+            self._dirty.add(key)
+            self._step(part, row, now_ms, sink, key if by_key else None, eid, retain=False)
+        self.ns.put("seq", self.seq)
+        self._flush()
 
     @staticmethod
     def _holds(entry: Entry, seq: int) -> bool:

@@ -9,6 +9,7 @@ from typing import Any
 from operators.base import Emit, Expr, PartitionCtx, Row, Rows, StateNamespace
 from operators.windows.chain import combine, finish
 from operators.windows.common import DEFAULT_ENV, BuildEnv, WindowSpec, WindowView, freeze, key_of
+from operators.windows.java_order import bucket
 
 
 class GroupWinView(WindowView):
@@ -164,6 +165,18 @@ class GroupWinView(WindowView):
             return None
         found = self._view_for(row, 0, False)
         return found[1] if found else None
+
+    def replay_order(self) -> list[Row]:
+        """The groups in the order Esper iterates its hash map of them (the bucket of the
+        group key, then creation), each group's rows in its own order (a match_recognize
+        replays the window in it)."""
+        n = len(self.entries)
+        out: list[Row] = []
+        for _, _, view in sorted(((bucket(k, n), gid, view)
+                                  for k, (gid, view) in self.entries.items()),
+                                 key=lambda e: (e[0], e[1])):
+            out.extend(getattr(view, "replay_order", view.contents)())
+        return out
 
     def contents(self) -> list[Row]:
         """All groups' contents, group by group in creation order."""

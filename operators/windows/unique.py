@@ -14,6 +14,7 @@ from operators.windows.common import (
     freeze,
     key_of,
 )
+from operators.windows.java_order import bucket
 
 
 class KeyedRows(WindowView):
@@ -52,6 +53,13 @@ class KeyedRows(WindowView):
     def contents(self) -> list[Row]:
         """Held rows in arrival order (001 leaves the order open; arrival order chosen)."""
         return [row for _, row in self.by_key.values()]
+
+    def replay_order(self) -> list[Row]:
+        """Held rows in the order Esper iterates its hash map of them: by bucket, then
+        by arrival within a bucket (match_recognize replays the window in it)."""
+        n = len(self.by_key)
+        held = sorted(((bucket(k, n), seq), row) for k, (seq, row) in self.by_key.items())
+        return [row for _, row in held]
 
     def count(self, row: Row | None = None) -> int:
         """Number of distinct keys held."""

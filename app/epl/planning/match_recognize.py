@@ -22,16 +22,24 @@ from operators.match_recognize.spec import MatchRecognizeSpec, MeasureAggregate
 
 def plan_match_recognize(planner: Any, mr: ast.MatchRecognize, type_name: str,
                          props: dict[str, str], alias: str | None, view: Any,
-                         variables: frozenset[str]) -> MatchRecognizeSpec:
-    """The operator spec of one match_recognize clause over a stream of ``type_name``."""
+                         variables: frozenset[str],
+                         named_window: bool = False) -> MatchRecognizeSpec:
+    """The operator spec of one match_recognize clause over a stream of ``type_name``
+    (``named_window``: the stream is a named window's, whose rows an on-action may
+    delete in any order)."""
     pattern = _pattern(mr.pattern)
     compiled = nfa.compile_nfa(pattern)
     singles, multis = set(compiled.singles), set(compiled.multis)
     names = [*compiled.singles, *compiled.multis]
     var_set = frozenset(names)
-    if view is not None and not getattr(view, "oldest_first", True):
-        raise NotSupported("match_recognize over a data window that removes events out of "
-                           "arrival order")
+    # after an out-of-sequence remove Esper 9 steps the window's events again with a
+    # fresh state that has no interval schedule (it fails at the next held match) and a
+    # prev() buffer positioned by event identity; kepl refuses both rather than guess
+    out_of_order = named_window or (view is not None
+                                    and not getattr(view, "oldest_first", True))
+    if out_of_order and mr.interval is not None:
+        raise NotSupported("match_recognize with interval over a named window or a data "
+                           "window that removes events out of arrival order")
     catalog = planner.catalog
 
     def check_path(n: ast.Name, parts: tuple[str, ...], skipped: int) -> None:
@@ -88,6 +96,10 @@ def plan_match_recognize(planner: Any, mr: ast.MatchRecognize, type_name: str,
                 reads_groups.add(d.name)
         defines[d.name] = compile_expr(expr, def_scope)
 
+    if out_of_order and prev_depth:
+        raise NotSupported("prev() in match_recognize over a named window or a data "
+                           "window that removes events out of arrival order")
+
     # measures: expressions over the match (aggregates over one multi-row variable)
     aggs: list[Any] = []
     agg_texts: dict[str, int] = {}
@@ -137,7 +149,7 @@ def plan_match_recognize(planner: Any, mr: ast.MatchRecognize, type_name: str,
         pattern=pattern, defines=defines, measures=tuple(measures), aggregates=aggregates,
         partition_by=tuple(partition), all_matches=mr.all_matches, skip=mr.skip,
         interval_ms=interval, or_terminated=mr.or_terminated, prev_depth=prev_depth,
-        bound=view is not None, collect=collect or bool(reads_groups),
+        bound=view is not None or named_window, collect=collect or bool(reads_groups),
         reads_groups=frozenset(reads_groups))
 
 

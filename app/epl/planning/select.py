@@ -89,7 +89,7 @@ class SelectPlanning(PlannerBase):
             if node.match_recognize is not None:
                 ev_scope = scope
                 mr, scope = self._match_recognize(node, src, props, view, variables)
-                if node.where is not None and view is None:
+                if node.where is not None and view is None and source_window is None:
                     # Esper plans the where clause of a match_recognize without a data
                     # window as a filter of its input events (it names their properties)
                     self._check_names(replace(node, select_items=(), having=None,
@@ -161,15 +161,14 @@ class SelectPlanning(PlannerBase):
         from app.epl.planning.match_recognize import plan_match_recognize
         from app.epl.properties import path_error
 
-        if src.type_name in self.catalog.named_windows:
-            raise NotSupported("match_recognize over a named window")
+        named = src.type_name in self.catalog.named_windows
         mr = plan_match_recognize(self, node.match_recognize, src.type_name, props,
-                                  src.alias, view, variables)
+                                  src.alias, view, variables, named_window=named)
         measure_props = {name: "any" for name, _ in mr.measures}
         self.tenv.props = measure_props
         scope = Scope("event", frozenset(), variables=variables, tables=self.tenv)
         exprs = [i.expr for i in node.select_items if type(i).__name__ == "SelectItem"]
-        where = node.where if view is not None else None
+        where = node.where if view is not None or named else None
         exprs += [e for e in (where, node.having, *(node.group_by or ())) if e is not None]
         for e in exprs:
             for n in names_in(e):

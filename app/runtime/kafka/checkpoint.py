@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from app.runtime.kafka import client, codec
+from app.runtime.kafka import brokers, client, codec
 from app.runtime.kafka.router import H_ERROR, H_SOURCE
 
 log = logging.getLogger("kepl.checkpoint")
@@ -73,6 +73,8 @@ def producer_config(bootstrap: str, transactional_id: str | None) -> dict[str, A
         "compression.type": "none",
         "log_level": 3,
         "logger": KAFKA_LOG,
+        # one line per broker lost and back (brokers.py), not one per failed connection
+        **brokers.WATCH.settings(),
     }
     if transactional_id is not None:
         conf["transactional.id"] = transactional_id
@@ -140,7 +142,7 @@ class _Producer:
             self._produce(topic, value, key, partition, cb, headers=headers)
         except BufferError:
             while True:
-                self.producer.poll(0.05)
+                self._serve(0.05)
                 try:
                     self._produce(topic, value, key, partition, cb, headers=headers)
                     return
@@ -151,11 +153,29 @@ class _Producer:
         self.open = True
 
     def poll(self) -> None:
-        self.producer.poll(0)
+        self._serve(0)
+
+    def _serve(self, timeout_s: float) -> None:
+        """Serve the producer's callbacks; a fatal error it raises there (fenced by a
+        newer instance after a broker failure) is ``Fenced``: one line, not a traceback."""
+        from confluent_kafka import KafkaException
+
+        try:
+            self.producer.poll(timeout_s)
+        except KafkaException as e:
+            raise Fenced(f"producer: {e.args[0].str()}") from None
 
     def flush(self) -> None:
         """Wait until every record produced so far is acknowledged (a failure raises)."""
-        while self.producer.flush(10) > 0:
+        from confluent_kafka import KafkaException
+
+        while True:
+            try:
+                left = self.producer.flush(10)
+            except KafkaException as e:
+                raise Fenced(f"producer: {e.args[0].str()}") from None
+            if not left:
+                break
             log.warning("producer flush still waiting for the broker")
         if self.errors:
             errs, self.errors = self.errors, []
@@ -402,7 +422,8 @@ class CheckpointRound:
                 source = f"{d.record.upstream.replace(':', '/')}/{d.record.offset}"
                 self.on_dead(source, d.reason)
                 out.produce(names.dlq_topic, d.record.raw or codec.dumps(d.record.payload), 0,
-                            [(H_ERROR, d.reason.encode()), (H_SOURCE, source.encode())])
+                            [(H_ERROR, d.reason.encode()), (H_SOURCE, source.encode()),
+                             *d.headers])
             if rec is None:
                 continue
             self.write_rows(part)

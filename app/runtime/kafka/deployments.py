@@ -304,9 +304,12 @@ def record(config: AppConfig, bootstrap: str, deployment: Deployment) -> None:
     """Append ``deployment`` to the app's deployments topic (created if missing)."""
     from confluent_kafka import Producer
 
-    from app.runtime.kafka.topology import ensure_topics
+    from app.runtime.kafka.topology import REPLICATION, ensure_topics
 
-    ensure_topics(bootstrap, {deployments_topic(config): (1, dict(TOPIC_CONFIG))})
+    cfg = {**TOPIC_CONFIG, REPLICATION: str(config.replication_factor)}
+    if config.min_insync_replicas is not None:
+        cfg["min.insync.replicas"] = str(config.min_insync_replicas)
+    ensure_topics(bootstrap, {deployments_topic(config): (1, cfg)})
     p = Producer(client.conf({"bootstrap.servers": bootstrap, "acks": "all",
                               "enable.idempotence": True, "log_level": 0}))
     failed: list[str] = []

@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from app.runtime.kafka.eventtime import LATE
 from app.runtime.kafka.statesize import StateSizes
 
 LIVE_S = 30.0
@@ -46,6 +47,7 @@ METRICS: dict[str, str] = {
     "kepl_rebalances": "counter",
     "kepl_assigned_partitions": "gauge",
     "kepl_previous_exit_code": "gauge",
+    "kepl_late_events": "gauge",
 }
 """Every metric family of a worker and its Prometheus type."""
 
@@ -112,6 +114,12 @@ class Metrics:
                              registry=r, labelnames=["app"]).labels(**lbl)
         self.stalled = Gauge("kepl_stalled", "1 while the worker reports a stall",
                              registry=r, labelnames=["app"]).labels(**lbl)
+        late = Gauge("kepl_late_events", "Events older than the runtime time a watermark "
+                     "had reached (event_time apps), by late_events policy, since the "
+                     "worker started", ["app", "policy"], registry=r)
+        for policy in LATE:
+            late.labels(app=app, policy=policy).set_function(
+                lambda policy=policy: LATE[policy])
         self.lost = Counter("kepl_input_lost", "Source records deleted before they were read "
                             "(retention, DeleteRecords)", ["app", "partition"], registry=r)
         self.busy = Counter("kepl_processing_seconds", "Time spent running records "

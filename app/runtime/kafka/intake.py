@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from app.runtime.kafka.checkpoint import OutputLog
+from app.runtime.kafka.checkpoint import Fenced, OutputLog
 from app.runtime.kafka.inputs import Inputs
 from app.runtime.kafka.lanes import LaneCursor
 from app.runtime.kafka.lost_input import LostInput
@@ -174,6 +174,8 @@ class Intake:
             if lane is not None and type_name in lane.types:
                 try:
                     lane.send(type_name, event)
+                except Fenced:  # the producer's, not the event's: no dead letter
+                    raise
                 except Exception as e:  # noqa: BLE001 - a statement failing on one event
                     # nothing of it went anywhere yet: the lane emits all rows or none
                     self.dead_letter(m, f"engine error: {type(e).__name__}: {e}")

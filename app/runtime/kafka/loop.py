@@ -42,7 +42,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from app.runtime.kafka import client
+from app.runtime.kafka import brokers, client
 from app.runtime.kafka.assignment import Assignment
 from app.runtime.kafka.checkpoint import (
     KAFKA_LOG,
@@ -117,6 +117,7 @@ def consumer_config(bootstrap: str, app: str, identity: str) -> dict[str, Any]:
         "queued.max.messages.kbytes": 262_144,
         "log_level": 3,
         "logger": KAFKA_LOG,
+        **brokers.WATCH.settings(),
     }
 
 

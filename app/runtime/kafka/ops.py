@@ -240,7 +240,10 @@ def app_status(config: AppConfig, bootstrap: str,
             key = (d["topic"], p)
             changelogs.append({"topic": d["topic"], "partition": p, "start": starts[key],
                                "end": ends[key],
-                               "snapshot": _first_snapshot(log, d["topic"], p, starts[key])})
+                               "snapshot": _first_snapshot(log, d["topic"], p, starts[key]),
+                               "late": (_late_events(log, d["topic"], p, starts[key],
+                                                     ends[key])
+                                        if config.event_time is not None else 0)})
     return {
         "app": config.app, "bootstrap": bootstrap,
         "statements": [{"name": s.name, "output_topic": config.output_topic(s.name)}
@@ -257,8 +260,25 @@ def app_status(config: AppConfig, bootstrap: str,
                       if wm_topic in broker.topics else None},
         "dlq": {"topic": dlq, "records": dead},
         "changelogs": changelogs,
+        "late_events": (None if config.event_time is None else
+                        {"policy": config.event_time.late,
+                         "count": sum(c["late"] for c in changelogs)}),
         "state_dirs": None if data_dir is None else state_dirs(data_dir),
     }
+
+
+def _late_events(log: Any, topic: str, partition: int, start: int, end: int) -> int:
+    """Late events an engine partition has seen (event_time apps): the count its last
+    changelog record carries (committed state, so it survives restarts)."""
+    from app.runtime.kafka.store import ChangelogRecord
+
+    late = 0
+    for _, value in log.read(topic, partition, max(start, end - 4)):
+        try:
+            late = int(ChangelogRecord.decode(value).meta.get("late", late))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return late
 
 
 def _first_snapshot(log: Any, topic: str, partition: int, start: int
@@ -346,6 +366,9 @@ def render_status(st: dict[str, Any]) -> list[str]:
                 f"snapshot {snap['id']} at offset {snap['offset']} ({size})")
         lines.append(f"changelog {c['topic']}[{c['partition']}]: offsets {c['start']}.."
                      f"{c['end']}, {seen}")
+    late = st.get("late_events")
+    if late is not None:
+        lines.append(f"late events: {late['count']} (late_events: {late['policy']})")
     if st["state_dirs"] is not None:
         lines.append("state dirs:" if st["state_dirs"] else "state dirs: none")
         for d in st["state_dirs"]:

@@ -66,6 +66,7 @@ from time import perf_counter
 from typing import Any, NamedTuple, Protocol
 
 from app.runtime.engine import Engine
+from app.runtime.kafka.eventtime import H_LATENESS, LATE, HeldEvents, late_reason
 from app.runtime.kafka.statesize import StateSizes
 from app.runtime.kafka.store import ChangelogRecord, PartitionStore, entry_size
 from app.runtime.kafka.topology import Group
@@ -240,6 +241,8 @@ class DeadLetter:
 
     record: InRecord
     reason: str
+    headers: tuple[tuple[str, bytes], ...] = ()
+    """More headers for the dead letter (a late event's ``kepl.lateness``)."""
 
 
 class Poisoned(Exception):
@@ -307,6 +310,10 @@ class EnginePartition:
         self.queues: list[deque[InRecord]] = [deque() for _ in upstreams]
         self.barriers_queued = [0] * len(upstreams)
         self.first_use: HashManager | None = None
+        self.held: HeldEvents | None = None
+        """Events waiting for a watermark to reach their time (event_time apps)."""
+        self.late = 0
+        """Late events seen (committed with the partition's metadata)."""
 
     # -- life cycle --------------------------------------------------------------
     def restore(self, log: ChangelogLog, alive: Callable[[], None] | None = None) -> None:
@@ -407,6 +414,9 @@ class EnginePartition:
                                                           owned=self.partition))
             engine.deploy(plan)
         self.engine = engine
+        self.held = (HeldEvents(self.book.child("held")) if self.group.event_time is not None
+                     else None)
+        self.late = int(meta.get("late", 0))
         self.first_use = None
         if spec is not None and not spec.preallocate:
             self.first_use = engine.contexts[spec.name].manager
@@ -595,13 +605,52 @@ class EnginePartition:
         if (r.upstream, r.offset) in self.poison:
             return
         assert self.engine is not None
+        if self.held is not None and self._event_time(r):
+            return
         try:
             self.engine.send(r.type_name, r.payload)
         except Exception as e:  # noqa: BLE001 - a statement failing on one event
             raise _Fault(r, f"engine error: {type(e).__name__}: {e}") from e
 
+    def _event_time(self, r: InRecord) -> bool:
+        """Event time (``eventtime``): hold the event until a watermark reaches its time;
+        a late one is run now or dead-lettered.  True when it must not run now."""
+        assert self.engine is not None and self.held is not None
+        et = self.group.event_time
+        t = et.time_of(r.type_name, r.payload, r.ts)
+        now = self.engine.now_ms
+        if t >= now:
+            ui = self.up_index.get(r.upstream, 0)
+            self.held.add((t, -1 if r.seq is None else r.seq, ui, r.offset), r.type_name,
+                          r.payload)
+            return True
+        self.late += 1
+        LATE[et.late] += 1
+        if et.late == "dead-letter":
+            self.dead.append(DeadLetter(r, late_reason(t, now),
+                                        ((H_LATENESS, str(now - t).encode()),)))
+            return True
+        return False
+
+    def _release_held(self, t: int) -> None:
+        """Run the held events of time <= ``t`` in event-time order, each at its time."""
+        assert self.engine is not None and self.held is not None
+        for (et, seq, ui, offset), type_name, payload in self.held.due(t):
+            self.engine.advance_time(max(et, self.engine.now_ms))
+            try:
+                self.engine.send(type_name, payload)
+            except Exception as e:  # noqa: BLE001 - a statement failing on one event
+                # a held event left its source record behind: dead-letter it here
+                up = self.upstreams[ui] if ui < len(self.upstreams) else ""
+                self.dead.append(DeadLetter(
+                    InRecord("event", up, offset, type_name, et,
+                             None if seq < 0 else seq, payload),
+                    f"engine error: {type(e).__name__}: {e}"))
+
     def _advance(self, t: int, wid: str) -> None:
         assert self.engine is not None
+        if self.held is not None:
+            self._release_held(int(t))
         target = max(int(t), self.engine.now_ms)
         self.engine.advance_time(target)
         self.barrier = (target, wid)
@@ -610,12 +659,13 @@ class EnginePartition:
         """``kepl.context_partition`` of a row: the same whichever worker runs it.
 
         Hash group: the bucket (= Kafka partition; ``context.id`` follows first use
-        unless preallocated).  Keyed group: the key
+        unless preallocated); a match_recognize statement routed by its partition by:
+        the engine partition.  Keyed group: the key
         text, since ``context.id`` only numbers the keys of this engine partition.
         Otherwise the context partition id of the one Engine of ``main``.
         """
         g = self.group
-        if g.hash_spec is not None:
+        if g.hash_spec is not None or g.mr_keys is not None:
             return str(self.partition)
         if g.keyed_spec is not None and self.engine is not None:
             text = keyed_text(self.engine, g.keyed_spec.name, pid)
@@ -669,12 +719,14 @@ class EnginePartition:
             self.seq_ns.put(key, self.seqs[key])
         self.dirty_seqs.clear()
         self.book.put("meta", {"now": self.engine.now_ms, "applied": self.applied,
-                               "barrier": list(self.barrier) if self.barrier else None})
+                               "barrier": list(self.barrier) if self.barrier else None,
+                               **({"late": self.late} if self.late else {})})
         self.sealed = ChangelogRecord(
             self.cl_offset,
             {"group": self.group.name, "partition": self.partition,
              "now": self.engine.now_ms,
-             "since": self.since_snapshot, "snap": self.snapshot_bytes},
+             "since": self.since_snapshot, "snap": self.snapshot_bytes,
+             **({"late": self.late} if self.late else {})},
             self.store.batch_writes())
         return self.sealed
 
@@ -753,6 +805,7 @@ class EnginePartition:
             self.cl_offset,
             {"group": self.group.name, "partition": self.partition, "now": now,
              "since": self.since_snapshot, "snap": self.snapshot_bytes,
+             **({"late": self.late} if self.late else {}),
              "snapshot": {"id": w.id, "part": w.part, "last": last, "bytes": w.bytes + size}},
             entries)
 

@@ -17,6 +17,46 @@ from app.runtime.kafka import client
 
 log = logging.getLogger("kepl.recovery")
 
+OFFSETS_RETRY_S = 60.0
+"""How long a watermark-offset request is asked again while the partition has no
+leader or its leader moved (a broker of a replicated cluster died)."""
+
+
+_MOVED = ("NOT_LEADER_FOR_PARTITION", "LEADER_NOT_AVAILABLE", "FENCED_LEADER_EPOCH",
+          "UNKNOWN_LEADER_EPOCH", "UNKNOWN_TOPIC_OR_PART", "REQUEST_TIMED_OUT",
+          "NETWORK_EXCEPTION", "_TRANSPORT", "_TIMED_OUT", "_ALL_BROKERS_DOWN")
+
+
+def _moved_codes() -> set[int]:
+    from confluent_kafka import KafkaError
+
+    return {getattr(KafkaError, n) for n in _MOVED if hasattr(KafkaError, n)}
+
+
+def offsets(c: Any, tp: Any, budget_s: float = OFFSETS_RETRY_S) -> tuple[int, int]:
+    """(low, high) of ``tp`` through consumer ``c``, asked again (with fresh metadata)
+    on a retriable error such as NOT_LEADER_FOR_PARTITION until ``budget_s``."""
+    import time
+
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + budget_s
+    pause = 0.1
+    while True:
+        try:
+            low, high = c.get_watermark_offsets(tp, timeout=30)
+            return int(low), int(high)
+        except KafkaException as e:
+            err = e.args[0]
+            if (err.code() not in _moved_codes() and not err.retriable()) \
+                    or time.monotonic() + pause > deadline:
+                raise
+            log.info("offsets of %s[%d]: %s; asking again", tp.topic, tp.partition,
+                     err.str())
+            time.sleep(pause)
+            pause = min(1.0, pause * 2)
+            c.list_topics(tp.topic, timeout=10)  # fresh metadata: the new leader
+
 
 class KafkaChangelog:
     """``ChangelogLog`` over the broker: watermarks, reads of a partition, truncation."""
@@ -32,6 +72,8 @@ class KafkaChangelog:
                          "group.id": "kepl-restore",
                          "enable.auto.commit": False, "enable.partition.eof": True,
                          "isolation.level": "read_committed", "log_level": 3,
+                         # the worker's librdkafka log (brokers.QuietFailures applies)
+                         "logger": logging.getLogger("kepl.kafka"),
                          "fetch.max.bytes": 64 * 1024 * 1024,
                          # records deleted under a read must fail it, never skip ahead
                          "auto.offset.reset": "error"}))
@@ -42,8 +84,7 @@ class KafkaChangelog:
 
         c = self._consumer()
         try:
-            low, high = c.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
-            return int(low), int(high)
+            return offsets(c, TopicPartition(topic, partition))
         finally:
             c.close()
 
@@ -88,7 +129,7 @@ class KafkaChangelog:
         c = self._consumer()
         try:
             tp = TopicPartition(topic, partition)
-            low, high = c.get_watermark_offsets(tp, timeout=30)
+            low, high = offsets(c, tp)
             start = max(start, low)
             if start >= high:
                 return

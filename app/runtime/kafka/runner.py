@@ -36,6 +36,7 @@ from app.runtime.kafka import client
 from app.runtime.kafka.children import die_with_parent
 from app.runtime.kafka.clock import Clock
 from app.runtime.kafka.config import AppConfig
+from app.runtime.kafka.mr_routing import mr_route_in
 from app.runtime.kafka.reader import FETCH_WAIT_MS, OutputRow, RowReader, drain
 from app.runtime.kafka.router import H_SEQ
 from app.runtime.kafka.topology import Topology, ensure_topics
@@ -231,8 +232,14 @@ class KafkaApp:
                 pass
 
 
+MR_PARTITIONS = 2
+"""Engine partitions a scenario's match_recognize statements are spread over when their
+partition by allows it (``mr_routing``), so that ``--kafka`` runs exercise the routing."""
+
+
 def scenario_config(doc: dict[str, Any], source_partitions: int = 1) -> AppConfig:
-    """An app config for a scenario, with unique topic names."""
+    """An app config for a scenario, with unique topic names; each match_recognize
+    statement that can be routed by its partition by gets ``MR_PARTITIONS``."""
     base = re.sub(r"[^A-Za-z0-9._-]", "_", str(doc.get("name", "scenario")))[:80]
     app = f"{base}-{uuid.uuid4().hex[:8]}"
     statements = [{"name": s.get("name") or f"s{i}", "epl": str(s["epl"])}
@@ -240,15 +247,18 @@ def scenario_config(doc: dict[str, Any], source_partitions: int = 1) -> AppConfi
     # event types declared by 'create schema' need a source topic too
     catalog = Catalog.from_schemas(doc.get("schemas") or {},
                                    functions=scenario_functions(doc))
-    for s in statements:
-        plan_statement(catalog, s["epl"], s["name"])
+    plans = [plan_statement(catalog, s["epl"], s["name"]) for s in statements]
     schemas = catalog.schemas
+    routed = {p.name: MR_PARTITIONS for p in plans
+              if p.pipeline is not None and p.pipeline.match_recognize is not None
+              and mr_route_in(p, plans, schemas)[0] is not None}
     return AppConfig.from_dict({
         "app": app,
         "schemas": schemas,
         "topics": {t: f"kepl.{app}.in.{re.sub(r'[^A-Za-z0-9._-]', '_', t)}" for t in schemas},
         "statements": statements,
         "partitions": source_partitions,
+        **({"context_partitions": routed} if routed else {}),
         **({"functions": doc["functions"]} if doc.get("functions") else {}),
     })
 

@@ -18,13 +18,17 @@ its own repartition topic (docs/architecture.md, "An event's path on Kafka"):
   (``key_text``: a lone string as is, else JSON).  All events of one key meet in one
   Engine, whose keyed manager holds the keys of its partition.  Output rows are
   identified by the key text (``kepl.context_partition``), not by ``context.id``, which
-  numbers keys in order of first appearance within one engine partition.
+  numbers keys in order of first appearance within one engine partition;
 - one group per statement named in ``statement_partitions``: a statement without a context
   split by its group key (``app.epl.planning.group_split`` says which can be), on N
   partitions, an event going to partition ``crc32(group key text) mod N``; each engine
   partition runs the whole statement over its groups, rows are numbered per group, and
   the router's touch arms a timed output in every partition at the statement's first
   update (``router.Routing.arm``).
+- one group per match_recognize statement named in ``context_partitions``: routed like
+  a keyed context by the key of its ``partition by`` (``mr_routing``; a statement that
+  reads more than one key at a time is refused there); its rows are identified by the
+  engine partition, as a hash context's by the bucket.
 
 How a group is fed (the data plane, ``app.runtime.kafka.loop``):
 
@@ -62,6 +66,9 @@ from app.epl.planning.group_split import GroupSplit, group_split
 from app.runtime.catalog import Catalog, NotSupported
 from app.runtime.kafka import client
 from app.runtime.kafka.config import MAIN_GROUP, SOURCE, AppConfig, ConfigError
+from app.runtime.kafka.mr_routing import mr_route_in
+from app.runtime.kafka.reads import assigned_variables as _assigned_variables
+from app.runtime.kafka.reads import names_read as _names_read
 from app.runtime.plan import StatementPlan
 from operators.base import PartitionCtx, Row
 from operators.contexts.managers import HashSpec, KeyedSpec, key_text
@@ -120,6 +127,13 @@ class Group:
     """Engine partition p reads source partition p of ``topics`` (no repartition hop)."""
     topics: list[str] = field(default_factory=list)
     """Source topics of the group's event types, sorted."""
+    mr_keys: tuple[Any, ...] | None = None
+    """A match_recognize statement's partition-by expressions (its own group)."""
+    mr_statement: str | None = None
+    """That statement's name."""
+    event_time: Any = None
+    """The app's ``EventTime`` (None: time from ``kepl clock``): engine partitions hold
+    events until a watermark reaches their time."""
     posting: list[str] = field(default_factory=list)
     """Variable statements whose variable this group's statements assign: each write
     posts a row (Esper: a create-variable statement's listeners get every write)."""
@@ -160,8 +174,12 @@ class Group:
             return None
         if self.hash_spec is not None:
             return self.hash_spec.partition_of(type_name, event, self._ctx)
-        if self.keyed_spec is not None:
-            text = keyed_text(self.keyed_spec, type_name, event, self._ctx)
+        if self.keyed_spec is not None or self.mr_keys is not None:
+            if self.mr_keys is not None:
+                ctx = self._ctx
+                text = key_text([k(event, ctx) for k in self.mr_keys])
+            else:
+                text = keyed_text(self.keyed_spec, type_name, event, self._ctx)
             if text is None:
                 return None
             cache = self._routes
@@ -275,7 +293,20 @@ class Topology:
             owner[spec.name] = g.name
         split_owner = _split_groups(config, plans, groups)
         declared = {p.context_spec.name for p in plans if p.kind == "context"}
+        by_statement: dict[str, str] = {}  # match_recognize statement -> its group
+        for p in plans:
+            n = config.context_partitions.get(p.name)
+            if n is None or p.kind not in STATEMENT_KINDS:
+                continue
+            if p.name in declared:
+                raise ConfigError(f"context_partitions: '{p.name}' names both a context "
+                                  "and a statement")
+            g = _statement_group(config, p, n, counts, groups, plans)
+            groups[g.name] = g
+            by_statement[p.name] = g.name
         for name in config.context_partitions:
+            if name in by_statement:
+                continue
             if name not in declared:
                 raise ConfigError(f"context_partitions: no context named '{name}'")
             if name not in owner:
@@ -291,7 +322,8 @@ class Topology:
             elif p.name in lane_names:
                 continue
             elif p.kind in STATEMENT_KINDS:
-                g = groups[split_owner.get(p.name) or owner.get(p.context or "", MAIN_GROUP)]
+                g = groups[split_owner.get(p.name) or by_statement.get(p.name)
+                           or owner.get(p.context or "", MAIN_GROUP)]
                 g.plans.append(p)
                 g.types |= consumed_types(p)
             elif p.context in owner:  # a table or variable of a context: its group only
@@ -306,11 +338,16 @@ class Topology:
                          if p.kind == "variable" and (p.variable or p.name) in written]
             g.types &= set(config.schemas)  # insert-into streams never come from Kafka
             g.topics = sorted({config.topic_of(t) for t in g.types})
+        for g in groups.values():
+            g.event_time = config.event_time
         main = groups[MAIN_GROUP]
         main.direct = all(counts.get(t, 1) == 1 for t in main.topics)
         for g in groups.values():
             if g.keyed_spec is not None and config.context_partitions.get(
                     g.keyed_spec.name) == SOURCE:
+                g.direct = True
+            if g.mr_statement is not None and config.context_partitions.get(
+                    g.mr_statement) == SOURCE:
                 g.direct = True
         _check_insert_into(plans, groups)
         _check_shared_state(groups)
@@ -447,6 +484,23 @@ def _source_keyed_group(config: AppConfig, spec: KeyedSpec, counts: dict[str, in
     return Group(_group_name(spec.name, groups), n, keyed_spec=spec)
 
 
+def _statement_group(config: AppConfig, plan: StatementPlan, n: int | str,
+                     counts: dict[str, int], groups: dict[str, Any],
+                     plans: list[StatementPlan]) -> Group:
+    """The group of a match_recognize statement named in ``context_partitions``: its
+    events routed by its partition-by key (``source``: the source topics are already
+    partitioned by it), or a ``ConfigError`` saying why it must stay in one engine."""
+    keys, why = mr_route_in(plan, plans, config.schemas)
+    if keys is None:
+        raise ConfigError(f"context_partitions: statement '{plan.name}' cannot be spread "
+                          f"over engine partitions by its partition by: {why}")
+    if n == SOURCE:
+        topic = config.topic_of(plan.pipeline.stream.type_name)
+        n = counts.get(topic, 1)
+    return Group(_group_name(plan.name, groups), int(n), mr_keys=keys,
+                 mr_statement=plan.name)
+
+
 def _check_keyed_lifecycle(spec: KeyedSpec) -> None:
     """A keyed context partitioned by key on Kafka sees only the events of its keys: an
     event type of its terminating condition that ``partition by`` does not list ends the
@@ -518,35 +572,6 @@ def _check_global_tables(groups: dict[str, Group]) -> None:
                 f"table '{table}' has no context and is used by statements of engine group "
                 f"{where}: on Kafka such a table lives in one engine partition; declare it "
                 "with the statements' context or use it from one single-partition group")
-
-
-def _assigned_variables(p: StatementPlan) -> set[str]:
-    """Variables a statement assigns: ``on ... set``, ``output ... then set``."""
-    out: set[str] = set()
-    if p.kind == "on" and p.action is not None and p.action.kind == "set":
-        out |= {a.variable for a in p.action.assignments}
-    if p.pipeline is not None:
-        spec = p.pipeline.output
-        out |= {a.variable for a in (*spec.then_set, *spec.terminated_set)}
-    return out
-
-
-def _names_read(p: StatementPlan) -> set[str]:
-    """First identifiers of every name in a statement's text (candidate variable reads)."""
-    from app.epl import ast
-    from app.epl.parser import parse_statement
-
-    out: set[str] = set()
-    stack: list[Any] = [parse_statement(p.epl)]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Name):
-            out.add(node.parts[0])
-        if isinstance(node, tuple | list):
-            stack.extend(node)
-        elif hasattr(node, "__dataclass_fields__"):
-            stack.extend(getattr(node, f) for f in node.__dataclass_fields__ if f != "pos")
-    return out
 
 
 def _check_global_variables(plans: list[StatementPlan], groups: dict[str, Group]) -> None:

@@ -40,7 +40,7 @@ from typing import Any
 
 from app.epl.errors import EplError
 from app.runtime.catalog import NotSupported
-from app.runtime.kafka import client, deployments
+from app.runtime.kafka import brokers, client, deployments
 from app.runtime.kafka.checkpoint import CrashSeam
 from app.runtime.kafka.clock import publish_watermark
 from app.runtime.kafka.config import AppConfig, ConfigError
@@ -169,6 +169,7 @@ def run_worker(config: AppConfig, bootstrap: str, data_dir: Path,
     """Run a worker until it is stopped (SIGTERM/SIGINT); blocks.  ``announce``: a
     start-up banner, rebalances, restores and a closing line go there."""
     SHUTDOWN.install()  # a signal while the broker is awaited exits at once
+    brokers.install()
     client.configure(config.kafka)
     if announce is None:
         worker = build_worker(config, bootstrap, Path(data_dir), metrics_port)

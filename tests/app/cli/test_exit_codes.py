@@ -93,7 +93,16 @@ def test_run_of_an_invalid_statement_file_exits_2(tmp_path: Path,
 
 def test_clock_without_a_time_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["clock", str(BANK), "--bootstrap", "127.0.0.1:1"]) == 2
-    assert capsys.readouterr().err == "kepl: clock: give a time in ms or --wall\n"
+    assert capsys.readouterr().err == (
+        "kepl: clock: give a time in ms, --wall or --from-events\n")
+
+
+def test_clock_from_events_needs_an_event_time_section(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["clock", str(BANK), "--from-events", "--bootstrap", "127.0.0.1:1"]) == 2
+    assert capsys.readouterr().err == (
+        f"kepl: clock: {BANK} has no 'event_time' section "
+        "(event_time: {delay_ms: ..., idle_ms: ...})\n")
 
 
 def test_a_reader_closing_the_pipe_early_stops_run_quietly(tmp_path: Path) -> None:

@@ -125,10 +125,21 @@ def test_with_a_data_window_the_where_clause_reads_the_measures() -> None:
     assert e.message == "unknown property 'k' of the match_recognize measures"
 
 
-def test_a_window_removing_out_of_order_is_not_supported_yet() -> None:
-    with pytest.raises(NotSupported):
-        plan_statement(catalog(), "select * from T#sort(3, v) match_recognize (measures "
-                       "A.id as a pattern (A B))", "q")
+def test_a_window_removing_out_of_order_is_planned() -> None:
+    plan = plan_statement(catalog(), "select * from T#sort(3, v) match_recognize (measures "
+                          "A.id as a pattern (A B))", "q")
+    assert plan.pipeline.match_recognize.bound
+
+
+@pytest.mark.parametrize("clause", [
+    "pattern (A B) interval 5 seconds",
+    "pattern (A B) define B as B.v > prev(B.v)",
+])
+def test_interval_or_prev_over_a_window_removing_out_of_order_is_refused(clause: str
+                                                                        ) -> None:
+    with pytest.raises(NotSupported, match="out of arrival order"):
+        plan_statement(catalog(), "select * from T#unique(k) match_recognize (measures "
+                       f"A.id as a {clause})", "q")
 
 
 def test_explain_names_the_stage() -> None:

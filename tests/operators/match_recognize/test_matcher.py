@@ -166,3 +166,15 @@ def test_events_leaving_together_leave_their_partial_matches(
     assert d.send(("m2", "x", 13)) == []
     assert d.advance(2500) == []  # u1 and m1 leave the window at 2000
     assert d.send(("c1", "x", 17)) == [{"a": "m2", "n": 0, "c": "c1"}]
+
+
+def test_an_out_of_sequence_remove_steps_the_window_again(mode: str, tmp_path: Path
+                                                          ) -> None:
+    epl = ("select * from T#unique(k) match_recognize (measures A.id as a, B.id as b "
+           "pattern (A B) define A as A.v > 10, B as B.v < 10)")
+    # e4 replaces e3, which matched after e2: the window (e4 of x, e2 of y, in the
+    # order of Esper's hash map) is stepped again, so e2 starts a partial match that
+    # e4, stepped once more as the new event, completes; and so again for e5
+    assert run(epl, mode, tmp_path, ("e1", "x", 0), ("e2", "y", 12), ("e3", "x", 6),
+               ("e4", "x", 7), ("e5", "x", 3)) == [
+        {"a": "e2", "b": "e3"}, {"a": "e2", "b": "e4"}, {"a": "e2", "b": "e5"}]

@@ -43,6 +43,7 @@ from app.runtime.engine import Engine
 from app.runtime.kafka.clock import Clock
 from app.runtime.kafka.config import AppConfig
 from app.runtime.kafka.reader import decode_row
+from app.runtime.kafka.recovery import offsets
 from app.runtime.kafka.router import H_SEQ
 from app.runtime.kafka.runner import Progress, WorkerProcess
 from app.runtime.kafka.topology import Topology, ensure_topics
@@ -168,8 +169,8 @@ def read_raw(bootstrap: str, topics: list[str]) -> list[Any]:
         ends = {}
         for tp in tps:
             # the last stable offset: read_committed readers stop there
-            _, high = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition),
-                                                     timeout=30)
+            # (asked again while a leader moves: a replicated cluster under faults)
+            _, high = offsets(consumer, TopicPartition(tp.topic, tp.partition))
             ends[(tp.topic, tp.partition)] = high
         consumer.assign(tps)
         rows = []
@@ -229,9 +230,11 @@ class Chaos:
                  per_tick: int = 100, min_gap_s: float = 0.5, max_gap_s: float = 3.0,
                  restart_broker: Callable[[], None] | None = None, seed: int = 7,
                  pauses: int = 0, pause_s: float = 14.0, lose_state: float = 0.0,
-                 log: Callable[[str], None] = print) -> None:
+                 log: Callable[[str], None] = print, config: AppConfig | None = None
+                 ) -> None:
         """``lose_state``: the share of kills after which the worker's data directory is
-        deleted too (it comes back on a new machine and restores from the changelog)."""
+        deleted too (it comes back on a new machine and restores from the changelog);
+        ``config``: another app than ``app_config`` (its rows keyed by ``_key`` too)."""
         self.bootstrap = bootstrap
         self.lose_state = lose_state
         self.state_losses = 0
@@ -243,7 +246,7 @@ class Chaos:
         self.rnd = random.Random(seed)
         self.seed = seed
         self.log = log
-        self.config = app_config(f"chaos-{uuid.uuid4().hex[:8]}")
+        self.config = config or app_config(f"chaos-{uuid.uuid4().hex[:8]}")
         self.topology = Topology.plan(self.config)
         self.workdir = Path(tempfile.mkdtemp(prefix="kepl-chaos-"))
         self.workers = []

@@ -3,7 +3,8 @@
 Every window kind, every public context case, the output forms, an insert-into chain
 of three statements, joins (inner, outer, in a keyed context), subqueries (over a
 named window, a table, in a keyed context, in on-statements) and match_recognize
-(partition by, interval, data windows); the same files pass
+(partition by, spread over engine partitions by it, interval, data windows in and out of
+arrival order, a named window); the same files pass
 embedded (tests/app/conformance).  A hash context numbered by first use also runs with
 two workers, two source partitions and a worker killed around a checkpoint.  The whole
 public suite runs with ``kepl scenario run --kafka ../shared/conformance/cases``.
@@ -54,11 +55,16 @@ CASES = [
     OWN / "match_recognize_partition.yaml",
     OWN / "match_recognize_interval.yaml",
     OWN / "match_recognize_window.yaml",
+    OWN / "match_recognize_window_out_of_order.yaml",
+    OWN / "match_recognize_named_window.yaml",
+    OWN / "match_recognize_partition_routed.yaml",
 ]
 
-SPREAD = [OWN / "context_hash_ids_first_use.yaml"]
+SPREAD = [OWN / "context_hash_ids_first_use.yaml",
+          OWN / "match_recognize_partition_routed.yaml"]
 """Scenarios whose rows must not depend on how many workers and source partitions run
-them (a hash context numbers its buckets across engine partitions)."""
+them (a hash context numbers its buckets across engine partitions; match_recognize
+statements spread by their partition by)."""
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+import zlib
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ def statement_file(name: str) -> dict:
         "app": name,
         "schemas": {"Withdrawal": {"account": "string", "amount": "double"}},
         "topics": {"Withdrawal": f"{name}.withdrawal"},
-        "context_partitions": {"ByAcct": 2},
+        "context_partitions": {"ByAcct": 2, "rises": 3},
         "statements": [
             # two stateless statements: one lane, one sequence for both
             {"name": "big", "epl": "select * from Withdrawal(amount >= 200)"},
@@ -43,6 +44,11 @@ def statement_file(name: str) -> dict:
                                     "from Withdrawal"},
             {"name": "in_main", "epl": "context InMain select account, count(*) as n "
                                        "from Withdrawal#time(1 sec)"},
+            # spread by its partition by: rows numbered per engine partition
+            {"name": "rises", "epl": "select * from Withdrawal match_recognize (partition "
+                                     "by account measures A.account as acct, A.amount as "
+                                     "a, B.amount as b pattern (A B) define B as "
+                                     "B.amount > A.amount)"},
         ],
     }
 
@@ -88,7 +94,7 @@ def test_kepl_run_prints_the_rows_a_worker_writes(
     finally:
         kapp.close(graceful=False)
     assert {r["statement"] for r in embedded} == {
-        "big", "small", "ir", "per_bucket", "per_key", "in_main"}
+        "big", "small", "ir", "per_bucket", "per_key", "in_main", "rises"}
     assert by_id(embedded) == by_id(on_kafka)
     # the lane numbers big and small together; keyed rows are named by the key
     assert [r["id"] for r in by_id(embedded) if r["statement"] in ("big", "small")] == [
@@ -96,3 +102,6 @@ def test_kepl_run_prints_the_rows_a_worker_writes(
         "small/0/7", "small/0/8"]
     assert {r["context_partition"] for r in embedded if r["statement"] == "per_key"} == {
         "A0", "A1", "A2"}
+    assert {(r["row"]["acct"], r["context_partition"]) for r in embedded
+            if r["statement"] == "rises"} == {
+        (k, str(zlib.crc32(k.encode()) % 3)) for k in ("A1", "A2")}  # A0 only falls
