@@ -99,12 +99,16 @@ def _check_topology(sf: StatementFile, config: Any) -> None:
 
 
 def cmd_deploy(args: argparse.Namespace, bootstrap: str) -> int:
+    from app.cli.upgrade import deploy_version
     from app.runtime.kafka.worker import create_topics
 
     sf = load_statement_file(args.file)
     config = _config(sf)
     _check_topology(sf, config)
     existing = probe_broker("deploy", bootstrap)
+    code = deploy_version(args, config, bootstrap)
+    if code is not None:
+        return code
     for line in create_topics(config, bootstrap):
         print(line)
     for note in retention_notes(bootstrap, [t for t in config.source_topics if t in existing]):
@@ -164,7 +168,14 @@ def cmd_worker(args: argparse.Namespace, bootstrap: str) -> int:
         print(f"kepl worker: {line}", file=sys.stderr, flush=True)
 
     SHUTDOWN.install()  # a stop before the loop runs exits at once, cleanly
-    run_worker(config, bootstrap, data_dir, args.log_level, args.metrics_port, announce)
+    from app.runtime.kafka.deployments import EXIT_OTHER_VERSION, OtherVersion
+
+    try:
+        run_worker(config, bootstrap, data_dir, args.log_level, args.metrics_port,
+                   announce)
+    except OtherVersion as e:
+        print(f"kepl: {e}", file=sys.stderr)
+        return EXIT_OTHER_VERSION
     return 0
 
 
@@ -478,6 +489,10 @@ def cmd_undeploy(args: argparse.Namespace, bootstrap: str) -> int:
         require_idle(Broker(bootstrap), config, "undeploy")
         topics = [t for _, t, _ in planned_topics(config, bootstrap, (
             "repartition", "changelog", "output", "dlq", "watermark", "progress"))]
+        from app.runtime.kafka.deployments import deployments_topic
+
+        if deployments_topic(config) in Broker(bootstrap).topics:  # its recorded versions
+            topics.append(deployments_topic(config))
         plan = [f"delete topic {t}" for t in topics]
         plan.append(f"delete consumer group {group_id(config)}")
         if state is not None:

@@ -37,6 +37,7 @@ exit codes:
   3    a worker fenced by a newer one (a zombie) stops
   4    a worker stops on input deleted before it was read (on_lost_input: stop)
   5    a worker's shutdown outlasted KEPL_SHUTDOWN_TIMEOUT_S, or a second signal
+  6    a worker's statement file is not the app's deployed version (kepl deploy)
   130  interrupted (Ctrl-C)
   141  the reader closed the output early (kepl run ... | head): stopped quietly
 """
@@ -196,8 +197,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_bootstrap(p)
 
     p = sub.add_parser("deploy", help="create the Kafka topics a statement file needs",
-                       description="Create input, internal and output topics of FILE.")
+                       description="Create input, internal and output topics of FILE and "
+                                   "record FILE as the app's next version; over a running "
+                                   "version, say per statement what changes (--plan).")
     p.add_argument("file", help="the app's statement file (YAML)")
+    from app.cli.upgrade import add_arguments as add_upgrade_arguments
+
+    add_upgrade_arguments(p)
     _add_bootstrap(p)
 
     p = sub.add_parser("send", help="produce events to an event type's topic",

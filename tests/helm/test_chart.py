@@ -258,6 +258,13 @@ def test_topics_hook_reads_its_own_statements_created_first(production_docs: lis
         "kafka-0.kafka:9093,kafka-1.kafka:9093,kafka-2.kafka:9093"]
 
 
+def test_topics_hook_passes_the_upgrade_options(helm: Path) -> None:
+    docs = render(helm, "--set", "topics.deployArgs={--rebuild,recent=from-now}")
+    spec = pod_spec(one(docs, "Job", "bank-kepl-topics"))
+    assert spec["containers"][0]["args"][-2:] == ["--rebuild", "recent=from-now"]
+    assert spec["containers"][0]["args"][:2] == ["deploy", "/etc/kepl/statements.yaml"]
+
+
 def test_pods_run_non_root_on_a_read_only_root(production_docs: list[Doc]) -> None:
     for kind, name in [("StatefulSet", "bank-kepl-worker"), ("Deployment", "bank-kepl-clock"),
                        ("Job", "bank-kepl-topics")]:

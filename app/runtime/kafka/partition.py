@@ -403,6 +403,7 @@ class EnginePartition:
         self.received = dict(self.applied)
         self.queues = [deque() for _ in self.upstreams]
         self.barriers_queued = [0] * len(self.upstreams)
+        self._reset_for_version()
         engine = Engine(store=self.store, now_ms=self.now)
         engine.listeners.append(self._on_rows)
         spec = self.group.hash_spec
@@ -419,6 +420,19 @@ class EnginePartition:
         self.first_use = None
         if spec is not None and not spec.preallocate:
             self.first_use = engine.contexts[spec.name].manager
+
+    def _reset_for_version(self) -> None:
+        """Once per deployed version, drop the state of the statements it rebuilds from
+        now (``deployments``); the deletes go into the next changelog record."""
+        resets = self.group.resets
+        at = int(self.book.get("version") or 0)
+        if resets is None or at >= resets[0]:
+            return
+        for name, version in resets[1].items():
+            if version > at:
+                self.store.namespace("s", name).clear()
+        self.book.put("version", resets[0])
+        self.touched = True
 
     def close(self) -> None:
         self.writing = None  # its iterator goes before the database

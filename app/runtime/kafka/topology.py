@@ -137,6 +137,9 @@ class Group:
     posting: list[str] = field(default_factory=list)
     """Variable statements whose variable this group's statements assign: each write
     posts a row (Esper: a create-variable statement's listeners get every write)."""
+    resets: tuple[int, dict[str, int]] | None = None
+    """(deployed version, statement -> the version that started its state empty): set
+    from the app's deployment record (``deployments.apply_resets``)."""
     _ctx: PartitionCtx = field(default_factory=PartitionCtx, repr=False)
     _routes: dict[str, int] = field(default_factory=dict, repr=False)
     """Key text -> partition, for the keys seen lately (bounded by ``ROUTE_CACHE``)."""

@@ -40,7 +40,7 @@ from typing import Any
 
 from app.epl.errors import EplError
 from app.runtime.catalog import NotSupported
-from app.runtime.kafka import brokers, client
+from app.runtime.kafka import brokers, client, deployments
 from app.runtime.kafka.checkpoint import CrashSeam
 from app.runtime.kafka.clock import publish_watermark
 from app.runtime.kafka.config import AppConfig, ConfigError
@@ -96,6 +96,7 @@ def build_worker(config: AppConfig, bootstrap: str, data_dir: Path,
     the consumer loop (``metrics_port``: serve metrics and probes there)."""
     client.configure(config.kafka)
     topology = plan_on_broker(config, bootstrap)
+    deployments.apply_resets(topology, deployments.check(topology, bootstrap))
     ensure_topics(bootstrap, topology.topic_specs())
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -171,9 +172,13 @@ def run_worker(config: AppConfig, bootstrap: str, data_dir: Path,
     brokers.install()
     client.configure(config.kafka)
     if announce is None:
-        build_worker(config, bootstrap, Path(data_dir), metrics_port).run()
+        worker = build_worker(config, bootstrap, Path(data_dir), metrics_port)
+        watch = deployments.VersionWatch(worker.topology, bootstrap, worker)
+        worker.run()
+        watch.finish()
         return
     topology = plan_on_broker(config, bootstrap)
+    deployments.apply_resets(topology, deployments.check(topology, bootstrap))
     ensure_topics(bootstrap, topology.topic_specs())
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -186,11 +191,13 @@ def run_worker(config: AppConfig, bootstrap: str, data_dir: Path,
                     snapshot_policy_from_env(), metrics_port,
                     hooks=Announcer(announce, port_told=metrics_port != 0),
                     seam=crash_seam_from_env())
+    watch = deployments.VersionWatch(topology, bootstrap, worker)
     t0 = time.monotonic()
     worker.run()
     s = worker.stats
     announce(f"stopped after {time.monotonic() - t0:.1f} s: {s['events']} event(s), "
              f"{s['checkpoints']} checkpoint(s), {s['dead']} dead letter(s)")
+    watch.finish()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -229,8 +236,12 @@ def main(argv: list[str] | None = None) -> int:
     except (client.BrokerUnavailable, client.ClientConfigError) as e:
         print(f"kepl: {e}", file=sys.stderr)
         return 1
-    run_worker(config, args.bootstrap, Path(args.data_dir),
-               args.loglevel, args.metrics_port)
+    try:
+        run_worker(config, args.bootstrap, Path(args.data_dir),
+                   args.loglevel, args.metrics_port)
+    except deployments.OtherVersion as e:
+        print(f"kepl: {e}", file=sys.stderr)
+        return deployments.EXIT_OTHER_VERSION
     return 0
 
 

@@ -245,7 +245,7 @@ def test_status_shows_the_lag_of_a_stopped_worker_and_its_catching_up(
     wait_status(capsys, f, b, lambda s: not s["group"]["members"], 30)
     internal = [f"kepl.{name}.changelog.main", f"kepl.{name}.out.large_withdrawals",
                 f"kepl.{name}.out.last_five", f"kepl.{name}.dlq", f"kepl.{name}.watermarks",
-                f"kepl.{name}.progress"]
+                f"kepl.{name}.progress", f"kepl.{name}.deployments"]
     argv = ("undeploy", str(f), "--delete-state", "--data-dir", str(data), "--bootstrap", b)
     assert kepl(capsys, *argv) == (2, "\n".join([
         "undeploy would:", *[f"  delete topic {t}" for t in internal],

@@ -1,0 +1,146 @@
+"""The upgrade plan per statement (no broker): unchanged, changed stateless or stateful,
+added, removed, and the refusals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.runtime.kafka.config import AppConfig
+from app.runtime.kafka.deployments import (
+    ADDED,
+    REMOVED,
+    STATEFUL,
+    STATELESS,
+    UNCHANGED,
+    Deployment,
+    form_of,
+    plan_upgrade,
+)
+from app.runtime.kafka.topology import Topology
+
+SCHEMAS = {"Trade": {"sym": "string", "px": "double"}}
+
+
+def version(statements: list[dict[str, Any]], n: int = 1, **extra: Any) -> Deployment:
+    config = AppConfig.from_dict({"app": "up", "schemas": SCHEMAS,
+                                  "statements": statements, **extra})
+    return form_of(Topology.plan(config), "", n)
+
+
+FILTER = {"name": "big", "epl": "select sym, px from Trade where px > 10"}
+AVG = {"name": "avg", "epl": "select sym, avg(px) as a from Trade#length(3) group by sym"}
+
+
+def categories(plan: Any) -> dict[str, str]:
+    return {s.name: s.category for s in plan.steps}
+
+
+def test_same_text_with_other_layout_is_unchanged() -> None:
+    old = version([FILTER, AVG])
+    new = version([FILTER, {"name": "avg", "epl": "SELECT sym,\n  avg(px) AS a\n"
+                            "FROM Trade#length(3)   GROUP BY sym"}], 2)
+    plan = plan_upgrade(old, new, {})
+    assert categories(plan) == {"big": UNCHANGED, "avg": UNCHANGED}
+    assert not plan.changes and not plan.refusals
+    assert old.digest == new.digest
+
+
+def test_changed_stateless_takes_effect_without_rebuild() -> None:
+    old = version([FILTER, AVG])
+    new = version([{"name": "big", "epl": "select sym, px from Trade where px > 20"}, AVG], 2)
+    plan = plan_upgrade(old, new, {})
+    assert categories(plan) == {"big": STATELESS, "avg": UNCHANGED}
+    assert plan.refusals == [] and plan.resets == []
+    assert old.digest != new.digest
+
+
+def test_changed_stateful_needs_a_rebuild_choice() -> None:
+    old = version([FILTER, AVG])
+    new = version([FILTER, {"name": "avg", "epl": "select sym, avg(px) as a from "
+                            "Trade#length(5) group by sym"}], 2)
+    refused = plan_upgrade(old, new, {})
+    assert categories(refused)["avg"] == STATEFUL
+    assert len(refused.refusals) == 1
+    assert "--rebuild avg=from-now" in refused.refusals[0]
+    served = plan_upgrade(old, new, {"avg": "from-now"})
+    assert served.refusals == [] and served.resets == ["avg"]
+    assert "from-now" in [s for s in served.steps if s.name == "avg"][0].detail
+    everything = plan_upgrade(old, new, {"*": "from-now"})
+    assert everything.resets == ["avg"]
+
+
+def test_from_earliest_is_refused_with_its_reason() -> None:
+    old = version([AVG])
+    new = version([{"name": "avg", "epl": "select sym, avg(px) as a from Trade#length(5) "
+                    "group by sym"}], 2)
+    plan = plan_upgrade(old, new, {"avg": "from-earliest"})
+    assert len(plan.refusals) == 1 and "from-earliest" in plan.refusals[0]
+
+
+def test_added_and_removed() -> None:
+    old = version([FILTER, AVG])
+    new = version([AVG, {"name": "mx", "epl": "select max(px) as m from Trade"}], 2)
+    kept = plan_upgrade(old, new, {})
+    assert categories(kept) == {"avg": UNCHANGED, "mx": ADDED, "big": REMOVED}
+    assert kept.refusals == [] and kept.delete_outputs == [] and kept.resets == []
+    dropped = plan_upgrade(old, version([FILTER], 2), {}, delete_removed=True)
+    assert categories(dropped) == {"big": UNCHANGED, "avg": REMOVED}
+    assert dropped.delete_outputs == ["avg"] and dropped.resets == ["avg"]
+
+
+def test_rebuild_of_an_unknown_statement_is_refused() -> None:
+    old = version([AVG])
+    plan = plan_upgrade(old, version([AVG], 2), {"nope": "from-now"})
+    assert plan.refusals == ["--rebuild names 'nope', which is no statement of the new file"]
+
+
+HASHED = [{"name": "ctx", "epl": "create context H coalesce by consistent_hash_crc32(sym) "
+           "from Trade granularity 4"},
+          {"name": "cnt", "epl": "context H select sym, count(*) as n from Trade group by sym"}]
+
+
+def test_context_partitioning_change_under_state_is_refused() -> None:
+    old = version(HASHED)
+    new = version([{"name": "ctx", "epl": "create context H coalesce by "
+                    "consistent_hash_crc32(sym) from Trade granularity 8"}, HASHED[1]], 2)
+    plan = plan_upgrade(old, new, {"*": "from-now"})
+    assert len(plan.refusals) == 1
+    assert plan.refusals[0].startswith("cnt: its group 'H' changes its engine partitions "
+                                       "(4 partitions, hash context H -> 8 partitions")
+
+
+def test_keyed_context_partitions_change_is_refused() -> None:
+    keyed = [{"name": "ctx", "epl": "create context K partition by sym from Trade"},
+             {"name": "cnt", "epl": "context K select count(*) as n from Trade"}]
+    old = version(keyed, context_partitions={"K": 2})
+    new = version(keyed, 2, context_partitions={"K": 3})
+    plan = plan_upgrade(old, new, {})
+    assert len(plan.refusals) == 1 and "changes its engine partitions" in plan.refusals[0]
+
+
+def test_record_round_trips() -> None:
+    d = version([FILTER, AVG, *HASHED], 7)
+    again = Deployment.decode(d.encode())
+    assert again == d and again.digest == d.digest
+
+
+def test_a_changed_table_declaration_is_refused_and_a_schema_keeps_no_state() -> None:
+    table = {"name": "tbl", "epl": "create table Totals (sym string primary key, "
+             "n long)"}
+    old = version([table, {"name": "sch", "epl": "create schema Tick (sym string)"}])
+    new = version([{"name": "tbl", "epl": "create table Totals (sym string primary key, "
+                    "n long, m long)"},
+                   {"name": "sch", "epl": "create schema Tick (sym string, px double)"}], 2)
+    plan = plan_upgrade(old, new, {"*": "from-now"})
+    assert categories(plan) == {"tbl": STATEFUL, "sch": STATELESS}
+    assert plan.resets == [] and len(plan.refusals) == 1
+    assert plan.refusals[0].startswith("tbl: the declaration of table 'tbl' changes")
+
+
+def test_a_schema_change_changes_the_statements_reading_the_type() -> None:
+    old = version([FILTER, AVG])
+    config = AppConfig.from_dict({"app": "up", "schemas": {
+        "Trade": {"sym": "string", "px": "double", "qty": "long"}},
+        "statements": [FILTER, AVG]})
+    plan = plan_upgrade(old, form_of(Topology.plan(config), "", 2), {})
+    assert categories(plan) == {"big": STATELESS, "avg": STATEFUL}
