@@ -1,0 +1,328 @@
+"""Record formats of source and output topics: JSON (the default) or Avro in the
+Confluent wire format (magic byte 0, a 4-byte schema id, the Avro body), through
+``confluent_kafka.schema_registry``'s serializers and a schema registry.
+
+The statement file says which topics are Avro and where the registry is::
+
+    registry: http://127.0.0.1:8081/apis/ccompat/v7   # else $KEPL_REGISTRY_URL
+    schemas:
+      Withdrawal: {subject: withdrawals-value}        # properties from the registry
+    formats:
+      Withdrawal: avro                                # its topic's records are Avro
+      big: {format: avro, schema: {account: string, amount: double}}   # an output
+
+An event type's records are read with the writer schema their id names (any schema
+the registry holds for them); an output's schema is the ``schema`` given (property ->
+type, as in ``schemas``; or the name of an event type whose properties it has), every
+field nullable, registered under ``<topic>-value`` at deploy and on first use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+
+REGISTRY_ENV = "KEPL_REGISTRY_URL"
+FORMATS = ("json", "avro")
+KEPL_TYPES = ("string", "int", "long", "double", "float", "boolean")
+_AVRO_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_AVRO_OF = {"string": "string", "int": "int", "long": "long", "double": "double",
+            "float": "float", "boolean": "boolean"}
+_KEPL_OF = {"string": "string", "int": "int", "long": "long", "double": "double",
+            "float": "float", "boolean": "boolean", "enum": "string"}
+
+_registry_url: str | None = None
+"""The registry of the statement file loaded last in this process (readers use it)."""
+
+
+class FormatError(ValueError):
+    """The ``formats``/``registry`` section, or a subject it names, cannot be used."""
+
+
+def registry_url(doc: dict[str, Any] | None = None) -> str | None:
+    """The registry a statement file names, else ``$KEPL_REGISTRY_URL``."""
+    url = (doc or {}).get("registry") or _registry_url or os.environ.get(REGISTRY_ENV)
+    return str(url).rstrip("/") if url else None
+
+
+def client(url: str) -> Any:
+    """A Schema Registry client (cached per URL: it caches schemas by id)."""
+    c = _clients.get(url)
+    if c is None:
+        from confluent_kafka.schema_registry import SchemaRegistryClient
+
+        c = _clients[url] = SchemaRegistryClient({"url": url})
+    return c
+
+
+_clients: dict[str, Any] = {}
+
+
+# -- the statement file -------------------------------------------------------------
+
+def prepare(doc: Any) -> Any:
+    """The statement file with every ``schemas`` entry that names a registry subject
+    replaced by the subject's properties, and its ``formats`` checked; a problem is a
+    one-line ``FormatError``.  A file with neither is returned as it is."""
+    if not isinstance(doc, dict):
+        return doc
+    schemas = doc.get("schemas")
+    subjects = ({t: s["subject"] for t, s in schemas.items()
+                 if isinstance(s, dict) and set(s) == {"subject"}}
+                if isinstance(schemas, dict) else {})
+    if not subjects and "formats" not in doc and "registry" not in doc:
+        return doc
+    global _registry_url
+    url = registry_url(doc)
+    if doc.get("registry"):
+        _registry_url = url
+    if subjects:
+        if url is None:
+            raise FormatError(f"schemas.{next(iter(subjects))} names a registry subject but "
+                              f"no registry is given ('registry:' or ${REGISTRY_ENV})")
+        doc = {**doc, "schemas": {t: (subject_properties(url, str(subjects[t]), t)
+                                      if t in subjects else p)
+                                  for t, p in schemas.items()}}
+    check_formats(doc)
+    return doc
+
+
+def section(doc: dict[str, Any]) -> dict[str, Any]:
+    """What a worker needs of a prepared file: the registry and the formats, each Avro
+    output's schema spelled out (``AppConfig.formats``; empty for an all-JSON app)."""
+    raw = doc.get("formats") or {}
+    if not raw and not doc.get("registry"):
+        return {}
+    out: dict[str, Any] = {}
+    for name, spec in raw.items():
+        fmt = spec.get("format") if isinstance(spec, dict) else spec
+        if isinstance(spec, dict) and "schema" in spec:
+            fields = output_schema(doc, name)["fields"]
+            out[name] = {"format": fmt, "schema": {f["name"]: f["type"][1] for f in fields}}
+        else:
+            out[name] = fmt
+    return {**({"registry": doc["registry"]} if doc.get("registry") else {}), "formats": out}
+
+
+def check_formats(doc: dict[str, Any]) -> None:
+    """The ``formats`` section: keys are event types or statement names, values a format
+    (an output's with an Avro ``schema``); all types of one topic share a format."""
+    raw = doc.get("formats") or {}
+    if not isinstance(raw, dict):
+        raise FormatError("'formats' must map event types and statement names to a format")
+    schemas = doc.get("schemas") or {}
+    stmts = {str(s.get("name") or f"s{i}") for i, s in enumerate(doc.get("statements") or [])
+             if isinstance(s, dict)}
+    for name, spec in raw.items():
+        fmt = spec.get("format") if isinstance(spec, dict) else spec
+        if fmt not in FORMATS:
+            raise FormatError(f"formats.{name}: format must be one of {', '.join(FORMATS)}, "
+                              f"got {fmt!r}")
+        if name in schemas and name in stmts:
+            raise FormatError(f"formats.{name}: names both an event type and a statement")
+        if name in schemas:
+            if isinstance(spec, dict) and set(spec) - {"format"}:
+                raise FormatError(f"formats.{name}: an event type's records carry their "
+                                  "schema id; give only its format")
+        elif name in stmts:
+            if fmt == "avro":
+                output_schema(doc, name)
+        else:
+            raise FormatError(f"formats.{name}: no event type or statement of that name")
+        if fmt != "json" and registry_url(doc) is None:
+            raise FormatError(f"formats.{name}: {fmt} needs a schema registry ('registry:' "
+                              f"or ${REGISTRY_ENV})")
+    topics = doc.get("topics") or {}
+    by_topic: dict[str, set[str]] = {}
+    for t in schemas:
+        by_topic.setdefault(str(topics.get(t, t)), set()).add(input_format(doc, t))
+    for topic, fmts in by_topic.items():
+        if len(fmts) > 1:
+            raise FormatError(f"topic {topic}: its event types have different formats "
+                              f"({', '.join(sorted(fmts))})")
+
+
+def input_format(doc: dict[str, Any], type_name: str) -> str:
+    spec = (doc.get("formats") or {}).get(type_name, "json")
+    return spec.get("format", "json") if isinstance(spec, dict) else spec
+
+
+def output_schema(doc: dict[str, Any], stmt: str) -> dict[str, Any]:
+    """The Avro record schema of a statement's output rows (every field nullable)."""
+    spec = (doc.get("formats") or {}).get(stmt)
+    given = spec.get("schema") if isinstance(spec, dict) else None
+    if isinstance(given, str):
+        given = (doc.get("schemas") or {}).get(given)
+        if given is None:
+            raise FormatError(f"formats.{stmt}.schema: no event type "
+                              f"'{spec['schema']}'")  # type: ignore[index]
+    if not isinstance(given, dict) or not given:
+        raise FormatError(f"formats.{stmt}: an Avro output needs 'schema' (property: type, "
+                          "or an event type's name)")
+    fields = []
+    for prop, t in given.items():
+        if not _AVRO_NAME.match(str(prop)):
+            raise FormatError(f"formats.{stmt}.schema: '{prop}' is not an Avro field name "
+                              "(alias the column: select ... as name)")
+        if t not in _AVRO_OF:
+            raise FormatError(f"formats.{stmt}.schema.{prop}: type must be one of "
+                              f"{', '.join(KEPL_TYPES)}, got {t!r}")
+        fields.append({"name": str(prop), "type": ["null", _AVRO_OF[t]], "default": None})
+    return {"type": "record", "name": _record_name(stmt),
+            "namespace": "kepl", "fields": fields}
+
+
+def _record_name(stmt: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9_]", "_", stmt)
+    return name if _AVRO_NAME.match(name) else f"_{name}"
+
+
+def subject_properties(url: str, subject: str, type_name: str) -> dict[str, str]:
+    """The kepl properties of the newest Avro record schema of a registry subject."""
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+    try:
+        reg = client(url).get_latest_version(subject)
+    except SchemaRegistryError as e:
+        raise FormatError(f"schemas.{type_name}: subject '{subject}': "
+                          f"{e.error_message} (registry {url})") from None
+    except Exception as e:  # noqa: BLE001 - connection refused, time-out: one line
+        raise FormatError(f"schemas.{type_name}: registry {url} does not answer: "
+                          f"{type(e).__name__}: {e}") from None
+    schema = reg.schema
+    if (schema.schema_type or "AVRO") != "AVRO":
+        raise FormatError(f"schemas.{type_name}: subject '{subject}' holds a "
+                          f"{schema.schema_type} schema; only Avro is read")
+    return avro_properties(json.loads(schema.schema_str), f"schemas.{type_name}: subject "
+                                                          f"'{subject}'")
+
+
+def avro_properties(avro: Any, where: str) -> dict[str, str]:
+    """Property -> kepl type of an Avro record schema (``["null", T]`` is T)."""
+    if not isinstance(avro, dict) or avro.get("type") != "record":
+        raise FormatError(f"{where}: not an Avro record schema")
+    out = {}
+    for f in avro.get("fields", []):
+        t = f["type"]
+        if isinstance(t, list):
+            rest = [x for x in t if x != "null"]
+            t = rest[0] if len(rest) == 1 else t
+        if isinstance(t, dict):
+            t = t.get("type") if t.get("type") in ("enum",) or "logicalType" in t else t
+        kt = _KEPL_OF.get(t) if isinstance(t, str) else None
+        if kt is None:
+            raise FormatError(f"{where}: field '{f['name']}' has Avro type "
+                              f"{json.dumps(f['type'])}, which no kepl property type holds "
+                              f"({', '.join(KEPL_TYPES)})")
+        out[f["name"]] = kt
+    return out
+
+
+# -- the data plane -----------------------------------------------------------------
+
+Decoder = Callable[[bytes], Any]
+Encoder = Callable[[Any], tuple[bytes, None]]
+
+
+def decoders(formats: dict[str, Any], topics: dict[str, str]) -> dict[str, Decoder]:
+    """Source topic -> a decoder of its records' values, for the non-JSON topics."""
+    out: dict[str, Decoder] = {}
+    for t, topic in topics.items():
+        if input_format(formats, t) == "avro":
+            out[topic] = avro_decoder(registry_url(formats) or "", topic)
+    return out
+
+
+def avro_decoder(url: str, topic: str) -> Decoder:
+    """A decoder of Confluent-framed Avro values of ``topic`` (the writer schema fetched
+    by id, once); what does not decode raises ``ValueError`` saying why."""
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    des = AvroDeserializer(client(url))
+    ctx = SerializationContext(topic, MessageField.VALUE)
+
+    def decode(value: bytes) -> Any:
+        if value[:1] != b"\x00" or len(value) < 5:
+            raise ValueError("not Avro in the Confluent wire format (no magic byte 0 and "
+                             "schema id)")
+        try:
+            return des(value, ctx)
+        except Exception as e:  # noqa: BLE001 - a truncated or foreign body: one reason
+            raise ValueError(f"not Avro of schema id {int.from_bytes(value[1:5], 'big')}: "
+                             f"{type(e).__name__}: {e}") from None
+
+    return decode
+
+
+def encoders(formats: dict[str, Any], outputs: dict[str, str]) -> dict[str, Encoder]:
+    """Output topic -> a row encoder, for the statements whose output is not JSON
+    (``outputs``: statement -> its output topic)."""
+    out: dict[str, Encoder] = {}
+    for stmt, topic in outputs.items():
+        spec = (formats.get("formats") or {}).get(stmt)
+        fmt = spec.get("format") if isinstance(spec, dict) else spec
+        if fmt == "avro":
+            out[topic] = avro_encoder(registry_url(formats) or "", topic,
+                                      output_schema(formats, stmt))
+    return out
+
+
+def avro_encoder(url: str, topic: str, schema: dict[str, Any]) -> Encoder:
+    """An encoder of rows as Confluent-framed Avro of ``schema`` (registered under
+    ``<topic>-value`` at the first row if deploy did not)."""
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    ser = AvroSerializer(client(url), json.dumps(schema))
+    ctx = SerializationContext(topic, MessageField.VALUE)
+
+    def encode(row: Any) -> tuple[bytes, None]:
+        return ser(row, ctx), None
+
+    return encode
+
+
+def register_outputs(config: Any) -> list[str]:
+    """Register the Avro schema of every Avro output of an ``AppConfig`` under
+    ``<topic>-value`` (``kepl deploy``); one line per subject with its id.  A registry
+    that refuses is a one-line ``FormatError``."""
+    from confluent_kafka.schema_registry import Schema
+
+    fmts = config.formats
+    url = registry_url(fmts)
+    lines = []
+    for s in config.statements:
+        spec = (fmts.get("formats") or {}).get(s.name)
+        fmt = spec.get("format") if isinstance(spec, dict) else spec
+        if fmt != "avro" or url is None:
+            continue
+        subject = f"{config.output_topic(s.name)}-value"
+        schema = Schema(json.dumps(output_schema(fmts, s.name)), "AVRO")
+        try:
+            sid = client(url).register_schema(subject, schema)
+        except Exception as e:  # noqa: BLE001 - refused, incompatible, no answer: one line
+            raise FormatError(f"registry {url}: cannot register {subject}: "
+                              f"{getattr(e, 'error_message', None) or e}") from None
+        lines.append(f"{subject}: schema id {sid} (statement {s.name}, Avro)")
+    return lines
+
+
+def decode_row(value: bytes, topic: str) -> Any | None:
+    """An output row written as Avro (magic byte 0), else None (a JSON row never
+    starts with byte 0)."""
+    if value[:1] != b"\x00":
+        return None
+    url = registry_url()
+    if url is None:
+        raise ValueError(f"an Avro row of {topic} but no registry (${REGISTRY_ENV})")
+    dec = _row_decoders.get((url, topic))
+    if dec is None:
+        dec = _row_decoders[(url, topic)] = avro_decoder(url, topic)
+    return dec(value)
+
+
+_row_decoders: dict[tuple[str, str], Decoder] = {}
