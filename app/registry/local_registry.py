@@ -1,7 +1,7 @@
 """A real Apicurio Registry (in-memory storage) run from Maven Central jars, no Docker.
 
 Its application jar is a Quarkus application: Maven builds it once into a runnable
-fast-jar (``app/registry/pom.xml``, package data) under
+jar (``app/registry/pom.xml``, package data) under
 ``${KEPL_HOME:-~/.cache/kepl}/registry/<version>``; the registry runs as a detached
 background process with a small heap, its pid file and log in one data directory.
 Clients use its Confluent-compatible API (``url``), as they would a Confluent registry.
@@ -27,6 +27,8 @@ from app.kafka.local_broker import HOST, _port_free, file_lock, java_bin, kepl_h
 POM = Path(__file__).with_name("pom.xml")
 HEAP_OPTS = ("-Xmx256m", "-Xms64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 PID_FILE = "registry.pid"
+RUNNER = Path("target") / "kepl-schema-registry-1-runner.jar"
+"""The jar Quarkus builds (its libraries in ``target/lib``), as Apicurio packages it."""
 CCOMPAT = "/apis/ccompat/v7"
 DEFAULT_PORT = 8081
 
@@ -72,7 +74,7 @@ def build_dir() -> Path:
 
 
 def runner_jar() -> Path:
-    return build_dir() / "target" / "quarkus-app" / "quarkus-run.jar"
+    return build_dir() / RUNNER
 
 
 def ensure_build() -> Path:
@@ -93,13 +95,14 @@ def ensure_build() -> Path:
         shutil.rmtree(scratch, ignore_errors=True)
         scratch.mkdir(parents=True)
         shutil.copy(POM, scratch / "pom.xml")
+        shutil.copytree(POM.parent / "src", scratch / "src")
         _log(f"building Apicurio Registry {version()} with Maven into {build_dir()} "
              "(one-time)...")
         t0 = time.monotonic()
         proc = subprocess.run([mvn, "-q", "-B", "-Dstyle.color=never", "package"],
                               cwd=scratch, check=False, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)
-        built = scratch / "target" / "quarkus-app" / "quarkus-run.jar"
+        built = scratch / RUNNER
         if proc.returncode != 0 or not built.is_file():
             shutil.rmtree(scratch, ignore_errors=True)
             tail = "\n".join(proc.stdout.strip().splitlines()[-15:])
@@ -142,7 +145,7 @@ def _alive(pid: int, data_dir: Path) -> bool:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
     except (OSError, IndexError):
         return False
-    return stat != "Z" and "quarkus-run.jar" in cmdline and str(data_dir) in cmdline
+    return stat != "Z" and RUNNER.name in cmdline and str(data_dir) in cmdline
 
 
 _children: dict[int, subprocess.Popen[bytes]] = {}
