@@ -185,3 +185,28 @@ def test_avro_properties_map_to_kepl_types() -> None:
         {"name": "e", "type": "boolean"}, {"name": "f", "type": "int"}]}
     assert formats.avro_properties(schema, "t") == {
         "a": "long", "b": "float", "c": "long", "d": "string", "e": "boolean", "f": "int"}
+
+
+def test_row_writer_writes_what_fastavro_reads() -> None:
+    import io
+    import math
+    import random
+
+    from fastavro import parse_schema, schemaless_reader
+
+    schema = formats.output_schema({"formats": {"o": {"format": "avro", "schema": {
+        "a": "string", "b": "double", "c": "long", "d": "boolean", "e": "int",
+        "g": "float"}}}}, "o")
+    write, parsed = formats.row_writer(schema), parse_schema(schema)
+    rnd = random.Random(3)
+    for _ in range(2000):
+        row = {"a": rnd.choice([None, "x" * rnd.randrange(200), "é漢"]),
+               "b": rnd.choice([None, rnd.random() * 1e9, math.nan, -math.inf, 3]),
+               "c": rnd.choice([None, rnd.randrange(-(1 << 63), 1 << 63), 0, -1]),
+               "d": rnd.choice([None, True, False]),
+               "e": rnd.choice([None, rnd.randrange(-(1 << 31), 1 << 31)]),
+               "g": rnd.choice([None, 1.5, -2])}
+        back = schemaless_reader(io.BytesIO(write(row)), parsed, None)
+        assert all(back[k] == v or (v != v and back[k] != back[k]) for k, v in row.items())
+    with pytest.raises(ValueError, match=r"^t: column 'c' holds 'x', which its Avro field "):
+        formats.row_writer(schema, "t")({"c": "x"})
