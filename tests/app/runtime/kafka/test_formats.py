@@ -210,3 +210,21 @@ def test_row_writer_writes_what_fastavro_reads() -> None:
         assert all(back[k] == v or (v != v and back[k] != back[k]) for k, v in row.items())
     with pytest.raises(ValueError, match=r"^t: column 'c' holds 'x', which its Avro field "):
         formats.row_writer(schema, "t")({"c": "x"})
+
+
+def test_deploy_registers_each_avro_output_schema(schema_registry: str) -> None:
+    name = f"reg-{uuid.uuid4().hex[:8]}"
+    doc = {**_doc(name), "registry": schema_registry}
+    doc["formats"] = {"per_account": {"format": "avro", "schema": {
+        "account": "string", "total": "double", "n": "long"}}}
+    config = AppConfig.from_dict(doc)
+    lines = formats.register_outputs(config)
+    subject = f"kepl.{name}.out.per_account-value"
+    latest = SchemaRegistryClient({"url": schema_registry}).get_latest_version(subject)
+    assert lines == [f"{subject}: schema id {latest.schema_id} (statement per_account, Avro)"]
+    assert json.loads(latest.schema.schema_str) == {
+        "type": "record", "name": "per_account", "namespace": "kepl", "fields": [
+            {"name": "account", "type": ["null", "string"], "default": None},
+            {"name": "total", "type": ["null", "double"], "default": None},
+            {"name": "n", "type": ["null", "long"], "default": None}]}
+    assert formats.register_outputs(config) == lines  # the same schema: the same id
