@@ -1,10 +1,10 @@
 """Output rows as Kafka records: what a lane emits and an engine partition's rows at a
 checkpoint (its step 2) go to the statement's output topic through the open transaction.
 
-A record is the row as JSON (or as its topic's format: ``formats``), keyed by its context partition, with headers ``kepl.id``
-(statement/partition/sequence, what readers deduplicate by), ``kepl.time``, and
-``kepl.stream`` on a remove row only: each header costs about as much as the rest of the
-record's produce call.
+A record is the row as JSON (or its topic's format: ``formats``), keyed by its context
+partition, with headers ``kepl.id`` (statement/partition/sequence, what readers
+deduplicate by), ``kepl.time``, and ``kepl.stream`` on a remove row only: each header
+costs about as much as the rest of the record's produce call.
 """
 
 from __future__ import annotations
