@@ -26,8 +26,11 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from app.runtime.kafka import codec
+
 REGISTRY_ENV = "KEPL_REGISTRY_URL"
-FORMATS = ("json", "avro")
+FORMATS = ("json", "avro", "json-schema")
+"""``json-schema``: JSON text behind the Confluent framing, its schema a JSON Schema."""
 KEPL_TYPES = ("string", "int", "long", "double", "float", "boolean")
 _AVRO_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _AVRO_OF = {"string": "string", "int": "int", "long": "long", "double": "double",
@@ -130,7 +133,7 @@ def check_formats(doc: dict[str, Any]) -> None:
                 raise FormatError(f"formats.{name}: an event type's records carry their "
                                   "schema id; give only its format")
         elif name in stmts:
-            if fmt == "avro":
+            if fmt != "json":
                 output_schema(doc, name)
         else:
             raise FormatError(f"formats.{name}: no event type or statement of that name")
@@ -162,8 +165,8 @@ def output_schema(doc: dict[str, Any], stmt: str) -> dict[str, Any]:
             raise FormatError(f"formats.{stmt}.schema: no event type "
                               f"'{spec['schema']}'")  # type: ignore[index]
     if not isinstance(given, dict) or not given:
-        raise FormatError(f"formats.{stmt}: an Avro output needs 'schema' (property: type, "
-                          "or an event type's name)")
+        raise FormatError(f"formats.{stmt}: an Avro or JSON Schema output needs 'schema' "
+                          "(property: type, or an event type's name)")
     fields = []
     for prop, t in given.items():
         if not _AVRO_NAME.match(str(prop)):
@@ -195,11 +198,46 @@ def subject_properties(url: str, subject: str, type_name: str) -> dict[str, str]
         raise FormatError(f"schemas.{type_name}: registry {url} does not answer: "
                           f"{type(e).__name__}: {e}") from None
     schema = reg.schema
-    if (schema.schema_type or "AVRO") != "AVRO":
-        raise FormatError(f"schemas.{type_name}: subject '{subject}' holds a "
-                          f"{schema.schema_type} schema; only Avro is read")
-    return avro_properties(json.loads(schema.schema_str), f"schemas.{type_name}: subject "
-                                                          f"'{subject}'")
+    where = f"schemas.{type_name}: subject '{subject}'"
+    kind = schema.schema_type or "AVRO"
+    if kind == "JSON":
+        return json_schema_properties(json.loads(schema.schema_str), where)
+    if kind != "AVRO":
+        raise FormatError(f"{where} holds a {kind} schema; Avro and JSON Schema are read")
+    return avro_properties(json.loads(schema.schema_str), where)
+
+
+_KEPL_OF_JSON = {"string": "string", "integer": "long", "number": "double",
+                 "boolean": "boolean"}
+_JSON_OF = {"string": "string", "int": "integer", "long": "integer", "double": "number",
+            "float": "number", "boolean": "boolean"}
+
+
+def json_schema_properties(schema: Any, where: str) -> dict[str, str]:
+    """Property -> kepl type of an object JSON Schema (``[T, "null"]`` is T; integer is
+    long, number double)."""
+    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
+        raise FormatError(f"{where}: not a JSON Schema of an object with properties")
+    out = {}
+    for name, p in schema["properties"].items():
+        t = p.get("type") if isinstance(p, dict) else None
+        if isinstance(t, list):
+            rest = [x for x in t if x != "null"]
+            t = rest[0] if len(rest) == 1 else None
+        kt = _KEPL_OF_JSON.get(t) if isinstance(t, str) else None
+        if kt is None:
+            raise FormatError(f"{where}: property '{name}' has JSON Schema {json.dumps(p)}, "
+                              f"which no kepl property type holds ({', '.join(KEPL_TYPES)})")
+        out[name] = kt
+    return out
+
+
+def output_json_schema(doc: dict[str, Any], stmt: str) -> dict[str, Any]:
+    """The JSON Schema of a statement's output rows (every property nullable)."""
+    fields = output_schema(doc, stmt)["fields"]
+    return {"$schema": "http://json-schema.org/draft-07/schema#", "title": stmt,
+            "type": "object", "properties": {
+                f["name"]: {"type": [_JSON_OF[f["type"][1]], "null"]} for f in fields}}
 
 
 def avro_properties(avro: Any, where: str) -> dict[str, str]:
@@ -226,16 +264,32 @@ def avro_properties(avro: Any, where: str) -> dict[str, str]:
 # -- the data plane -----------------------------------------------------------------
 
 Decoder = Callable[[bytes], Any]
-Encoder = Callable[[Any], tuple[bytes, None]]
+Encoder = Callable[[Any], tuple[bytes, bytes | None]]
 
 
 def decoders(formats: dict[str, Any], topics: dict[str, str]) -> dict[str, Decoder]:
     """Source topic -> a decoder of its records' values, for the non-JSON topics."""
     out: dict[str, Decoder] = {}
     for t, topic in topics.items():
-        if input_format(formats, t) == "avro":
+        fmt = input_format(formats, t)
+        if fmt == "avro":
             out[topic] = avro_decoder(registry_url(formats) or "", topic)
+        elif fmt == "json-schema":
+            out[topic] = framed_json_decoder
     return out
+
+
+def framed_json_decoder(value: bytes) -> Any:
+    """The JSON text behind the Confluent framing (magic byte 0, a schema id); the
+    event type's check is the validation (``event_coercer``)."""
+    if value[:1] != b"\x00" or len(value) < 5:
+        raise ValueError("not JSON Schema-framed JSON (no magic byte 0 and schema id)")
+    try:
+        return codec.loads(value[5:])
+    except codec.NotText:
+        raise
+    except ValueError as e:
+        raise ValueError(f"not JSON: {e}") from None
 
 
 def avro_decoder(url: str, topic: str) -> Decoder:
@@ -278,7 +332,29 @@ def encoders(formats: dict[str, Any], outputs: dict[str, str]) -> dict[str, Enco
         if fmt == "avro":
             out[topic] = avro_encoder(registry_url(formats) or "", topic,
                                       output_schema(formats, stmt))
+        elif fmt == "json-schema":
+            out[topic] = framed_json_encoder(registry_url(formats) or "", topic,
+                                             output_json_schema(formats, stmt))
     return out
+
+
+def framed_json_encoder(url: str, topic: str, schema: dict[str, Any]) -> Encoder:
+    """An encoder of rows as JSON text behind the Confluent framing, the id that of
+    ``schema`` (a JSON Schema) under ``<topic>-value``; the ``kepl.nonfinite`` header
+    as for JSON rows."""
+    from confluent_kafka.schema_registry import Schema
+
+    text = json.dumps(schema)
+    header: list[bytes] = []
+
+    def encode(row: Any) -> tuple[bytes, bytes | None]:
+        if not header:
+            sid = client(url).register_schema(f"{topic}-value", Schema(text, "JSON"))
+            header.append(b"\x00" + sid.to_bytes(4, "big"))
+        data, nonfinite = codec.encode_row(row)
+        return header[0] + data, nonfinite
+
+    return encode
 
 
 def avro_encoder(url: str, topic: str, schema: dict[str, Any]) -> Encoder:
@@ -379,7 +455,7 @@ _WRITERS: dict[str, Callable[[Any], bytes]] = {
 
 
 def register_outputs(config: Any) -> list[str]:
-    """Register the Avro schema of every Avro output of an ``AppConfig`` under
+    """Register the schema of every Avro or JSON Schema output of an ``AppConfig`` under
     ``<topic>-value`` (``kepl deploy``); one line per subject with its id.  A registry
     that refuses is a one-line ``FormatError``."""
     from confluent_kafka.schema_registry import Schema
@@ -390,27 +466,32 @@ def register_outputs(config: Any) -> list[str]:
     for s in config.statements:
         spec = (fmts.get("formats") or {}).get(s.name)
         fmt = spec.get("format") if isinstance(spec, dict) else spec
-        if fmt != "avro" or url is None:
+        if fmt == "json" or fmt is None or url is None:
             continue
         subject = f"{config.output_topic(s.name)}-value"
-        schema = Schema(json.dumps(output_schema(fmts, s.name)), "AVRO")
+        schema = (Schema(json.dumps(output_schema(fmts, s.name)), "AVRO") if fmt == "avro"
+                  else Schema(json.dumps(output_json_schema(fmts, s.name)), "JSON"))
         try:
             sid = client(url).register_schema(subject, schema)
         except Exception as e:  # noqa: BLE001 - refused, incompatible, no answer: one line
             raise FormatError(f"registry {url}: cannot register {subject}: "
                               f"{getattr(e, 'error_message', None) or e}") from None
-        lines.append(f"{subject}: schema id {sid} (statement {s.name}, Avro)")
+        kind = "Avro" if fmt == "avro" else "JSON Schema"
+        lines.append(f"{subject}: schema id {sid} (statement {s.name}, {kind})")
     return lines
 
 
-def decode_row(value: bytes, topic: str) -> Any | None:
-    """An output row written as Avro (magic byte 0), else None (a JSON row never
-    starts with byte 0)."""
+def decode_row(value: bytes, topic: str, nonfinite: bytes | None = None) -> Any:
+    """An output row as any format writes it: behind the Confluent framing (byte 0,
+    which no JSON text starts with) Avro or JSON by its schema's type, else JSON."""
     if value[:1] != b"\x00":
-        return None
+        return codec.decode_row(value, nonfinite)
     url = registry_url()
     if url is None:
-        raise ValueError(f"an Avro row of {topic} but no registry (${REGISTRY_ENV})")
+        raise ValueError(f"a framed row of {topic} but no registry (${REGISTRY_ENV})")
+    if len(value) >= 5 and client(url).get_schema(
+            int.from_bytes(value[1:5], "big")).schema_type == "JSON":
+        return codec.decode_row(value[5:], nonfinite)
     dec = _row_decoders.get((url, topic))
     if dec is None:
         dec = _row_decoders[(url, topic)] = avro_decoder(url, topic)

@@ -37,7 +37,13 @@ EVENTS = [{"account": "A", "amount": 250.0, "note": None},
           {"account": "C", "amount": 1.0, "note": "y"}]
 
 
-def _doc(name: str, registry: str | None = None, avro: bool = False) -> dict[str, Any]:
+WITHDRAWAL_JSON = {"type": "object", "properties": {
+    "account": {"type": "string"}, "amount": {"type": "number"},
+    "note": {"type": ["string", "null"]}}}
+
+
+def _doc(name: str, registry: str | None = None, avro: bool = False,
+         fmt: str = "avro") -> dict[str, Any]:
     doc: dict[str, Any] = {
         "app": name,
         "schemas": {"Withdrawal": {"account": "string", "amount": "double",
@@ -49,57 +55,71 @@ def _doc(name: str, registry: str | None = None, avro: bool = False) -> dict[str
         doc["registry"] = registry
         doc["schemas"] = {"Withdrawal": {"subject": f"{name}.withdrawal-value"}}
         doc["formats"] = {
-            "Withdrawal": "avro",
-            "big": {"format": "avro", "schema": {"account": "string", "amount": "double"}},
-            "per_account": {"format": "avro", "schema": {"account": "string",
+            "Withdrawal": fmt,
+            "big": {"format": fmt, "schema": {"account": "string", "amount": "double"}},
+            "per_account": {"format": fmt, "schema": {"account": "string",
                                                          "total": "double", "n": "long"}}}
     return doc
 
 
-def _register(registry: str, subject: str, schema: dict[str, Any]) -> int:
+def _register(registry: str, subject: str, schema: dict[str, Any], kind: str = "AVRO"
+              ) -> int:
     return SchemaRegistryClient({"url": registry}).register_schema(
-        subject, Schema(json.dumps(schema), "AVRO"))
+        subject, Schema(json.dumps(schema), kind))
 
 
 @pytest.fixture(scope="module")
-def apps(kafka_bootstrap: str, schema_registry: str) -> Iterator[tuple[KafkaApp, KafkaApp]]:
+def apps(kafka_bootstrap: str, schema_registry: str
+         ) -> Iterator[tuple[KafkaApp, KafkaApp, KafkaApp]]:
     name = f"avro-{uuid.uuid4().hex[:8]}"
     _register(schema_registry, f"{name}.withdrawal-value", WITHDRAWAL)
+    sid = _register(schema_registry, f"{name}-sr.withdrawal-value", WITHDRAWAL_JSON, "JSON")
     plain = KafkaApp(AppConfig.from_dict(_doc(f"{name}-json")), kafka_bootstrap, start=True)
     avro = KafkaApp(AppConfig.from_dict(_doc(name, schema_registry, avro=True)),
                     kafka_bootstrap, start=True)
+    framed = KafkaApp(AppConfig.from_dict(_doc(f"{name}-sr", schema_registry, avro=True,
+                                               fmt="json-schema")), kafka_bootstrap, start=True)
     ser = AvroSerializer(SchemaRegistryClient({"url": schema_registry}), json.dumps(WITHDRAWAL))
     ctx = SerializationContext(avro.config.topic_of("Withdrawal"), MessageField.VALUE)
     for i, e in enumerate(EVENTS):
         plain.send("Withdrawal", {k: v for k, v in e.items() if v is not None})
         avro.send("Withdrawal", ser(e, ctx))
+        framed.send("Withdrawal", b"\x00" + sid.to_bytes(4, "big") + json.dumps(
+            {k: v for k, v in e.items() if v is not None}).encode())
         if i == 2:
             # not Avro at all; then a good schema id with a truncated body
             avro.send("Withdrawal", b'{"account": "J", "amount": 1}')
             avro.send("Withdrawal", ser(e, ctx)[:7])
     plain.settle()
     avro.settle()
-    yield plain, avro
+    framed.settle()
+    yield plain, avro, framed
     plain.close()
     avro.close()
+    framed.close()
 
 
-def test_avro_input_and_output_give_the_rows_of_json(apps: tuple[KafkaApp, KafkaApp]
-                                                      ) -> None:
-    plain, avro = apps
+Apps = tuple[KafkaApp, KafkaApp, KafkaApp]
+
+
+def test_avro_input_and_output_give_the_rows_of_json(apps: Apps) -> None:
+    plain, avro, framed = apps
     for stmt in ("big", "per_account"):
         want = [(r.stream, r.id, r.row) for r in
                 read_rows(plain.bootstrap, plain.config.output_topic(stmt))]
         got = [(r.stream, r.id, r.row) for r in
                read_rows(avro.bootstrap, avro.config.output_topic(stmt))]
         assert got == want
+        got = [(r.stream, r.id, r.row) for r in
+               read_rows(framed.bootstrap, framed.config.output_topic(stmt))]
+        assert got == want  # JSON Schema: the JSON behind the framing
     assert [r.row for r in read_rows(avro.bootstrap, avro.config.output_topic("big"))] == [
         {"account": "A", "amount": 250.0}, {"account": "B", "amount": 700.0}]
 
 
 def test_output_records_are_avro_of_the_registered_schema(
-        apps: tuple[KafkaApp, KafkaApp], schema_registry: str) -> None:
-    _, avro = apps
+        apps: Apps, schema_registry: str) -> None:
+    _, avro, _ = apps
     topic = avro.config.output_topic("per_account")
     latest = SchemaRegistryClient({"url": schema_registry}).get_latest_version(
         f"{topic}-value")
@@ -115,9 +135,8 @@ def test_output_records_are_avro_of_the_registered_schema(
     assert int.from_bytes(m.value()[1:5], "big") == latest.schema_id
 
 
-def test_a_record_that_is_not_avro_goes_to_the_dlq_with_the_reason(
-        apps: tuple[KafkaApp, KafkaApp]) -> None:
-    _, avro = apps
+def test_a_record_that_is_not_avro_goes_to_the_dlq_with_the_reason(apps: Apps) -> None:
+    _, avro, framed = apps
     src = avro.config.topic_of("Withdrawal")
     got = [(m.value()[:1], dict(m.headers())["kepl.error"].decode(),
             dict(m.headers())["kepl.source"].decode())
@@ -126,6 +145,7 @@ def test_a_record_that_is_not_avro_goes_to_the_dlq_with_the_reason(
     assert got[0][1] == ("not Avro in the Confluent wire format (no magic byte 0 and "
                          "schema id)")
     assert got[1][1].startswith("not Avro of schema id ")
+    assert dead_letters(framed.bootstrap, framed.config.dlq_topic) == []
 
 
 def test_kepl_check_types_statements_against_registry_subjects(
@@ -167,10 +187,10 @@ def test_a_bad_format_is_one_line(schema_registry: str) -> None:
     doc = _doc("fmt", schema_registry)
     doc["formats"] = {"Withdrawal": "protobuf"}
     with pytest.raises(ConfigError, match=r"^formats.Withdrawal: format must be one of "
-                                          r"json, avro, got 'protobuf'$"):
+                                          r"json, avro, json-schema, got 'protobuf'$"):
         AppConfig.from_dict(doc)
     doc["formats"] = {"big": "avro"}
-    with pytest.raises(ConfigError, match=r"^formats.big: an Avro output needs 'schema'"):
+    with pytest.raises(ConfigError, match=r"^formats.big: an Avro or JSON Schema output needs "):
         AppConfig.from_dict(doc)
     doc["formats"] = {"nothing": "avro"}
     with pytest.raises(ConfigError, match="no event type or statement of that name"):
@@ -228,3 +248,10 @@ def test_deploy_registers_each_avro_output_schema(schema_registry: str) -> None:
             {"name": "total", "type": ["null", "double"], "default": None},
             {"name": "n", "type": ["null", "long"], "default": None}]}
     assert formats.register_outputs(config) == lines  # the same schema: the same id
+
+
+def test_a_json_schema_subject_gives_the_properties(schema_registry: str) -> None:
+    subject = f"js-{uuid.uuid4().hex[:8]}-value"
+    _register(schema_registry, subject, WITHDRAWAL_JSON, "JSON")
+    assert formats.subject_properties(schema_registry, subject, "W") == {
+        "account": "string", "amount": "double", "note": "string"}
