@@ -1,6 +1,7 @@
 """Per-event cost of the record formats: decoding a source record into a typed event
-and encoding an output row, JSON (the default) against Avro in the Confluent wire format
-(the serializers the worker uses, schemas cached from a real registry after the first).
+and encoding an output row, JSON (the default) against Avro and JSON Schema in the
+Confluent wire format (the worker's own decoders and encoders, schemas from a real
+registry, fetched once).
 
 Run: .venv/bin/python tests/bench/bench_formats.py [--events N] [--registry URL]
 (without --registry it starts the local one, ``kepl registry``, and stops it after).
@@ -60,6 +61,9 @@ def measure(url: str, n: int) -> dict[str, tuple[float, float, int]]:
     dec = formats.avro_decoder(url, f"bench-{run}.in")
     enc = formats.avro_encoder(url, f"bench-{run}.out", formats.output_schema(fmt, "out"))
     rows = [{"account": e["account"], "total": e["amount"], "n": e["n"]} for e in evs]
+    framed_in = [b"\x00\x00\x00\x00\x01" + v for v in json_in]
+    framed = formats.framed_json_encoder(url, f"bench-{run}.out-js",
+                                         formats.output_json_schema(fmt, "out"))
     return {
         "json": (_per_event_us(lambda v: coerce(codec.loads(v)), json_in),
                  _per_event_us(codec.encode_row, rows),
@@ -67,6 +71,10 @@ def measure(url: str, n: int) -> dict[str, tuple[float, float, int]]:
         "avro": (_per_event_us(lambda v: coerce(dec(v)), avro_in),
                  _per_event_us(enc, rows),
                  sum(map(len, avro_in)) // n),
+        "json-schema": (_per_event_us(lambda v: coerce(formats.framed_json_decoder(v)),
+                                      framed_in),
+                        _per_event_us(framed, rows),
+                        sum(map(len, framed_in)) // n),
     }
 
 
@@ -89,9 +97,9 @@ def main() -> None:
         if port is not None:
             local_registry.stop(port, data_dir)
     print(f"{args.events} events of {json.dumps(SCHEMA)}; rows of {json.dumps(ROW)}")
-    print(f"{'format':<8}{'decode us/event':>18}{'encode us/row':>16}{'bytes/event':>13}")
+    print(f"{'format':<12}{'decode us/event':>18}{'encode us/row':>16}{'bytes/event':>13}")
     for name, (d, e, b) in res.items():
-        print(f"{name:<8}{d:>18.2f}{e:>16.2f}{b:>13}")
+        print(f"{name:<12}{d:>18.2f}{e:>16.2f}{b:>13}")
     j, a = res["json"], res["avro"]
     print(f"avro/json: decode x{a[0] / j[0]:.2f}, encode x{a[1] / j[1]:.2f}, "
           f"size x{a[2] / j[2]:.2f}")

@@ -1,6 +1,7 @@
-"""Record formats of source and output topics: JSON (the default) or Avro in the
-Confluent wire format (magic byte 0, a 4-byte schema id, the Avro body), with a schema
-registry through ``confluent_kafka.schema_registry``'s client and fastavro.
+"""Record formats of source and output topics: JSON (the default), or Avro or JSON
+Schema in the Confluent wire format (magic byte 0, a 4-byte schema id, the Avro body or
+the JSON text), with a schema registry through ``confluent_kafka.schema_registry``'s
+client (and fastavro for Avro bodies).
 
 The statement file says which topics are Avro and where the registry is::
 
