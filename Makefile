@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 KEPL   := $(VENV)/bin/kepl
 
-.PHONY: demo test install lint bench bench-kafka bench-barrier bench-startup chaos chaos-cluster test-cluster scenarios oracle oracle-generated broker-start broker-stop clean chart-test image
+.PHONY: demo test install lint bench bench-kafka bench-formats bench-barrier bench-startup chaos chaos-cluster test-cluster scenarios oracle oracle-generated broker-start broker-stop clean chart-test image
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,10 @@ bench: install
 
 bench-kafka: install
 	$(PY) tests/bench/bench_kafka.py
+
+# Decode and encode cost per event, JSON against Avro (starts the local schema registry).
+bench-formats: install
+	$(PY) tests/bench/bench_formats.py
 
 # A watermark's round trip (publish -> progress visible -> rows read) per statement kind.
 bench-barrier: install

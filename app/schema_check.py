@@ -130,9 +130,25 @@ def _one_of(v: Any, want: list[Any], _: Any) -> bool:
     return sum(1 for sub in want if _valid(v, sub)) == 1
 
 
+def _any_of(v: Any, want: list[Any], _: Any) -> bool:
+    return any(_valid(v, sub) for sub in want)
+
+
+def _not(v: Any, want: Any, _: Any) -> bool:
+    return not _valid(v, want)
+
+
+def _if(v: Any, want: Any, schema: dict[str, Any]) -> bool:
+    """``if`` with its ``then`` and ``else`` (which alone decide nothing)."""
+    branch = schema.get("then" if _valid(v, want) else "else", True)
+    return _valid(v, branch)
+
+
 _KEYWORDS: dict[str, Callable[[Any, Any, Any], bool]] = {
     "type": _type, "enum": _enum, "pattern": _pattern, "minimum": _minimum,
     "maximum": _maximum, "minLength": _min_length, "minItems": _min_items,
     "required": _required, "properties": _properties, "additionalProperties": _additional,
     "propertyNames": _property_names, "items": _items, "oneOf": _one_of,
+    "anyOf": _any_of, "not": _not, "if": _if,
+    "then": lambda v, want, schema: True, "else": lambda v, want, schema: True,
 }

@@ -137,6 +137,12 @@ def parse_statement_file(doc: Any, path: str = "<memory>") -> StatementFile:
         more = (f" (and {len(errors) - 1} more error(s): kepl check lists them)"
                 if len(errors) > 1 else "")
         raise InvalidFile(f"{path}: at {_where(e.absolute_path)}: {e.message}{more}", path)
+    from app.runtime.kafka import formats
+
+    try:
+        doc = formats.prepare(doc)
+    except formats.FormatError as e:
+        raise InvalidFile(f"{path}: {e}", path) from None
     stmts = []
     seen: set[str] = set()
     for i, s in enumerate(doc["statements"]):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest_plugins = ["tests.kafka_broker"]
+pytest_plugins = ["tests.kafka_broker", "tests.schema_registry"]
 
 
 def pytest_configure(config: pytest.Config) -> None:

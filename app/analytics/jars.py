@@ -76,6 +76,11 @@ def connector_package(spark: str | None = None, scala: str | None = None) -> str
             f"{spark or spark_version()}")
 
 
+def avro_package() -> str:
+    """Spark's Avro data source of the installed Spark (Avro output topics: avro.py)."""
+    return f"{GROUP}:spark-avro_{scala_version()}:{spark_version()}"
+
+
 def maven_repository() -> str:
     """The Maven repository Ivy resolves from (``KEPL_SPARK_MAVEN_REPO``, else Central)."""
     return (os.environ.get(REPO_ENV, "").strip() or CENTRAL).rstrip("/")
@@ -143,7 +148,7 @@ def package_conf(repository: str | None = None) -> dict[str, str]:
         check_published(package, repository)
         _log(f"resolving {package} from {repository} into {ivy_home()} (one-time)...")
     return {
-        "spark.jars.packages": package,
+        "spark.jars.packages": f"{package},{avro_package()}",
         "spark.jars.ivy": str(ivy_home()),
         "spark.jars.ivySettings": str(ivy_settings(repository)),
     }

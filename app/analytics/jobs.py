@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import MapType, StringType, StructType
 
+from app.analytics import avro
 from app.runtime.kafka.router import H_ID, H_PARTITION, H_STATEMENT, H_STREAM, H_TIME
 
 ROW_COLUMNS = (
@@ -139,6 +140,7 @@ def read_output(
         .option("endingOffsets", "latest")
         .load()
     )
+    raw = avro.json_values(raw, topics, pattern)  # Avro outputs read as JSON rows
     return drop_repeats(parse_output(raw, schema))
 
 
@@ -165,6 +167,7 @@ def deduped_stream(
         .options(**kafka_source_options(bootstrap, topics, pattern))
         .load()
     )
+    raw = avro.json_values(raw, topics, pattern)  # Avro outputs read as JSON rows
     return (
         parse_output(raw, schema)
         .withColumn(_DEDUPE_KEY, _dedupe_key())

@@ -77,12 +77,31 @@ def check_yaml(path: str, text: str, unsupported: list[str] | None = None) -> li
             "a statement file is a mapping with 'app' and 'statements'"))]
     problems = [_schema_problem(text, root, e) for e in schema_errors(doc)]
     problems = [p for group in problems for p in group]
+    if isinstance(doc, dict) and not problems:
+        doc = _with_registry_schemas(text, root, doc, problems)
     if isinstance(doc, dict):
         problems += _topic_problems(text, root, doc)
         problems += _statement_problems(text, root, doc,
                                         unsupported if unsupported is not None else [], path)
     problems.sort(key=lambda p: (p.error.line or 0, p.error.column or 0))
     return problems
+
+
+def _with_registry_schemas(text: str, root: Any, doc: dict, problems: list[Problem]
+                           ) -> dict:
+    """The file with its registry subjects' properties filled in (``formats.prepare``);
+    a subject or format that cannot be used is a problem at its place."""
+    from app.runtime.kafka import formats
+
+    try:
+        return formats.prepare(doc)
+    except formats.FormatError as e:
+        where = str(e).split(":", 1)[0]
+        path = [int(p) if p.isdigit() else p for p in where.split(".")]
+        _, node = _node_at(root, path)
+        about = f"at {where}" if node is not None else "at top level"
+        problems.append(Problem(about, _error(text, node, str(e).split(": ", 1)[-1])))
+        return {**doc, "schemas": {}, "statements": []}
 
 
 def _at(text: str, index: int) -> tuple[int, int]:

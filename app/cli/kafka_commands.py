@@ -109,11 +109,21 @@ def cmd_deploy(args: argparse.Namespace, bootstrap: str) -> int:
     code = deploy_version(args, config, bootstrap)
     if code is not None:
         return code
-    for line in create_topics(config, bootstrap):
+    for line in create_topics(config, bootstrap) + _register_outputs(config):
         print(line)
     for note in retention_notes(bootstrap, [t for t in config.source_topics if t in existing]):
         print(f"kepl: deploy: note: {note}", file=sys.stderr)
     return 0
+
+
+def _register_outputs(config: Any) -> list[str]:
+    """The Avro output schemas registered (``formats.register_outputs``)."""
+    from app.runtime.kafka import formats
+
+    try:
+        return formats.register_outputs(config)
+    except formats.FormatError as e:
+        raise ConfigError(f"kepl deploy: {e}") from None
 
 
 def retention_notes(bootstrap: str, topics: list[str]) -> list[str]:

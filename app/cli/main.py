@@ -174,6 +174,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("rest", nargs=argparse.REMAINDER, metavar="ACTION ...",
                    help="start, stop, status, ... and their options")
 
+    p = sub.add_parser("registry", help="start, stop or inspect the local schema registry",
+                       description="The project's own schema registry (Apicurio, in memory, "
+                                   "no Docker). Run 'kepl registry start --help' for options.",
+                       add_help=False)
+    p.add_argument("rest", nargs=argparse.REMAINDER, metavar="ACTION ...",
+                   help="start, stop, status and their options")
+
     p = sub.add_parser("spark", help="PySpark jobs over output topics (read, to-parquet, "
                        "summary)", description="Downstream analysis of output rows with a local "
                        "PySpark session. Run 'kepl spark --help' for the jobs.", add_help=False)
@@ -358,6 +365,10 @@ def _main(argv: Sequence[str] | None) -> int:
         from app.kafka.cli import main as kafka_main
 
         return int(kafka_main(argv[1:]) or 0)
+    if argv and argv[0] == "registry":
+        from app.registry.cli import main as registry_main
+
+        return registry_main(argv[1:])
     if argv and argv[0] == "spark":
         from app.analytics.cli import main as spark_main
 

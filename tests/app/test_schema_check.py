@@ -21,7 +21,8 @@ VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 
 VALID = {
     "app": "shop.v1",
-    "schemas": {"Order": {"id": "string", "qty": "int", "price": "double"}},
+    "schemas": {"Order": {"id": "string", "qty": "int", "price": "double"},
+                "Sub": {"subject": "sub-value"}, "One": {"subject": "string"}},
     "topics": {"Order": "orders"},
     "partitions": 3,
     "context_partitions": {"ByKey": 4, "Other": "source"},
@@ -34,6 +35,8 @@ VALID = {
     "functions": {"f": {"import": "m:f", "params": ["int", "event"], "returns": "any",
                         "kind": "single-row", "path": "."}},
     "statements": [{"name": "s1", "epl": "select * from Order", "output_topic": "t"}],
+    "registry": "http://127.0.0.1:8081/apis/ccompat/v7",
+    "formats": {"Order": "avro", "s1": {"format": "json-schema", "schema": "Order"}},
 }
 
 # values that are wrong (or right) somewhere in the schema: types JSON and YAML give

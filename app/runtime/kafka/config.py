@@ -23,6 +23,7 @@ from typing import Any
 
 from app.runtime.catalog import string_limits
 from app.runtime.functions import FunctionError, parse_functions
+from app.runtime.kafka import formats
 from app.runtime.kafka.eventtime import EventTime, EventTimeError
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -79,6 +80,9 @@ class AppConfig:
     event_time: EventTime | None = None
     """Runtime time from the events (``eventtime``): watermarks by ``kepl clock
     --from-events``, events run in event-time order, ``late_events`` policy."""
+    formats: dict[str, Any] = field(default_factory=dict)
+    """The registry and the record formats of the app's topics (``formats.section``;
+    empty: every topic JSON)."""
     on_lost_input: str = "continue"
     """When source records were deleted before they were read: ``continue`` (say so,
     count them, go on from the log start) or ``stop`` (say so and exit)."""
@@ -92,6 +96,7 @@ class AppConfig:
         the directory of the file it was read from (where function modules may live)."""
         if not isinstance(doc, dict):
             raise ConfigError("the configuration must be a mapping")
+        doc = _formats(doc)
         app = doc.get("app")
         if not isinstance(app, str) or not _NAME.match(app):
             raise ConfigError(f"'app' must be a topic-safe name ([A-Za-z0-9._-]+), got {app!r}")
@@ -174,7 +179,8 @@ class AppConfig:
                    string_limits(limits), {str(k): _prop(v) for k, v in kafka.items()},
                    rf, isr, functions=functions, processing_guarantee=guarantee,
                    event_time=event_time, on_lost_input=on_lost,
-                   statement_partitions=_statement_partitions(doc.get("statement_partitions")))
+                   statement_partitions=_statement_partitions(doc.get("statement_partitions")),
+                   formats=formats.section(doc))
 
     @classmethod
     def from_file(cls, path: Path | str) -> AppConfig:
@@ -226,6 +232,7 @@ class AppConfig:
                if self.replication_factor != 1 else {}),
             **({"min_insync_replicas": self.min_insync_replicas}
                if self.min_insync_replicas is not None else {}),
+            **self.formats,
             **({"functions": {n: f.to_dict() for n, f in self.functions.items()}}
                if self.functions else {}),
             "statements": [
@@ -271,6 +278,14 @@ class AppConfig:
             if s.name == statement and s.output_topic:
                 return s.output_topic
         return f"kepl.{self.app}.out.{statement}"
+
+
+def _formats(doc: dict[str, Any]) -> dict[str, Any]:
+    """``formats.prepare`` (registry subjects fetched, formats checked) as ConfigError."""
+    try:
+        return formats.prepare(doc)
+    except formats.FormatError as e:
+        raise ConfigError(str(e)) from None
 
 
 def _prop(value: Any) -> str:

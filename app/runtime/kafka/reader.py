@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from app.runtime.kafka import client, codec
+from app.runtime.kafka import client, formats
 from app.runtime.kafka.router import (
     H_ID,
     H_NONFINITE,
@@ -78,7 +78,7 @@ def decode_row(msg: Any) -> OutputRow:
         context_partition=cp.decode() if cp is not None else (msg.key() or b"").decode(),
         time_ms=int(h.get(H_TIME, b"0")),
         id=row_id,
-        row=codec.decode_row(msg.value(), h.get(H_NONFINITE)),
+        row=formats.decode_row(msg.value(), msg.topic(), h.get(H_NONFINITE)),
         topic=msg.topic(),
         partition=msg.partition(),
         offset=msg.offset(),

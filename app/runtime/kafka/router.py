@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.runtime.catalog import Catalog, EventTypeError, event_coercer
-from app.runtime.kafka import codec
+from app.runtime.kafka import codec, formats
 from app.runtime.kafka.lanes import LaneCursor
 from app.runtime.kafka.partition import InRecord
 from app.runtime.kafka.topology import Group, Topology
@@ -76,6 +76,8 @@ class Routing:
         self.catalog: Catalog = topology.catalog
         self.types_of = {t: cfg.types_of_topic(t) for t in cfg.source_topics}
         self.coerce = {t: event_coercer(self.catalog, t) for t in cfg.schemas}
+        self.decoders = formats.decoders(cfg.formats, cfg.topics)
+        """Source topic -> the decoder of its non-JSON records (``formats``)."""
         routed = topology.routed_groups()
         self.barrier_targets = [(cfg.repartition_topic(g.name), q)
                                 for g in routed for q in range(g.partitions)]
@@ -110,11 +112,12 @@ class Routing:
         if value is None:
             raise EventTypeError("empty record (no value)")
         try:
-            raw = codec.loads(value)
+            dec = self.decoders.get(topic)
+            raw = codec.loads(value) if dec is None else dec(value)
         except codec.NotText as e:
             raise EventTypeError(f"{type_name}: {e}") from None
         except ValueError as e:
-            raise EventTypeError(f"not JSON: {e}") from None
+            raise EventTypeError(str(e) if dec else f"not JSON: {e}") from None
         except RecursionError:
             raise EventTypeError("not JSON: nested too deeply") from None
         if not isinstance(raw, dict):

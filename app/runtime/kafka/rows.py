@@ -1,17 +1,17 @@
 """Output rows as Kafka records: what a lane emits and an engine partition's rows at a
 checkpoint (its step 2) go to the statement's output topic through the open transaction.
 
-A record is the row as JSON, keyed by its context partition, with headers ``kepl.id``
-(statement/partition/sequence, what readers deduplicate by), ``kepl.time``, and
-``kepl.stream`` on a remove row only: each header costs about as much as the rest of the
-record's produce call.
+A record is the row as JSON (or its topic's format: ``formats``), keyed by its context
+partition, with headers ``kepl.id`` (statement/partition/sequence, what readers
+deduplicate by), ``kepl.time``, and ``kepl.stream`` on a remove row only: each header
+costs about as much as the rest of the record's produce call.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from app.runtime.kafka import codec
+from app.runtime.kafka import codec, formats
 from app.runtime.kafka.checkpoint import OutputLog
 from app.runtime.kafka.config import AppConfig
 from app.runtime.kafka.partition import EnginePartition
@@ -30,6 +30,8 @@ class RowWriter:
         out_topics.update({p.name: config.output_topic(p.name) for p in topology.lanes})
         out_parts = {s: n for s, (_, n) in topology.output_topics().items()}
         self.meta = {s: (out_topics[s], out_parts[s], s.encode()) for s in out_topics}
+        self.encoders = formats.encoders(config.formats, out_topics)
+        """Output topic -> the encoder of its non-JSON rows (``formats``)."""
         self.out = out
         self.counts: dict[str, int] = {}
 
@@ -41,7 +43,8 @@ class RowWriter:
         counts = self.counts
         counts[stmt] = counts.get(stmt, 0) + 1
         cpb = cp.encode()
-        data, nonfinite = codec.encode_row(row)
+        enc = self.encoders.get(topic)
+        data, nonfinite = codec.encode_row(row) if enc is None else enc(row)
         headers = [(H_ID, b"%s/%s/%d" % (stmtb, cpb, seq)), (H_TIME, b"%d" % now)]
         if stream != "insert":
             headers.append(_REMOVE)

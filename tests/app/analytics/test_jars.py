@@ -62,7 +62,8 @@ def test_spark_settings_name_the_package_and_one_repository(
     monkeypatch.setattr(jars, "spark_version", lambda: "4.2.0")
     monkeypatch.setenv(jars.REPO_ENV, repo + "/")
     assert jars.package_conf() == {
-        "spark.jars.packages": "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0",
+        "spark.jars.packages": "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0,"
+                               "org.apache.spark:spark-avro_2.13:4.2.0",
         "spark.jars.ivy": str(tmp_path / "ivy"),
         "spark.jars.ivySettings": str(tmp_path / "ivy" / "ivysettings.xml"),
     }

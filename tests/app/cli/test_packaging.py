@@ -24,6 +24,8 @@ PACKAGE_DATA = [
     "app/cli/bank.yaml",
     "app/epl/grammar.lark",
     "app/kafka/pom.xml",
+    "app/registry/pom.xml",
+    "app/registry/src/main/java/dev/kepl/registry/DynamicPropertiesProducer.java",
     "schemas/statement-file.schema.json",
 ]
 """Every file the CLI reads at run time, as the wheel holds them."""
@@ -63,7 +65,7 @@ def test_license_is_an_spdx_string_with_its_file() -> None:
 
 def test_dependencies_are_split_by_role() -> None:
     meta = _project()["project"]
-    names = [d.split(">")[0] for d in meta["dependencies"]]
+    names = [d.split(">")[0].split("[")[0] for d in meta["dependencies"]]
     assert names == ["confluent-kafka", "rocksdict", "lark", "pyyaml", "jsonschema", "orjson",
                      "prometheus-client", "sortedcontainers"]
     # at most the newest Spark whose Kafka connector Maven Central publishes

@@ -1,0 +1,1 @@
+"""The local schema registry kepl starts for Avro topics (``kepl registry``)."""
