@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 KEPL   := $(VENV)/bin/kepl
 
-.PHONY: demo test install lint bench bench-kafka bench-formats bench-barrier bench-startup chaos chaos-cluster test-cluster scenarios oracle oracle-generated broker-start broker-stop clean chart-test image
+.PHONY: demo test install lint bench bench-kafka bench-formats bench-barrier bench-startup soak chaos chaos-cluster test-cluster scenarios oracle oracle-generated broker-start broker-stop clean chart-test image
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,14 @@ bench-barrier: install
 
 bench-startup: install
 	$(PY) tests/bench/bench_cli_startup.py
+
+# A long run: 2 workers at half the drain rate for MINUTES, event-time watermarks,
+# snapshots on; RSS per worker, lag and p99 over time (docs/img/soak.png); fails when RSS
+# after warm-up grows 10 % or more, or lag passes 10 s of input.
+MINUTES ?= 30
+soak: install
+	$(KEPL) kafka start
+	$(PY) tests/bench/soak.py --minutes $(MINUTES)
 
 chaos: install
 	$(KEPL) kafka start
