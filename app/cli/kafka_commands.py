@@ -149,6 +149,7 @@ def data_dir_of(args: argparse.Namespace, app: str) -> Path:
 def cmd_worker(args: argparse.Namespace, bootstrap: str) -> int:
     """Run a worker; a banner, its rebalances and restores and a closing line go to
     stderr whatever ``--log-level`` says, the worker's own logs by ``--log-level``."""
+    from app.runtime.kafka.acls import NotAuthorized
     from app.runtime.kafka.shutdown import SHUTDOWN
     from app.runtime.kafka.worker import run_worker
 
@@ -164,7 +165,10 @@ def cmd_worker(args: argparse.Namespace, bootstrap: str) -> int:
         print(f"kepl worker: {line}", file=sys.stderr, flush=True)
 
     SHUTDOWN.install()  # a stop before the loop runs exits at once, cleanly
-    run_worker(config, bootstrap, data_dir, args.log_level, args.metrics_port, announce)
+    try:
+        run_worker(config, bootstrap, data_dir, args.log_level, args.metrics_port, announce)
+    except NotAuthorized as e:
+        raise Unavailable(f"worker: {e}") from None
     return 0
 
 

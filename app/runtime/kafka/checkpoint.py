@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from app.runtime.kafka import client, codec
+from app.runtime.kafka.acls import refused
 from app.runtime.kafka.router import H_ERROR, H_SOURCE
 
 log = logging.getLogger("kepl.checkpoint")
@@ -217,7 +218,15 @@ class Transactional(_Producer):
 
     def __init__(self, bootstrap: str, transactional_id: str) -> None:
         super().__init__(bootstrap, transactional_id)
-        self._retry("init_transactions", lambda: self.producer.init_transactions(30))
+        from confluent_kafka import KafkaException
+
+        try:
+            self._retry("init_transactions", lambda: self.producer.init_transactions(30))
+        except KafkaException as e:
+            denied = refused(e.args[0].code(), transactional_id, "Write")
+            if denied is None:
+                raise
+            raise denied from None
 
     def begin(self) -> None:
         self._guard("begin_transaction", self.producer.begin_transaction)

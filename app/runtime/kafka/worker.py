@@ -41,6 +41,7 @@ from typing import Any
 from app.epl.errors import EplError
 from app.runtime.catalog import NotSupported
 from app.runtime.kafka import client
+from app.runtime.kafka.acls import NotAuthorized
 from app.runtime.kafka.checkpoint import CrashSeam
 from app.runtime.kafka.clock import publish_watermark
 from app.runtime.kafka.config import AppConfig, ConfigError
@@ -228,8 +229,12 @@ def main(argv: list[str] | None = None) -> int:
     except (client.BrokerUnavailable, client.ClientConfigError) as e:
         print(f"kepl: {e}", file=sys.stderr)
         return 1
-    run_worker(config, args.bootstrap, Path(args.data_dir),
-               args.loglevel, args.metrics_port)
+    try:
+        run_worker(config, args.bootstrap, Path(args.data_dir),
+                   args.loglevel, args.metrics_port)
+    except NotAuthorized as e:
+        print(f"kepl: worker: {e}", file=sys.stderr)
+        return 1
     return 0
 
 
