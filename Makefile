@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 KEPL   := $(VENV)/bin/kepl
 
-.PHONY: demo test install lint bench bench-kafka bench-barrier bench-startup chaos scenarios oracle oracle-generated broker-start broker-stop clean chart-test image
+.PHONY: demo test install lint bench bench-kafka bench-barrier bench-startup chaos spark-cluster scenarios oracle oracle-generated broker-start broker-stop clean chart-test image
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,11 @@ bench-startup: install
 chaos: install
 	$(KEPL) kafka start
 	$(PY) -m tests.app.runtime.kafka.chaos --kills 50 --events 20000
+
+# Spark on a standalone cluster (a master and a worker from PySpark): the exactly-once
+# Parquet export across a job restart with --master spark://... (a few minutes).
+spark-cluster: install
+	$(PY) -m pytest -q -m long tests/app/analytics/test_cluster.py
 
 # The Helm chart: lint, render and schema checks with a pinned helm (built once with Go),
 # and the Dockerfile's structure.
