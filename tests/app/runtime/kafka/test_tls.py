@@ -103,3 +103,33 @@ def test_a_wrong_ca_is_one_line(tls_broker: tuple[str, Path], tmp_path: Path) ->
     assert "certificate verify failed" in lines[0]
     assert lines[0].endswith("(check ssl.ca.location: the CA that signed the broker's "
                              "certificate)")
+
+
+def test_kepl_kafka_start_tls_prints_settings_a_client_connects_with(tmp_path: Path) -> None:
+    port = local_broker.free_port_pair()
+    tls_port = local_broker.free_port_pair()
+    data_dir = tmp_path / "broker"
+    kepl = [sys.executable, "-m", "app.cli.main", "kafka"]
+    started = subprocess.run([*kepl, "start", "--port", str(port), "--data-dir", str(data_dir),
+                              "--tls", "--tls-port", str(tls_port), "--no-appcds"],
+                             cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    try:
+        assert started.returncode == 0, started.stderr
+        ca = data_dir.resolve() / "tls" / "ca.pem"
+        props = data_dir.resolve() / "tls" / "client.properties"
+        assert started.stdout.splitlines()[1:] == [
+            f"TLS listener bootstrap=127.0.0.1:{tls_port}; client settings (also in "
+            f"{props}, for --kafka-config):",
+            "  security.protocol=SSL",
+            f"  ssl.ca.location={ca}",
+        ]
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"})
+        admin.create_topics([NewTopic("over-tls", 1, 1)])["over-tls"].result(30)
+        client.configure(None, props)  # the printed file, as --kafka-config
+        assert "over-tls" in client.probe(f"127.0.0.1:{tls_port}", "test")
+    finally:
+        client.configure(None)
+        subprocess.run([*kepl, "stop", "--data-dir", str(data_dir)], cwd=REPO_ROOT,
+                       capture_output=True, timeout=60)
