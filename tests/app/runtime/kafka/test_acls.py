@@ -5,6 +5,7 @@ resource and the operation."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import uuid
@@ -14,10 +15,12 @@ from typing import Any
 
 import pytest
 import yaml
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from app.kafka import local_broker
 from app.runtime.kafka import acls, client
+from app.runtime.kafka.clock import Clock
 from app.runtime.kafka.config import AppConfig
 from app.runtime.kafka.reader import RowReader
 from app.runtime.kafka.runner import REPO_ROOT, KafkaApp, WorkerProcess
@@ -100,11 +103,13 @@ def test_a_worker_runs_with_exactly_the_listed_acls(secured: tuple[str, str]) ->
 
 def without(needed: list[acls.Acl], resource: str, name_part: str, op: str
             ) -> list[acls.Acl]:
+    """``needed`` less ``op`` on the resource (``Describe`` kept when ``op`` is
+    ``Write!``: the topic stays visible, the refusal comes when a transaction writes it)."""
     out = []
     for a in needed:
         ops = a.operations
         if a.resource == resource and name_part in a.name:
-            ops = tuple(o for o in ops if o != op)
+            ops = ("Describe",) if op == "Write!" else tuple(o for o in ops if o != op)
         if ops:
             out.append(acls.Acl(a.resource, a.name, ops, a.prefixed))
     return out
@@ -114,6 +119,7 @@ def without(needed: list[acls.Acl], resource: str, name_part: str, op: str
     ("Group", "kepl.", "Read", "Read on Group kepl.{app}"),
     ("TransactionalId", "kepl.", "Write", "Write on TransactionalId kepl.{app}."),
     ("Topic", ".out.big", "Write", "Describe (and so Create) on Topic kepl.{app}.out.big"),
+    ("Topic", ".out.counts", "Write!", "Write on Topic kepl.{app}.out.counts"),
 ])
 def test_a_missing_acl_is_one_line(secured: tuple[str, str], tmp_path: Path, resource: str,
                                    name_part: str, op: str, expected: str) -> None:
@@ -123,6 +129,14 @@ def test_a_missing_acl_is_one_line(secured: tuple[str, str], tmp_path: Path, res
     client.configure(None)
     create_topics(config, admin)
     grant(admin, without(acls.worker_acls(config), resource, name_part, op))
+    producer = Producer({"bootstrap.servers": admin})  # input the worker will process
+    for symbol, price in [("A", 5.0), ("B", 20.0)]:
+        producer.produce(config.topic_of("Trade"),
+                         json.dumps({"symbol": symbol, "price": price}).encode())
+    producer.flush(30)
+    clock = Clock(admin, config)
+    clock.publish(1000)
+    clock.close()
     path = tmp_path / "app.yaml"
     path.write_text(yaml.safe_dump({**doc, "kafka": WORKER_SETTINGS}))
     proc = subprocess.run(
