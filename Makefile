@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 KEPL   := $(VENV)/bin/kepl
 
-.PHONY: demo test install lint bench bench-kafka bench-formats bench-barrier bench-startup soak chaos chaos-cluster test-cluster scenarios oracle oracle-generated broker-start broker-stop clean chart-test image
+.PHONY: demo test install lint bench bench-kafka bench-formats bench-barrier bench-startup soak chaos chaos-cluster spark-cluster test-cluster scenarios oracle oracle-generated broker-start broker-stop clean chart-test image
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -83,6 +83,11 @@ chaos-cluster: install
 # The short cluster test (one kill -9 of an input partition's leader), its own cluster.
 test-cluster: install
 	$(PY) -m pytest -q -p no:cacheprovider -m cluster tests/app/runtime/kafka/test_cluster.py
+
+# Spark on a standalone cluster (a master and a worker from PySpark): the exactly-once
+# Parquet export across a job restart with --master spark://... (a few minutes).
+spark-cluster: install
+	$(PY) -m pytest -q -m long tests/app/analytics/test_cluster.py
 
 # The Helm chart: lint, render and schema checks with a pinned helm (built once with Go),
 # and the Dockerfile's structure.

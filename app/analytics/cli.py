@@ -213,8 +213,13 @@ def main(argv: Sequence[str] | None = None, *, submitted: bool = False) -> int:
     ``submitted``: started by ``spark-submit`` (app/analytics/submit.py), which set the
     master and the packages: the job uses that session as it is.
     """
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["cluster"]:
+        from app.analytics.cluster import main as cluster_main
+
+        return cluster_main(words[1:])
     parser = build_parser()
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    args = parser.parse_args(words)
     _check(parser, args)
     try:
         from pyspark.sql import SparkSession

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from app.analytics.cluster import session_conf
 from app.analytics.jars import package_conf
 from app.kafka.local_broker import kepl_home
 
@@ -98,6 +99,7 @@ def local_session(
             "spark.sql.shuffle.partitions": str(cores),
             "spark.default.parallelism": str(cores),
         })
+    conf.update(session_conf(master))
     conf.update(extra_conf or {})
     builder = SparkSession.builder
     for key, value in conf.items():

@@ -163,6 +163,7 @@ def data_dir_of(args: argparse.Namespace, app: str) -> Path:
 def cmd_worker(args: argparse.Namespace, bootstrap: str) -> int:
     """Run a worker; a banner, its rebalances and restores and a closing line go to
     stderr whatever ``--log-level`` says, the worker's own logs by ``--log-level``."""
+    from app.runtime.kafka.acls import NotAuthorized
     from app.runtime.kafka.shutdown import SHUTDOWN
     from app.runtime.kafka.worker import run_worker
 
@@ -186,6 +187,8 @@ def cmd_worker(args: argparse.Namespace, bootstrap: str) -> int:
     except OtherVersion as e:
         print(f"kepl: {e}", file=sys.stderr)
         return EXIT_OTHER_VERSION
+    except NotAuthorized as e:
+        raise Unavailable(f"worker: {e}") from None
     return 0
 
 

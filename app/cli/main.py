@@ -213,6 +213,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_upgrade_arguments(p)
     _add_bootstrap(p)
 
+    from app.cli.acls import add_parser as add_acls
+
+    add_acls(sub)
+
     p = sub.add_parser("send", help="produce events to an event type's topic",
                        description="Produce each JSON EVENT (or JSON lines from stdin) to the "
                                    "topic of TYPE.")
@@ -429,6 +433,10 @@ def _dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             if args.scenario_command != "run":
                 parser.parse_args(["scenario", "--help"])
             return cmd_scenario(args)
+        if args.command == "acls":
+            from app.cli.acls import cmd_acls
+
+            return cmd_acls(args)
         if args.command in ("worker", "deploy", "send", "clock", "tail", "status", "undeploy",
                             "reset", "demo"):
             from app.cli import kafka_commands

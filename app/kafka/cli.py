@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from app.kafka import local_broker, local_cluster
+from app.kafka import local_broker, local_cluster, tls
 
 PROG = "kepl kafka"
 
@@ -117,6 +117,20 @@ def build_parser() -> argparse.ArgumentParser:
     p_start.add_argument(
         "--no-appcds", action="store_true", help="do not use or record the AppCDS class archive"
     )
+    p_start.add_argument(
+        "--tls", action="store_true",
+        help="also open an SSL listener (on --tls-port) with a CA and certificate made "
+        "into DATA_DIR/tls; prints the client settings",
+    )
+    p_start.add_argument(
+        "--tls-port", type=_port, default=None, metavar="PORT",
+        help="port of the SSL listener (default: PORT+2)",
+    )
+    p_start.add_argument(
+        "--authorizer", action="store_true",
+        help="enable KRaft's StandardAuthorizer: the PLAINTEXT listener's User:ANONYMOUS is "
+        "the super user, every other principal needs ACLs (kepl acls FILE)",
+    )
 
     p_stop = sub.add_parser(
         "stop",
@@ -187,10 +201,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cluster(args)
         args.port = args.port or 9092
         if args.command == "start":
+            tls_port = (args.tls_port or args.port + 2) if args.tls else None
             info = local_broker.start(
-                args.port, args.data_dir, args.wait, appcds=not args.no_appcds
+                args.port, args.data_dir, args.wait, appcds=not args.no_appcds,
+                tls_port=tls_port, authorizer=args.authorizer,
             )
             print(_describe(info))
+            if tls_port is not None:
+                files = tls.TlsFiles(info.data_dir / "tls")
+                props = tls.write_client_properties(files)
+                print(f"TLS listener bootstrap=127.0.0.1:{tls_port}; client settings "
+                      f"(also in {props}, for --kafka-config):")
+                for key, value in tls.client_settings(files).items():
+                    print(f"  {key}={value}")
             return 0
         if args.command == "stop":
             info = local_broker.stop(args.port, args.data_dir, args.timeout)
@@ -199,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         info = local_broker.status(args.port, args.data_dir)
         print(_describe(info))
         return 0 if info.running else 3
-    except (local_broker.BrokerError, OSError, ValueError) as exc:
+    except (local_broker.BrokerError, tls.TlsError, OSError, ValueError) as exc:
         print(f"{PROG} {args.command}: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

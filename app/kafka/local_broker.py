@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.kafka import tls
 from app.maven import copy_dependencies
 
 POM = Path(__file__).with_name("pom.xml")
@@ -45,6 +46,35 @@ ARCHIVE_CANDIDATE = "appcds.jsa.new"
 # Popen handles of brokers this process started: lets us reap them (no zombies
 # that look alive to ``kill -0``) and tell a clean exit from a crash.
 _children: dict[int, subprocess.Popen[bytes]] = {}
+
+
+@dataclass(frozen=True)
+class Secure:
+    """A TLS listener (``SSL``, or ``SASL_SSL`` with PLAIN accounts) and the authorizer."""
+
+    files: tls.TlsFiles | None
+    tls_port: int | None
+    sasl_users: dict[str, str] | None
+    authorizer: bool
+
+    def properties(self) -> dict[str, str]:
+        """What it adds to the broker's properties (listeners extended, not replaced)."""
+        props: dict[str, str] = {}
+        if self.files is not None and self.tls_port is not None:
+            name = tls.listener_name(bool(self.sasl_users))
+            listener = f"{name}://{HOST}:{self.tls_port}"
+            props["+listeners"] = listener
+            props["+advertised.listeners"] = listener
+            props["+listener.security.protocol.map"] = f"{name}:{name}"
+            props.update(tls.broker_properties(self.files, self.sasl_users))
+            if self.sasl_users:
+                props["sasl.enabled.mechanisms"] = "PLAIN"
+        if self.authorizer:
+            props["authorizer.class.name"] = (
+                "org.apache.kafka.metadata.authorizer.StandardAuthorizer")
+            props["super.users"] = "User:ANONYMOUS"
+            props["allow.everyone.if.no.acl.found"] = "false"
+        return props
 
 
 class BrokerError(RuntimeError):
@@ -195,7 +225,8 @@ def _port_free(port: int, host: str = HOST) -> bool:
 
 def _server_properties(port: int, data_dir: Path,
                        sasl: tuple[int, dict[str, str]] | None = None,
-                       overrides: dict[str, str] | None = None) -> str:
+                       overrides: dict[str, str] | None = None,
+                       secure: Secure | None = None) -> str:
     ctl = port + 1
     props = {
         "process.roles": "broker,controller",
@@ -235,6 +266,12 @@ def _server_properties(port: int, data_dir: Path,
         accounts = " ".join(f'user_{u}="{pw}"' for u, pw in users.items())
         props["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = (
             f"org.apache.kafka.common.security.plain.PlainLoginModule required {accounts};")
+    for key, value in (secure.properties() if secure is not None else {}).items():
+        if key.startswith("+"):  # one more entry of a list-valued property
+            key = key[1:]
+            value = (props[key].replace(",CONTROLLER", f",{value},CONTROLLER")
+                     if key == "listeners" else f"{props[key]},{value}")
+        props[key] = value
     props.update(overrides or {})
     lines = ["# Written by kepl (app/kafka/local_broker.py) on every start; edits are lost."]
     lines += [f"{k}={v}" for k, v in props.items()]
@@ -405,6 +442,8 @@ def start(
     sasl_users: dict[str, str] | None = None,
     sasl_port: int | None = None,
     overrides: dict[str, str] | None = None,
+    tls_port: int | None = None,
+    authorizer: bool = False,
 ) -> BrokerInfo:
     """Start a broker on ``port`` (controller on ``port + 1``) and wait until it answers.
 
@@ -413,6 +452,10 @@ def start(
 
     ``sasl_users`` (name -> password) and ``sasl_port``: one more listener there,
     ``SASL_PLAINTEXT`` with the PLAIN mechanism, for clients that authenticate.
+    ``tls_port``: a TLS listener there (``SSL``, or ``SASL_SSL`` with ``sasl_users``)
+    with certificates made into ``data_dir/tls`` (``app.kafka.tls``).  ``authorizer``:
+    KRaft's ``StandardAuthorizer``; the PLAINTEXT listener's ``User:ANONYMOUS`` is the
+    super user that sets up, every other principal needs ACLs.
 
     Idempotent: a broker already running for ``data_dir`` is returned as is.
     With ``appcds`` the first run records the loaded classes into an AppCDS archive
@@ -428,9 +471,13 @@ def start(
     java = java_bin()
     cp = classpath(ensure_jars())
     with file_lock(data_dir / ".start.lock"):  # one starter per data dir at a time
+        secure = None
+        if tls_port is not None or authorizer:
+            secure = Secure(tls.ensure_certificates(data_dir) if tls_port else None,
+                            tls_port, sasl_users, authorizer)
         return _start_locked(port, data_dir, wait_s, appcds, die_with_parent, java, cp,
                              (sasl_port, sasl_users) if sasl_users and sasl_port else None,
-                             overrides)
+                             overrides, secure)
 
 
 def _start_locked(
@@ -443,6 +490,7 @@ def _start_locked(
     cp: str,
     sasl: tuple[int, dict[str, str]] | None = None,
     overrides: dict[str, str] | None = None,
+    secure: Secure | None = None,
 ) -> BrokerInfo:
     bootstrap = f"{HOST}:{port}"
     pid = _read_pid(data_dir)
@@ -450,7 +498,7 @@ def _start_locked(
         if _answers(bootstrap, 2.0):
             return BrokerInfo(port, data_dir, True, pid)
         raise BrokerError(f"broker pid {pid} of {data_dir} runs but does not answer on {bootstrap}")
-    for p in (port, port + 1):
+    for p in (port, port + 1, *([secure.tls_port] if secure and secure.tls_port else [])):
         if not _port_free(p):
             raise BrokerError(
                 f"port {p} on {HOST} is already in use (the broker needs {port} and {port + 1})"
@@ -460,7 +508,7 @@ def _start_locked(
     logs = data_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     props = data_dir / "server.properties"
-    props.write_text(_server_properties(port, data_dir, sasl, overrides))
+    props.write_text(_server_properties(port, data_dir, sasl, overrides, secure))
     log4j = data_dir / "log4j2.properties"
     log4j.write_text(_LOG4J2)
 

@@ -22,12 +22,14 @@ raises ``Fenced``: the worker exits with one line.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from app.runtime.kafka import brokers, client, codec
+from app.runtime.kafka.acls import refused
 from app.runtime.kafka.router import H_ERROR, H_SOURCE
 
 log = logging.getLogger("kepl.checkpoint")
@@ -55,9 +57,29 @@ class _NotFatal(logging.Filter):
         return record.levelno < logging.CRITICAL
 
 
+class _RefusedTopic(logging.Filter):
+    """Remembers the topic librdkafka names when the broker refuses to add it to a
+    transaction (no ``Write``): the commit's error itself does not name it."""
+
+    PATTERN = re.compile(r'Failed to add partition "([^"]+)" \[\d+\] to transaction: '
+                         r"Broker: Topic authorization failed")
+    topic: str | None = None
+    """The topic last refused (any producer of this process)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        m = self.PATTERN.search(text)
+        if m:
+            _RefusedTopic.topic = m.group(1)
+            return False  # the worker's one line says it
+        return not ("TOPIC_AUTHORIZATION_FAILED" in text or
+                    "to transaction: Broker: Operation not attempted" in text)
+
+
 KAFKA_LOG = logging.getLogger("kepl.kafka")
 """librdkafka's log lines (consumer and producer of the worker) as Python log records."""
 KAFKA_LOG.addFilter(_NotFatal())
+KAFKA_LOG.addFilter(_RefusedTopic())
 
 
 def producer_config(bootstrap: str, transactional_id: str | None) -> dict[str, Any]:
@@ -194,17 +216,36 @@ class _Producer:
         self.errors = []
 
     def _guard(self, what: str, call: Callable[[], Any]) -> None:
-        """Run a transactional call; map its errors onto Rewind / Fenced."""
-        from confluent_kafka import KafkaException
+        """Run a transactional call; map its errors onto Rewind / Fenced (or
+        ``NotAuthorized``: a topic it may not write)."""
+        from confluent_kafka import KafkaError, KafkaException
 
         try:
             self._retry(what, call)
         except KafkaException as e:
             err = e.args[0]
+            topic = None if err.fatal() else self._refused_topic(err)
+            if err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED or topic is not None:
+                # retrying cannot help: one line and stop (the broker aborts it)
+                raise refused(KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                              topic or "(one it writes)", "Write") from None
             if err.txn_requires_abort():
                 self.abort()
                 raise Rewind(f"{what}: {err.str()}") from None
             raise Fenced(f"{what}: {err.str()}") from None
+
+    def _refused_topic(self, err: Any) -> str | None:
+        """The topic the broker refused to add to the transaction, if it did.  The log
+        line naming it may still wait in the producer's queue: served here, for up to a
+        second when the error hints at a refusal (or at the state one leaves behind)."""
+        text = err.str()
+        hint = (err.code() == 29 or "authorization" in text.lower()
+                or "Erroneous state" in text)
+        deadline = time.monotonic() + (1.0 if hint else 0.0)
+        while True:
+            self.producer.poll(0.05 if hint else 0)
+            if _RefusedTopic.topic is not None or time.monotonic() >= deadline:
+                return _RefusedTopic.topic
 
     @staticmethod
     def _retry(what: str, call: Callable[[], Any]) -> None:
@@ -237,9 +278,18 @@ class Transactional(_Producer):
 
     def __init__(self, bootstrap: str, transactional_id: str) -> None:
         super().__init__(bootstrap, transactional_id)
-        self._retry("init_transactions", lambda: self.producer.init_transactions(30))
+        from confluent_kafka import KafkaException
+
+        try:
+            self._retry("init_transactions", lambda: self.producer.init_transactions(30))
+        except KafkaException as e:
+            denied = refused(e.args[0].code(), transactional_id, "Write")
+            if denied is None:
+                raise
+            raise denied from None
 
     def begin(self) -> None:
+        _RefusedTopic.topic = None
         self._guard("begin_transaction", self.producer.begin_transaction)
         self.open = True
 

@@ -107,7 +107,11 @@ def spark_options() -> dict[str, str]:
     credentials become a JAAS config)."""
     s = settings()
     out = {f"kafka.{k}": v for k, v in s.items()
-           if k not in ("sasl.username", "sasl.password", "sasl.mechanisms")}
+           if k not in ("sasl.username", "sasl.password", "sasl.mechanisms",
+                        "ssl.ca.location")}
+    if "ssl.ca.location" in s:  # the Java client reads a CA in PEM as a trust store
+        out.setdefault("kafka.ssl.truststore.type", "PEM")
+        out.setdefault("kafka.ssl.truststore.location", s["ssl.ca.location"])
     mech = s.get("sasl.mechanisms") or s.get("sasl.mechanism")
     if mech:
         out["kafka.sasl.mechanism"] = mech
@@ -131,6 +135,15 @@ def _text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def tls_failure(bootstrap: str, message: str) -> str:
+    """One line for a failed TLS handshake (librdkafka's text, its address and retry
+    count taken off): most often a CA that did not sign the broker's certificate."""
+    why = re.sub(r"^\S+://\S+: | \(after \d+ms in state \w+\)$", "", message)
+    why = re.sub(r"\s*\(add '?debug=security'? .*?\)", "", why)
+    return (f"the TLS handshake with the broker at {bootstrap} failed: {why} (check "
+            "ssl.ca.location: the CA that signed the broker's certificate)")
 
 
 class BrokerUnavailable(RuntimeError):
@@ -158,6 +171,10 @@ def probe(bootstrap: str, command: str, timeout_s: float = 5.0) -> set[str]:
                 f"{command}: the broker at {bootstrap} refused the credentials: "
                 f"{why} (check the kafka: settings, --kafka-config or KEPL_KAFKA_*)"
             ) from None
+        handshake = next((x for x in errors if x.code() == KafkaError._SSL), None)
+        if handshake is not None:
+            raise BrokerUnavailable(f"{command}: {tls_failure(bootstrap, handshake.str())}"
+                                    ) from None
         cause = e.args[0].str().removeprefix("Failed to get metadata: ")
         raise BrokerUnavailable(f"{command}: no Kafka broker answers at {bootstrap}: {cause} "
                                 "(is the broker up? kepl kafka start)") from None

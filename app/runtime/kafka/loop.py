@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from app.runtime.kafka import brokers, client
+from app.runtime.kafka.acls import consumer_refused
 from app.runtime.kafka.assignment import Assignment
 from app.runtime.kafka.checkpoint import (
     KAFKA_LOG,
@@ -278,6 +279,9 @@ class Worker:
         for m in msgs:
             err = m.error()
             if err is not None:
+                denied = consumer_refused(err.code(), m.topic(), self.config.app)
+                if denied is not None:
+                    raise denied
                 if err.fatal() or err.code() == _FATAL:
                     raise Fenced(f"consumer: {err.str()}")
                 log.warning("consumer: %s", err.str())

@@ -634,6 +634,8 @@ def ensure_topics(bootstrap: str, specs: dict[str, tuple[int, dict[str, str]]],
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
+    from app.runtime.kafka.acls import NotAuthorized
+
     admin = AdminClient(client.conf({"bootstrap.servers": bootstrap, "log_level": 0}))
     md = admin.list_topics(timeout=timeout_s)
     missing = []
@@ -643,10 +645,14 @@ def ensure_topics(bootstrap: str, specs: dict[str, tuple[int, dict[str, str]]],
             rf = int(cfg.pop(REPLICATION, "1"))
             missing.append(NewTopic(t, num_partitions=n, replication_factor=rf, config=cfg))
     if missing:
-        for fut in admin.create_topics(missing, request_timeout=timeout_s).values():
+        for topic, fut in admin.create_topics(missing, request_timeout=timeout_s).items():
             try:
                 fut.result()
             except KafkaException as e:
+                if e.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                    # the principal cannot see the topic (no Describe), so it tried Create
+                    raise NotAuthorized("Topic", topic, "Describe (and so Create)"
+                                        ) from None
                 if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                     raise
     # Wait until metadata shows every topic with its partitions (creation is async).

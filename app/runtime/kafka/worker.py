@@ -41,6 +41,7 @@ from typing import Any
 from app.epl.errors import EplError
 from app.runtime.catalog import NotSupported
 from app.runtime.kafka import brokers, client, deployments
+from app.runtime.kafka.acls import NotAuthorized
 from app.runtime.kafka.checkpoint import CrashSeam
 from app.runtime.kafka.clock import publish_watermark
 from app.runtime.kafka.config import AppConfig, ConfigError
@@ -242,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     except deployments.OtherVersion as e:
         print(f"kepl: {e}", file=sys.stderr)
         return deployments.EXIT_OTHER_VERSION
+    except NotAuthorized as e:
+        print(f"kepl: worker: {e}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -116,3 +116,29 @@ def test_kafka_topics_cli_lists_topic(kafka_bootstrap: str) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert topic in proc.stdout.splitlines()
+
+
+def test_a_tls_listener_and_the_authorizer_extend_the_broker_properties(
+        tmp_path: Path) -> None:
+    from app.kafka import tls
+    from app.kafka.local_broker import Secure, _server_properties
+
+    files = tls.TlsFiles(tmp_path / "tls")
+    files.directory.mkdir()
+    files.password_file.write_text("pw\n")
+    text = _server_properties(9092, tmp_path, None, None,
+                              Secure(files, 9094, {"u": "p"}, authorizer=True))
+    props = dict(line.split("=", 1) for line in text.splitlines() if "=" in line
+                 and not line.startswith("#"))
+    assert props["listeners"] == ("PLAINTEXT://127.0.0.1:9092,SASL_SSL://127.0.0.1:9094,"
+                                  "CONTROLLER://127.0.0.1:9093")
+    assert props["advertised.listeners"] == ("PLAINTEXT://127.0.0.1:9092,"
+                                             "SASL_SSL://127.0.0.1:9094")
+    assert props["listener.security.protocol.map"].endswith(",SASL_SSL:SASL_SSL")
+    assert props["listener.name.sasl_ssl.ssl.keystore.location"] == str(files.keystore)
+    assert props["listener.name.sasl_ssl.ssl.keystore.password"] == "pw"
+    assert props["sasl.enabled.mechanisms"] == "PLAIN"
+    assert props["authorizer.class.name"] == ("org.apache.kafka.metadata.authorizer."
+                                              "StandardAuthorizer")
+    assert props["super.users"] == "User:ANONYMOUS"
+    assert props["allow.everyone.if.no.acl.found"] == "false"

@@ -177,7 +177,8 @@ def test_retriable_errors_are_retried_and_an_abortable_one_rewinds() -> None:
 
     out = object.__new__(Transactional)
     out.open, out.records, out.errors = True, 3, []
-    out.producer = type("P", (), {"abort_transaction": lambda self, t: None})()
+    out.producer = type("P", (), {"abort_transaction": lambda self, t: None,
+                                  "poll": lambda self, t: 0})()
 
     def abortable() -> None:
         raise KafkaException(KafkaError(KafkaError._STATE, "abort", txn_requires_abort=True))

@@ -68,6 +68,16 @@ def test_spark_options_carry_the_credentials_as_jaas() -> None:
     }
 
 
+def test_spark_options_read_the_ca_as_a_pem_trust_store() -> None:
+    client.configure({"security.protocol": "SSL", "ssl.ca.location": "/etc/kepl/ca.pem"})
+    assert client.spark_options() == {
+        "kafka.security.protocol": "SSL",
+        "kafka.ssl.truststore.type": "PEM",
+        "kafka.ssl.truststore.location": "/etc/kepl/ca.pem",
+    }
+    client.configure(None)
+
+
 def test_replication_and_min_isr_reach_every_topic_kepl_creates() -> None:
     config = AppConfig.from_dict({
         "app": "t", "replication_factor": 3, "min_insync_replicas": 2,

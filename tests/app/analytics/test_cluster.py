@@ -1,0 +1,76 @@
+"""Spark on a standalone cluster: ``kepl spark cluster start`` runs a master and a worker
+from the installed PySpark; ``kepl spark to-parquet --master spark://...`` exports output
+topics exactly once across a restart of the job, as with a local master."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from app.analytics import cluster
+from app.kafka.local_broker import free_port_pair
+from tests.app.analytics.test_jobs import (
+    ABORTED,
+    COMMITTED,
+    EXPECTED_ROWS,
+    ROOT,
+    Out,
+    _by_id,
+    _new_app,
+    _produce,
+    _rows,
+)
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+
+@pytest.fixture(scope="module")
+def master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A master and one worker of their own; stopped after the module."""
+    port = free_port_pair()
+    while not cluster._port_free(port + 2):
+        port = free_port_pair()
+    data_dir = tmp_path_factory.mktemp("spark-cluster")
+    info = cluster.start(port, data_dir)
+    try:
+        yield info.master_url
+    finally:
+        assert not cluster.stop(port, data_dir).pids
+
+
+@pytest.mark.long  # a few minutes on two cores: make spark-cluster
+def test_to_parquet_on_a_cluster_is_exactly_once_across_a_restart(
+        master: str, kafka_bootstrap: str, spark: SparkSession, tmp_path: Path) -> None:
+    app = _new_app(kafka_bootstrap)
+    _produce(kafka_bootstrap, app, COMMITTED, ABORTED)
+    path, checkpoint = tmp_path / "rows", tmp_path / "checkpoint"
+
+    def export() -> list[tuple[object, ...]]:
+        proc = subprocess.run(
+            [sys.executable, "-m", "app.cli.main", "spark", "to-parquet", "--master", master,
+             "--bootstrap", kafka_bootstrap, "--app", app, "--path", str(path),
+             "--checkpoint", str(checkpoint), "--once"],
+            cwd=ROOT, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return _rows(spark.read.parquet(str(path)))
+
+    assert export() == EXPECTED_ROWS
+    new = Out("Alerts", 1, "insert", "p1", 6000, "Alerts/p1/2", {"sym": "B", "price": 13})
+    _produce(kafka_bootstrap, app, [new, COMMITTED[2]], [])  # a new row and a replay
+    assert export() == sorted(
+        [*EXPECTED_ROWS, ("Alerts", "insert", "p1", 6000, "Alerts/p1/2",
+                          {"sym": "B", "price": "13"})], key=_by_id)
+
+
+def test_a_driver_of_a_local_cluster_binds_to_loopback() -> None:
+    assert cluster.session_conf("spark://127.0.0.1:7077") == {
+        "spark.executor.memory": "512m", "spark.cores.max": "1",
+        "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
+    assert cluster.session_conf("spark://spark-master.prod:7077") == {
+        "spark.executor.memory": "512m", "spark.cores.max": "1"}
+    assert cluster.session_conf("local[2]") == {}
