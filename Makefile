@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 KEPL   := $(VENV)/bin/kepl
 
-.PHONY: demo test install lint bench bench-kafka bench-barrier bench-startup chaos chaos-cluster test-cluster scenarios oracle oracle-generated broker-start broker-stop clean chart-test image
+.PHONY: demo test install lint bench bench-kafka bench-barrier bench-startup nexmark chaos chaos-cluster test-cluster scenarios oracle oracle-generated broker-start broker-stop clean chart-test image
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,12 @@ bench: install
 
 bench-kafka: install
 	$(PY) tests/bench/bench_kafka.py
+
+# Nexmark queries in EPL over a seeded Person/Auction/Bid stream: kepl embedded (one core)
+# beside Esper 9 in-process, after checking a small run's rows against the oracle.
+NEXMARK_EVENTS ?= 100000
+nexmark: install
+	$(PY) -m tests.bench.nexmark.bench --events $(NEXMARK_EVENTS)
 
 # A watermark's round trip (publish -> progress visible -> rows read) per statement kind.
 bench-barrier: install

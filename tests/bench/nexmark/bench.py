@@ -86,8 +86,8 @@ def check(n: int, names: set[str]) -> bool:
                 steps.append({"send": type_name, "event": event})
             # the last window's rows: one more batch interval of clock
             steps.append({"time": now + 20_000})
-            last = f"s{len(statements) - 1}"
-            steps.append({"expect": {last: {"new": [], "old": []}}})
+            steps.append({"expect": {f"s{i}": {"new": [], "old": []}
+                                     for i in range(len(statements))}})
             doc = {"name": f"nexmark_{name}", "source": "Nexmark benchmark, " + name,
                    "schemas": SCHEMAS,
                    "statements": [{"name": f"s{i}", "epl": epl}
@@ -119,7 +119,7 @@ def main() -> None:
     stream = list(generate(args.events))
     picked = [(q, what, stmts) for q, what, stmts in QUERIES if q in names]
     results = []
-    for q, _what, stmts in picked:
+    for _q, _what, stmts in picked:
         runs = [kepl_rate(stmts, stream) for _ in range(3)]
         results.append((max(r for r, _ in runs), runs[0][1]))
     esper: list[float | str]

@@ -19,6 +19,14 @@ QUERIES: list[tuple[str, str, tuple[str, ...]]] = [
      ("select P.name as name, P.city as city, P.state as state, A.id as id "
       "from Auction(category = 10)#keepall as A, "
       "Person(state in ('OR', 'ID', 'CA'))#keepall as P where A.seller = P.id",)),
+    ("q4", "average winning price per category (join + aggregation)",
+     ("insert rstream into Closed select id, category, reserve, expires "
+      "from Auction#time(10 sec)",
+      "insert into Winning select C.id as auction, C.category as category, "
+      "(select max(B.price) from Bid#time(20 sec) as B where B.auction = C.id "
+      "and B.price >= C.reserve and B.dateTime < C.expires) as price from Closed as C",
+      "select category, avg(price) as avgPrice from Winning(price is not null) "
+      "group by category")),
     ("q5", "hot items (sliding #time window, output snapshot)",
      ("select auction, count(*) as num from Bid#time(10 sec) group by auction "
       "output snapshot every 2 sec order by num desc, auction",)),
