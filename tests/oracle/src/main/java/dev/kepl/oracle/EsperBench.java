@@ -130,8 +130,16 @@ public final class EsperBench {
             long c0 = threads.getCurrentThreadCpuTime();
             long t0 = System.nanoTime();
             long sent = 0;
-            for (Map<String, Object> e : events) {
-                sent += send(service, e, type);
+            if (type.isEmpty()) {
+                for (Map<String, Object> e : events) {
+                    sent += send(service, e, type);
+                }
+            } else {
+                // one type: the loop the single-stream benchmarks have always timed
+                for (Map<String, Object> e : events) {
+                    service.sendEventMap(e, type);
+                }
+                sent = events.size();
             }
             double seconds = (System.nanoTime() - t0) / 1e9;
             double cpu = (threads.getCurrentThreadCpuTime() - c0) / 1e9 + (gcMillis() - g0) / 1e3;
