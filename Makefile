@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 KEPL   := $(VENV)/bin/kepl
 
-.PHONY: demo test install lint bench bench-kafka bench-formats bench-barrier bench-startup soak chaos chaos-cluster spark-cluster test-cluster scenarios oracle oracle-generated broker-start broker-stop clean chart-test image
+.PHONY: demo test install lint bench bench-kafka bench-formats bench-barrier bench-startup nexmark soak chaos chaos-cluster spark-cluster test-cluster scenarios oracle oracle-generated broker-start broker-stop clean chart-test image
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,12 @@ bench-kafka: install
 # Decode and encode cost per event, JSON against Avro (starts the local schema registry).
 bench-formats: install
 	$(PY) tests/bench/bench_formats.py
+
+# Nexmark queries in EPL over a seeded Person/Auction/Bid stream: kepl embedded (one core)
+# beside Esper 9 in-process, after checking a small run's rows against the oracle.
+NEXMARK_EVENTS ?= 100000
+nexmark: install
+	$(PY) -m tests.bench.nexmark.bench --events $(NEXMARK_EVENTS)
 
 # A watermark's round trip (publish -> progress visible -> rows read) per statement kind.
 bench-barrier: install

@@ -1,0 +1,40 @@
+"""The Nexmark queries written in EPL (the ones EPL expresses directly).
+
+Each is (name, what it computes, statements); the last statement's rows are the query's.
+Windows are in event time: the runtime clock follows each event's ``dateTime``.
+q5 outputs every auction's count, hottest first (the hot item is each snapshot's first
+row): Esper 9 does not compile ``limit`` after ``order by`` with ``output snapshot`` over a
+grouped ``#time`` window.
+"""
+
+from __future__ import annotations
+
+QUERIES: list[tuple[str, str, tuple[str, ...]]] = [
+    ("q0", "passthrough", ("select * from Bid",)),
+    ("q1", "currency conversion",
+     ("select auction, bidder, 0.908 * price as price, dateTime from Bid",)),
+    ("q2", "selection",
+     ("select auction, price from Bid(auction % 123 = 0)",)),
+    ("q3", "local item suggestion (join Person/Auction)",
+     ("select P.name as name, P.city as city, P.state as state, A.id as id "
+      "from Auction(category = 10)#keepall as A, "
+      "Person(state in ('OR', 'ID', 'CA'))#keepall as P where A.seller = P.id",)),
+    ("q4", "average winning price per category (join + aggregation)",
+     ("insert rstream into Closed select id, category, reserve, expires "
+      "from Auction#time(10 sec)",
+      "insert into Winning select C.id as auction, C.category as category, "
+      "(select max(B.price) from Bid#time(20 sec) as B where B.auction = C.id "
+      "and B.price >= C.reserve and B.dateTime < C.expires) as price from Closed as C",
+      "select category, avg(price) as avgPrice from Winning(price is not null) "
+      "group by category")),
+    ("q5", "hot items (sliding #time window, output snapshot)",
+     ("select auction, count(*) as num from Bid#time(10 sec) group by auction "
+      "output snapshot every 2 sec order by num desc, auction",)),
+    ("q7", "highest bid (#time_batch max)",
+     ("select auction, bidder, price from Bid#time_batch(10 sec) "
+      "having price = max(price)",)),
+    ("q8", "monitor new users (join over time windows)",
+     ("select P.id as id, P.name as name, A.reserve as reserve "
+      "from Person#time_batch(10 sec) as P, Auction#time_batch(10 sec) as A "
+      "where P.id = A.seller",)),
+]
