@@ -6,8 +6,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from app.runtime.kafka.acls import kafka_acls_commands, worker_acls
-
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Mount ``acls`` on the ``kepl`` sub-command parser."""
@@ -32,6 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def cmd_acls(args: argparse.Namespace) -> int:
     """Print the commands; a statement file that is not valid is one line (exit 2)."""
+    from app.runtime.kafka.acls import kafka_acls_commands, worker_acls
     from app.runtime.kafka.config import AppConfig
     from app.runtime.kafka.config import ConfigError as KafkaConfigError
     from app.statements import load_statement_file

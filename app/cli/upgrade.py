@@ -10,8 +10,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.runtime.kafka.deployments import REBUILDS
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The upgrade options of ``kepl deploy``."""
@@ -29,6 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def rebuild_choices(values: list[str]) -> dict[str, str]:
     """``--rebuild`` values as statement name (``*``: all) -> how."""
+    from app.runtime.kafka.deployments import REBUILDS
     from app.statements import ConfigError
 
     out: dict[str, str] = {}

@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from app.runtime.kafka.config import AppConfig
+if TYPE_CHECKING:
+    from app.runtime.kafka.config import AppConfig
 
 # librdkafka error codes of a refused operation -> the kind of resource refused
 REFUSED = {29: "Topic", 30: "Group", 31: "Cluster", 53: "TransactionalId"}

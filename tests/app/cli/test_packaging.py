@@ -88,6 +88,20 @@ def test_kepl_spark_help_does_not_import_pyspark() -> None:
     assert out.splitlines()[-2:] == ["0", "[]"]
 
 
+def test_kepl_version_and_help_import_no_compiler_and_no_runtime() -> None:
+    """Short commands stay short: the parser, planner, operators and Kafka runtime are
+    imported by the commands that use them (make bench-startup times them)."""
+    heavy = ("app.epl.planner", "app.epl.parser", "operators.", "app.runtime.kafka.",
+             "confluent_kafka", "lark")
+    for argv in (["--version"], ["--help"]):
+        code = ("import sys\nfrom app.cli.main import main\n"
+                f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+                f"print(sorted(m for m in sys.modules if m.startswith({heavy!r})))\n")
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True,
+                             capture_output=True, text=True).stdout
+        assert out.splitlines()[-1] == "[]", (argv, out.splitlines()[-1])
+
+
 def test_kepl_spark_without_pyspark_says_what_to_install(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     # as if it were not installed, also where an earlier test imported it
