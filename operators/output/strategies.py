@@ -124,8 +124,14 @@ class LastRow(Strategy):
         self.state.put(key, rows)
 
     def rows(self) -> Emit:
-        old_key = "first_remove" if self.rs.spec.kind == AGG_ALL else "last_remove"
-        return list(self.kept.get("last_insert", [])), list(self.kept.get(old_key, []))
+        if self.rs.spec.kind != AGG_ALL:
+            return list(self.kept.get("last_insert", [])), list(self.kept.get("last_remove", []))
+        old = list(self.kept.get("first_remove", []))
+        if not old and self.irstream:
+            # Esper RowForAll output-last helper: when no state before an update of the
+            # interval passed having, the remove row is the current row (having applied)
+            old = self.rs.current_rows(False)
+        return list(self.kept.get("last_insert", [])), old
 
     def holds(self) -> bool:
         return bool(self.kept)
@@ -134,6 +140,20 @@ class LastRow(Strategy):
         for k in self.kept:
             self.state.delete(k)
         self.kept = {}
+
+
+class AllRow(Strategy):
+    """``all`` fully aggregated: the rows of every update; a stream none of whose rows
+    passed having in the interval posts the current row instead (Esper RowForAll
+    output-all helper, having applied)."""
+
+    def rows(self) -> Emit:
+        new, old = super().rows()
+        if not new:
+            new = self.rs.current_rows()
+        if not old and self.irstream:
+            old = self.rs.current_rows(False)
+        return new, old
 
 
 class _Groups(Strategy):
@@ -336,6 +356,7 @@ class FirstGrouped(Strategy):
             events = [(k, True, r) for k, r in zip(g.keys_new, rows_new)]
             rows_old = g.rows_old or [[] for _ in g.keys_old]
             events += [(k, False, r) for k, r in zip(g.keys_old, rows_old)]
+        having = self.irstream and self.rs.spec.having is not None
         for k, is_new, rows in events:
             if not rows:
                 continue  # the row fails having: the event does not count (Esper)
@@ -346,7 +367,9 @@ class FirstGrouped(Strategy):
                     continue
                 passed.add(k)
                 out_new.extend(rows)
-                out_old.extend(g.before.get(k, []))
+                # Esper's row-per-group 'first' with having builds the remove row from
+                # the group's state after the update, as the insert row
+                out_old.extend(rows if having else g.before.get(k, []))
             else:
                 # Esper's aggregated-grouped 'first' posts the rows of leaving events on
                 # the insert stream too (output by statement kind, appendix samples)
@@ -376,4 +399,6 @@ def make_strategy(kind: str, rs_kind: str) -> type[Strategy]:
         return GroupedRowsLast if rs_kind == GROUPED_ROWS else LastRow
     if kind == "all" and grouped:
         return GroupedAll if rs_kind == GROUPED else GroupedRowsAll
+    if kind == "all" and rs_kind == AGG_ALL:
+        return AllRow
     return Strategy

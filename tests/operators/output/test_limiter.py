@@ -267,3 +267,35 @@ def test_order_by_and_limit_apply_per_batch(drive: Any) -> None:
     d.send(symbol="b", price=3.0)
     new, _ = d.send(symbol="c", price=2.0)
     assert [r["symbol"] for r in new] == ["b", "c"]
+
+
+def _total_over(limit: float) -> Any:
+    return lambda row, ctx: ctx.aggs is not None and (ctx.aggs[0] or 0) > limit
+
+
+def test_fully_aggregated_last_remove_row_falls_back_to_current_row(drive: Any) -> None:
+    """Esper RowForAll output last: when no state before an update of the interval passes
+    having, the remove row is the current row."""
+    d = drive(spec(AGG_ALL, OutputSpec("last", every_events=3, limited=True),
+                   having=_total_over(3)))
+    d.send(price=None)
+    d.send(price=1.0)
+    assert d.send(price=4.0) == ([{"total": 5.0}], [{"total": 5.0}])
+
+
+def test_fully_aggregated_all_remove_row_falls_back_to_current_row(drive: Any) -> None:
+    """Esper RowForAll output all: a stream none of whose rows passed having in the
+    interval posts the current row."""
+    d = drive(spec(AGG_ALL, OutputSpec("all", every_events=2, limited=True),
+                   having=_total_over(3)))
+    d.send(price=1.0)
+    assert d.send(price=4.0) == ([{"total": 5.0}], [{"total": 5.0}])
+
+
+def test_grouped_first_with_having_remove_row_is_the_state_after(drive: Any) -> None:
+    """Esper row-per-group output first with having: the remove row is built from the
+    group's state after the update, like the insert row."""
+    d = drive(spec(GROUPED, OutputSpec("first", every_events=5, limited=True),
+                   having=_total_over(3)))
+    assert d.send(symbol="A", price=1.0) == ([], [])
+    assert d.send(symbol="A", price=4.0) == (rows(("A", 5.0)), rows(("A", 5.0)))
