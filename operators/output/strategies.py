@@ -16,7 +16,7 @@ from typing import Any
 
 from operators.base import Emit, Row, Rows, StateNamespace
 from operators.output.conditions import Trigger
-from operators.resultset import AGG_ALL, GROUPED, GROUPED_ROWS, ResultSet
+from operators.resultset import AGG_ALL, GROUPED, GROUPED_ROWS, SIMPLE, ResultSet
 
 
 class Strategy:
@@ -140,6 +140,43 @@ class LastRow(Strategy):
         for k in self.kept:
             self.state.delete(k)
         self.kept = {}
+
+
+class SimpleAll(Strategy):
+    """``all`` (and the default) without aggregation: the interval's events are kept and
+    their rows built at output time, so a subquery or other state read by the select
+    clause is read as it stands then (Esper's simple result set processes the buffered
+    events when the output condition fires)."""
+
+    def collect(self, new: Rows, old: Rows) -> None:
+        self.push(list(new), list(old))
+
+    def rows(self) -> Emit:
+        new: Rows = []
+        old: Rows = []
+        for _, n, o in self.buffer:
+            rn, ro = self.rs.process(n, o)
+            new.extend(rn)
+            old.extend(ro)
+        return new, old
+
+
+class SimpleLast(LastRow):
+    """``last`` without aggregation: the last event of each stream that passed having is
+    kept and its row built at output time (Esper's simple output-last helper)."""
+
+    def collect(self, new: Rows, old: Rows) -> None:
+        having = self.rs.spec.having is not None
+        for e in new:
+            if not having or self.rs.process([e], [])[0]:
+                self._keep("last_insert", [e])
+        for e in old:
+            if not having or self.rs.process([], [e])[1]:
+                self._keep("last_remove", [e])
+
+    def rows(self) -> Emit:
+        new, old = super().rows()
+        return self.rs.process(new, old)
 
 
 class AllRow(Strategy):
@@ -393,6 +430,10 @@ def make_strategy(kind: str, rs_kind: str) -> type[Strategy]:
         return Snapshot
     if kind == "first":
         return FirstGrouped if grouped else First
+    if kind in ("all", "default") and rs_kind == SIMPLE:
+        return SimpleAll
+    if kind == "last" and rs_kind == SIMPLE:
+        return SimpleLast
     if kind == "last":
         if rs_kind == GROUPED:
             return GroupedLast

@@ -299,3 +299,22 @@ def test_grouped_first_with_having_remove_row_is_the_state_after(drive: Any) -> 
                    having=_total_over(3)))
     assert d.send(symbol="A", price=1.0) == ([], [])
     assert d.send(symbol="A", price=4.0) == (rows(("A", 5.0)), rows(("A", 5.0)))
+
+
+def _simple_at_output(kind: str) -> PipelineSpec:
+    """A select of a value read when the row is built (as a subquery reads its window)."""
+    rs = ResultSetSpec(SIMPLE, (SYMBOL, SelectColumn("at", lambda row, ctx: ctx.now_ms)))
+    return PipelineSpec(rs, OutputSpec(kind, every_ms=1000, limited=True),
+                        StreamSpec("T", None, None), None, None, "istream")
+
+
+@pytest.mark.parametrize("kind,symbols", [("all", ["a", "b"]), ("last", ["b"])])
+def test_simple_rows_are_built_at_output_time(drive: Any, kind: str, symbols: list) -> None:
+    """Esper's simple result set keeps the interval's events and builds their rows when
+    the output condition fires."""
+    d = drive(_simple_at_output(kind))
+    d.now = 200
+    d.send(symbol="a")
+    d.now = 700
+    d.send(symbol="b")
+    assert d.advance(1200) == [(1200, [{"symbol": s, "at": 1200} for s in symbols], [])]
