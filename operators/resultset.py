@@ -659,10 +659,11 @@ class ResultSet:
         return self._row_for(rec, False)
 
     # -- reads for output policies (Esper ref. 2.10 output rate limiting) ---------
-    def current_rows(self) -> Rows:
-        """The fully aggregated row as it stands now (having applied)."""
+    def current_rows(self, is_new: bool = True) -> Rows:
+        """The fully aggregated row as it stands now (having applied), as an insert or
+        (``is_new`` False) a remove row."""
         self._begin()
-        return self._row_for(self._record("", None))
+        return self._row_for(self._record("", None), is_new)
 
     def group_keys(self) -> list[str]:
         """Every group seen so far, in first-seen order (groups are never forgotten)."""

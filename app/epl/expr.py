@@ -125,6 +125,9 @@ def _compile_name(node: ast.Name, scope: Scope) -> Expr:
         if head in scope.tags:
             if not rest:
                 return lambda r, c: r.get(head)
+            key = scope.partition_keys.get(f"{head}.{rest[0]}") if len(rest) == 1 else None
+            if key is not None:
+                return _context_property(key)
             return lambda r, c: _nested(r.get(head), rest)
         if len(scope.tags) == 0:
             return lambda r, c: _nested(r, parts)

@@ -16,7 +16,7 @@ from typing import Any
 
 from operators.base import Emit, Row, Rows, StateNamespace
 from operators.output.conditions import Trigger
-from operators.resultset import AGG_ALL, GROUPED, GROUPED_ROWS, ResultSet
+from operators.resultset import AGG_ALL, GROUPED, GROUPED_ROWS, SIMPLE, ResultSet
 
 
 class Strategy:
@@ -124,8 +124,14 @@ class LastRow(Strategy):
         self.state.put(key, rows)
 
     def rows(self) -> Emit:
-        old_key = "first_remove" if self.rs.spec.kind == AGG_ALL else "last_remove"
-        return list(self.kept.get("last_insert", [])), list(self.kept.get(old_key, []))
+        if self.rs.spec.kind != AGG_ALL:
+            return list(self.kept.get("last_insert", [])), list(self.kept.get("last_remove", []))
+        old = list(self.kept.get("first_remove", []))
+        if not old and self.irstream:
+            # Esper RowForAll output-last helper: when no state before an update of the
+            # interval passed having, the remove row is the current row (having applied)
+            old = self.rs.current_rows(False)
+        return list(self.kept.get("last_insert", [])), old
 
     def holds(self) -> bool:
         return bool(self.kept)
@@ -134,6 +140,57 @@ class LastRow(Strategy):
         for k in self.kept:
             self.state.delete(k)
         self.kept = {}
+
+
+class SimpleAll(Strategy):
+    """``all`` (and the default) without aggregation: the interval's events are kept and
+    their rows built at output time, so a subquery or other state read by the select
+    clause is read as it stands then (Esper's simple result set processes the buffered
+    events when the output condition fires)."""
+
+    def collect(self, new: Rows, old: Rows) -> None:
+        self.push(list(new), list(old))
+
+    def rows(self) -> Emit:
+        new: Rows = []
+        old: Rows = []
+        for _, n, o in self.buffer:
+            rn, ro = self.rs.process(n, o)
+            new.extend(rn)
+            old.extend(ro)
+        return new, old
+
+
+class SimpleLast(LastRow):
+    """``last`` without aggregation: the last event of each stream that passed having is
+    kept and its row built at output time (Esper's simple output-last helper)."""
+
+    def collect(self, new: Rows, old: Rows) -> None:
+        having = self.rs.spec.having is not None
+        for e in new:
+            if not having or self.rs.process([e], [])[0]:
+                self._keep("last_insert", [e])
+        for e in old:
+            if not having or self.rs.process([], [e])[1]:
+                self._keep("last_remove", [e])
+
+    def rows(self) -> Emit:
+        new, old = super().rows()
+        return self.rs.process(new, old)
+
+
+class AllRow(Strategy):
+    """``all`` fully aggregated: the rows of every update; a stream none of whose rows
+    passed having in the interval posts the current row instead (Esper RowForAll
+    output-all helper, having applied)."""
+
+    def rows(self) -> Emit:
+        new, old = super().rows()
+        if not new:
+            new = self.rs.current_rows()
+        if not old and self.irstream:
+            old = self.rs.current_rows(False)
+        return new, old
 
 
 class _Groups(Strategy):
@@ -336,6 +393,7 @@ class FirstGrouped(Strategy):
             events = [(k, True, r) for k, r in zip(g.keys_new, rows_new)]
             rows_old = g.rows_old or [[] for _ in g.keys_old]
             events += [(k, False, r) for k, r in zip(g.keys_old, rows_old)]
+        having = self.irstream and self.rs.spec.having is not None
         for k, is_new, rows in events:
             if not rows:
                 continue  # the row fails having: the event does not count (Esper)
@@ -346,7 +404,9 @@ class FirstGrouped(Strategy):
                     continue
                 passed.add(k)
                 out_new.extend(rows)
-                out_old.extend(g.before.get(k, []))
+                # Esper's row-per-group 'first' with having builds the remove row from
+                # the group's state after the update, as the insert row
+                out_old.extend(rows if having else g.before.get(k, []))
             else:
                 # Esper's aggregated-grouped 'first' posts the rows of leaving events on
                 # the insert stream too (output by statement kind, appendix samples)
@@ -370,10 +430,16 @@ def make_strategy(kind: str, rs_kind: str) -> type[Strategy]:
         return Snapshot
     if kind == "first":
         return FirstGrouped if grouped else First
+    if kind in ("all", "default") and rs_kind == SIMPLE:
+        return SimpleAll
+    if kind == "last" and rs_kind == SIMPLE:
+        return SimpleLast
     if kind == "last":
         if rs_kind == GROUPED:
             return GroupedLast
         return GroupedRowsLast if rs_kind == GROUPED_ROWS else LastRow
     if kind == "all" and grouped:
         return GroupedAll if rs_kind == GROUPED else GroupedRowsAll
+    if kind == "all" and rs_kind == AGG_ALL:
+        return AllRow
     return Strategy

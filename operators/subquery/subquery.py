@@ -95,6 +95,14 @@ class Subquery:
         return view.next_timer() if view is not None else None
 
     def _update(self, new: Iterable[Row], old: Iterable[Row]) -> None:
+        new, old = list(new), list(old)
+        if new and old:
+            # a row that enters and leaves in one update (below a full sorted window) is
+            # never held
+            both = {id(r) for r in new} & {id(r) for r in old}
+            if both:
+                new = [r for r in new if id(r) not in both]
+                old = [r for r in old if id(r) not in both]
         if self.states is not None:
             self._aggregate(list(new), list(old))
             assert self.state is not None

@@ -163,8 +163,8 @@ def refers_to_event(node: ast.Node, scope: Scope) -> bool:
         if len(n.parts) > 1 and is_table_name(head, scope):
             continue
         parts = n.parts[1:] if head in scope.aliases and len(n.parts) > 1 else n.parts
-        if len(parts) == 1 and parts[0] in scope.partition_keys:
-            continue  # the context partition's key
+        if ".".join(parts) in scope.partition_keys:
+            continue  # the context partition's key (``k``, or ``a.k`` of a join's stream)
         return True
     return False
 

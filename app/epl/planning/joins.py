@@ -114,8 +114,15 @@ def plan_join(planner: PlannerBase, node: ast.SelectStatement, name: str,
                   subqueries=subs)
     streams = _with_priors(node, streams, names, scope)
     agg_texts: dict[str, int] = {}
+    # Esper ref. 4.2 keyed segmented context: a stream's partition property reads as the
+    # partition's key in the select clause (a select of it and aggregates is fully
+    # aggregated), in a join as for one stream
+    keys = {f"{sname}.{prop}": key for sname, tname in types.items()
+            for prop, key in (planner.partition_keys(node.context, tname).items()
+                              if node.context is not None else ())}
     # join rows leave as any stream's window evicts: order-based aggregates track them
-    rs = planner.result_set(node, dataclasses.replace(scope, rows_leave_in_order=False),
+    rs = planner.result_set(node, dataclasses.replace(scope, rows_leave_in_order=False,
+                                                      partition_keys=keys),
                             agg_texts=agg_texts)
     tables: tuple[str, ...] = ()
     if node.into_table is not None:

@@ -80,8 +80,12 @@ class ResultPlanning(PlannerBase):
         if not aggs:
             kind = SIMPLE
             if group_by:
-                # no aggregation: one row per event, as Esper's aggregated-grouped processor
-                kind = GROUPED_ROWS if plain_exprs or wildcard else GROUPED
+                # no aggregation: as with aggregates, one row per group when every event
+                # property selected is grouped (Esper's row-per-group processor; a
+                # subquery reads no property of the event), else one row per event
+                refs = [e for e in plain_exprs if refers_to_event(e, scope)]
+                grouped = all(is_grouped(e, group_texts, scope) for e in refs)
+                kind = GROUPED if grouped and not wildcard else GROUPED_ROWS
         else:
             event_refs = [e for e in plain_exprs if refers_to_event(e, scope)]
             if wildcard:

@@ -236,3 +236,29 @@ def test_table_in_a_join_is_read_by_primary_key() -> None:
     assert lines[2] == "  ->   event of a: lookup t by full scan (nested loop)"
     with pytest.raises(NotSupported, match="table in a join with a data window"):
         plan_statement(c, "select * from A#length(2) as a, T#keepall as t", "s")
+
+
+def _keyed_join(epl: str, events: list[tuple[str, dict[str, Any]]]) -> list[tuple[list, list]]:
+    eng = Engine()
+    out: list[tuple[list, list]] = []
+    eng.listeners.append(lambda s, n, o, p: out.append((n, o)))
+    c = catalog()
+    for i, text in enumerate(["create context ByK partition by k from A, k from B", epl]):
+        eng.deploy(plan_statement(c, text, f"s{i}"))
+    for t, e in events:
+        eng.send(t, e)
+    return out
+
+
+def test_keyed_join_partition_property_makes_a_fully_aggregated_select() -> None:
+    """Esper ref. 4.2: a stream's partition property reads as the partition's key, so
+    ``a.k`` with aggregates posts one row per update, its remove row the state before."""
+    out = _keyed_join(f"context ByK select irstream a.k as k, count(*) as n {AB} "
+                      "where a.k = b.k", [("A", {"k": "x", "v": 1}), ("B", {"k": "x", "w": 2})])
+    assert out == [([{"k": "x", "n": 1}], [{"k": "x", "n": 0}])]
+
+
+def test_keyed_outer_join_reads_the_missing_streams_key_from_the_partition() -> None:
+    out = _keyed_join("context ByK select a.k as ak, b.w as w from A#keepall as a "
+                      "right outer join B#keepall as b on a.k = b.k", [("B", {"k": "x", "w": 2})])
+    assert out == [([{"ak": "x", "w": 2}], [])]

@@ -199,3 +199,12 @@ def test_conditions_on_the_subquery_event_alone_filter_its_index() -> None:
                 ("B", {"k": "Y", "v": 8}), ("A", {"k": "X", "v": 0})])
     assert rows[2] == [{"x": 9}]
     assert rows[5] == [{"x": None}]  # X's row 9 left the length(3) window
+
+
+def test_row_entering_and_leaving_a_full_sorted_window_is_not_held() -> None:
+    """Esper ref. 14.3.19: an event sorting below a full sorted window enters and leaves
+    at once; the subquery never sees it."""
+    out = run("select (select window(w) from C#sort(2, w desc)) as ws from A",
+              [("C", {"k": "x", "w": 3}), ("C", {"k": "x", "w": 4}),
+               ("C", {"k": "x", "w": -1}), ("A", {"k": "a", "v": 1})])
+    assert sorted(out[-1][0]["ws"]) == [3, 4]

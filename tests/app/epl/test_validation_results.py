@@ -92,3 +92,19 @@ def test_context_variable_needs_the_same_context() -> None:
     e = rejects(c, "select * from TrafficEvent(speed > th)")
     assert "context variable of 'PerCar'" in e.message
     plan_statement(c, "context PerCar select * from TrafficEvent(speed > th)", "ok")
+
+
+@pytest.mark.parametrize("epl,kind", [
+    ("select carId from TrafficEvent group by carId", "grouped"),
+    ("select carId, (select id from TruncateEvent#lastevent) as t from TrafficEvent "
+     "group by carId", "grouped"),
+    ("select carId, speed from TrafficEvent group by carId", "grouped_rows"),
+    ("select * from TrafficEvent group by carId", "grouped_rows"),
+])
+def test_group_by_without_aggregates_is_row_per_group_when_all_grouped(epl: str,
+                                                                       kind: str) -> None:
+    """Esper's result-set kinds: without aggregation functions too, a group by whose
+    selected event properties are all grouped posts one row per group."""
+    plan = plan_statement(catalog(), epl, "s")
+    assert plan.pipeline is not None
+    assert plan.pipeline.resultset.kind == kind

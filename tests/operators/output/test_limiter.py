@@ -267,3 +267,54 @@ def test_order_by_and_limit_apply_per_batch(drive: Any) -> None:
     d.send(symbol="b", price=3.0)
     new, _ = d.send(symbol="c", price=2.0)
     assert [r["symbol"] for r in new] == ["b", "c"]
+
+
+def _total_over(limit: float) -> Any:
+    return lambda row, ctx: ctx.aggs is not None and (ctx.aggs[0] or 0) > limit
+
+
+def test_fully_aggregated_last_remove_row_falls_back_to_current_row(drive: Any) -> None:
+    """Esper RowForAll output last: when no state before an update of the interval passes
+    having, the remove row is the current row."""
+    d = drive(spec(AGG_ALL, OutputSpec("last", every_events=3, limited=True),
+                   having=_total_over(3)))
+    d.send(price=None)
+    d.send(price=1.0)
+    assert d.send(price=4.0) == ([{"total": 5.0}], [{"total": 5.0}])
+
+
+def test_fully_aggregated_all_remove_row_falls_back_to_current_row(drive: Any) -> None:
+    """Esper RowForAll output all: a stream none of whose rows passed having in the
+    interval posts the current row."""
+    d = drive(spec(AGG_ALL, OutputSpec("all", every_events=2, limited=True),
+                   having=_total_over(3)))
+    d.send(price=1.0)
+    assert d.send(price=4.0) == ([{"total": 5.0}], [{"total": 5.0}])
+
+
+def test_grouped_first_with_having_remove_row_is_the_state_after(drive: Any) -> None:
+    """Esper row-per-group output first with having: the remove row is built from the
+    group's state after the update, like the insert row."""
+    d = drive(spec(GROUPED, OutputSpec("first", every_events=5, limited=True),
+                   having=_total_over(3)))
+    assert d.send(symbol="A", price=1.0) == ([], [])
+    assert d.send(symbol="A", price=4.0) == (rows(("A", 5.0)), rows(("A", 5.0)))
+
+
+def _simple_at_output(kind: str) -> PipelineSpec:
+    """A select of a value read when the row is built (as a subquery reads its window)."""
+    rs = ResultSetSpec(SIMPLE, (SYMBOL, SelectColumn("at", lambda row, ctx: ctx.now_ms)))
+    return PipelineSpec(rs, OutputSpec(kind, every_ms=1000, limited=True),
+                        StreamSpec("T", None, None), None, None, "istream")
+
+
+@pytest.mark.parametrize("kind,symbols", [("all", ["a", "b"]), ("last", ["b"])])
+def test_simple_rows_are_built_at_output_time(drive: Any, kind: str, symbols: list) -> None:
+    """Esper's simple result set keeps the interval's events and builds their rows when
+    the output condition fires."""
+    d = drive(_simple_at_output(kind))
+    d.now = 200
+    d.send(symbol="a")
+    d.now = 700
+    d.send(symbol="b")
+    assert d.advance(1200) == [(1200, [{"symbol": s, "at": 1200} for s in symbols], [])]
