@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 KEPL   := $(VENV)/bin/kepl
 
-.PHONY: demo test install lint bench bench-kafka bench-formats bench-barrier bench-startup nexmark soak chaos chaos-cluster spark-cluster test-cluster scenarios oracle oracle-generated broker-start broker-stop clean chart-test image
+.PHONY: demo test install lint bench bench-kafka bench-keys bench-formats bench-barrier bench-startup nexmark soak chaos chaos-cluster spark-cluster test-cluster scenarios oracle oracle-generated broker-start broker-stop clean chart-test image
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,10 @@ lint: install
 
 bench: install
 	$(PY) tests/bench/bench_embedded.py
+
+KEYS ?= 1000000
+bench-keys: install
+	$(PY) -m tests.bench.bench_keys --keys $(KEYS)
 
 bench-kafka: install
 	$(PY) tests/bench/bench_kafka.py

@@ -1,0 +1,192 @@
+"""Key-count scaling, state size and restore speed of an engine partition (issue 25).
+
+Run: .venv/bin/python -m tests.bench.bench_keys [--keys 1000000] [--small 1000]
+[--events 50000] [--batch 500]
+
+Each statement runs in an ``EnginePartition`` over its RocksDB store, the Kafka engine's
+state path without a broker: a batch of events is applied, sealed into a changelog record,
+appended to an in-memory changelog (``TruncLog``, the broker-free log of the checkpoint
+tests) and committed to the local database.  It prints:
+
+- per-event cost of a keyed context ``#length(100)`` count/sum and of a ``group by``
+  count/sum (no context) once ``--small`` and ``--keys`` keys are held, and the ratio
+  (target: within 25%);
+- state bytes per key and per windowed event (the committed database's entries);
+- restore of the ``--keys`` partition into an empty directory, from the changelog alone
+  and from a snapshot (parts written, the records before them deleted), in keys/s
+  (goal >= 100k keys/s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import random
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from app.runtime.kafka.config import AppConfig
+from app.runtime.kafka.partition import EnginePartition, InRecord, SnapshotPolicy
+from app.runtime.kafka.topology import Group, Topology
+from tests.app.runtime.kafka.fakes import UP, TruncLog
+
+SCHEMA = {"T": {"symbol": "string", "amount": "double"}}
+WINDOW = 100
+STATEMENTS: dict[str, list[dict[str, str]]] = {
+    f"keyed context, length({WINDOW}) count/sum": [
+        {"name": "ctx", "epl": "create context BySymbol partition by symbol from T"},
+        {"name": "k", "epl": "context BySymbol select symbol, count(*) as cnt, "
+                             f"sum(amount) as total from T#length({WINDOW})"}],
+    "group by count/sum, no context": [
+        {"name": "g", "epl": "select symbol, count(*) as cnt, sum(amount) as total "
+                             "from T group by symbol"}],
+}
+"""(label, statements) of the measured applications."""
+
+
+def group(statements: list[dict[str, str]]) -> Group:
+    config = AppConfig.from_dict({"app": "bench", "schemas": SCHEMA,
+                                  "statements": statements})
+    return Topology.plan(config).groups["main"]
+
+
+class Run:
+    """One engine partition fed in batches, each batch committed through the changelog."""
+
+    def __init__(self, grp: Group, path: Path, batch: int) -> None:
+        self.log = TruncLog()
+        self.grp = grp
+        self.batch = batch
+        self.part = EnginePartition(grp, 0, path, [UP], "changelog", None)
+        self.part.restore(self.log)
+        self.offset = 0
+        self.changelog_bytes = 0
+
+    def feed(self, keys: list[int]) -> float:
+        """Apply one event per key (in batches); returns the seconds taken."""
+        rnd = random.Random(len(keys) + self.offset)
+        part = self.part
+        t0 = time.perf_counter()
+        for i in range(0, len(keys), self.batch):
+            recs = []
+            for k in keys[i:i + self.batch]:
+                recs.append(InRecord("event", UP, self.offset, "T", 0, self.offset,
+                                     {"symbol": f"S{k}", "amount": float(rnd.randrange(400))}))
+                self.offset += 1
+            part.run(recs)
+            rec = part.seal()
+            if rec is None:
+                continue
+            value = rec.encode()
+            self.changelog_bytes += len(value)
+            part.committed(self.log.append(value), len(value))
+        return time.perf_counter() - t0
+
+    def state_bytes(self) -> int:
+        return sum(len(k) + len(v) for k, v in self.part.store.state_items())
+
+    def snapshot(self) -> int:
+        """Write a whole snapshot to the changelog and delete the records before it;
+        returns the snapshot's bytes."""
+        part = self.part
+        part.start_snapshot()
+        first = None
+        size = 0
+        while first is None:
+            value = part.snapshot_part().encode()
+            size += len(value)
+            first = part.snapshot_part_committed(self.log.append(value))
+        self.log.delete_before(first)
+        return size
+
+    def restore_into(self, path: Path) -> float:
+        """Seconds to rebuild the partition in an empty directory from the changelog."""
+        gc.collect()
+        t0 = time.perf_counter()
+        fresh = EnginePartition(self.grp, 0, path, [UP], "changelog", SnapshotPolicy())
+        fresh.restore(self.log)
+        dt = time.perf_counter() - t0
+        fresh.close()
+        return dt
+
+    def close(self) -> None:
+        self.part.close()
+
+
+def measure(label: str, statements: list[dict[str, str]], keys: int, events: int,
+            batch: int, tmp: Path, restore: bool) -> dict[str, float]:
+    """Fill ``keys`` keys (one event each), then time ``events`` events over random keys."""
+    path = tmp / f"db-{keys}"
+    run = Run(group(statements), path, batch)
+    fill = list(range(keys))
+    random.Random(2).shuffle(fill)
+    if keys * WINDOW * 2 <= 400_000:  # few keys: fill their windows, removals measured
+        fill = fill * (WINDOW * 2)
+    fill_s = run.feed(fill)
+    rnd = random.Random(3)
+    probe = [rnd.randrange(keys) for _ in range(events)]
+    gc.collect()
+    dt = run.feed(probe)
+    total_events = len(fill) + len(probe)
+    held = min(total_events, keys * WINDOW) if "length" in label else 0
+    state = run.state_bytes()
+    out = {"keys": keys, "us": dt / events * 1e6, "fill_us": fill_s / len(fill) * 1e6,
+           "state": state, "per_key": state / keys,
+           "per_event": state / held if held else 0.0,
+           "changelog_per_event": run.changelog_bytes / total_events}
+    if restore:
+        out["restore_changelog_s"] = run.restore_into(tmp / "r1")
+        shutil.rmtree(tmp / "r1")
+        out["snapshot_bytes"] = run.snapshot()
+        out["restore_snapshot_s"] = run.restore_into(tmp / "r2")
+        shutil.rmtree(tmp / "r2")
+    run.close()
+    shutil.rmtree(path)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--keys", type=int, default=1_000_000, help="the large key count")
+    ap.add_argument("--small", type=int, default=1000, help="the small key count")
+    ap.add_argument("--events", type=int, default=50_000, help="events timed per size")
+    ap.add_argument("--batch", type=int, default=500, help="events per committed batch")
+    args = ap.parse_args()
+    print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "
+          f"{os.getloadavg()[2]:.2f}; {os.cpu_count()} cores; RocksDB-backed engine "
+          f"partition, batches of {args.batch}, {args.events:,} events timed per size")
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        for label, statements in STATEMENTS.items():
+            small = measure(label, statements, args.small, args.events, args.batch, tmp,
+                            False)
+            large = measure(label, statements, args.keys, args.events, args.batch, tmp,
+                            True)
+            ratio = large["us"] / small["us"]
+            print(f"\n{label}")
+            for r in (small, large):
+                per_event = (f", {r['per_event']:,.0f} B per windowed event"
+                             if r["per_event"] else "")
+                print(f"  {r['keys']:>9,} keys: {r['us']:6.1f} us/event "
+                      f"({1e6 / r['us']:>8,.0f} ev/s; fill {r['fill_us']:.1f} us/event); "
+                      f"state {r['state'] / 1e6:,.1f} MB = {r['per_key']:,.0f} B per key"
+                      f"{per_event}; changelog {r['changelog_per_event']:,.0f} B per event")
+            verdict = "meets" if ratio <= 1.25 else "MISSES"
+            print(f"  cost ratio {args.keys:,} / {args.small:,} keys: {ratio:.2f}x "
+                  f"({verdict} the target <= 1.25x)")
+            keys = args.keys
+            for how in ("changelog", "snapshot"):
+                s = large[f"restore_{how}_s"]
+                rate = keys / s
+                verdict = "meets" if rate >= 100_000 else "MISSES"
+                extra = (f", snapshot {large['snapshot_bytes'] / 1e6:,.1f} MB"
+                         if how == "snapshot" else "")
+                print(f"  restore {keys:,} keys from the {how}: {s:.2f} s = "
+                      f"{rate:,.0f} keys/s{extra} ({verdict} the goal >= 100k keys/s)")
+
+
+if __name__ == "__main__":
+    main()
