@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from app.runtime.kafka import brokers, client, codec
-from app.runtime.kafka.acls import refused
+from app.runtime.kafka.refusals import refused
 from app.runtime.kafka.router import H_ERROR, H_SOURCE
 
 log = logging.getLogger("kepl.checkpoint")

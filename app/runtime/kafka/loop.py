@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import Any
 
 from app.runtime.kafka import brokers, client
-from app.runtime.kafka.acls import consumer_refused
 from app.runtime.kafka.assignment import Assignment
 from app.runtime.kafka.checkpoint import (
     KAFKA_LOG,
@@ -70,6 +69,7 @@ from app.runtime.kafka.lost_input import LostInput
 from app.runtime.kafka.partition import EnginePartition, SnapshotPolicy
 from app.runtime.kafka.reader import drain
 from app.runtime.kafka.recovery import KafkaChangelog
+from app.runtime.kafka.refusals import consumer_refused
 from app.runtime.kafka.rows import RowWriter
 from app.runtime.kafka.shutdown import SHUTDOWN, Interrupted
 from app.runtime.kafka.topology import LANES, Topology

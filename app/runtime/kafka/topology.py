@@ -634,7 +634,7 @@ def ensure_topics(bootstrap: str, specs: dict[str, tuple[int, dict[str, str]]],
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from app.runtime.kafka.acls import NotAuthorized
+    from app.runtime.kafka.refusals import NotAuthorized
 
     admin = AdminClient(client.conf({"bootstrap.servers": bootstrap, "log_level": 0}))
     md = admin.list_topics(timeout=timeout_s)

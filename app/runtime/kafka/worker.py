@@ -41,13 +41,13 @@ from typing import Any
 from app.epl.errors import EplError
 from app.runtime.catalog import NotSupported
 from app.runtime.kafka import brokers, client, deployments
-from app.runtime.kafka.acls import NotAuthorized
 from app.runtime.kafka.checkpoint import CrashSeam
 from app.runtime.kafka.clock import publish_watermark
 from app.runtime.kafka.config import AppConfig, ConfigError
 from app.runtime.kafka.loop import Worker, WorkerHooks
 from app.runtime.kafka.partition import EnginePartition, SnapshotPolicy
 from app.runtime.kafka.recovery import KafkaChangelog
+from app.runtime.kafka.refusals import NotAuthorized
 from app.runtime.kafka.shutdown import SHUTDOWN
 from app.runtime.kafka.topology import Topology, ensure_topics, source_partitions
 

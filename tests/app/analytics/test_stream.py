@@ -178,7 +178,9 @@ def test_security_settings_reach_the_kafka_source(tmp_path: Path) -> None:
         "kafka.isolation.level": "read_committed",
         "kafka.security.protocol": "SASL_SSL",
         "kafka.sasl.mechanism": "SCRAM-SHA-512",
-        "kafka.ssl.ca.location": "/etc/ca.pem",
+        # the Java client has no ssl.ca.location: the CA file as a PEM trust store
+        "kafka.ssl.truststore.location": "/etc/ca.pem",
+        "kafka.ssl.truststore.type": "PEM",
         "kafka.sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule "
                                   'required username="kepl" password="from-properties";',
     }
