@@ -156,7 +156,7 @@ class OnActionSpec:
             rs = self.resultset.build(MemoryNamespace(), ctx, want_old=False)
             if envs:
                 rs.process(envs, [])
-            rows_out = rs.snapshot(envs)
+            rows_out = rs.snapshot(envs, hashed=True)
             if self.distinct:
                 from operators.pipeline import distinct_rows
 

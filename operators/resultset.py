@@ -29,6 +29,7 @@ from operators.aggregates import (
 from operators.bags import BagNamespace
 from operators.base import Emit, Expr, PartitionCtx, Row, Rows, StateNamespace
 from operators.state import MemoryNamespace, RocksNamespace
+from operators.windows.java_order import INITIAL_CAPACITY, hashmap_order, multikey_hash
 
 SIMPLE, AGG_ALL, AGG_ROWS, GROUPED, GROUPED_ROWS = (
     "simple", "agg_all", "agg_rows", "grouped", "grouped_rows")
@@ -81,10 +82,16 @@ class ResultSetSpec:
     table_columns: tuple[str, ...] = ()
     """``into table``: the table column each aggregate maintains, by aggregate index."""
     sort_columns: tuple[tuple[str, Expr], ...] = ()
-    hidden_keys: bool = False
-    """Rows carry NUL-prefixed keys (prior values) that a wildcard must not select."""
     """Hidden columns (name, expression) computing order-by keys at projection time, when
     the event and the aggregates are at hand; ``ResultSet.order`` drops them."""
+    hidden_keys: bool = False
+    """Rows carry NUL-prefixed keys (prior values) that a wildcard must not select."""
+    group_types: tuple[str, ...] = field(default=(), compare=False)
+    """The Java type Esper boxes each group-by value in (``int``, ``long``, ``double``,
+    ``string``, ...; empty: unknown, decided by the value): its hash code orders groups."""
+    join: bool = False
+    """The statement joins streams: Esper's join path lists the groups of every update in
+    hash order (no one-in-one-out shortcut)."""
 
     def build(self, state: StateNamespace, ctx: PartitionCtx,
               want_old: bool = True) -> ResultSet:
@@ -294,7 +301,7 @@ class ResultSet:
 
     __slots__ = ("spec", "want_old", "state", "ctx", "aggs", "groups", "next_seq", "_projector",
                  "_enter_row", "_leave_row", "_read", "_rewrite", "_one", "_one_rec", "_having",
-                 "_all", "_swap_rows")
+                 "_all", "_swap_rows", "hash_pairs", "hash_capacity")
 
     def __init__(self, spec: ResultSetSpec, state: StateNamespace, ctx: PartitionCtx,
                  want_old: bool = True) -> None:
@@ -332,6 +339,13 @@ class ResultSet:
         self._rewrite = type(state) is not MemoryNamespace
         self._having = spec.having
         self._all = spec.kind == AGG_ALL
+        self.hash_pairs = spec.join
+        """Groups of an update of one event in and one out also go in hash order (Esper's
+        join and buffered-output paths have no shortcut for it)."""
+        self.hash_capacity: int | None = None
+        """The table size of a hash map kept across updates (Esper's buffered default
+        output empties one map per update, its table staying grown), or None: a fresh
+        map per update."""
 
     # -- aggregation -------------------------------------------------------
     def _record(self, key: str, row: Row | None) -> list:
@@ -368,6 +382,26 @@ class ResultSet:
                 return v
             return group_key((v,))
         return group_key(tuple(g(row, ctx) for g in group_by))
+
+    def _hashed(self, new: Rows, old: Rows) -> bool:
+        """Whether the groups an update touches go in hash order: Esper builds the rows of
+        a row-per-group update over a ``java.util.HashMap`` of its group keys, except for
+        one event in and one out without a remove stream (new group's row, then the old
+        group's)."""
+        return (self.hash_pairs or self.want_old
+                or len(new) != 1 or len(old) != 1)
+
+    def hash_order(self, keys: list[str]) -> list[str]:
+        """Group keys (distinct, in the order they were put) in the order Esper's hash map
+        iterates them (Esper ref. 2.12 output one row per group: the rows of one update
+        come in the group keys' hash order)."""
+        types = self.spec.group_types
+        codes = [multikey_hash(group_values(k), types) for k in keys]
+        cap = self.hash_capacity
+        order, grown = hashmap_order(codes, cap or INITIAL_CAPACITY)
+        if cap is not None:
+            self.hash_capacity = grown
+        return [keys[i] for i in order]
 
     # -- projection --------------------------------------------------------
     def _project(self, row: Row) -> Row:
@@ -597,11 +631,13 @@ class ResultSet:
         put = self.state.put
         out_new: Rows = []
         out_old: Rows = []
-        for k, before in touched.items():
+        keys = (self.hash_order(list(touched))
+                if len(touched) > 1 and self._hashed(new, old) else touched)
+        for k in keys:
             rec = groups[k]
             put(k, rec)
             out_new.extend(self._row_for(rec))
-            out_old.extend(before)
+            out_old.extend(touched[k])
         return out_new, out_old
 
     def grouped(self, new: Rows, old: Rows) -> GroupedUpdate:
@@ -634,11 +670,13 @@ class ResultSet:
             self.state.put(k, self.groups[k])
         out = GroupedUpdate(touched, keys_new, keys_old)
         if kind == GROUPED:
-            for k, before in touched.items():
+            keys = (self.hash_order(list(touched))
+                    if len(touched) > 1 and self._hashed(new, old) else touched)
+            for k in keys:
                 rows = self._row_for(self.groups[k])
                 out.after[k] = rows
                 out.new.extend(rows)
-                out.old.extend(before)
+                out.old.extend(touched[k])
             return out
         for r, k in zip(new, keys_new):
             rows = self._rows((r,), self._results(self.groups[k]))
@@ -686,12 +724,14 @@ class ResultSet:
             return self._row_for(rec)
         return self._rows((rec[1],), self._results(rec)) if rec[1] is not None else []
 
-    def snapshot(self, contents: Iterable[Row] | None) -> Rows:
+    def snapshot(self, contents: Iterable[Row] | None, hashed: bool = False) -> Rows:
         """Rows describing the current state (``output snapshot``, iteration).
 
         ``contents`` is the data window's rows, or None for a stream without a window.  A
         fully aggregated grouped statement lists the groups present in the window (Esper's
-        row-per-group iterator), or every group seen when there is no window.
+        row-per-group iterator), or every group seen when there is no window; ``hashed``
+        (the rows of a join, an on-select, a query): in their hash order, as Esper's join
+        iterator and its processing of a set of rows list them.
         """
         self._begin()
         kind = self.spec.kind
@@ -711,7 +751,9 @@ class ResultSet:
             seen: dict[str, None] = {}
             for r in rows:
                 seen.setdefault(self._group_of(r), None)
-            for k in seen:
+            keys = self.hash_order(list(seen)) if (hashed or self.spec.join) and len(
+                seen) > 1 else seen
+            for k in keys:
                 rec = self.groups.get(k)
                 if rec is not None:
                     out.extend(self._row_for(rec))

@@ -953,7 +953,7 @@ class Engine:
             rs = plan.resultset.build(MemoryNamespace(), ctx, want_old=False)
             if rows:
                 rs.process(list(rows), [])
-            part = rs.snapshot(rows)
+            part = rs.snapshot(rows, hashed=True)
             if plan.distinct:
                 from operators.pipeline import distinct_rows
 

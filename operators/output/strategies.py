@@ -17,6 +17,7 @@ from typing import Any
 from operators.base import Emit, Row, Rows, StateNamespace
 from operators.output.conditions import Trigger
 from operators.resultset import AGG_ALL, GROUPED, GROUPED_ROWS, SIMPLE, ResultSet
+from operators.windows.java_order import INITIAL_CAPACITY
 
 
 class Strategy:
@@ -80,6 +81,38 @@ class Strategy:
 
     def first(self, new: Rows, old: Rows, now_ms: int, after_ok: bool) -> Emit:
         raise NotImplementedError
+
+
+class GroupedDefault(Strategy):
+    """The default (every row of every update), fully aggregated grouped: Esper's buffered
+    output builds each update's rows over one hash map of the update's groups, emptied
+    between updates of the interval (its grown table stays grown): the groups of every
+    update in hash order, also for one event in and one out."""
+
+    def load(self) -> None:
+        super().load()
+        self.capacity: int = self.state.get("capacity") or INITIAL_CAPACITY
+
+    def collect(self, new: Rows, old: Rows) -> None:
+        rs = self.rs
+        rs.hash_pairs = True
+        rs.hash_capacity = self.capacity
+        try:
+            rows = rs.process(new, old)
+            grown = rs.hash_capacity
+        finally:
+            rs.hash_pairs = rs.spec.join
+            rs.hash_capacity = None
+        if grown is not None and grown != self.capacity:
+            self.capacity = grown
+            self.state.put("capacity", grown)
+        self.push(*rows)
+
+    def clear(self) -> None:
+        super().clear()
+        if self.capacity != INITIAL_CAPACITY:
+            self.capacity = INITIAL_CAPACITY
+            self.state.delete("capacity")
 
 
 class Snapshot(Strategy):
@@ -230,9 +263,16 @@ class GroupedLast(_Groups):
     def rows(self) -> Emit:
         new: Rows = []
         old: Rows = []
-        for k in self.in_touch_order():
-            new.extend(self.rs.group_rows(k))
+        keys = self.in_touch_order()
+        for k in keys:
             old.extend(self.touched[k][1])
+        if self.rs.spec.order_by and len(keys) > 1:
+            # Esper's buffered 'last' (with order by) keeps the groups of the interval in a
+            # hash map: its rows come in hash order before sorting (ties keep that order);
+            # the remove rows, built as each group is first seen, in that order
+            keys = self.rs.hash_order(keys)
+        for k in keys:
+            new.extend(self.rs.group_rows(k))
         return new, old
 
 
@@ -442,4 +482,6 @@ def make_strategy(kind: str, rs_kind: str) -> type[Strategy]:
         return GroupedAll if rs_kind == GROUPED else GroupedRowsAll
     if kind == "all" and rs_kind == AGG_ALL:
         return AllRow
+    if kind == "default" and rs_kind == GROUPED:
+        return GroupedDefault
     return Strategy

@@ -57,3 +57,69 @@ def bucket(value: Any, size: int) -> int:
         capacity *= 2
     h = java_hash(value) & 0xFFFFFFFF
     return (h ^ (h >> 16)) & (capacity - 1)
+
+
+TREEIFY_THRESHOLD = 8
+MIN_TREEIFY_CAPACITY = 64
+
+
+def boxed_hash(value: Any, box: str) -> int:
+    """``hashCode()`` of ``value`` boxed as the Java type ``box`` (``int``: an Integer,
+    its own value; ``float``: a Float; ``long``, ``double``, ``string``, ``boolean``;
+    empty: decided by the value, as ``java_hash``)."""
+    if value is None:
+        return 0
+    if box == "int" and type(value) is int:
+        return _int32(value)
+    if box == "double" and isinstance(value, int | float) and not isinstance(value, bool):
+        return java_hash(float(value))
+    if box == "float" and isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            bits = struct.unpack(">i", struct.pack(">f", float(value)))[0]
+        except OverflowError:
+            return java_hash(float(value))
+        return 0x7FC00000 if math.isnan(value) else bits
+    return java_hash(value)
+
+
+def multikey_hash(values: tuple | list, boxes: tuple[str, ...]) -> int:
+    """``hashCode()`` of Esper's group key: the boxed value of a single expression, else
+    its multi-key (each value's hash code folded as ``31 * h + hash``)."""
+    if len(values) == 1:
+        return boxed_hash(values[0], boxes[0] if boxes else "")
+    h = 0
+    for i, v in enumerate(values):
+        code = boxed_hash(v, boxes[i] if i < len(boxes) else "")
+        h = code if i == 0 else (31 * h + code) & 0xFFFFFFFF
+    return _int32(h)
+
+
+def hashmap_order(hashes: list[int], capacity: int = INITIAL_CAPACITY
+                  ) -> tuple[list[int], int]:
+    """The order a ``java.util.HashMap`` iterates distinct keys put in the given order
+    (given by their hash codes), and the table size it ends with.
+
+    Iteration goes bucket by bucket, ``(h ^ (h >>> 16)) & (capacity - 1)``, and in put
+    order within a bucket (a resize splits buckets keeping that order).  The table starts
+    at ``capacity`` and doubles when the map grows past 3/4 full, or when a ninth key
+    lands in one bucket of a table below 64 buckets (instead of making the bucket a
+    tree)."""
+    spread = [(h & 0xFFFFFFFF) ^ ((h & 0xFFFFFFFF) >> 16) for h in hashes]
+    cap = capacity
+    counts: dict[int, int] = {}
+    for size, s in enumerate(spread, 1):
+        b = s & (cap - 1)
+        held = counts.get(b, 0)
+        counts[b] = held + 1
+        grow = held >= TREEIFY_THRESHOLD and cap < MIN_TREEIFY_CAPACITY
+        if grow:
+            cap *= 2
+        if size > cap * LOAD_FACTOR:
+            cap *= 2
+            grow = True
+        if grow:
+            counts = {}
+            for t in spread[:size]:
+                counts[t & (cap - 1)] = counts.get(t & (cap - 1), 0) + 1
+    mask = cap - 1
+    return sorted(range(len(spread)), key=lambda i: (spread[i] & mask, i)), cap

@@ -123,7 +123,9 @@ def plan_join(planner: PlannerBase, node: ast.SelectStatement, name: str,
     # join rows leave as any stream's window evicts: order-based aggregates track them
     rs = planner.result_set(node, dataclasses.replace(scope, rows_leave_in_order=False,
                                                       partition_keys=keys),
-                            agg_texts=agg_texts)
+                            agg_texts=agg_texts, join=True,
+                            prop_types={f"{sname}.{p}": t for sname, pr in props.items()
+                                        for p, t in pr.items()})
     tables: tuple[str, ...] = ()
     if node.into_table is not None:
         if any(s.unidirectional for s in streams):

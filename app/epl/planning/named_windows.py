@@ -19,6 +19,7 @@ from app.epl.planning.base import (
     construct_name,
     target_name,
 )
+from app.epl.planning.java_types import qualified_types
 from app.epl.planning.subqueries import SubqueryEnv
 from app.runtime.catalog import NotSupported
 from app.runtime.plan import StatementPlan
@@ -288,7 +289,7 @@ class NamedWindowPlanning(PlannerBase):
         scope = Scope("event", aliases, variables=frozenset(self.catalog.variables),
                       tables=self.tenv)
         self._check_names(node, props, scope, name)
-        rs = self.result_set(node, scope)
+        rs = self.result_set(node, scope, prop_types=qualified_types(props, name, src.alias))
         where = compile_expr(node.where, scope) if node.where is not None else None
         filt = compile_expr(src.filter, scope) if src.filter is not None else None
         return OnDemandPlan(name, kind, rs, where, filt, bool(node.distinct),

@@ -25,6 +25,7 @@ from app.epl.planning.base import (
     refers_to_event,
     target_name,
 )
+from app.epl.planning.java_types import java_box
 from operators.aggregates import Sum
 from operators.output import Assignment, OutputSpec
 from operators.resultset import (
@@ -45,7 +46,11 @@ class ResultPlanning(PlannerBase):
     """Plans result sets and output rate limiting."""
 
     def result_set(self, node: ast.SelectStatement, scope: Scope, empty_sum: Any = None,
-                   agg_texts: dict[str, int] | None = None) -> ResultSetSpec:
+                   agg_texts: dict[str, int] | None = None,
+                   prop_types: dict[str, str] | None = None,
+                   join: bool = False) -> ResultSetSpec:
+        """The result set of a select; ``prop_types`` (property type by name as written)
+        gives the Java type of each group-by value, ``join``: the statement joins."""
         aggs: list[AggregateDef] = []
         ascope = Scope(scope.kind, scope.aliases, scope.tags, scope.variables, aggs,
                        allow_aggregates=True, tables=scope.tables,
@@ -96,9 +101,10 @@ class ResultPlanning(PlannerBase):
                 grouped = all(is_grouped(e, group_texts, scope) for e in event_refs
                               if not isinstance(e, ast.Star))
                 kind = GROUPED if grouped and not wildcard else GROUPED_ROWS
+        group_types = tuple(java_box(g, prop_types or {}) for g in (node.group_by or ()))
         return ResultSetSpec(kind, tuple(columns), tuple(aggs), group_by, having, wildcard,
                              order_by, limit, offset or 0, group_texts,
-                             sort_columns=sort_columns)
+                             sort_columns=sort_columns, group_types=group_types, join=join)
 
     @staticmethod
     def _order_by(items: Any, columns: list[SelectColumn], ascope: Scope

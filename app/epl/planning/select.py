@@ -19,6 +19,7 @@ from app.epl.planning.base import (
     construct_name,
     derived_props,
 )
+from app.epl.planning.java_types import qualified_types
 from app.epl.planning.subqueries import SubqueryEnv
 from app.epl.prev import (
     check_prev_window,
@@ -132,7 +133,9 @@ class SelectPlanning(PlannerBase):
         if stream is not None and (source_window is not None or (
                 stream.view is not None and not stream.view.oldest_first)):
             rs_scope = replace(rs_scope, rows_leave_in_order=False)
-        rs = self.result_set(node, rs_scope, agg_texts=agg_texts)
+        rs = self.result_set(node, rs_scope, agg_texts=agg_texts,
+                             prop_types=(qualified_types(props, src.type_name, src.alias)
+                                         if stream is not None and mr is None else None))
         if priors:
             rs = replace(rs, hidden_keys=True)
         tables: tuple[str, ...] = ()
@@ -231,3 +234,4 @@ class SelectPlanning(PlannerBase):
 def _both(a: Any, b: Any) -> Any:
     """Two filter conditions, both required (null counts as false)."""
     return lambda r, c: bool(a(r, c)) and bool(b(r, c))
+
