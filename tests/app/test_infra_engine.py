@@ -52,6 +52,17 @@ def test_on_demand_query_over_window_and_table() -> None:
     assert eng.query(q("select count(*) as n from WW where amount > 10")) == [{"n": 0}]
 
 
+def test_on_demand_grouped_query_lists_groups_in_hash_order() -> None:
+    """Esper's fire-and-forget query runs the rows through the result set as one update:
+    a fully aggregated grouped one lists its groups in its hash map's order."""
+    cat, eng, _ = deploy("create window WW#keepall as W", "insert into WW select * from W")
+    for a in ("c", "b", "zz", "a", "b"):
+        eng.send("W", {"account": a, "amount": 1.0})
+    rows = eng.query(plan_query(cat, "select account, count(*) as n from WW group by account"))
+    assert rows == [{"account": "zz", "n": 1}, {"account": "a", "n": 1},
+                    {"account": "b", "n": 2}, {"account": "c", "n": 1}]
+
+
 def test_query_cli_prints_rows_as_json_lines(tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "app.yaml"
