@@ -34,6 +34,9 @@ from operators.windows.java_order import INITIAL_CAPACITY, hashmap_order, multik
 SIMPLE, AGG_ALL, AGG_ROWS, GROUPED, GROUPED_ROWS = (
     "simple", "agg_all", "agg_rows", "grouped", "grouped_rows")
 
+_CODES_KEPT = 1 << 16
+"""How many group keys' hash codes a result set keeps before starting over."""
+
 SORT_KEY = "\x00order"
 """Prefix of the hidden columns holding order-by keys; no EPL name can start with it."""
 
@@ -301,7 +304,7 @@ class ResultSet:
 
     __slots__ = ("spec", "want_old", "state", "ctx", "aggs", "groups", "next_seq", "_projector",
                  "_enter_row", "_leave_row", "_read", "_rewrite", "_one", "_one_rec", "_having",
-                 "_all", "_swap_rows", "hash_pairs", "hash_capacity")
+                 "_all", "_swap_rows", "hash_pairs", "hash_capacity", "_codes")
 
     def __init__(self, spec: ResultSetSpec, state: StateNamespace, ctx: PartitionCtx,
                  want_old: bool = True) -> None:
@@ -346,6 +349,8 @@ class ResultSet:
         """The table size of a hash map kept across updates (Esper's buffered default
         output empties one map per update, its table staying grown), or None: a fresh
         map per update."""
+        self._codes: dict[str, int] = {}
+        """Java hash code of each group key met in a multi-group update (computed once)."""
 
     # -- aggregation -------------------------------------------------------
     def _record(self, key: str, row: Row | None) -> list:
@@ -395,8 +400,16 @@ class ResultSet:
         """Group keys (distinct, in the order they were put) in the order Esper's hash map
         iterates them (Esper ref. 2.12 output one row per group: the rows of one update
         come in the group keys' hash order)."""
-        types = self.spec.group_types
-        codes = [multikey_hash(group_values(k), types) for k in keys]
+        known = self._codes
+        if len(known) > _CODES_KEPT:
+            known.clear()
+        get = known.get
+        codes = [get(k) for k in keys]
+        if None in codes:
+            types = self.spec.group_types
+            for i, k in enumerate(keys):
+                if codes[i] is None:
+                    codes[i] = known[k] = multikey_hash(group_values(k), types)
         cap = self.hash_capacity
         order, grown = hashmap_order(codes, cap or INITIAL_CAPACITY)
         if cap is not None:
@@ -631,8 +644,10 @@ class ResultSet:
         put = self.state.put
         out_new: Rows = []
         out_old: Rows = []
-        keys = (self.hash_order(list(touched))
-                if len(touched) > 1 and self._hashed(new, old) else touched)
+        keys = touched
+        if len(touched) > 1 and (want_old or self.hash_pairs or len(new) != 1
+                                 or len(old) != 1):  # ``_hashed``, inlined
+            keys = self.hash_order(list(touched))
         for k in keys:
             rec = groups[k]
             put(k, rec)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections import Counter
 from typing import Any
 
 INITIAL_CAPACITY = 16
@@ -105,7 +106,29 @@ def hashmap_order(hashes: list[int], capacity: int = INITIAL_CAPACITY
     lands in one bucket of a table below 64 buckets (instead of making the bucket a
     tree)."""
     spread = [(h & 0xFFFFFFFF) ^ ((h & 0xFFFFFFFF) >> 16) for h in hashes]
+    n = len(spread)
     cap = capacity
+    if n > TREEIFY_THRESHOLD or n > cap * LOAD_FACTOR:
+        cap = _grown(spread, cap)
+    mask = cap - 1
+    if n == 2:
+        return ([0, 1] if spread[0] & mask <= spread[1] & mask else [1, 0]), cap
+    buckets = [s & mask for s in spread]
+    return sorted(range(n), key=buckets.__getitem__), cap  # stable: put order in a bucket
+
+
+def _grown(spread: list[int], cap: int) -> int:
+    """The table size after putting keys of these spread hashes into a table of ``cap``
+    buckets (``hashmap_order``)."""
+    n = len(spread)
+    final = cap
+    while n > final * LOAD_FACTOR:
+        final *= 2
+    # a crowded bucket grows a table below 64 buckets earlier, never past 64; when no
+    # bucket of the first table gets nine keys, none of a larger one does either
+    if final >= MIN_TREEIFY_CAPACITY or max(Counter(s & (cap - 1) for s in spread).values()
+                                            ) <= TREEIFY_THRESHOLD:
+        return final
     counts: dict[int, int] = {}
     for size, s in enumerate(spread, 1):
         b = s & (cap - 1)
@@ -121,5 +144,4 @@ def hashmap_order(hashes: list[int], capacity: int = INITIAL_CAPACITY
             counts = {}
             for t in spread[:size]:
                 counts[t & (cap - 1)] = counts.get(t & (cap - 1), 0) + 1
-    mask = cap - 1
-    return sorted(range(len(spread)), key=lambda i: (spread[i] & mask, i)), cap
+    return cap
