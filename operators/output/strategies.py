@@ -4,9 +4,10 @@ ref. 5.7 Output rate limiting, and its appendix on output by statement kind).
 The result-set kind decides what ``all``, ``last`` and ``first`` mean: a fully aggregated
 grouped statement posts one row per group for ``last`` (groups updated in the interval)
 and for ``all`` (every group ever seen, its events all expired or not); ``first`` of a
-grouped statement is decided per group.  Aggregation state is updated at each event
-(Esper's non-buffered output helpers), so a strategy never needs an interval's events
-again: each collector writes O(1) keys per event.
+grouped statement is decided per group.  For ``all``, ``last`` and ``first`` aggregation
+state is updated at each event (Esper's non-buffered output helpers), so the strategy
+never needs an interval's events again; the default keeps the interval's updates and runs
+them at output time.  Each collector writes O(1) keys per event.
 """
 
 from __future__ import annotations
@@ -142,11 +143,12 @@ class LastRow(Strategy):
         self.kept = {}
 
 
-class SimpleAll(Strategy):
-    """``all`` (and the default) without aggregation: the interval's events are kept and
-    their rows built at output time, so a subquery or other state read by the select
-    clause is read as it stands then (Esper's simple result set processes the buffered
-    events when the output condition fires)."""
+class Buffered(Strategy):
+    """The default (and ``all`` without aggregation): the interval's updates are kept and
+    run through the result set when the condition fires, so aggregation, ``having`` and a
+    subquery, variable or ``current_timestamp`` in the select clause are evaluated at
+    output time (Esper's buffered output view, used for every output clause but ``first``,
+    ``snapshot`` and an unordered ``all``/``last``)."""
 
     def collect(self, new: Rows, old: Rows) -> None:
         self.push(list(new), list(old))
@@ -430,8 +432,8 @@ def make_strategy(kind: str, rs_kind: str) -> type[Strategy]:
         return Snapshot
     if kind == "first":
         return FirstGrouped if grouped else First
-    if kind in ("all", "default") and rs_kind == SIMPLE:
-        return SimpleAll
+    if kind == "default" or (kind == "all" and rs_kind == SIMPLE):
+        return Buffered
     if kind == "last" and rs_kind == SIMPLE:
         return SimpleLast
     if kind == "last":
