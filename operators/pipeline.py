@@ -190,8 +190,10 @@ class Pipeline:
         self.main_types = spec.main_types()
         self.rs: ResultSet = spec.resultset.build(
             state.child("rs"), ctx, want_old=spec.stream_kind != "istream")
+        fresh = bool(spec.join is not None and spec.join.unidirectional
+                     and spec.resultset.aggregates)
         self.out = OutputLimiter(spec.output, state.child("out"), ctx, self.rs,
-                                 self._contents, spec.stream_kind)
+                                 self._contents, spec.stream_kind, fresh)
         self.limited = spec.output.limited
         self.kind = spec.stream_kind
         self._shaped = bool(spec.distinct or spec.resultset.order_by
@@ -268,7 +270,7 @@ class Pipeline:
             old = [r for r in old if w(r, ctx)]
             if not new and not old:
                 return [], []
-        if fresh:
+        if fresh and not self.limited:
             self.rs.clear_aggregates()
         if not self.limited:
             return self._deliver(*self.rs.process(new, old))
