@@ -69,7 +69,9 @@ class Join:
         for j, ixs in enumerate(self.maint):
             view = self.views[j]
             if view is not None:
-                rows = list(view.contents())
+                # the index mirrors the window's streams: what it posted, not its
+                # iterator (a batch window's batch being collected is not joined yet)
+                rows = view.posted()
                 for ix in ixs:
                     fill(ix, rows)
         self.paths = [self._path_fn(i) for i in range(len(streams))]
