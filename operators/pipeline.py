@@ -426,6 +426,14 @@ class Pipeline:
             return [], []
         return self._finish(list(new), list(old), now_ms)
 
+    def rebuilt_consumer(self) -> bool:
+        """Whether this named-window consumer already read its windows (it is rebuilt from
+        its state): its join or subquery indexes then mirror what the windows posted."""
+        if self.state.get("read"):
+            return True
+        self.state.put("read", True)
+        return False
+
     def prime(self, rows: Rows, now_ms: int) -> None:
         """Start from a named window's current rows without posting anything (002: a new
         consumer 'determines the count and sum by iterating')."""
