@@ -239,7 +239,7 @@ class Pipeline:
 
     def _contents(self) -> Iterable[Row] | None:
         """The rows an output snapshot sees: the data window's rows (for a join, the join
-        rows of the windows' contents) that pass the where clause, as Esper's iterator
+        rows of what the windows posted) that pass the where clause, as Esper's iterator
         gives them; None for a stream without a window."""
         if self.mr is not None:
             return None

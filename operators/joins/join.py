@@ -296,10 +296,12 @@ class Join:
         return out
 
     def _rows(self, i: int) -> Iterable[Row]:
-        """The current rows of stream ``i`` (none for a unidirectional stream)."""
+        """The current rows of stream ``i`` (none for a unidirectional stream): what its
+        window posted, as in the indexes (a batch window's released batch; Esper's join
+        snapshot does not see the batch being collected)."""
         view = self.views[i]
         if view is not None:
-            return view.contents()
+            return view.posted()
         if i in self.tabs:
             return self.tabs[i].rows()
         return list(self.scans[i].rows) if i == self.nw else []
