@@ -216,6 +216,8 @@ def test_batch_window_joins_its_released_batch_only(drive: Any, a_view: str) -> 
     new, old = d.send("A", {"k": "x", "v": 3})
     assert (_vw(new), old) == ([(1, 10), (2, 10), (3, 10)], [])
     assert d.send("A", {"k": "x", "v": 4}) == ([], [])
+    # the join's snapshot also joins the released batch (v=4 is being collected)
+    assert _vw(list(d.join.contents())) == [(1, 10), (2, 10), (3, 10)]
     new, old = d.send("B", {"k": "x", "w": 20})
     assert (_vw(new), _vw(old)) == ([(1, 20), (2, 20), (3, 20)], [(1, 10), (2, 10), (3, 10)])
     assert sorted(r["v"] for r in d.join.views[0].posted()) == [1, 2, 3]
