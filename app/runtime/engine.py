@@ -266,7 +266,8 @@ class Engine:
             main = st.plan.kind == "query" and st.plan.window is not None
             subs = st.plan.kind in ("query", "on") and spec.subquery_windows()
             # a consumer rebuilt from its state mirrors what its windows posted since it
-            # started; only a new one starts from their iterators (002)
+            # started; only a new one starts from their iterators (Esper ref. "Named
+            # Windows and Tables": a new consumer iterates the window)
             posted = bool(main or subs) and p.rebuilt_consumer()
             if main:
                 window = st.plan.window
