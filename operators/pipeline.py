@@ -241,7 +241,7 @@ class Pipeline:
 
     def _contents(self) -> Iterable[Row] | None:
         """The rows an output snapshot sees: the data window's rows (for a join, the join
-        rows of the windows' contents) that pass the where clause, as Esper's iterator
+        rows of what the windows posted) that pass the where clause, as Esper's iterator
         gives them; None for a stream without a window."""
         if self.mr is not None:
             return None
@@ -427,6 +427,14 @@ class Pipeline:
         if not new and not old:
             return [], []
         return self._finish(list(new), list(old), now_ms)
+
+    def rebuilt_consumer(self) -> bool:
+        """Whether this named-window consumer already read its windows (it is rebuilt from
+        its state): its join or subquery indexes then mirror what the windows posted."""
+        if self.state.get("read"):
+            return True
+        self.state.put("read", True)
+        return False
 
     def prime(self, rows: Rows, now_ms: int) -> None:
         """Start from a named window's current rows without posting anything (002: a new

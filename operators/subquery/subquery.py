@@ -270,11 +270,9 @@ class Subquery:
 
 def _posted_rows(view: Any) -> Rows:
     """The rows a window has posted and not taken back: its contents, but a batch
-    window's last released batch (the one its subquery sees)."""
-    batches = getattr(view, "batches", None)
-    if getattr(view, "is_batch", False) and batches is not None:
-        return batches.last()
-    return list(view.contents())
+    window's last released batch (the one its subquery sees), also inside a chain,
+    a grouped window or an intersection."""
+    return view.posted()
 
 
 NULL_KEY = ("<null>",)
