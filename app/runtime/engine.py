@@ -263,18 +263,26 @@ class Engine:
             self._seq += 1
             p_key = ("p", st.plan.name, pid)
             self._arm(p_key, p.next_timer, (0, st.index, self._seq))
-            if st.plan.kind == "query" and st.plan.window is not None:
+            main = st.plan.kind == "query" and st.plan.window is not None
+            subs = st.plan.kind in ("query", "on") and spec.subquery_windows()
+            # a consumer rebuilt from its state mirrors what its windows posted since it
+            # started; only a new one starts from their iterators (Esper ref. "Named
+            # Windows and Tables": a new consumer iterates the window)
+            posted = bool(main or subs) and p.rebuilt_consumer()
+            if main:
                 window = st.plan.window
                 p.read_window(lambda: self._window_rows(window, st.plan.context, pid))
-                self._prime(st, pid, p)
-            if st.plan.kind in ("query", "on") and spec.subquery_windows():
+                self._prime(st, pid, p, posted)
+            if subs:
                 for w in spec.subquery_windows():
-                    p.on_subquery_rows(w, self._window_rows(w, st.plan.context, pid), [],
-                                       prime=True)
+                    p.on_subquery_rows(w, self._window_rows(w, st.plan.context, pid, posted),
+                                       [], prime=True)
         return p
 
-    def _window_rows(self, window: str, context: str | None, pid: Any) -> Rows:
-        """The current rows of a named window as a partition of ``context`` reads them."""
+    def _window_rows(self, window: str, context: str | None, pid: Any,
+                     posted: bool = False) -> Rows:
+        """The current rows of a named window as a partition of ``context`` reads them
+        (``posted``: the rows its data window posted, see ``View.posted``)."""
         wst = self.windows.get(window)
         rows: Rows = []
         if wst is None:
@@ -282,7 +290,7 @@ class Engine:
         for wpid in self._window_pids(window, context, pid):
             wp = wst.pipelines.get(wpid)
             if wp is not None and wp.view is not None:
-                rows.extend(wp.view.contents())
+                rows.extend(wp.view.posted() if posted else wp.view.contents())
         return rows
 
     def _window_pids(self, window: str, consumer_ctx: str | None, pid: Any) -> list[Any]:
@@ -296,17 +304,12 @@ class Engine:
             return [pid]
         return list(wst.pipelines)
 
-    def _prime(self, st: _Stmt, pid: Any, p: Pipeline) -> None:
-        """A new consumer starts from the named window's current rows (002)."""
-        wst = self.windows.get(st.plan.window or "")
-        if wst is None:
-            return
-        rows: Rows = []
-        for wpid in self._window_pids(st.plan.window or "", st.plan.context, pid):
-            wp = wst.pipelines.get(wpid)
-            if wp is not None and wp.view is not None:
-                rows.extend(wp.view.contents())
-        p.prime(rows, self.now_ms)
+    def _prime(self, st: _Stmt, pid: Any, p: Pipeline, posted: bool = False) -> None:
+        """A new consumer starts from the named window's current rows (002); a rebuilt
+        one from the rows the window posted (``_window_rows``)."""
+        window = st.plan.window
+        if window is not None and window in self.windows:
+            p.prime(self._window_rows(window, st.plan.context, pid, posted), self.now_ms)
 
     def _notify_variables(self) -> None:
         """Variables changed: views and output conditions that read them react

@@ -4,9 +4,10 @@ ref. 5.7 Output rate limiting, and its appendix on output by statement kind).
 The result-set kind decides what ``all``, ``last`` and ``first`` mean: a fully aggregated
 grouped statement posts one row per group for ``last`` (groups updated in the interval)
 and for ``all`` (every group ever seen, its events all expired or not); ``first`` of a
-grouped statement is decided per group.  Aggregation state is updated at each event
-(Esper's non-buffered output helpers), so a strategy never needs an interval's events
-again: each collector writes O(1) keys per event.
+grouped statement is decided per group.  For ``all``, ``last`` and ``first`` aggregation
+state is updated at each event (Esper's non-buffered output helpers), so the strategy
+never needs an interval's events again; the default keeps the interval's updates and runs
+them at output time.  Each collector writes O(1) keys per event.
 """
 
 from __future__ import annotations
@@ -29,6 +30,13 @@ class Strategy:
     idle_row = True
     """A fully aggregated statement posts its current row in an interval without
     updates (Esper's RowForAll output; ``snapshot`` posts the window instead)."""
+    resets_unidirectional = True
+    """Whether a unidirectional join's aggregation starts afresh at each update on this
+    path: Esper clears it before each join result, but its unordered output-last/all
+    helpers aggregate across the interval's updates."""
+    fresh = False
+    """A unidirectional join aggregating, where the strategy itself must know: the
+    buffered default aggregates each update afresh, a snapshot has no rows."""
 
     def __init__(self, trigger: Trigger, state: StateNamespace, rs: ResultSet,
                  contents: Callable[[], Iterable[Row] | None], stream_kind: str) -> None:
@@ -124,6 +132,10 @@ class Snapshot(Strategy):
         self.rs.process(new, old)
 
     def rows(self) -> Emit:
+        if self.fresh and self.rs.spec.kind == AGG_ALL:
+            # a unidirectional join has no rows to iterate, and Esper's fully aggregated
+            # iterator over it gives no row either
+            return [], []
         return list(self.rs.snapshot(self.contents())), []
 
     def standing(self) -> bool:
@@ -134,6 +146,8 @@ class Snapshot(Strategy):
 class LastRow(Strategy):
     """``last`` without groups: the last insert and remove row of the interval; fully
     aggregated, the last insert rows and the first remove rows (the state before)."""
+
+    resets_unidirectional = False
 
     def load(self) -> None:
         super().load()
@@ -175,19 +189,24 @@ class LastRow(Strategy):
         self.kept = {}
 
 
-class SimpleAll(Strategy):
-    """``all`` (and the default) without aggregation: the interval's events are kept and
-    their rows built at output time, so a subquery or other state read by the select
-    clause is read as it stands then (Esper's simple result set processes the buffered
-    events when the output condition fires)."""
+class Buffered(Strategy):
+    """The default (and ``all`` without aggregation): the interval's updates are kept and
+    run through the result set when the condition fires, so aggregation, ``having`` and a
+    subquery, variable or ``current_timestamp`` in the select clause are evaluated at
+    output time (Esper's buffered output view, used for every output clause but ``first``,
+    ``snapshot`` and an unordered ``all``/``last``)."""
 
     def collect(self, new: Rows, old: Rows) -> None:
         self.push(list(new), list(old))
+
+    resets_unidirectional = False
 
     def rows(self) -> Emit:
         new: Rows = []
         old: Rows = []
         for _, n, o in self.buffer:
+            if self.fresh:
+                self.rs.clear_aggregates()
             rn, ro = self.rs.process(n, o)
             new.extend(rn)
             old.extend(ro)
@@ -217,6 +236,8 @@ class AllRow(Strategy):
     passed having in the interval posts the current row instead (Esper RowForAll
     output-all helper, having applied)."""
 
+    resets_unidirectional = False
+
     def rows(self) -> Emit:
         new, old = super().rows()
         if not new:
@@ -228,6 +249,8 @@ class AllRow(Strategy):
 
 class _Groups(Strategy):
     """A record per group touched in the interval, ``[seq, ...]`` (one key per group)."""
+
+    resets_unidirectional = False
 
     def load(self) -> None:
         super().load()
@@ -336,6 +359,8 @@ class GroupedRowsAll(Strategy):
     """``all``, aggregated grouped: the rows of the interval's events in arrival order,
     then, for every group none of whose events entered, its last event's row with the
     current aggregates (each event, plus each group)."""
+
+    resets_unidirectional = False
 
     def collect(self, new: Rows, old: Rows) -> None:
         g = self.rs.grouped(new, old)
@@ -470,8 +495,8 @@ def make_strategy(kind: str, rs_kind: str) -> type[Strategy]:
         return Snapshot
     if kind == "first":
         return FirstGrouped if grouped else First
-    if kind in ("all", "default") and rs_kind == SIMPLE:
-        return SimpleAll
+    if kind == "default" or (kind == "all" and rs_kind == SIMPLE):
+        return Buffered
     if kind == "last" and rs_kind == SIMPLE:
         return SimpleLast
     if kind == "last":
