@@ -91,38 +91,6 @@ class Strategy:
         raise NotImplementedError
 
 
-class GroupedDefault(Strategy):
-    """The default (every row of every update), fully aggregated grouped: Esper's buffered
-    output builds each update's rows over one hash map of the update's groups, emptied
-    between updates of the interval (its grown table stays grown): the groups of every
-    update in hash order, also for one event in and one out."""
-
-    def load(self) -> None:
-        super().load()
-        self.capacity: int = self.state.get("capacity") or INITIAL_CAPACITY
-
-    def collect(self, new: Rows, old: Rows) -> None:
-        rs = self.rs
-        rs.hash_pairs = True
-        rs.hash_capacity = self.capacity
-        try:
-            rows = rs.process(new, old)
-            grown = rs.hash_capacity
-        finally:
-            rs.hash_pairs = rs.spec.join
-            rs.hash_capacity = None
-        if grown is not None and grown != self.capacity:
-            self.capacity = grown
-            self.state.put("capacity", grown)
-        self.push(*rows)
-
-    def clear(self) -> None:
-        super().clear()
-        if self.capacity != INITIAL_CAPACITY:
-            self.capacity = INITIAL_CAPACITY
-            self.state.delete("capacity")
-
-
 class Snapshot(Strategy):
     """``snapshot``: the window's rows through the result set, no remove stream."""
 
@@ -204,12 +172,22 @@ class Buffered(Strategy):
     def rows(self) -> Emit:
         new: Rows = []
         old: Rows = []
-        for _, n, o in self.buffer:
-            if self.fresh:
-                self.rs.clear_aggregates()
-            rn, ro = self.rs.process(n, o)
-            new.extend(rn)
-            old.extend(ro)
+        rs = self.rs
+        # fully aggregated grouped: Esper builds each update's rows over one hash map of
+        # its groups, emptied between the updates of one output (its grown table stays
+        # grown), with no shortcut for one event in and one out
+        rs.hash_pairs = True
+        rs.hash_capacity = INITIAL_CAPACITY
+        try:
+            for _, n, o in self.buffer:
+                if self.fresh:
+                    rs.clear_aggregates()
+                rn, ro = rs.process(n, o)
+                new.extend(rn)
+                old.extend(ro)
+        finally:
+            rs.hash_pairs = rs.spec.join
+            rs.hash_capacity = None
         return new, old
 
 
@@ -507,6 +485,4 @@ def make_strategy(kind: str, rs_kind: str) -> type[Strategy]:
         return GroupedAll if rs_kind == GROUPED else GroupedRowsAll
     if kind == "all" and rs_kind == AGG_ALL:
         return AllRow
-    if kind == "default" and rs_kind == GROUPED:
-        return GroupedDefault
     return Strategy
