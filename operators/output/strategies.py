@@ -407,6 +407,8 @@ class FirstGrouped(Strategy):
     having), when the period since its last output elapsed, or at its next crontab
     time."""
 
+    resets_unidirectional = False
+
     releases = False
 
     def load(self) -> None:
