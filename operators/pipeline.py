@@ -21,6 +21,7 @@ from operators.subquery.subquery import Subquery
 from operators.windows.batch import BatchWindow
 from operators.windows.common import ForcedEmit, WindowView
 from operators.windows.length import LengthSpec
+from operators.windows.unique import KeyedRows
 
 
 class Matcher(Protocol):
@@ -250,7 +251,10 @@ class Pipeline:
         elif self._released is not None:
             rows = self._released
         elif self.view is not None:
-            rows = self.view.contents()
+            # Esper's #unique and #firstunique keep their events in a hash map: its
+            # iterator lists them in hash order of the unique key
+            view = self.view
+            rows = view.replay_order() if isinstance(view, KeyedRows) else view.contents()
         else:
             return None
         w = self.where
