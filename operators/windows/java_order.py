@@ -47,7 +47,10 @@ def java_hash(value: Any) -> int:
         for i, v in enumerate(value):
             h = java_hash(v) if i == 0 else (31 * h + java_hash(v)) & 0xFFFFFFFF
         return _int32(h)
-    return _int32(hash(value))
+    if isinstance(value, dict):
+        # java.util.AbstractMap: the sum of each entry's key hash xor value hash
+        return _int32(sum(java_hash(k) ^ java_hash(v) for k, v in value.items()))
+    return java_hash(str(value))  # deterministic (Python's own hash of text is salted)
 
 
 def bucket(value: Any, size: int) -> int:

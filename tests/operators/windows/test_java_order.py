@@ -83,3 +83,8 @@ def test_hashmap_order_grows_at_a_ninth_key_in_a_bucket() -> None:
 def test_hashmap_order_keeps_a_grown_table() -> None:
     assert hashmap_order([17, 1]) == ([0, 1], 16)
     assert hashmap_order([17, 1], 32) == ([1, 0], 32)
+
+
+def test_java_hash_of_a_map_and_of_other_values_is_deterministic() -> None:
+    assert java_hash({"a": 1, "b": True}) == (97 ^ 1) + (98 ^ 1231)   # AbstractMap
+    assert java_hash(range(2)) == java_hash("range(0, 2)")
