@@ -29,7 +29,12 @@ from operators.aggregates import (
 from operators.bags import BagNamespace
 from operators.base import Emit, Expr, PartitionCtx, Row, Rows, StateNamespace
 from operators.state import MemoryNamespace, RocksNamespace
-from operators.windows.java_order import INITIAL_CAPACITY, hashmap_order, multikey_hash
+from operators.windows.java_order import (
+    INITIAL_CAPACITY,
+    hashmap_order,
+    multikey_hash,
+    spread,
+)
 
 SIMPLE, AGG_ALL, AGG_ROWS, GROUPED, GROUPED_ROWS = (
     "simple", "agg_all", "agg_rows", "grouped", "grouped_rows")
@@ -350,7 +355,8 @@ class ResultSet:
         output empties one map per update, its table staying grown), or None: a fresh
         map per update."""
         self._codes: dict[str, int] = {}
-        """Java hash code of each group key met in a multi-group update (computed once)."""
+        """Java hash code (spread, ``HashMap.hash``) of each group key met in a
+        multi-group update, computed once."""
 
     # -- aggregation -------------------------------------------------------
     def _record(self, key: str, row: Row | None) -> list:
@@ -409,9 +415,11 @@ class ResultSet:
             types = self.spec.group_types
             for i, k in enumerate(keys):
                 if codes[i] is None:
-                    codes[i] = known[k] = multikey_hash(group_values(k), types)
+                    codes[i] = known[k] = spread(multikey_hash(group_values(k), types))
         cap = self.hash_capacity
-        order, grown = hashmap_order(codes, cap or INITIAL_CAPACITY)
+        if cap is None and len(codes) == 2:  # a fresh table of 16 buckets
+            return keys if codes[0] & 15 <= codes[1] & 15 else [keys[1], keys[0]]
+        order, grown = hashmap_order(codes, cap or INITIAL_CAPACITY, spread_already=True)
         if cap is not None:
             self.hash_capacity = grown
         return [keys[i] for i in order]

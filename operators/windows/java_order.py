@@ -98,25 +98,33 @@ def multikey_hash(values: tuple | list, boxes: tuple[str, ...]) -> int:
     return _int32(h)
 
 
-def hashmap_order(hashes: list[int], capacity: int = INITIAL_CAPACITY
-                  ) -> tuple[list[int], int]:
+def spread(code: int) -> int:
+    """``HashMap.hash``: a hash code with its high half folded into the low one (the
+    bucket is its low bits), as an unsigned 32-bit value."""
+    h = code & 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+def hashmap_order(hashes: list[int], capacity: int = INITIAL_CAPACITY,
+                  spread_already: bool = False) -> tuple[list[int], int]:
     """The order a ``java.util.HashMap`` iterates distinct keys put in the given order
-    (given by their hash codes), and the table size it ends with.
+    (given by their hash codes, or by their ``spread`` ones), and the table size it ends
+    with.
 
     Iteration goes bucket by bucket, ``(h ^ (h >>> 16)) & (capacity - 1)``, and in put
     order within a bucket (a resize splits buckets keeping that order).  The table starts
     at ``capacity`` and doubles when the map grows past 3/4 full, or when a ninth key
     lands in one bucket of a table below 64 buckets (instead of making the bucket a
     tree)."""
-    spread = [(h & 0xFFFFFFFF) ^ ((h & 0xFFFFFFFF) >> 16) for h in hashes]
-    n = len(spread)
+    spreads = hashes if spread_already else [spread(h) for h in hashes]
+    n = len(spreads)
     cap = capacity
     if n > TREEIFY_THRESHOLD or n > cap * LOAD_FACTOR:
-        cap = _grown(spread, cap)
+        cap = _grown(spreads, cap)
     mask = cap - 1
     if n == 2:
-        return ([0, 1] if spread[0] & mask <= spread[1] & mask else [1, 0]), cap
-    buckets = [s & mask for s in spread]
+        return ([0, 1] if spreads[0] & mask <= spreads[1] & mask else [1, 0]), cap
+    buckets = [s & mask for s in spreads]
     return sorted(range(n), key=buckets.__getitem__), cap  # stable: put order in a bucket
 
 
