@@ -22,6 +22,7 @@ from app.runtime.kafka.inputs import Input, Inputs
 from app.runtime.kafka.lanes import Lane, LaneCursor
 from app.runtime.kafka.lost_input import LostInput
 from app.runtime.kafka.partition import EnginePartition, SnapshotPolicy
+from app.runtime.kafka.rebuild import RetainedInput, rebuild
 from app.runtime.kafka.recovery import KafkaChangelog
 from app.runtime.kafka.rows import RowWriter
 from app.runtime.kafka.topology import Group
@@ -54,6 +55,8 @@ class Assignment:
         self.lost = lost
         self.metrics = metrics
         self.restored = restored
+        self.retained: RetainedInput | None = None
+        """Where a statement rebuilt from-earliest replays its input (``rebuild``)."""
 
     def assign(self, consumer: Any, tps: list[Any], alive: Callable[[], None]) -> int:
         """Open the inputs of ``tps`` and restore the engine partitions they feed
@@ -100,6 +103,9 @@ class Assignment:
                                self.config.changelog_topic(g.name), self.snapshots,
                                adjacent=not self.exactly_once)
         part.escalate = g.direct
+        if self.retained is not None:
+            retained = self.retained
+            part.rebuild = lambda part, names: rebuild(part, names, retained, alive)
         part.restore(self.changelog, alive)
         part.progress = part.barrier  # already on the progress topic with its state
         seconds = time.monotonic() - t0

@@ -68,6 +68,7 @@ from app.runtime.kafka.intake import Intake
 from app.runtime.kafka.lost_input import LostInput
 from app.runtime.kafka.partition import EnginePartition, SnapshotPolicy
 from app.runtime.kafka.reader import drain
+from app.runtime.kafka.rebuild import KafkaRetainedInput
 from app.runtime.kafka.recovery import KafkaChangelog
 from app.runtime.kafka.refusals import consumer_refused
 from app.runtime.kafka.rows import RowWriter
@@ -175,6 +176,8 @@ class Worker:
             config, self.wiring, self.inputs, self.parts, changelog, Path(data_dir),
             snapshots, self.out.exactly_once, self.rows, lost, self.metrics,
             lambda part, seconds: self.hooks.restored(self, part, seconds))
+        self.assignment.retained = KafkaRetainedInput(bootstrap, topology,
+                                                      self.intake.routing)
         self.round = CheckpointRound(self.out, config, changelog, self.rows.of_partition,
                                      self.dead_log.say, seam)
         stall = os.environ.get(STALL_ENV, "").strip()

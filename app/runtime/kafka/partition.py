@@ -314,6 +314,9 @@ class EnginePartition:
         """Events waiting for a watermark to reach their time (event_time apps)."""
         self.late = 0
         """Late events seen (committed with the partition's metadata)."""
+        self.rebuild: Callable[[EnginePartition, list[str]], Any] | None = None
+        """Replays the retained input into statements rebuilt from-earliest (set by the
+        worker, ``rebuild``)."""
 
     # -- life cycle --------------------------------------------------------------
     def restore(self, log: ChangelogLog, alive: Callable[[], None] | None = None) -> None:
@@ -422,15 +425,26 @@ class EnginePartition:
             self.first_use = engine.contexts[spec.name].manager
 
     def _reset_for_version(self) -> None:
-        """Once per deployed version, drop the state of the statements it rebuilds from
-        now (``deployments``); the deletes go into the next changelog record."""
+        """Once per deployed version, drop the state of the statements it rebuilds
+        (``deployments``) and replay the retained input into those rebuilt from-earliest
+        (``rebuild``); the writes and rows go into the next checkpoint."""
         resets = self.group.resets
         at = int(self.book.get("version") or 0)
         if resets is None or at >= resets[0]:
             return
+        ours = {p.name for p in self.group.plans}
+        replay = []
         for name, version in resets[1].items():
             if version > at:
                 self.store.namespace("s", name).clear()
+                if name in ours and self.group.replays.get(name) == version:
+                    replay.append(name)
+        if replay:
+            if self.rebuild is None:
+                raise RuntimeError(f"{self.group.name}[{self.partition}]: "
+                                   f"{', '.join(replay)} must be rebuilt from the "
+                                   "retained input, and nothing reads it here")
+            self.rebuild(self, sorted(replay))
         self.book.put("version", resets[0])
         self.touched = True
 
