@@ -317,6 +317,8 @@ class EnginePartition:
         self.rebuild: Callable[[EnginePartition, list[str]], Any] | None = None
         """Replays the retained input into statements rebuilt from-earliest (set by the
         worker, ``rebuild``)."""
+        self.rebuilt = ""
+        """What the last such replay did (said once the partition is restored)."""
 
     # -- life cycle --------------------------------------------------------------
     def restore(self, log: ChangelogLog, alive: Callable[[], None] | None = None) -> None:

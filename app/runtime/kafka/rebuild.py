@@ -28,6 +28,7 @@ import re
 import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from time import perf_counter
 from typing import Any, Protocol
 
 from app.runtime.kafka.partition import EnginePartition, InRecord
@@ -83,6 +84,7 @@ def rebuild(part: EnginePartition, names: list[str], source: RetainedInput,
     """Replay ``part``'s retained input into fresh state of statements ``names`` (their
     state already cleared in ``part``'s batch); their state and rows join ``part``'s
     batch.  Returns the number of input records replayed."""
+    t0 = perf_counter()
     keep = set(names)
     g = part.group
     plans = [p for p in g.plans if p.name in keep or p.kind == "schema"]
@@ -136,8 +138,10 @@ def rebuild(part: EnginePartition, names: list[str], source: RetainedInput,
         part.seqs[key] = seq
         part.dirty_seqs.add(key)
         part.outputs.append(r._replace(seq=seq))
-    log.info("rebuilt %s in %s[%d] from its retained input: %d records, %d rows",
-             ", ".join(names), g.name, part.partition, replayed, len(rows))
+    part.rebuilt = (f"rebuilt {', '.join(names)} in {g.name}[{part.partition}] from its "
+                    f"retained input: {replayed} records, {len(rows)} rows in "
+                    f"{perf_counter() - t0:.3f} s")
+    log.info("%s", part.rebuilt)
     return replayed
 
 
