@@ -98,11 +98,14 @@ WATCH_EVERY_S = 1.0
 _FATAL = -150  # librdkafka RD_KAFKA_RESP_ERR__FATAL (static member fenced, and the like)
 
 
-def consumer_config(bootstrap: str, app: str, identity: str) -> dict[str, Any]:
+def consumer_config(bootstrap: str, app: str, identity: str,
+                    version: int | None = None) -> dict[str, Any]:
     """The worker's consumer: static member ``identity`` of group ``kepl.<app>``, eager
-    ``range`` assignment, offsets committed by the checkpoint only, read_committed."""
+    ``range`` assignment, offsets committed by the checkpoint only, read_committed; its
+    client id names the deployed version it runs (``kepl status`` shows it)."""
     return {
         "bootstrap.servers": bootstrap,
+        **({"client.id": version_client_id(app, version)} if version is not None else {}),
         "group.id": f"kepl.{app}",
         "group.instance.id": identity,
         "partition.assignment.strategy": "range",
@@ -121,6 +124,11 @@ def consumer_config(bootstrap: str, app: str, identity: str) -> dict[str, Any]:
         "logger": KAFKA_LOG,
         **brokers.WATCH.settings(),
     }
+
+
+def version_client_id(app: str, version: int) -> str:
+    """The client id of a worker running deployed version ``version``."""
+    return f"kepl.{app}.v{version}"
 
 
 class WorkerHooks:
@@ -156,7 +164,9 @@ class Worker:
         self.interval_s = (int(interval) if interval else DEFAULT_COMMIT_INTERVAL_MS) / 1000
         self.caught_up_s = min(self.interval_s, CAUGHT_UP_COMMIT_MS / 1000)
         self.out = make_output(bootstrap, identity, config.processing_guarantee)
-        self.consumer = Consumer(client.conf(consumer_config(bootstrap, config.app, identity)))
+        version = next((g.resets[0] for g in topology.groups.values() if g.resets), None)
+        self.consumer = Consumer(client.conf(consumer_config(bootstrap, config.app, identity,
+                                                             version)))
         self.wiring = Wiring(config, topology)
         self.inputs = Inputs()
         self.parts: dict[tuple[str, int], EnginePartition] = {}

@@ -254,6 +254,7 @@ def app_status(config: AppConfig, bootstrap: str,
                     for s in config.statements],
         "topics": topics,
         "group": {"id": gid, "state": state, "members": members},
+        "version": _versions(config, bootstrap, counts, members),
         "lag": lag, "total_lag": sum(d["lag"] for d in lag),
         "input_lost": sum(d["lost"] for d in lag),
         "watermark": {"topic": wm_topic, "last": read_last(bootstrap, wm_topic)
@@ -265,6 +266,28 @@ def app_status(config: AppConfig, bootstrap: str,
                          "count": sum(c["late"] for c in changelogs)}),
         "state_dirs": None if data_dir is None else state_dirs(data_dir),
     }
+
+
+def _versions(config: AppConfig, bootstrap: str, counts: dict[str, int],
+              members: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The recorded version, whether the status file is it, and per member the version
+    its client id names (None: nothing recorded)."""
+    import re
+
+    from app.runtime.kafka import deployments
+    from app.runtime.kafka.topology import Topology
+
+    latest = deployments.read_latest(config, bootstrap)
+    for m in members:
+        found = re.fullmatch(rf"kepl\.{re.escape(config.app)}\.v(\d+)", m["client_id"] or "")
+        m["version"] = int(found.group(1)) if found else None
+    if latest is None:
+        return None
+    mine = deployments.form_of(Topology.plan(config, counts), "")
+    return {"recorded": latest.version, "topic": deployments.deployments_topic(config),
+            "file_is_recorded": mine.digest == latest.digest,
+            "others": sorted({m["version"] for m in members
+                              if m["version"] not in (None, latest.version)})}
 
 
 def _late_events(log: Any, topic: str, partition: int, start: int, end: int) -> int:
@@ -323,7 +346,20 @@ def state_dirs(data_dir: Path) -> list[dict[str, Any]]:
 
 def render_status(st: dict[str, Any]) -> list[str]:
     """``kepl status`` as text lines."""
-    lines = [f"app {st['app']} at {st['bootstrap']}", "statements:"]
+    lines = [f"app {st['app']} at {st['bootstrap']}"]
+    v = st.get("version")
+    if v is None:
+        lines.append("version: none recorded (kepl deploy FILE records one)")
+    else:
+        lines.append(f"version: {v['recorded']} runs ({v['topic']}); " + (
+            "this file is that version" if v["file_is_recorded"] else
+            "this file differs from it (kepl deploy FILE --plan shows how)"))
+        if v["others"]:
+            old = ", ".join(str(n) for n in v["others"])
+            lines.append(f"  workers on version {old} are in the group: they leave by "
+                         f"themselves once they see version {v['recorded']}; restart them "
+                         "with its file (the chart's rolling restart does)")
+    lines.append("statements:")
     lines += [f"  {s['name']} -> {s['output_topic']}" for s in st["statements"]]
     lines.append("topics:")
     width = max(len(d["topic"]) for d in st["topics"])
@@ -338,7 +374,8 @@ def render_status(st: dict[str, Any]) -> list[str]:
         lines.append(f"consumer group {g['id']}: {g['state']}, {len(g['members'])} member(s)")
     for m in g["members"]:
         who = m["instance_id"] or m["member_id"]
-        lines.append(f"  {who} ({m['client_id']} on {m['host']}): "
+        ver = "" if m.get("version") is None else f", version {m['version']}"
+        lines.append(f"  {who} ({m['client_id']} on {m['host']}{ver}): "
                      + (", ".join(m["partitions"]) or "no partitions"))
     lines.append("lag (end offset - committed offset):")
     rows = [("TOPIC", "PARTITION", "COMMITTED", "END", "LAG")] + [

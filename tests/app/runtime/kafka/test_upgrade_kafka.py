@@ -292,6 +292,9 @@ def test_rebuild_from_earliest_while_events_flow(kafka_bootstrap: str, tmp_path:
         producer.join()
         kapp.settle(timeout_s=120)
         rows = {s: before[s] + r.read_available() for s, r in readers.items()}
+        capsys.readouterr()
+        assert main(["status", str(f2), "--bootstrap", kafka_bootstrap]) == 0
+        shown = capsys.readouterr().out.splitlines()
         dups = {s: r.duplicates for s, r in readers.items()}
         log = kapp.worker.log_tail(2000)
     finally:
@@ -317,3 +320,7 @@ def test_rebuild_from_earliest_while_events_flow(kafka_bootstrap: str, tmp_path:
         + [sum(w) / len(w) for w in windowed(0, N_EVENTS, 2)])
     assert re.search(rf"rebuilt avg in main\[0\] from its retained input: \d+ records, "
                      rf"{upgraded_at} rows", log), log
+    assert shown[1] == (f"version: 2 runs (kepl.{name}.deployments); this file is that "
+                        "version")
+    assert any(re.fullmatch(rf"  \S+ \(kepl\.{name}\.v2 on .*, version 2\): .*", ln)
+               for ln in shown), shown
