@@ -27,6 +27,7 @@ from app.runtime.kafka.recovery import KafkaChangelog
 from app.runtime.kafka.rows import RowWriter
 from app.runtime.kafka.topology import Group
 from app.runtime.kafka.wiring import Wiring
+from app.runtime.timing import StatementTiming
 
 log = logging.getLogger("kepl.worker")
 
@@ -95,6 +96,8 @@ class Assignment:
     def open_lane(self, inp: Input, cur: LaneCursor) -> None:
         """A fresh lane for source input ``inp`` at cursor ``cur``."""
         inp.lane = Lane(self.wiring.lane_plans[inp.topic], inp.partition, cur, self.rows.row)
+        if self.metrics is not None:
+            inp.lane.engine.timing = StatementTiming()
 
     def restore(self, g: Group, p: int, alive: Callable[[], None]) -> EnginePartition:
         t0 = time.monotonic()
@@ -103,6 +106,8 @@ class Assignment:
                                self.config.changelog_topic(g.name), self.snapshots,
                                adjacent=not self.exactly_once)
         part.escalate = g.direct
+        if self.metrics is not None:
+            part.timing = StatementTiming()  # its engine keeps it on every load
         if self.retained is not None:
             retained = self.retained
             part.rebuild = lambda part, names: rebuild(part, names, retained, alive)

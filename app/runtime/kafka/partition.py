@@ -71,6 +71,7 @@ from app.runtime.kafka.statesize import StateSizes
 from app.runtime.kafka.store import ChangelogRecord, PartitionStore, entry_size
 from app.runtime.kafka.topology import Group
 from app.runtime.rows import keyed_text, pid_text
+from app.runtime.timing import StatementTiming
 from operators.contexts.managers import HashManager
 
 
@@ -317,6 +318,8 @@ class EnginePartition:
         self.rebuild: Callable[[EnginePartition, list[str]], Any] | None = None
         """Replays the retained input into statements rebuilt from-earliest (set by the
         worker, ``rebuild``)."""
+        self.timing: StatementTiming | None = None
+        """Sampled processing time per statement, once the metrics ask (``timing``)."""
         self.rebuilt = ""
         """What the last such replay did (said once the partition is restored)."""
 
@@ -410,6 +413,7 @@ class EnginePartition:
         self.barriers_queued = [0] * len(self.upstreams)
         self._reset_for_version()
         engine = Engine(store=self.store, now_ms=self.now)
+        engine.timing = self.timing
         engine.listeners.append(self._on_rows)
         spec = self.group.hash_spec
         for plan in self.group.plans:
