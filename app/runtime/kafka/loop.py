@@ -98,14 +98,11 @@ WATCH_EVERY_S = 1.0
 _FATAL = -150  # librdkafka RD_KAFKA_RESP_ERR__FATAL (static member fenced, and the like)
 
 
-def consumer_config(bootstrap: str, app: str, identity: str,
-                    version: int | None = None) -> dict[str, Any]:
+def consumer_config(bootstrap: str, app: str, identity: str) -> dict[str, Any]:
     """The worker's consumer: static member ``identity`` of group ``kepl.<app>``, eager
-    ``range`` assignment, offsets committed by the checkpoint only, read_committed; its
-    client id names the deployed version it runs (``kepl status`` shows it)."""
+    ``range`` assignment, offsets committed by the checkpoint only, read_committed."""
     return {
         "bootstrap.servers": bootstrap,
-        **({"client.id": version_client_id(app, version)} if version is not None else {}),
         "group.id": f"kepl.{app}",
         "group.instance.id": identity,
         "partition.assignment.strategy": "range",
@@ -124,11 +121,6 @@ def consumer_config(bootstrap: str, app: str, identity: str,
         "logger": KAFKA_LOG,
         **brokers.WATCH.settings(),
     }
-
-
-def version_client_id(app: str, version: int) -> str:
-    """The client id of a worker running deployed version ``version``."""
-    return f"kepl.{app}.v{version}"
 
 
 class WorkerHooks:
@@ -164,9 +156,7 @@ class Worker:
         self.interval_s = (int(interval) if interval else DEFAULT_COMMIT_INTERVAL_MS) / 1000
         self.caught_up_s = min(self.interval_s, CAUGHT_UP_COMMIT_MS / 1000)
         self.out = make_output(bootstrap, identity, config.processing_guarantee)
-        version = next((g.resets[0] for g in topology.groups.values() if g.resets), None)
-        self.consumer = Consumer(client.conf(consumer_config(bootstrap, config.app, identity,
-                                                             version)))
+        self.consumer = Consumer(client.conf(consumer_config(bootstrap, config.app, identity)))
         self.wiring = Wiring(config, topology)
         self.inputs = Inputs()
         self.parts: dict[tuple[str, int], EnginePartition] = {}

@@ -238,8 +238,10 @@ def app_status(config: AppConfig, bootstrap: str,
             continue
         for p in broker.topics.get(d["topic"], []):
             key = (d["topic"], p)
+            version = _last_meta(log, d["topic"], p, starts[key], ends[key]).get("version")
             changelogs.append({"topic": d["topic"], "partition": p, "start": starts[key],
                                "end": ends[key],
+                               "version": None if version is None else int(version),
                                "snapshot": _first_snapshot(log, d["topic"], p, starts[key]),
                                "late": (_late_events(log, d["topic"], p, starts[key],
                                                      ends[key])
@@ -254,7 +256,7 @@ def app_status(config: AppConfig, bootstrap: str,
                     for s in config.statements],
         "topics": topics,
         "group": {"id": gid, "state": state, "members": members},
-        "version": _versions(config, bootstrap, counts, members),
+        "version": _versions(config, bootstrap, counts, changelogs),
         "lag": lag, "total_lag": sum(d["lag"] for d in lag),
         "input_lost": sum(d["lost"] for d in lag),
         "watermark": {"topic": wm_topic, "last": read_last(bootstrap, wm_topic)
@@ -269,25 +271,35 @@ def app_status(config: AppConfig, bootstrap: str,
 
 
 def _versions(config: AppConfig, bootstrap: str, counts: dict[str, int],
-              members: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The recorded version, whether the status file is it, and per member the version
-    its client id names (None: nothing recorded)."""
-    import re
-
+              changelogs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The recorded version, whether the status file is it, and the engine partitions
+    whose last checkpoint a worker of another version wrote (None: nothing recorded)."""
     from app.runtime.kafka import deployments
     from app.runtime.kafka.topology import Topology
 
     latest = deployments.read_latest(config, bootstrap)
-    for m in members:
-        found = re.fullmatch(rf"kepl\.{re.escape(config.app)}\.v(\d+)", m["client_id"] or "")
-        m["version"] = int(found.group(1)) if found else None
     if latest is None:
         return None
     mine = deployments.form_of(Topology.plan(config, counts), "")
     return {"recorded": latest.version, "topic": deployments.deployments_topic(config),
             "file_is_recorded": mine.digest == latest.digest,
-            "others": sorted({m["version"] for m in members
-                              if m["version"] not in (None, latest.version)})}
+            "others": [{"partition": f"{c['topic']}[{c['partition']}]",
+                        "version": c["version"]} for c in changelogs
+                       if c["version"] is not None and c["version"] != latest.version]}
+
+
+def _last_meta(log: Any, topic: str, partition: int, start: int, end: int
+               ) -> dict[str, Any]:
+    """The metadata of a changelog partition's last record (committed state)."""
+    from app.runtime.kafka.store import ChangelogRecord
+
+    meta: dict[str, Any] = {}
+    for _, value in log.read(topic, partition, max(start, end - 4)):  # markers between
+        try:
+            meta = ChangelogRecord.decode(value).meta
+        except (ValueError, KeyError, TypeError):
+            continue
+    return meta
 
 
 def _late_events(log: Any, topic: str, partition: int, start: int, end: int) -> int:
@@ -355,10 +367,12 @@ def render_status(st: dict[str, Any]) -> list[str]:
             "this file is that version" if v["file_is_recorded"] else
             "this file differs from it (kepl deploy FILE --plan shows how)"))
         if v["others"]:
-            old = ", ".join(str(n) for n in v["others"])
-            lines.append(f"  workers on version {old} are in the group: they leave by "
-                         f"themselves once they see version {v['recorded']}; restart them "
-                         "with its file (the chart's rolling restart does)")
+            old = ", ".join(f"{o['partition']} (version {o['version']})" for o in v["others"])
+            lines.append(f"  last checkpointed by a worker of another version: {old}; "
+                         "workers on an older version leave by themselves once they see "
+                         f"version {v['recorded']}, and a worker of version "
+                         f"{v['recorded']} (the chart's rolling restart starts them) "
+                         "checkpoints each partition once it loads it")
     lines.append("statements:")
     lines += [f"  {s['name']} -> {s['output_topic']}" for s in st["statements"]]
     lines.append("topics:")
@@ -374,8 +388,7 @@ def render_status(st: dict[str, Any]) -> list[str]:
         lines.append(f"consumer group {g['id']}: {g['state']}, {len(g['members'])} member(s)")
     for m in g["members"]:
         who = m["instance_id"] or m["member_id"]
-        ver = "" if m.get("version") is None else f", version {m['version']}"
-        lines.append(f"  {who} ({m['client_id']} on {m['host']}{ver}): "
+        lines.append(f"  {who} ({m['client_id']} on {m['host']}): "
                      + (", ".join(m["partitions"]) or "no partitions"))
     lines.append("lag (end offset - committed offset):")
     rows = [("TOPIC", "PARTITION", "COMMITTED", "END", "LAG")] + [
@@ -401,8 +414,9 @@ def render_status(st: dict[str, Any]) -> list[str]:
             f"{snap['bytes']} bytes in {snap['parts']} part(s)"
         seen = ("no snapshot" if snap is None else
                 f"snapshot {snap['id']} at offset {snap['offset']} ({size})")
+        ver = "" if c.get("version") is None else f", version {c['version']}"
         lines.append(f"changelog {c['topic']}[{c['partition']}]: offsets {c['start']}.."
-                     f"{c['end']}, {seen}")
+                     f"{c['end']}, {seen}{ver}")
     late = st.get("late_events")
     if late is not None:
         lines.append(f"late events: {late['count']} (late_events: {late['policy']})")

@@ -746,7 +746,8 @@ class EnginePartition:
             {"group": self.group.name, "partition": self.partition,
              "now": self.engine.now_ms,
              "since": self.since_snapshot, "snap": self.snapshot_bytes,
-             **({"late": self.late} if self.late else {})},
+             **({"late": self.late} if self.late else {}),
+             **({"version": self.group.resets[0]} if self.group.resets else {})},
             self.store.batch_writes())
         return self.sealed
 
