@@ -234,15 +234,20 @@ def test_delete_removed_deletes_the_output_topic(kafka_bootstrap: str, tmp_path:
 
 
 @pytest.mark.kafka
+@pytest.mark.parametrize("partitions", [1, 2], ids=["direct", "repartitioned"])
 def test_rebuild_from_earliest_while_events_flow(kafka_bootstrap: str, tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+                                                 capsys: pytest.CaptureFixture[str],
+                                                 partitions: int) -> None:
     """``avg`` changes its window and is rebuilt from-earliest while events flow: after
     the upgrade its output is what its new text gives over all the input (the replay of
     what version 1 had read, then the live records), written once, its ids after
-    version 1's; ``keep`` goes on with no gap and no repeat."""
+    version 1's; ``keep`` goes on with no gap and no repeat.  With one source partition
+    the engine partition reads it directly; with two it reads the repartition topic,
+    the two merged at each watermark (sent every ten events), and the replay merges
+    them the same way."""
     name = f"rebuild-{uuid.uuid4().hex[:8]}"
-    v1 = app_doc(name, [KEEP, AVG_1])
-    v2 = app_doc(name, [KEEP, AVG_2])
+    v1 = {**app_doc(name, [KEEP, AVG_1]), "partitions": partitions}
+    v2 = {**app_doc(name, [KEEP, AVG_2]), "partitions": partitions}
     f1, f2 = tmp_path / "v1.yaml", tmp_path / "v2.yaml"
     f1.write_text(yaml.safe_dump(v1, sort_keys=False))
     f2.write_text(yaml.safe_dump(v2, sort_keys=False))
@@ -260,8 +265,11 @@ def test_rebuild_from_earliest_while_events_flow(kafka_bootstrap: str, tmp_path:
             for i in range(N_EVENTS):
                 if stopping.is_set():
                     return
-                kapp.send("Withdrawal", {"account": account(i), "amount": amount(i)})
+                kapp.send("Withdrawal", {"account": account(i), "amount": amount(i)},
+                          partition=i % partitions)
                 if i % 10 == 9:
+                    if partitions > 1:
+                        kapp.advance(0)  # flushes, then a watermark into each partition
                     kapp.producer.flush(10)
                     time.sleep(0.05)
             kapp.producer.flush(10)
