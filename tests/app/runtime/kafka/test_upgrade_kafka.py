@@ -332,3 +332,32 @@ def test_rebuild_from_earliest_while_events_flow(kafka_bootstrap: str, tmp_path:
                         "version")
     assert re.fullmatch(rf"changelog kepl\.{name}\.changelog\.main\[0\]: offsets \d+\.\.\d+, "
                         r"no snapshot, version 2", shown[-1]), "\n".join(shown)
+
+
+@pytest.mark.kafka
+def test_from_earliest_is_refused_once_retention_cut_the_input(
+        kafka_bootstrap: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from confluent_kafka import Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    name = f"rebuild-{uuid.uuid4().hex[:8]}"
+    f1, f2 = tmp_path / "v1.yaml", tmp_path / "v2.yaml"
+    f1.write_text(yaml.safe_dump(app_doc(name, [KEEP, AVG_1]), sort_keys=False))
+    f2.write_text(yaml.safe_dump(app_doc(name, [KEEP, AVG_2]), sort_keys=False))
+    assert deploy(f1, kafka_bootstrap) == 0
+    source = f"{name}.withdrawal"
+    p = Producer({"bootstrap.servers": kafka_bootstrap})
+    for _ in range(10):
+        p.produce(source, b'{"account": "A", "amount": 1.0}')
+    assert p.flush(30) == 0
+    capsys.readouterr()
+    assert deploy(f2, kafka_bootstrap, "--plan", "--rebuild", "avg=from-earliest") == 0
+    assert not any(ln.startswith("refused") for ln in capsys.readouterr().out.splitlines())
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    for fut in admin.delete_records([TopicPartition(source, 0, 5)]).values():
+        fut.result()
+    assert deploy(f2, kafka_bootstrap, "--plan", "--rebuild", "avg=from-earliest") == 2
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"refused: avg: --rebuild from-earliest cannot serve it: {source}[0] starts at "
+        "offset 5 (its earlier records were deleted by retention or DeleteRecords), so its "
+        "retained input is not all of its input (use from-now, or kepl reset)")
