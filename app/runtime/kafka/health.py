@@ -222,7 +222,7 @@ class Metrics:
         if runner.busy_s > 0:
             self.busy.labels(self.app, group).inc(runner.busy_s)
             runner.busy_s = 0.0
-        timing = runner.engine.timing if runner.engine is not None else None
+        timing = getattr(getattr(runner, "engine", None), "timing", None)
         if timing is not None:  # set where the metrics are on (``assignment``)
             for stmt, seconds in timing.take().items():
                 if stmt:
