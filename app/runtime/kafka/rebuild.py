@@ -62,11 +62,17 @@ def replay_refusal(topology: Topology, plan: StatementPlan) -> str:
     if streams:
         return (f"it reads {', '.join(streams)}, which statements insert into: that stream "
                 "has no retained input of its own")
-    variables = sorted(p.variable or p.name for p in plans if p.kind == "variable")
-    used = [v for v in variables if re.search(rf"\b{re.escape(v)}\b", plan.epl)]
-    if used:
-        return (f"it reads variable {', '.join(used)}, whose value follows the other "
-                "statements' writes")
+    # what a subquery or an expression may name besides the statement's own streams
+    shared = {
+        "variable": {p.variable or p.name for p in plans if p.kind == "variable"},
+        "named window": {p.window for p in plans if p.kind == "window" and p.window},
+        "table": {p.name for p in plans if p.kind == "table"},
+        "stream": inserted}
+    for what, names in shared.items():
+        used = sorted(n for n in names if re.search(rf"\b{re.escape(n)}\b", plan.epl))
+        if used:
+            return (f"it names {what} {', '.join(used)}, which other statements write: a "
+                    "replay of this statement alone cannot give its contents")
     return ""
 
 
@@ -110,7 +116,8 @@ def rebuild(part: EnginePartition, names: list[str], source: RetainedInput,
             offset += 1
             batch.clear()
 
-        for r in source.records(part, alive or (lambda: None)):
+        records = source.records(part, alive or (lambda: None)) if limit else iter(())
+        for r in records:
             if r.offset > limit.get(r.upstream, -1):
                 continue
             batch.append(r)

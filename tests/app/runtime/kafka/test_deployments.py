@@ -99,6 +99,16 @@ def test_from_earliest_refuses_what_the_retained_input_cannot_serve() -> None:
         "avg: --rebuild from-earliest cannot serve it: it reads Big, which statements "
         "insert into: that stream has no retained input of its own (use from-now, or "
         "kepl reset to replay the app)"]
+    windowed = [{"name": "w", "epl": "create window W#keepall as Trade"},
+                {"name": "fill", "epl": "insert into W select * from Trade"},
+                {"name": "q", "epl": "select px, (select count(*) from W) as n from Trade"}]
+    plan = plan_upgrade(version(windowed), version([*windowed[:2], {
+        "name": "q", "epl": "select px, (select count(*) from W) as m from Trade"}], 2),
+        {"q": "from-earliest"})
+    assert plan.refusals == [
+        "q: --rebuild from-earliest cannot serve it: it names named window W, which other "
+        "statements write: a replay of this statement alone cannot give its contents (use "
+        "from-now, or kepl reset to replay the app)"]
     two = {"Trade": SCHEMAS["Trade"], "Quote": {"sym": "string", "bid": "double"}}
     old = form_of(Topology.plan(AppConfig.from_dict(
         {"app": "up", "schemas": two, "statements": [AVG]})), "", 1)
