@@ -31,6 +31,7 @@ from dataclasses import replace
 from time import perf_counter
 from typing import Any, Protocol
 
+from app.runtime.kafka.eventtime import LATE
 from app.runtime.kafka.partition import EnginePartition, InRecord
 from app.runtime.kafka.topology import STATEMENT_KINDS, Topology, consumed_types
 from app.runtime.plan import StatementPlan
@@ -101,6 +102,7 @@ def rebuild(part: EnginePartition, names: list[str], source: RetainedInput,
                               f"{part.changelog_topic}.rebuild", None)
     rows = []
     replayed = 0
+    late = dict(LATE)  # the replay's late events were counted when they came
     try:
         scratch.load()
         limit = dict(part.applied)
@@ -134,6 +136,7 @@ def rebuild(part: EnginePartition, names: list[str], source: RetainedInput,
                 part.store.db[it.key()] = it.value()
                 it.next()
     finally:
+        LATE.update(late)
         scratch.close()
         shutil.rmtree(path, ignore_errors=True)
     for r in rows:  # row ids continue after the statement's last ones
