@@ -185,6 +185,9 @@ class Worker:
                                  self.metrics, float(stall) if stall else DEFAULT_STALL_S)
         self.collector = Collector()
         self.stopping = False
+        self.loaded_changes = False
+        """An engine partition changed as it loaded (a new version's reset or rebuild):
+        a checkpoint is due even before any input comes."""
         self.since_commit = 0
         self.last_commit = self._last_watch = self._last_consumed = time.monotonic()
         self._callback_error: BaseException | None = None
@@ -252,7 +255,8 @@ class Worker:
             self.dead_log.tick(now)
             self.stalls.tick(now, self._last_consumed)
         self.out.poll()
-        if not (self.out.open or self.intake.lane_progress or self.inputs.dirty()):
+        if not (self.out.open or self.intake.lane_progress or self.inputs.dirty()
+                or self.loaded_changes):
             return
         elapsed = time.monotonic() - self.last_commit
         if (elapsed >= self.interval_s or self.since_commit >= MAX_CHECKPOINT_RECORDS
@@ -317,6 +321,7 @@ class Worker:
             self.rewind()
             return
         lane_progress.clear()
+        self.loaded_changes = False
         self.since_commit = 0
         self.last_commit = time.monotonic()
         stats = self.stats
@@ -360,6 +365,7 @@ class Worker:
     def _on_assign(self, consumer: Any, tps: list[Any]) -> None:
         t0 = time.monotonic()
         opened = self.assignment.assign(consumer, tps, self._alive)
+        self.loaded_changes |= any(part.touched for part in self.parts.values())
         self.health.assigned = True
         note_rebalance(self.metrics, "assigned", len(tps))
         seconds = time.monotonic() - t0

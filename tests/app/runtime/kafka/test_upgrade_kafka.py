@@ -361,3 +361,39 @@ def test_from_earliest_is_refused_once_retention_cut_the_input(
         f"refused: avg: --rebuild from-earliest cannot serve it: {source}[0] starts at "
         "offset 5 (its earlier records were deleted by retention or DeleteRecords), so its "
         "retained input is not all of its input (use from-now, or kepl reset)")
+
+
+@pytest.mark.kafka
+def test_a_rebuild_is_written_before_any_new_input(kafka_bootstrap: str, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A new version's first load changes the partition (the replayed rows, the version
+    stamp): the worker checkpoints it without waiting for another record."""
+    name = f"rebuild-{uuid.uuid4().hex[:8]}"
+    v1, v2 = app_doc(name, [KEEP, AVG_1]), app_doc(name, [KEEP, AVG_2])
+    f1, f2 = tmp_path / "v1.yaml", tmp_path / "v2.yaml"
+    f1.write_text(yaml.safe_dump(v1, sort_keys=False))
+    f2.write_text(yaml.safe_dump(v2, sort_keys=False))
+    c1, c2 = AppConfig.from_dict(v1), AppConfig.from_dict(v2)
+    (tmp_path / "work").mkdir()
+    assert deploy(f1, kafka_bootstrap) == 0
+    kapp = KafkaApp(c1, kafka_bootstrap, tmp_path / "work", start=True)
+    reader = RowReader(kafka_bootstrap, [c1.output_topic("avg")])
+    try:
+        for i in range(20):
+            kapp.send("Withdrawal", {"account": account(i), "amount": amount(i)})
+        kapp.settle()
+        assert deploy(f2, kafka_bootstrap, "--rebuild", "avg=from-earliest") == 0
+        assert kapp.worker.proc is not None
+        assert kapp.worker.proc.wait(60) == EXIT_OTHER_VERSION
+        kapp.worker = WorkerProcess(c2, kafka_bootstrap, tmp_path / "work")
+        kapp.worker.start()
+        rows: list[Any] = []
+        deadline = time.monotonic() + 60
+        while len(rows) < 40 and time.monotonic() < deadline:
+            rows += reader.read_available(timeout_s=1)
+    finally:
+        reader.close()
+        kapp.close()
+    assert [r.id for r in rows] == [f"avg/0/{i}" for i in range(1, 41)]
+    assert [r.row["a"] for r in rows[20:]] == [
+        sum(w) / len(w) for w in windowed(0, 20, 2)]
