@@ -66,6 +66,9 @@ def client(url: str) -> Any:
 
 
 _clients: dict[str, Any] = {}
+named_subjects: dict[tuple[str, str], str] = {}
+"""(registry, source topic) -> the subject an event type's ``schemas`` entry named
+(``prepare``)."""
 
 
 # -- the statement file -------------------------------------------------------------
@@ -91,6 +94,9 @@ def prepare(doc: Any) -> Any:
         if url is None:
             raise FormatError(f"schemas.{next(iter(subjects))} names a registry subject but "
                               f"no registry is given ('registry:' or ${REGISTRY_ENV})")
+        topics = doc.get("topics") or {}
+        named_subjects.update({(url, str(topics.get(t, t))): str(s)
+                               for t, s in subjects.items()})
         doc = {**doc, "schemas": {t: (subject_properties(url, str(subjects[t]), t)
                                       if t in subjects else p)
                                   for t, p in schemas.items()}}
@@ -606,3 +612,60 @@ def decode_row(value: bytes, topic: str, nonfinite: bytes | None = None) -> Any:
 
 
 _row_decoders: dict[tuple[str, str, str | None], Decoder] = {}
+
+
+def event_encoder(doc: dict[str, Any], type_name: str, topic: str
+                  ) -> Callable[[Any], bytes] | None:
+    """An encoder of events of ``type_name`` in its topic's format (``kepl send``), None
+    for JSON: the writer schema is the newest of the subject its ``schemas`` entry named,
+    else of ``<topic>-value``, registered from the type's properties (every field
+    nullable) when the subject has none yet."""
+    from confluent_kafka.schema_registry import Schema
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+    fmt = input_format(doc, type_name)
+    url = registry_url(doc)
+    if fmt == "json" or url is None:
+        return None
+    subject = named_subjects.get((url, topic)) or f"{topic}-value"
+    kind = {"avro": "AVRO", "json-schema": "JSON", "protobuf": "PROTOBUF"}[fmt]
+    reg = client(url)
+    try:
+        try:
+            latest = reg.get_latest_version(subject)
+            text, sid = latest.schema.schema_str, latest.schema_id
+            if (latest.schema.schema_type or "AVRO") != kind:
+                raise FormatError(f"subject {subject} holds a {latest.schema.schema_type} "
+                                  f"schema; formats.{type_name} is {fmt}")
+        except SchemaRegistryError:
+            own = {"formats": {type_name: {"schema": (doc.get("schemas") or {})[type_name]}}}
+            text = (json.dumps(output_schema(own, type_name)) if fmt == "avro"
+                    else output_proto(own, type_name) if fmt == "protobuf"
+                    else json.dumps(output_json_schema(own, type_name)))
+            sid = reg.register_schema(subject, Schema(text, kind))
+    except SchemaRegistryError as e:
+        raise FormatError(f"registry {url}: subject {subject}: {e.error_message}") from None
+    head = b"\x00" + sid.to_bytes(4, "big")
+    if fmt == "json-schema":
+        return lambda event: head + codec.dumps(event)
+    if fmt == "protobuf":
+        try:
+            body = proto.writer(proto.parse(text).message_at([0]), subject)
+        except proto.ProtoError as e:
+            raise FormatError(f"subject {subject}: {e}") from None
+        return lambda event: head + b"\x00" + body(event)
+    import io
+
+    from fastavro import parse_schema, schemaless_writer
+
+    parsed = parse_schema(json.loads(text))
+
+    def avro(event: Any) -> bytes:
+        buf = io.BytesIO()
+        try:
+            schemaless_writer(buf, parsed, event)
+        except Exception as e:  # noqa: BLE001 - fastavro's own words, one line
+            raise ValueError(f"not Avro of subject {subject}: {e}") from None
+        return head + buf.getvalue()
+
+    return avro
