@@ -309,7 +309,11 @@ def reader(pf: ProtoFile, msg: Message) -> Callable[[bytes, int, int], dict[str,
             conv = _CONVERT.get(kind)
             return (conv(v) if conv else v), pos
         if wt == 2:
-            n, pos = _varint(buf, pos)
+            n = buf[pos]
+            if n < 0x80:  # a length under 128: one byte
+                pos += 1
+            else:
+                n, pos = _varint(buf, pos)
             end = pos + n
             if end > len(buf):
                 raise ProtoError("a length-delimited field runs past the record")
@@ -326,7 +330,11 @@ def reader(pf: ProtoFile, msg: Message) -> Callable[[bytes, int, int], dict[str,
     def read(buf: bytes, pos: int, end: int) -> dict[str, Any]:
         out = dict(defaults)
         while pos < end:
-            tag, pos = _varint(buf, pos)
+            tag = buf[pos]
+            if tag < 0x80:  # field numbers up to 15: a one-byte tag
+                pos += 1
+            else:
+                tag, pos = _varint(buf, pos)
             wt = tag & 7
             spec = plan.get(tag >> 3)
             if spec is None:
