@@ -149,15 +149,24 @@ statements:
 def test_deploy_registers_output_schemas_of_the_select_columns(schema_registry: str) -> None:
     name = f"derive-{uuid.uuid4().hex[:8]}"
     doc = {**_doc(name), "registry": schema_registry}
-    doc["formats"] = {"big": "avro", "per_account": "json-schema"}
+    doc["statements"] = [*STATEMENTS, {"name": "pb", "epl": "select account, amount > 5 as "
+                                                            "big, count(*) as n from "
+                                                            "Withdrawal"}]
+    doc["formats"] = {"big": "avro", "per_account": "json-schema", "pb": "protobuf"}
     lines = formats.register_outputs(AppConfig.from_dict(doc))
     reg = SchemaRegistryClient({"url": schema_registry})
     big = reg.get_latest_version(f"kepl.{name}.out.big-value")
     per = reg.get_latest_version(f"kepl.{name}.out.per_account-value")
+    pb = reg.get_latest_version(f"kepl.{name}.out.pb-value")
     assert lines == [
         f"kepl.{name}.out.big-value: schema id {big.schema_id} (statement big, Avro)",
         f"kepl.{name}.out.per_account-value: schema id {per.schema_id} (statement "
-        "per_account, JSON Schema)"]
+        "per_account, JSON Schema)",
+        f"kepl.{name}.out.pb-value: schema id {pb.schema_id} (statement pb, Protobuf)"]
+    assert pb.schema.schema_type == "PROTOBUF"
+    assert "\n".join(pb.schema.schema_str.split("\n")[3:]) == (
+        "message pb {\n  optional string account = 1;\n  optional bool big = 2;\n"
+        "  optional int64 n = 3;\n}\n")
     assert [(f["name"], f["type"]) for f in json.loads(big.schema.schema_str)["fields"]] == [
         ("account", ["null", "string"]), ("amount", ["null", "double"])]
     assert json.loads(per.schema.schema_str)["properties"] == {
