@@ -117,7 +117,8 @@ def cmd_deploy(args: argparse.Namespace, bootstrap: str) -> int:
 
 
 def _register_outputs(config: Any) -> list[str]:
-    """The Avro output schemas registered (``formats.register_outputs``)."""
+    """The Avro, JSON Schema and Protobuf output schemas registered
+    (``formats.register_outputs``)."""
     from app.runtime.kafka import formats
 
     try:

@@ -1,7 +1,8 @@
-"""Record formats of source and output topics: JSON (the default), or Avro or JSON
-Schema in the Confluent wire format (magic byte 0, a 4-byte schema id, the Avro body or
-the JSON text), with a schema registry through ``confluent_kafka.schema_registry``'s
-client (and fastavro for Avro bodies).
+"""Record formats of source and output topics: JSON (the default), or Avro, JSON Schema
+or Protobuf in the Confluent wire format (magic byte 0, a 4-byte schema id, the Avro
+body, the JSON text, or the message indexes and the Protobuf message), with a schema
+registry through ``confluent_kafka.schema_registry``'s client (fastavro for Avro bodies,
+``proto`` for proto3 schemas and Protobuf bodies).
 
 The statement file says which topics are Avro and where the registry is::
 
@@ -565,7 +566,7 @@ _WRITERS: dict[str, Callable[[Any], bytes]] = {
 
 
 def register_outputs(config: Any) -> list[str]:
-    """Register the schema of every Avro or JSON Schema output of an ``AppConfig`` under
+    """Register the schema of every Avro, JSON Schema or Protobuf output of an ``AppConfig`` under
     ``<topic>-value`` (``kepl deploy``); one line per subject with its id.  A registry
     that refuses is a one-line ``FormatError``."""
     from confluent_kafka.schema_registry import Schema
