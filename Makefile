@@ -52,7 +52,8 @@ bench-keys: install
 bench-kafka: install
 	$(PY) tests/bench/bench_kafka.py
 
-# Decode and encode cost per event, JSON against Avro (starts the local schema registry).
+# Decode and encode cost per event, JSON against Avro, JSON Schema and Protobuf (starts the
+# local schema registry).
 bench-formats: install
 	$(PY) tests/bench/bench_formats.py
 

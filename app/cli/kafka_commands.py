@@ -117,7 +117,8 @@ def cmd_deploy(args: argparse.Namespace, bootstrap: str) -> int:
 
 
 def _register_outputs(config: Any) -> list[str]:
-    """The Avro output schemas registered (``formats.register_outputs``)."""
+    """The Avro, JSON Schema and Protobuf output schemas registered
+    (``formats.register_outputs``)."""
     from app.runtime.kafka import formats
 
     try:
@@ -208,14 +209,15 @@ def cmd_send(args: argparse.Namespace, bootstrap: str) -> int:
                                          "enable.idempotence": True,
                                          "message.timeout.ms": timeout_ms, "log_level": 0}))
     topic = sf.topic_of(args.type)
+    values = _encoded(sf, args.type, topic, lines)
     errors: list[str] = []
 
     def done(err: Any, _msg: Any) -> None:
         if err is not None:
             errors.append(err.str())
 
-    for raw in lines:
-        producer.produce(topic, raw.strip().encode(), on_delivery=done)
+    for value in values:
+        producer.produce(topic, value, on_delivery=done)
     left = producer.flush(args.timeout + 5)
     failed = len(errors) + left
     if failed:
@@ -226,6 +228,27 @@ def cmd_send(args: argparse.Namespace, bootstrap: str) -> int:
         return 1
     print(f"sent {len(lines)} event(s) to {topic}")
     return 0
+
+
+def _encoded(sf: Any, type_name: str, topic: str, lines: list[str]) -> list[bytes]:
+    """The record values of JSON-line events: as they are for a JSON topic, else in the
+    type's format (``formats.event_encoder``: Avro, JSON Schema or Protobuf, the
+    Confluent wire format, the writer schema from the registry)."""
+    from app.runtime.kafka import codec, formats
+
+    try:
+        encode = formats.event_encoder(sf.raw, type_name, topic)
+    except formats.FormatError as e:
+        raise ConfigError(f"send: {e}") from None
+    if encode is None:
+        return [raw.strip().encode() for raw in lines]
+    out = []
+    for n, raw in enumerate(lines, 1):
+        try:
+            out.append(encode(codec.loads(raw.strip().encode())))
+        except ValueError as e:
+            raise ConfigError(f"send: event {n} not sent (nothing was): {e}") from None
+    return out
 
 
 def _validate_events(schemas: dict[str, Any], type_name: str, lines: list[str],

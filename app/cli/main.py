@@ -219,7 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("send", help="produce events to an event type's topic",
                        description="Produce each JSON EVENT (or JSON lines from stdin) to the "
-                                   "topic of TYPE.")
+                                   "topic of TYPE, in TYPE's format (formats: avro, "
+                                   "json-schema or protobuf: encoded with its registry "
+                                   "subject's schema).")
     p.add_argument("file", help="the app's statement file (YAML)")
     p.add_argument("type", help="the event type (a schema of FILE)")
     p.add_argument("events", nargs="*", metavar="EVENT", help="JSON events (default: stdin)")

@@ -15,9 +15,11 @@ import logging
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from time import perf_counter
 from typing import Any
 
 from app.runtime.plan import OnDemandPlan, StatementPlan
+from app.runtime.timing import StatementTiming
 from operators.base import PartitionCtx, Row, Rows
 from operators.contexts.managers import CategoryManager, Change, KeyedManager, Manager
 from operators.pipeline import Pipeline
@@ -114,6 +116,8 @@ class Engine:
         self._steps: dict[str, tuple[Callable[[Row, int], None], ...] | None] = {}
         """Per event type: one step per statement that reads it, or None when an event
         of the type may start or end a context partition (see ``_fast_steps``)."""
+        self.timing: StatementTiming | None = None
+        """Sampled processing time per statement (None: not measured; ``timing``)."""
 
     # -- deployment ---------------------------------------------------------
     def deploy(self, plan: StatementPlan) -> None:
@@ -537,6 +541,13 @@ class Engine:
         lifecycle, which the steps' event type cannot touch), then what it set off.  A
         ``batch`` for one statement without a context goes through its ``run`` (the
         pipeline steps through the events itself)."""
+        timing = self.timing
+        if timing is not None:
+            timing.countdown -= 1
+            if timing.countdown <= 0:
+                timing.countdown = timing.every
+                self._run_steps_timed(steps, events, batch, timing)
+                return
         self._busy = True
         try:
             self._excluded.clear()
@@ -563,6 +574,31 @@ class Engine:
         finally:
             self._busy = False
 
+    def _run_steps_timed(self, steps: tuple[Callable[[Row, int], None], ...],
+                         events: Iterable[Row], batch: bool, timing: StatementTiming) -> None:
+        """``_run_steps`` with each statement's step timed (a sample, ``timing``): the
+        same calls in the same order."""
+        self._busy = True
+        try:
+            self._excluded.clear()
+            now = self.now_ms
+            names = [getattr(step, "statement", "") for step in steps]
+            run = getattr(steps[0], "run", None) if batch and len(steps) == 1 else None
+            if run is not None:
+                t0 = perf_counter()
+                run(events, now)
+                timing.add(names[0], perf_counter() - t0)
+                return
+            for e in events:
+                for step, name in zip(steps, names, strict=True):
+                    t0 = perf_counter()
+                    step(e, now)
+                    timing.add(name, perf_counter() - t0)
+                if self._queue or self._var_changes or self._var_writes:
+                    self._settle()
+        finally:
+            self._busy = False
+
     def _settle(self) -> None:
         """After an event: variable writes post and react, inserted events follow (as
         ``send`` does after each event)."""
@@ -579,9 +615,16 @@ class Engine:
         steps: tuple[Callable[[Row, int], None], ...] | None = None
         if not self._early.get(type_name) and all(
                 _inert(c.manager) for c in self.contexts.values()):
-            steps = tuple(self._step(st, type_name) for st in self.by_type.get(type_name, ()))
+            steps = tuple(self._named_step(st, type_name)
+                          for st in self.by_type.get(type_name, ()))
         self._steps[type_name] = steps
         return steps
+
+    def _named_step(self, st: _Stmt, type_name: str) -> Callable[[Row, int], None]:
+        """``_step``, tagged with its statement's name (``_run_steps_timed``)."""
+        step = self._step(st, type_name)
+        step.statement = st.plan.name  # type: ignore[attr-defined]
+        return step
 
     def _step(self, st: _Stmt, type_name: str) -> Callable[[Row, int], None]:
         """One statement's part of ``_process`` for an event of ``type_name``, as one

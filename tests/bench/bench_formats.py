@@ -1,6 +1,6 @@
 """Per-event cost of the record formats: decoding a source record into a typed event
-and encoding an output row, JSON (the default) against Avro and JSON Schema in the
-Confluent wire format (the worker's own decoders and encoders, schemas from a real
+and encoding an output row, JSON (the default) against Avro, JSON Schema and Protobuf in
+the Confluent wire format (the worker's own decoders and encoders, schemas from a real
 registry, fetched once).
 
 Run: .venv/bin/python tests/bench/bench_formats.py [--events N] [--registry URL]
@@ -64,7 +64,18 @@ def measure(url: str, n: int) -> dict[str, tuple[float, float, int]]:
     framed_in = [b"\x00\x00\x00\x00\x01" + v for v in json_in]
     framed = formats.framed_json_encoder(url, f"bench-{run}.out-js",
                                          formats.output_json_schema(fmt, "out"))
+    pb_fmt = {"registry": url, "schemas": {"W2": SCHEMA}, "formats": {"W2": {
+        "format": "protobuf", "schema": SCHEMA}}}
+    pb_src = formats.protobuf_encoder(url, f"bench-{run}.pb-in",
+                                      formats.output_proto(pb_fmt, "W2"))
+    pb_in = [pb_src(e)[0] for e in evs]
+    pb_dec = formats.protobuf_decoder(url)
+    pb_enc = formats.protobuf_encoder(url, f"bench-{run}.pb-out",
+                                      formats.output_proto(fmt, "out"))
     return {
+        "protobuf": (_per_event_us(lambda v: coerce(pb_dec(v)), pb_in),
+                     _per_event_us(pb_enc, rows),
+                     sum(map(len, pb_in)) // n),
         "json": (_per_event_us(lambda v: coerce(codec.loads(v)), json_in),
                  _per_event_us(codec.encode_row, rows),
                  sum(map(len, json_in)) // n),
@@ -98,11 +109,14 @@ def main() -> None:
             local_registry.stop(port, data_dir)
     print(f"{args.events} events of {json.dumps(SCHEMA)}; rows of {json.dumps(ROW)}")
     print(f"{'format':<12}{'decode us/event':>18}{'encode us/row':>16}{'bytes/event':>13}")
-    for name, (d, e, b) in res.items():
+    for name in ("json", "avro", "json-schema", "protobuf"):
+        d, e, b = res[name]
         print(f"{name:<12}{d:>18.2f}{e:>16.2f}{b:>13}")
-    j, a = res["json"], res["avro"]
-    print(f"avro/json: decode x{a[0] / j[0]:.2f}, encode x{a[1] / j[1]:.2f}, "
-          f"size x{a[2] / j[2]:.2f}")
+    j = res["json"]
+    for name in ("avro", "protobuf"):
+        a = res[name]
+        print(f"{name}/json: decode x{a[0] / j[0]:.2f}, encode x{a[1] / j[1]:.2f}, "
+              f"size x{a[2] / j[2]:.2f}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
-"""Record formats of source and output topics: JSON (the default), or Avro or JSON
-Schema in the Confluent wire format (magic byte 0, a 4-byte schema id, the Avro body or
-the JSON text), with a schema registry through ``confluent_kafka.schema_registry``'s
-client (and fastavro for Avro bodies).
+"""Record formats of source and output topics: JSON (the default), or Avro, JSON Schema
+or Protobuf in the Confluent wire format (magic byte 0, a 4-byte schema id, the Avro
+body, the JSON text, or the message indexes and the Protobuf message), with a schema
+registry through ``confluent_kafka.schema_registry``'s client (fastavro for Avro bodies,
+``proto`` for proto3 schemas and Protobuf bodies).
 
 The statement file says which topics are Avro and where the registry is::
 
@@ -14,8 +15,9 @@ The statement file says which topics are Avro and where the registry is::
 
 An event type's records are read with the writer schema their id names (any schema
 the registry holds for them); an output's schema is the ``schema`` given (property ->
-type, as in ``schemas``; or the name of an event type whose properties it has), every
-field nullable, registered under ``<topic>-value`` at deploy and on first use.
+type, as in ``schemas``; or the name of an event type whose properties it has), else the
+statement's select columns with their types (``output_columns``), every field nullable,
+registered under ``<topic>-value`` at deploy and on first use.
 """
 
 from __future__ import annotations
@@ -27,11 +29,12 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from app.runtime.kafka import codec
+from app.runtime.kafka import codec, proto
 
 REGISTRY_ENV = "KEPL_REGISTRY_URL"
-FORMATS = ("json", "avro", "json-schema")
-"""``json-schema``: JSON text behind the Confluent framing, its schema a JSON Schema."""
+FORMATS = ("json", "avro", "json-schema", "protobuf")
+"""``json-schema``: JSON text behind the Confluent framing, its schema a JSON Schema;
+``protobuf``: a proto3 message behind the framing and its message indexes."""
 KEPL_TYPES = ("string", "int", "long", "double", "float", "boolean")
 _AVRO_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _AVRO_OF = {"string": "string", "int": "int", "long": "long", "double": "double",
@@ -64,6 +67,9 @@ def client(url: str) -> Any:
 
 
 _clients: dict[str, Any] = {}
+named_subjects: dict[tuple[str, str], str] = {}
+"""(registry, source topic) -> the subject an event type's ``schemas`` entry named
+(``prepare``)."""
 
 
 # -- the statement file -------------------------------------------------------------
@@ -89,6 +95,9 @@ def prepare(doc: Any) -> Any:
         if url is None:
             raise FormatError(f"schemas.{next(iter(subjects))} names a registry subject but "
                               f"no registry is given ('registry:' or ${REGISTRY_ENV})")
+        topics = doc.get("topics") or {}
+        named_subjects.update({(url, str(topics.get(t, t))): str(s)
+                               for t, s in subjects.items()})
         doc = {**doc, "schemas": {t: (subject_properties(url, str(subjects[t]), t)
                                       if t in subjects else p)
                                   for t, p in schemas.items()}}
@@ -105,7 +114,7 @@ def section(doc: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, spec in raw.items():
         fmt = spec.get("format") if isinstance(spec, dict) else spec
-        if isinstance(spec, dict) and "schema" in spec:
+        if fmt != "json" and name not in (doc.get("schemas") or {}):
             fields = output_schema(doc, name)["fields"]
             out[name] = {"format": fmt, "schema": {f["name"]: f["type"][1] for f in fields}}
         else:
@@ -165,8 +174,10 @@ def output_schema(doc: dict[str, Any], stmt: str) -> dict[str, Any]:
         if given is None:
             raise FormatError(f"formats.{stmt}.schema: no event type "
                               f"'{spec['schema']}'")  # type: ignore[index]
+    if given is None:
+        given = _select_columns(doc, stmt)
     if not isinstance(given, dict) or not given:
-        raise FormatError(f"formats.{stmt}: an Avro or JSON Schema output needs 'schema' "
+        raise FormatError(f"formats.{stmt}.schema: give the output's properties "
                           "(property: type, or an event type's name)")
     fields = []
     for prop, t in given.items():
@@ -179,6 +190,22 @@ def output_schema(doc: dict[str, Any], stmt: str) -> dict[str, Any]:
         fields.append({"name": str(prop), "type": ["null", _AVRO_OF[t]], "default": None})
     return {"type": "record", "name": _record_name(stmt),
             "namespace": "kepl", "fields": fields}
+
+
+def _select_columns(doc: dict[str, Any], stmt: str) -> dict[str, str]:
+    """The output columns of statement ``stmt`` of the file and their types, from its
+    select clause (``output_columns``)."""
+    from app.epl.errors import EplError
+    from app.runtime.kafka.output_columns import NotEvident, select_columns
+
+    epl = next((str(s.get("epl") or "") for i, s in enumerate(doc.get("statements") or [])
+                if isinstance(s, dict) and str(s.get("name") or f"s{i}") == stmt), "")
+    schemas = {t: p for t, p in (doc.get("schemas") or {}).items() if isinstance(p, dict)}
+    try:
+        return select_columns(epl, schemas)
+    except (NotEvident, EplError) as e:
+        raise FormatError(f"formats.{stmt}: no schema given and none follows from the "
+                          f"select clause ({e}); give 'schema: {{property: type}}'") from None
 
 
 def _record_name(stmt: str) -> str:
@@ -203,8 +230,11 @@ def subject_properties(url: str, subject: str, type_name: str) -> dict[str, str]
     kind = schema.schema_type or "AVRO"
     if kind == "JSON":
         return json_schema_properties(json.loads(schema.schema_str), where)
+    if kind == "PROTOBUF":
+        return protobuf_properties(schema.schema_str, where)
     if kind != "AVRO":
-        raise FormatError(f"{where} holds a {kind} schema; Avro and JSON Schema are read")
+        raise FormatError(f"{where} holds a {kind} schema; Avro, JSON Schema and "
+                          "Protobuf are read")
     return avro_properties(json.loads(schema.schema_str), where)
 
 
@@ -231,6 +261,30 @@ def json_schema_properties(schema: Any, where: str) -> dict[str, str]:
                               f"which no kepl property type holds ({', '.join(KEPL_TYPES)})")
         out[name] = kt
     return out
+
+
+def protobuf_properties(text: str, where: str) -> dict[str, str]:
+    """Property -> kepl type of the first message of a proto3 schema (the message a
+    Confluent producer writes by default; int32 is int, int64 long, bool boolean)."""
+    try:
+        pf = proto.parse(text)
+        props = proto.properties(pf, pf.message_at([0]))
+    except proto.ProtoError as e:
+        raise FormatError(f"{where}: {e}") from None
+    for name, t in props.items():
+        if t is None:
+            raise FormatError(f"{where}: field '{name}' of message {pf.messages[0].name} "
+                              "has a type no kepl property type holds "
+                              f"({', '.join(KEPL_TYPES)})")
+    return {k: str(v) for k, v in props.items()}
+
+
+def output_proto(doc: dict[str, Any], stmt: str) -> str:
+    """The proto3 schema of a statement's output rows: one message named for the
+    statement, a field per column, all ``optional`` (a null column is absent)."""
+    fields = output_schema(doc, stmt)["fields"]
+    return proto.render(_record_name(stmt), {f["name"]: _KEPL_OF[f["type"][1]]
+                                             for f in fields})
 
 
 def output_json_schema(doc: dict[str, Any], stmt: str) -> dict[str, Any]:
@@ -277,7 +331,42 @@ def decoders(formats: dict[str, Any], topics: dict[str, str]) -> dict[str, Decod
             out[topic] = avro_decoder(registry_url(formats) or "", topic)
         elif fmt == "json-schema":
             out[topic] = framed_json_decoder
+        elif fmt == "protobuf":
+            out[topic] = protobuf_decoder(registry_url(formats) or "")
     return out
+
+
+def protobuf_decoder(url: str) -> Decoder:
+    """A decoder of Confluent-framed Protobuf values: the schema of each id is fetched
+    and parsed once, a reader kept per message-index path; what does not decode raises
+    ``ValueError`` saying why."""
+    reg = client(url)
+    files: dict[int, proto.ProtoFile] = {}
+    readers: dict[tuple[int, tuple[int, ...]], Callable[[bytes, int, int], Any]] = {}
+
+    def decode(value: bytes) -> Any:
+        if value[:1] != b"\x00" or len(value) < 6:
+            raise ValueError("not Protobuf in the Confluent wire format (no magic byte 0, "
+                             "schema id and message indexes)")
+        sid = int.from_bytes(value[1:5], "big")
+        try:
+            if value[5] == 0:
+                key, pos = (sid, (0,)), 6
+            else:
+                idx, pos = proto.message_indexes(value, 5)
+                key = (sid, tuple(idx))
+            read = readers.get(key)
+            if read is None:
+                pf = files.get(sid)
+                if pf is None:
+                    pf = files[sid] = proto.parse(reg.get_schema(sid).schema_str)
+                read = readers[key] = proto.reader(pf, pf.message_at(list(key[1])))
+            return read(value, pos, len(value))
+        except Exception as e:  # noqa: BLE001 - a truncated or foreign body: one reason
+            raise ValueError(f"not Protobuf of schema id {sid}: {type(e).__name__}: "
+                             f"{e}") from None
+
+    return decode
 
 
 def framed_json_decoder(value: bytes) -> Any:
@@ -336,7 +425,28 @@ def encoders(formats: dict[str, Any], outputs: dict[str, str]) -> dict[str, Enco
         elif fmt == "json-schema":
             out[topic] = framed_json_encoder(registry_url(formats) or "", topic,
                                              output_json_schema(formats, stmt))
+        elif fmt == "protobuf":
+            out[topic] = protobuf_encoder(registry_url(formats) or "", topic,
+                                          output_proto(formats, stmt))
     return out
+
+
+def protobuf_encoder(url: str, topic: str, text: str) -> Encoder:
+    """An encoder of rows as Confluent-framed Protobuf of the first message of ``text``
+    (a proto3 schema registered under ``<topic>-value`` at the first row): the magic
+    byte, the id, the message index ``[0]`` (one byte 0), the body."""
+    from confluent_kafka.schema_registry import Schema
+
+    body = proto.writer(proto.parse(text).message_at([0]), topic)
+    header: list[bytes] = []
+
+    def encode(row: Any) -> tuple[bytes, None]:
+        if not header:
+            sid = client(url).register_schema(f"{topic}-value", Schema(text, "PROTOBUF"))
+            header.append(b"\x00" + sid.to_bytes(4, "big") + b"\x00")
+        return header[0] + body(row), None
+
+    return encode
 
 
 def framed_json_encoder(url: str, topic: str, schema: dict[str, Any]) -> Encoder:
@@ -456,7 +566,7 @@ _WRITERS: dict[str, Callable[[Any], bytes]] = {
 
 
 def register_outputs(config: Any) -> list[str]:
-    """Register the schema of every Avro or JSON Schema output of an ``AppConfig`` under
+    """Register the schema of every Avro, JSON Schema or Protobuf output of an ``AppConfig`` under
     ``<topic>-value`` (``kepl deploy``); one line per subject with its id.  A registry
     that refuses is a one-line ``FormatError``."""
     from confluent_kafka.schema_registry import Schema
@@ -471,13 +581,14 @@ def register_outputs(config: Any) -> list[str]:
             continue
         subject = f"{config.output_topic(s.name)}-value"
         schema = (Schema(json.dumps(output_schema(fmts, s.name)), "AVRO") if fmt == "avro"
+                  else Schema(output_proto(fmts, s.name), "PROTOBUF") if fmt == "protobuf"
                   else Schema(json.dumps(output_json_schema(fmts, s.name)), "JSON"))
         try:
             sid = client(url).register_schema(subject, schema)
         except Exception as e:  # noqa: BLE001 - refused, incompatible, no answer: one line
             raise FormatError(f"registry {url}: cannot register {subject}: "
                               f"{getattr(e, 'error_message', None) or e}") from None
-        kind = "Avro" if fmt == "avro" else "JSON Schema"
+        kind = {"avro": "Avro", "protobuf": "Protobuf"}.get(fmt, "JSON Schema")
         lines.append(f"{subject}: schema id {sid} (statement {s.name}, {kind})")
     return lines
 
@@ -490,13 +601,72 @@ def decode_row(value: bytes, topic: str, nonfinite: bytes | None = None) -> Any:
     url = registry_url()
     if url is None:
         raise ValueError(f"a framed row of {topic} but no registry (${REGISTRY_ENV})")
-    if len(value) >= 5 and client(url).get_schema(
-            int.from_bytes(value[1:5], "big")).schema_type == "JSON":
+    kind = client(url).get_schema(int.from_bytes(value[1:5], "big")).schema_type if len(
+        value) >= 5 else None
+    if kind == "JSON":
         return codec.decode_row(value[5:], nonfinite)
-    dec = _row_decoders.get((url, topic))
+    dec = _row_decoders.get((url, topic, kind))
     if dec is None:
-        dec = _row_decoders[(url, topic)] = avro_decoder(url, topic)
+        dec = _row_decoders[(url, topic, kind)] = (
+            protobuf_decoder(url) if kind == "PROTOBUF" else avro_decoder(url, topic))
     return dec(value)
 
 
-_row_decoders: dict[tuple[str, str], Decoder] = {}
+_row_decoders: dict[tuple[str, str, str | None], Decoder] = {}
+
+
+def event_encoder(doc: dict[str, Any], type_name: str, topic: str
+                  ) -> Callable[[Any], bytes] | None:
+    """An encoder of events of ``type_name`` in its topic's format (``kepl send``), None
+    for JSON: the writer schema is the newest of the subject its ``schemas`` entry named,
+    else of ``<topic>-value``, registered from the type's properties (every field
+    nullable) when the subject has none yet."""
+    from confluent_kafka.schema_registry import Schema
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+    fmt = input_format(doc, type_name)
+    url = registry_url(doc)
+    if fmt == "json" or url is None:
+        return None
+    subject = named_subjects.get((url, topic)) or f"{topic}-value"
+    kind = {"avro": "AVRO", "json-schema": "JSON", "protobuf": "PROTOBUF"}[fmt]
+    reg = client(url)
+    try:
+        try:
+            latest = reg.get_latest_version(subject)
+            text, sid = latest.schema.schema_str, latest.schema_id
+            if (latest.schema.schema_type or "AVRO") != kind:
+                raise FormatError(f"subject {subject} holds a {latest.schema.schema_type} "
+                                  f"schema; formats.{type_name} is {fmt}")
+        except SchemaRegistryError:
+            own = {"formats": {type_name: {"schema": (doc.get("schemas") or {})[type_name]}}}
+            text = (json.dumps(output_schema(own, type_name)) if fmt == "avro"
+                    else output_proto(own, type_name) if fmt == "protobuf"
+                    else json.dumps(output_json_schema(own, type_name)))
+            sid = reg.register_schema(subject, Schema(text, kind))
+    except SchemaRegistryError as e:
+        raise FormatError(f"registry {url}: subject {subject}: {e.error_message}") from None
+    head = b"\x00" + sid.to_bytes(4, "big")
+    if fmt == "json-schema":
+        return lambda event: head + codec.dumps(event)
+    if fmt == "protobuf":
+        try:
+            body = proto.writer(proto.parse(text).message_at([0]), subject)
+        except proto.ProtoError as e:
+            raise FormatError(f"subject {subject}: {e}") from None
+        return lambda event: head + b"\x00" + body(event)
+    import io
+
+    from fastavro import parse_schema, schemaless_writer
+
+    parsed = parse_schema(json.loads(text))
+
+    def avro(event: Any) -> bytes:
+        buf = io.BytesIO()
+        try:
+            schemaless_writer(buf, parsed, event)
+        except Exception as e:  # noqa: BLE001 - fastavro's own words, one line
+            raise ValueError(f"not Avro of subject {subject}: {e}") from None
+        return head + buf.getvalue()
+
+    return avro

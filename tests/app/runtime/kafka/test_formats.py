@@ -185,12 +185,12 @@ statements:
 
 def test_a_bad_format_is_one_line(schema_registry: str) -> None:
     doc = _doc("fmt", schema_registry)
-    doc["formats"] = {"Withdrawal": "protobuf"}
+    doc["formats"] = {"Withdrawal": "xml"}
     with pytest.raises(ConfigError, match=r"^formats.Withdrawal: format must be one of "
-                                          r"json, avro, json-schema, got 'protobuf'$"):
+                                          r"json, avro, json-schema, protobuf, got 'xml'$"):
         AppConfig.from_dict(doc)
-    doc["formats"] = {"big": "avro"}
-    with pytest.raises(ConfigError, match=r"^formats.big: an Avro or JSON Schema output needs "):
+    doc["formats"] = {"big": {"format": "avro", "schema": {}}}
+    with pytest.raises(ConfigError, match=r"^formats.big.schema: give the output's "):
         AppConfig.from_dict(doc)
     doc["formats"] = {"nothing": "avro"}
     with pytest.raises(ConfigError, match="no event type or statement of that name"):
