@@ -115,7 +115,11 @@ class LastRow(Strategy):
     """``last`` without groups: the last insert and remove row of the interval; fully
     aggregated, the last insert rows and the first remove rows (the state before)."""
 
-    resets_unidirectional = False
+    @property
+    def resets_unidirectional(self) -> bool:  # type: ignore[override]
+        # Esper's row-per-event output-last helper runs the join result (which clears);
+        # the fully aggregated one only applies the aggregation
+        return self.rs.spec.kind != AGG_ALL
 
     def load(self) -> None:
         super().load()
