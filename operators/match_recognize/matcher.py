@@ -105,12 +105,16 @@ class MatchRecognizer:
         for s, row in sorted(self.matched.items()):
             self._matched_index.setdefault(_fp(row), []).append(s)
         self._dirty: set[str] = set()
+        self.failed = False
+        """Whether the last update failed as Esper 9's view does (see ``_hold``): the
+        data window before it then does not finish the update either."""
 
     # ------------------------------------------------------------------ events
 
     def on_events(self, new: Rows, old: Rows, now_ms: int) -> Rows:
         """One update of the stream: remove stream first, then each new event."""
         spec = self.spec
+        self.failed = False
         if old and spec.bound:
             self._remove_old(old, new, now_ms)
         if not new:
@@ -144,7 +148,8 @@ class MatchRecognizer:
             return []
         # Esper 9 ranks the matches of one first row into an immutable list when there
         # is no partition by: holding one of them for the interval then fails, and the
-        # rest of the update (releases by 'or terminated', output) is lost
+        # rest of the update (releases by 'or terminated', output) is lost, and so is the
+        # end of the data window's update that called it (``failed``)
         frozen = (not spec.partition_by and not spec.all_matches and len(ends) > 1
                   and len({e["b"] for e in ends}) == 1)
         if not spec.all_matches:
@@ -418,6 +423,7 @@ class MatchRecognizer:
                     self._sched_add(until, end, now_ms)
                     if frozen:
                         self._save_sched()
+                        self.failed = True
                         return []
                     continue
             keep.append(end)
@@ -428,6 +434,7 @@ class MatchRecognizer:
                     if frozen and self._release_first(term):
                         # adding the released match to the immutable list fails
                         self._save_sched()
+                        self.failed = True
                         return []
                     self._release(term, ends)
             if not spec.all_matches:
