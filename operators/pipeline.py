@@ -359,8 +359,8 @@ class Pipeline:
         matches = mr.on_events(new, old, now_ms)  # type: ignore[union-attr]
         if mr.failed:  # type: ignore[union-attr]
             undo = getattr(self.view, "undo_release", None)
-            if undo is not None:
-                undo()
+            if undo is not None and undo():
+                mr.kept()  # type: ignore[union-attr]
         if not matches:
             return [], []
         return self._finish(matches, [], now_ms)

@@ -23,9 +23,6 @@ class LengthBatchWindow(BatchWindow):
     def __init__(self, size: int, state: StateNamespace, refs: RowRefs) -> None:
         super().__init__(state, refs)
         self.size = size
-        self._release: tuple[Rows, Rows] | None = None
-        """The batch this update released and the one it dropped (for ``undo_release``;
-        not state: it lasts one update)."""
 
     def on_events(self, new: Rows, old: Rows, now_ms: int) -> Emit:
         """Add all arrivals; release when the current batch holds at least ``size`` rows."""
@@ -36,29 +33,8 @@ class LengthBatchWindow(BatchWindow):
             batches.add(row)
         if batches.current_count() < self.size:
             return [], removed
-        released, previous = batches.release()
-        self._release = (released, previous)
+        released, previous = self._release_batch()
         return released, removed + previous
-
-    def undo_release(self) -> None:
-        """The view after this window failed on the batch it released (Esper 9's
-        match-recognize view, see MatchRecognizer.failed): Esper's length batch view
-        starts a new batch only once its child returned, so the released rows stay the
-        batch being collected (the next event releases them again, with what came since)
-        and the batch before stays the last one (posted again as the remove stream)."""
-        if self._release is None:
-            return
-        released, previous = self._release
-        self._release = None
-        batches = self.batches
-        batches.log.clear()
-        for row in previous:
-            batches.add(row)
-        for row in released:
-            batches.add(row)
-        batches.n_last = len(previous)
-        batches.boundary = batches.log.next_seq - len(released)
-        batches.meta_ns.put(batches.meta_key, batches.boundary)
 
 
 @dataclass(frozen=True)
