@@ -359,7 +359,12 @@ class Pipeline:
 
     def _recognize(self, new: Rows, old: Rows, now_ms: int) -> Emit:
         """Match recognize over the window's update: its match rows (insert only) go on."""
-        matches = self.mr.on_events(new, old, now_ms)  # type: ignore[union-attr]
+        mr = self.mr
+        matches = mr.on_events(new, old, now_ms)  # type: ignore[union-attr]
+        if mr.failed:  # type: ignore[union-attr]
+            undo = getattr(self.view, "undo_release", None)
+            if undo is not None and undo():
+                mr.kept()  # type: ignore[union-attr]
         if not matches:
             return [], []
         return self._finish(matches, [], now_ms)

@@ -105,22 +105,27 @@ class MatchRecognizer:
         for s, row in sorted(self.matched.items()):
             self._matched_index.setdefault(_fp(row), []).append(s)
         self._dirty: set[str] = set()
+        self.failed = False
+        """Whether the last update failed as Esper 9's view does (see ``_hold``): the
+        data window before it then does not finish the update either."""
+        self._failed_ids: list[int] = []
 
     # ------------------------------------------------------------------ events
 
     def on_events(self, new: Rows, old: Rows, now_ms: int) -> Rows:
         """One update of the stream: remove stream first, then each new event."""
         spec = self.spec
+        self.failed = False
+        eids = self._ids(new)
         if old and spec.bound:
-            self._remove_old(old, new, now_ms)
+            self._remove_old(old, new, now_ms, eids)
         if not new:
             self._flush()
             return []
         ends: list[Entry] = []
         terms: list[Entry] | None = None
-        for row in new:
+        for row, eid in zip(new, eids):
             self.seq += 1
-            self.eid += 1
             key = self._key(row)
             if spec.partition_by and len(self.parts) >= self.collect_at:
                 self._collect()
@@ -130,11 +135,11 @@ class MatchRecognizer:
             self._dirty.add(key)
             if spec.prev_depth:
                 buf = part["prev"]
-                buf.append([self.eid, row])
+                buf.append([eid, row])
                 if len(buf) > spec.prev_depth:
                     del buf[0]
             t = self._step(part, row, now_ms, ends, key if spec.partition_by else None,
-                           self.eid)
+                           eid)
             if t:
                 terms = t if terms is None else terms + t
         self.ns.put("seq", self.seq)
@@ -144,13 +149,16 @@ class MatchRecognizer:
             return []
         # Esper 9 ranks the matches of one first row into an immutable list when there
         # is no partition by: holding one of them for the interval then fails, and the
-        # rest of the update (releases by 'or terminated', output) is lost
+        # rest of the update (releases by 'or terminated', output) is lost, and so is the
+        # end of the data window's update that called it (``failed``)
         frozen = (not spec.partition_by and not spec.all_matches and len(ends) > 1
                   and len({e["b"] for e in ends}) == 1)
         if not spec.all_matches:
             ends = self._rank_partitions(ends)
         if spec.interval_ms is not None:
             ends = self._hold(ends, terms, now_ms, frozen)
+            if self.failed:
+                self._failed_ids = eids
         elif spec.skip in (PAST_LAST_ROW, TO_NEXT_ROW):
             past = spec.skip == PAST_LAST_ROW
             for end in ends:
@@ -179,6 +187,24 @@ class MatchRecognizer:
                 self._dirty.add(key)
         self._flush()
         return out
+
+    def kept(self) -> None:
+        """The window kept the rows of the update that failed: they come again first in
+        its next update, as the same events."""
+        self.ns.put("resend", self._failed_ids)
+
+    def _ids(self, new: Rows) -> list[int]:
+        """The ids of an update's new events (see ``kept``)."""
+        if not new:
+            return []
+        resend: list[int] = self.ns.get("resend") or []
+        if resend:
+            self.ns.delete("resend")
+        eids = resend[:len(new)]
+        for _ in range(len(new) - len(eids)):
+            self.eid += 1
+            eids.append(self.eid)
+        return eids
 
     def _collect(self) -> None:
         """Drop the partitions without partial matches once there are many (Esper's
@@ -279,9 +305,11 @@ class MatchRecognizer:
                     nxt.append(entry)
         part["cur"] = nxt
         if matched and spec.bound and retain:
+            # a set of events (Esper: a linked hash set): an event seen again keeps its place
+            if eid not in self.matched:
+                self._order.append(eid)
+                self._matched_index.setdefault(_fp(row), []).append(eid)
             self.matched[eid] = row
-            self._order.append(eid)
-            self._matched_index.setdefault(_fp(row), []).append(eid)
             self.ns.put(("w", eid), row)
         return terms
 
@@ -418,6 +446,7 @@ class MatchRecognizer:
                     self._sched_add(until, end, now_ms)
                     if frozen:
                         self._save_sched()
+                        self.failed = True
                         return []
                     continue
             keep.append(end)
@@ -428,6 +457,7 @@ class MatchRecognizer:
                     if frozen and self._release_first(term):
                         # adding the released match to the immutable list fails
                         self._save_sched()
+                        self.failed = True
                         return []
                     self._release(term, ends)
             if not spec.all_matches:
@@ -532,7 +562,7 @@ class MatchRecognizer:
 
     # ---------------------------------------------------------- window removes
 
-    def _remove_old(self, old: Rows, new: Rows, now_ms: int) -> None:
+    def _remove_old(self, old: Rows, new: Rows, now_ms: int, eids: list[int]) -> None:
         """Events leaving the data window leave every partial match holding them; when
         no matched event is left in the window all partial matches are dropped.  What
         ``prev()`` reads is not changed: it is the partition's last events, in the window
@@ -556,7 +586,7 @@ class MatchRecognizer:
             live = self.matched
             self._order = deque(k for k in self._order if k in live)
         if out_of_sequence:
-            self._replay(new, now_ms)
+            self._replay(new, now_ms, eids)
             return
         spec = self.spec
         if not self.matched:
@@ -585,7 +615,7 @@ class MatchRecognizer:
             order.popleft()
         return order[0] if order else None
 
-    def _replay(self, new: Rows, now_ms: int) -> None:
+    def _replay(self, new: Rows, now_ms: int, eids: list[int]) -> None:
         """Esper 9's match-recognize view after an out-of-sequence remove: every
         partition starts with no partial match, the window's events (the update's new
         ones included) are stepped again in the window's order, numbered from 1, and the
@@ -597,7 +627,7 @@ class MatchRecognizer:
             self._dirty.add(key)
         rows = list(self.window_rows()) if self.window_rows is not None else []
         ids = {k: list(v) for k, v in self._matched_index.items() if v}
-        coming = {id(r): self.eid + i + 1 for i, r in enumerate(new)}
+        coming = {id(r): eid for r, eid in zip(new, eids)}
         sink: list[Entry] = []
         self.seq = 0
         by_key = bool(self.spec.partition_by)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from itertools import islice
 from typing import Any
 
-from operators.base import Row, StateNamespace
+from operators.base import Row, Rows, StateNamespace
 from operators.windows.common import BatchLog, RowRefs, WindowView, relative_index
 
 
@@ -20,6 +20,31 @@ class BatchWindow(WindowView):
         self._positions: tuple[Any, dict[int, int]] = (None, {})
         """Index of each row of the last released batch by identity, for prev (derived
         from the rows, rebuilt once per batch: not state)."""
+        self._release: tuple[Rows, Rows] | None = None
+        """What this update released and dropped, for ``undo_release`` (not state: it
+        lasts one update)."""
+
+    def _release_batch(self) -> tuple[Rows, Rows]:
+        """Release the current batch (remembered for ``undo_release``)."""
+        self._release = self.batches.release()
+        return self._release
+
+    def undo_release(self) -> bool:
+        """The view after this window failed on the batch it released (Esper 9's
+        match-recognize view, see MatchRecognizer.failed): Esper's batch views start a new
+        batch and schedule their next flush only once the child returned, so the released
+        rows stay the batch being collected and the batch before stays the last one
+        (posted again as the remove stream at the next release).  Whether it did."""
+        if self._release is None:
+            return False
+        released, previous = self._release
+        self._release = None
+        self.batches.unrelease(released, previous)
+        self._undone()
+        return True
+
+    def _undone(self) -> None:
+        """After ``undo_release``: the window's timer as Esper leaves it (none)."""
 
     def contents(self) -> list[Row]:
         """The batch being collected (what Esper's iterator returns for a batch window)."""

@@ -477,6 +477,19 @@ class BatchLog:
         self.meta_ns.put(self.meta_key, self.boundary)
         return released, old
 
+    def unrelease(self, released: Rows, previous: Rows) -> None:
+        """Undo ``release()`` (which returned ``released, previous``): the released rows
+        are the current batch again, the previous batch the last one."""
+        log = self.log
+        log.clear()
+        for row in previous:
+            log.append(row)
+        for row in released:
+            log.append(row)
+        self.n_last = len(previous)
+        self.boundary = log.next_seq - len(released)
+        self.meta_ns.put(self.meta_key, self.boundary)
+
     def remove_row(self, row: Row) -> tuple[Row | None, bool]:
         """Remove a row from either batch: (stored row or None, was it in the last batch)."""
         i = find_row(self.log.rows, row)

@@ -27,12 +27,13 @@ class LengthBatchWindow(BatchWindow):
     def on_events(self, new: Rows, old: Rows, now_ms: int) -> Emit:
         """Add all arrivals; release when the current batch holds at least ``size`` rows."""
         batches = self.batches
+        self._release = None
         removed = remove_from_batches(batches, old) if old else []
         for row in new:
             batches.add(row)
         if batches.current_count() < self.size:
             return [], removed
-        released, previous = batches.release()
+        released, previous = self._release_batch()
         return released, removed + previous
 
 

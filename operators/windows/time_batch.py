@@ -55,9 +55,12 @@ class TimeBatchWindow(BatchWindow):
     def on_events(self, new: Rows, old: Rows, now_ms: int) -> Emit:
         """Collect arrivals; the first one (with nothing scheduled) schedules the flush."""
         batches = self.batches
+        self._release = None
         removed = remove_from_batches(batches, old) if old else []
         if new:
-            if self.due is None:
+            # Esper schedules the flush when an event comes to an empty batch with no flush
+            # scheduled (a batch kept by a failed flush stays unscheduled, see _undone)
+            if self.due is None and not batches.current_count():
                 if self.ref is None:
                     # Esper ref. 14.3.5: 'the arrival of the first event into the batch window sets
                     # the reference point'; it is kept for good (conformance window_time_batch).
@@ -70,9 +73,10 @@ class TimeBatchWindow(BatchWindow):
 
     def on_time(self, now_ms: int) -> Emit:
         """Release: current batch as insert stream, last batch as remove stream."""
+        self._release = None
         if self.due is None or now_ms < self.due:
             return [], []
-        released, previous = self.batches.release()
+        released, previous = self._release_batch()
         # As Esper does: a flush that only empties the window stops the timer until the
         # next event, unless FORCE_UPDATE/START_EAGER keep it going.
         self.due = next_grid(now_ms, self.ref, self.period) if (released or self.force) else None  # type: ignore[arg-type]
@@ -84,6 +88,12 @@ class TimeBatchWindow(BatchWindow):
     def next_timer(self) -> int | None:
         """The next flush on the grid."""
         return self.due
+
+    def _undone(self) -> None:
+        # Esper's time batch view reschedules after its child returned: a failed flush
+        # leaves none, and the kept batch is not empty, so no event schedules one either
+        self.due = None
+        self._save()
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,7 @@ class TimeLengthBatchWindow(BatchWindow):
     def on_events(self, new: Rows, old: Rows, now_ms: int) -> Emit:
         """Collect; a full batch releases at once and restarts the interval."""
         batches = self.batches
+        self._release = None
         removed = remove_from_batches(batches, old) if old else []
         if not new:
             return [], removed
@@ -61,7 +62,7 @@ class TimeLengthBatchWindow(BatchWindow):
         return self._send(now_ms, removed)
 
     def _send(self, now_ms: int, removed: Rows) -> Emit:
-        released, previous = self.batches.release()
+        released, previous = self._release_batch()
         # conformance window_time_length_batch: a release (by count or by time) restarts
         # the interval, and a timer stays while this or the last batch held rows.
         keep = bool(released or previous) or self.force
@@ -73,6 +74,7 @@ class TimeLengthBatchWindow(BatchWindow):
 
     def on_time(self, now_ms: int) -> Emit:
         """The interval passed: release whatever was collected."""
+        self._release = None
         if self.due is None or now_ms < self.due:
             return [], []
         return self._send(now_ms, [])
@@ -80,6 +82,11 @@ class TimeLengthBatchWindow(BatchWindow):
     def next_timer(self) -> int | None:
         """End of the running interval."""
         return self.due
+
+    def _undone(self) -> None:
+        # Esper's view drops its timer before the child update and sets the next one
+        # after it: a failed release leaves none until the next event
+        self._set_due(None)
 
 
 @dataclass(frozen=True)

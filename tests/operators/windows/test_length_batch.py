@@ -31,3 +31,18 @@ def test_length_batch_upstream_removal(harness) -> None:
     assert h.send(old=[a, c]) == ([], [a])
     assert h.send(d) == ([], [])
     assert h.contents() == [d]
+
+
+def test_length_batch_undo_release_keeps_the_batch(harness) -> None:
+    """The view after the window failed on a batch: the batch stays the one being
+    collected, the next event releases it again with the previous batch as remove
+    stream once more (Esper's view resets its batches after the child update)."""
+    h = harness(W("length_batch", P(2)))
+    a, b, c, d, e = ({"id": x} for x in "abcde")
+    assert h.send(a, b) == ([a, b], [])
+    assert h.send(c, d) == ([c, d], [a, b])
+    assert h.view.undo_release() is True
+    assert h.view.undo_release() is False
+    assert h.contents() == [c, d]
+    assert h.send(e) == ([c, d, e], [a, b])
+    assert h.contents() == []

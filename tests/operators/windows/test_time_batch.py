@@ -69,3 +69,19 @@ def test_time_batch_start_eager_alone_posts_empty_intervals(harness) -> None:
 def test_time_batch_reference_point_with_flow_control(harness) -> None:
     h = harness(W("time_batch", T(5000), P(1000, "1000L"), P("FORCE_UPDATE, START_EAGER")))
     assert h.advance(6000) == [(1000, [], []), (6000, [], [])]
+
+
+def test_time_batch_undo_release_stops_flushing(harness) -> None:
+    """A flush the view after the window failed on: the batch is kept and no flush is
+    scheduled, nor is one by a later event (Esper schedules only for an empty batch)."""
+    h = harness(W("time_batch", T(1000)))
+    e1, e2 = ev(1), ev(2)
+    assert h.at(0, e1) == ([], [])
+    assert h.advance(999) == []
+    h.now = h.ctx.now_ms = 1000
+    assert h.view.on_time(1000) == ([e1], [])
+    assert h.view.undo_release() is True
+    assert h.view.next_timer() is None
+    assert h.at(1500, e2) == ([], [])
+    assert h.view.next_timer() is None
+    assert h.contents() == [e1, e2]

@@ -36,3 +36,19 @@ def test_time_length_batch_flow_control(harness) -> None:
     assert force.advance(30000) == []
     force.at(31000, a)
     assert force.advance(61000) == [(41000, [a], []), (51000, [], [a]), (61000, [], [])]
+
+
+def test_time_length_batch_undo_release_waits_for_an_event(harness) -> None:
+    """A release the view after the window failed on: the batch is kept with no timer;
+    the next event starts the interval again (or releases when the batch is full)."""
+    h = harness(W("time_length_batch", T(1000), P(3)))
+    a, b, c, d = ({"id": x} for x in "abcd")
+    assert h.at(0, a, b) == ([], [])
+    assert h.advance(999) == []
+    h.now = h.ctx.now_ms = 1000
+    assert h.view.on_time(1000) == ([a, b], [])
+    assert h.view.undo_release() is True
+    assert h.view.next_timer() is None
+    assert h.at(1500, c) == ([a, b, c], [])
+    assert h.at(1600, d) == ([], [])
+    assert h.view.next_timer() == 2500
