@@ -262,6 +262,11 @@ class _Fault(Exception):
         self.reason = reason
 
 
+class _BatchFailed(Exception):
+    """An event of a batch failed in the engine: which one is found by running the
+    records since the commit again one at a time."""
+
+
 class EnginePartition:
     """Engine, state and Kafka bookkeeping of one partition of one group."""
 
@@ -289,6 +294,11 @@ class EnginePartition:
         self.dead: list[DeadLetter] = []
         self.poison: set[tuple[str, int]] = set()
         self._since_commit: list[InRecord] = []
+        self._pending: list[Any] = []
+        """Payloads of consecutive events of one type not yet sent to the engine."""
+        self._pending_type = ""
+        self._exact = False
+        """Send each event on its own (finding the one that failed in a batch)."""
         self.engine: Engine | None = None
         self.touched = False
         self.sealed: ChangelogRecord | None = None
@@ -449,14 +459,45 @@ class EnginePartition:
         self._since_commit.extend(records)
         t0 = perf_counter()
         try:
-            for r in records:
-                self._handle(r)
+            try:
+                for r in records:
+                    self._handle(r)
+                self._flush()
+            except _BatchFailed:
+                self._exact = True
+                self._pending.clear()
+                self._redo()
         except _Fault as f:
             if self.escalate and f.rec.via == f.rec.upstream:
                 raise Poisoned(f.rec, f.reason) from None
             self._replay_without(f)
         finally:
+            self._exact = False
+            self._pending.clear()
             self.busy_s += perf_counter() - t0
+
+    def _redo(self) -> None:
+        """Everything since the commit again from the committed state, one event at a
+        time (raises the ``_Fault`` of the event that failed)."""
+        self.store.rollback()
+        self.outputs.clear()
+        self.load()
+        for r in self._since_commit:
+            self._handle(r)
+
+    def _flush(self) -> None:
+        """Send the pending run of events of one type in one engine batch: the same rows
+        as one ``send`` each (``Engine.send_batch``)."""
+        pending = self._pending
+        if not pending:
+            return
+        assert self.engine is not None
+        try:
+            self.engine.send_batch(self._pending_type, pending)
+        except Exception as e:  # noqa: BLE001 - replayed one at a time to find the event
+            raise _BatchFailed() from e
+        finally:
+            pending.clear()
 
     def _replay_without(self, fault: _Fault) -> None:
         while True:
@@ -465,6 +506,7 @@ class EnginePartition:
             self.poison.add((fault.rec.upstream, fault.rec.offset))
             self.dead.append(DeadLetter(fault.rec, fault.reason))
             self.load()
+            self._exact = True
             try:
                 for r in self._since_commit:
                     self._handle(r)
@@ -593,6 +635,7 @@ class EnginePartition:
 
     def _event(self, r: InRecord) -> None:
         if r.kind == "touch":  # one upstream: in order
+            self._flush()
             if self.first_use is not None:
                 self.first_use.first_use((int(r.payload),))
             elif self.group.arms:
@@ -605,7 +648,16 @@ class EnginePartition:
         if (r.upstream, r.offset) in self.poison:
             return
         assert self.engine is not None
-        if self.held is not None and self._event_time(r):
+        if self.held is not None:
+            if self._event_time(r):
+                return
+        elif not self._exact:
+            # runs of one type go to the engine in one batch (flushed before anything
+            # else touches the engine); a failure is found by the exact replay
+            if self._pending and self._pending_type != r.type_name:
+                self._flush()
+            self._pending_type = r.type_name
+            self._pending.append(r.payload)
             return
         try:
             self.engine.send(r.type_name, r.payload)
@@ -649,6 +701,7 @@ class EnginePartition:
 
     def _advance(self, t: int, wid: str) -> None:
         assert self.engine is not None
+        self._flush()
         if self.held is not None:
             self._release_held(int(t))
         target = max(int(t), self.engine.now_ms)
