@@ -90,6 +90,10 @@ class ChangelogLog(Protocol):
         ...
 
 
+CP_CACHE = 1 << 16
+"""Context partition texts an engine partition keeps (then it starts over)."""
+
+
 @dataclass(frozen=True)
 class SnapshotPolicy:
     """When a partition writes a snapshot into its changelog, and how it is split.
@@ -316,6 +320,8 @@ class EnginePartition:
         self.barrier: tuple[int, str] | None = None
         self.seqs: dict[tuple[str, str], int] = {}
         self.dirty_seqs: set[tuple[str, str]] = set()
+        self._cps: dict[Any, str] = {}
+        """Context partition id -> its text (``_context_partition``), for this engine."""
         self.received: dict[str, int] = {}
         self.queues: list[deque[InRecord]] = [deque() for _ in upstreams]
         self.barriers_queued = [0] * len(upstreams)
@@ -410,6 +416,7 @@ class EnginePartition:
         self.barrier = (int(b[0]), str(b[1])) if b else None
         self.seqs = {}
         self.dirty_seqs = set()
+        self._cps = {}
         self.received = dict(self.applied)
         self.queues = [deque() for _ in self.upstreams]
         self.barriers_queued = [0] * len(self.upstreams)
@@ -719,27 +726,39 @@ class EnginePartition:
         """
         g = self.group
         if g.hash_spec is not None or g.mr_keys is not None:
-            return str(self.partition)
-        if g.keyed_spec is not None and self.engine is not None:
-            text = keyed_text(self.engine, g.keyed_spec.name, pid)
-            if text is not None:
-                return text
-        return pid_text(pid)
+            text = str(self.partition)
+        elif g.keyed_spec is not None and self.engine is not None:
+            found = keyed_text(self.engine, g.keyed_spec.name, pid)
+            if found is None:
+                return pid_text(pid)  # not one of its keys (yet): not kept
+            text = found
+        else:
+            text = pid_text(pid)
+        # an id names the same partition for the engine's lifetime (ids are not reused)
+        if len(self._cps) >= CP_CACHE:
+            self._cps.clear()
+        self._cps[pid] = text
+        return text
 
     def _on_rows(self, stmt: str, new: list, old: list, pid: Any) -> None:
         if self.group.split is not None:
             self._on_split_rows(stmt, new, old)
             return
-        cp = self._context_partition(pid)
+        cp = self._cps.get(pid)
+        if cp is None:
+            cp = self._context_partition(pid)
         key = (stmt, cp)
         seq = self.seqs.get(key)
         if seq is None:
             seq = self.seq_ns.get(key, 0)
         now = self.engine.now_ms if self.engine is not None else 0
-        for stream, rows in (("insert", new), ("remove", old)):
-            for row in rows:
-                seq += 1
-                self.outputs.append(OutRow(stmt, stream, cp, now, seq, row))
+        append = self.outputs.append
+        for row in new:
+            seq += 1
+            append(OutRow(stmt, "insert", cp, now, seq, row))
+        for row in old:
+            seq += 1
+            append(OutRow(stmt, "remove", cp, now, seq, row))
         self.seqs[key] = seq
         self.dirty_seqs.add(key)
 
