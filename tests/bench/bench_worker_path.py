@@ -292,8 +292,11 @@ def run_job(name: str, job: dict[str, Any], n: int, batch: int, every: int,
               f"{wall / events * 1e6:>7.2f} µs/ev wall  rows {h.sink.rows:,}", flush=True)
         if prof is not None:
             st = pstats.Stats(prof)
-            calls = sum(v[1] for v in st.stats.values())  # type: ignore[attr-defined]
-            print(f"  python calls per event: {calls / events:.1f}")
+            stats = st.stats  # type: ignore[attr-defined]
+            calls = sum(v[1] for v in stats.values())
+            own = sum(v[1] for k, v in stats.items() if k[0] != "~")
+            print(f"  calls per event: {calls / events:.1f} ({own / events:.1f} of Python "
+                  "functions, the rest built-ins)")
             st.sort_stats(args_sort[0]).print_stats(args_sort[1])
         h.worker.close()
 
