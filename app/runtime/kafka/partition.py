@@ -589,7 +589,8 @@ class EnginePartition:
             # by record timestamp, then the producer's kepl.seq, upstream, offset
             keyed = [[((r.ts, -1 if r.seq is None else r.seq, ui, r.offset), r)
                       for r in events] for ui, events in enumerate(heads)]
-            for _, r in heapq.merge(*keyed, key=lambda x: x[0]):
+            # merge keys are unique (upstream, offset): records are never compared
+            for _, r in heapq.merge(*keyed):
                 self.applied[r.upstream] = r.offset
                 self._event(r)
             t: int | None = None
