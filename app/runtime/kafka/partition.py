@@ -219,6 +219,9 @@ class OutRow(NamedTuple):
     row: Any
 
 
+_new_tuple = tuple.__new__
+
+
 @dataclass(frozen=True)
 class Waiting:
     """Records an engine partition holds until every upstream closed the epoch with a
@@ -754,12 +757,12 @@ class EnginePartition:
             seq = self.seq_ns.get(key, 0)
         now = self.engine.now_ms if self.engine is not None else 0
         append = self.outputs.append
-        for row in new:
+        for row in new:  # OutRow(...) without its Python-level __new__
             seq += 1
-            append(OutRow(stmt, "insert", cp, now, seq, row))
+            append(_new_tuple(OutRow, (stmt, "insert", cp, now, seq, row)))
         for row in old:
             seq += 1
-            append(OutRow(stmt, "remove", cp, now, seq, row))
+            append(_new_tuple(OutRow, (stmt, "remove", cp, now, seq, row)))
         self.seqs[key] = seq
         self.dirty_seqs.add(key)
 
