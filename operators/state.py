@@ -25,6 +25,11 @@ _INT_OFFSET = 1 << 63
 
 def encode_key_part(part: Any) -> bytes:
     """Order-preserving bytes for one key component (ints sort numerically)."""
+    t = type(part)
+    if t is int:  # the commonest components first (a bool is no int here: below)
+        return b"\x02" + (part + _INT_OFFSET).to_bytes(8, "big")
+    if t is str:
+        return b"\x03" + part.encode().replace(b"\x00", b"\x00\xff") + b"\x00\x00"
     if part is None:
         return b"\x01"
     if isinstance(part, bool):
@@ -43,7 +48,7 @@ def encode_key_part(part: Any) -> bytes:
 def encode_key(key: Key) -> bytes:
     """Bytes for a key (a tuple of components or a single component)."""
     if isinstance(key, tuple):
-        return b"".join(encode_key_part(p) for p in key)
+        return b"".join([encode_key_part(p) for p in key])
     return encode_key_part(key)
 
 

@@ -87,6 +87,12 @@ JOBS: dict[str, dict[str, Any]] = {
 }
 
 
+def job_prefixes(given: str) -> list[str]:
+    """``--jobs``: prefixes split on ``;`` when it holds one (job names hold commas),
+    else on ``,``."""
+    return [j for j in (given.split(";") if ";" in given else given.split(",")) if j]
+
+
 def bootstrap() -> str:
     return os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or local_broker.start().bootstrap
 
@@ -341,12 +347,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=200_000)
     ap.add_argument("--quick", action="store_true", help="1 worker, exactly-once only")
-    ap.add_argument("--jobs", default="", help="comma-separated job name prefixes")
+    ap.add_argument("--jobs", default="",
+                    help="comma- (or semicolon-) separated job name prefixes")
     ap.add_argument("--workers", default="",
                     help="comma-separated worker counts (default 1,2; 1 with --quick)")
     ap.add_argument("--no-faust", action="store_true", help="skip the faust agent")
     ap.add_argument("--latency-only", action="store_true",
                     help="skip the drain runs (latency at 2k, 10k and 20k ev/s)")
+    ap.add_argument("--half-rate", type=float, default=0.0,
+                    help="with --latency-only: the rate taken for half the drain rate")
     ap.add_argument("--charts", default=str(DEFAULT_DIR),
                     help="directory of the PNG charts (default docs/img; '' for none)")
     args = ap.parse_args()
@@ -379,7 +388,7 @@ def main() -> None:
     for name, job in JOBS.items():
         if args.latency_only:
             break
-        if args.jobs and not any(name.startswith(j) for j in args.jobs.split(",")):
+        if args.jobs and not any(name.startswith(j) for j in job_prefixes(args.jobs)):
             continue
         for guarantee in ("exactly_once",) if args.quick else ("exactly_once",
                                                                "at_least_once"):
@@ -407,13 +416,16 @@ def main() -> None:
           f"{'p99 ms':>8} {'rows':>7}", flush=True)
     latencies: list[tuple[str, float, float, float]] = []
     for name, job in JOBS.items():
-        if not job["latency"] or (args.jobs and name not in best):
+        if not job["latency"] or (args.jobs and name not in best and not (
+                args.latency_only and any(name.startswith(j)
+                                          for j in job_prefixes(args.jobs)))):
             continue
         run = Run(bs, job, "exactly_once", 1)
         try:
             # 2k and 10k ev/s, and half the drain rate (the bench's own producer and
             # reader then share the 2 cores with the worker and the broker)
-            for rate in (2000.0, 10000.0, best.get(name, 20000.0) / 2):
+            half = best.get(name, args.half_rate * 2 or 20000.0) / 2
+            for rate in (2000.0, 10000.0, half):
                 p50, p99, got = run.latency(rate, 5.0, job.get("watermarks_ms", 0))
                 latencies.append((name, rate, p50, p99))
                 wm = (f"  (watermark every {job['watermarks_ms']} ms)"

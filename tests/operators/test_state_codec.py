@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from operators.state import decode_value, encode_value
+from operators.state import decode_key, decode_value, encode_key, encode_value
 
 
 @pytest.mark.parametrize(("value", "encoded"), [
@@ -32,3 +32,26 @@ def test_round_trip(value: Any) -> None:
 def test_nan_round_trips() -> None:
     got = decode_value(encode_value({"x": float("nan"), "y": None}))
     assert math.isnan(got["x"]) and got["y"] is None
+
+
+@pytest.mark.parametrize(("key", "encoded"), [
+    (5, b"\x02\x80\x00\x00\x00\x00\x00\x00\x05"),
+    (-1, b"\x02\x7f\xff\xff\xff\xff\xff\xff\xff"),
+    (True, b"\x02\x80\x00\x00\x00\x00\x00\x00\x01"),   # a bool keys as its integer
+    ("a\x00b", b"\x03a\x00\xffb\x00\x00"),
+    (None, b"\x01"),
+    (1.5, b"\x04\xbf\xf8\x00\x00\x00\x00\x00\x00"),
+    (("s1", 7), b"\x03s1\x00\x00\x02\x80\x00\x00\x00\x00\x00\x00\x07"),
+])
+def test_key_bytes(key: Any, encoded: bytes) -> None:
+    assert encode_key(key) == encoded
+    assert decode_key(encoded) == key
+
+
+def test_keys_sort_as_their_values() -> None:
+    ints = [-(2 ** 63), -5, -1, 0, 1, 7, 2 ** 63 - 1]
+    assert sorted(ints, key=encode_key) == ints
+    texts = ["", "a", "a\x00", "ab", "b"]
+    assert sorted(texts, key=encode_key) == texts
+    assert sorted([("a", 2), ("a", 10), ("b", 1)], key=encode_key) == [
+        ("a", 2), ("a", 10), ("b", 1)]

@@ -464,7 +464,7 @@ class CheckpointRound:
         (nothing of it is committed locally); ``Fenced``: the worker must stop."""
         out, names, result = self.out, self.names, RoundResult()
         cl_offsets: dict[tuple[str, int], int] = {}
-        sealed: list[tuple[tuple[str, int], Any]] = []
+        sealed: list[tuple[tuple[str, int], Any, int]] = []
         for key, part in parts.items():
             rec = part.seal()
             for d in part.dead:
@@ -488,7 +488,7 @@ class CheckpointRound:
             data = rec.encode()
             result.changelog_bytes += len(data)
             out.produce(names.changelog_topic(key[0]), data, part.partition, on_delivery=done)
-            sealed.append((key, part))
+            sealed.append((key, part, len(data)))
             if part.barrier is not None and part.barrier != part.progress:
                 self._progress(f"{key[0]}/{part.partition}", part.barrier)
         for key, barrier in lane_progress:
@@ -506,14 +506,14 @@ class CheckpointRound:
         if sealed:
             self.seam.at("after_flush")
         inputs.mark_committed(offsets)
-        for key, part in sealed:
-            part.committed(cl_offsets[key])
-        done_keys = {k for k, _ in sealed}
+        for key, part, size in sealed:
+            part.committed(cl_offsets[key], size)
+        done_keys = {k for k, _, _ in sealed}
         for key, part in parts.items():
             if key not in done_keys:
                 part.committed_unchanged()
         result.sealed = len(sealed)
-        for _key, part in sealed:
+        for _key, part, _size in sealed:
             if part.snapshot_due():
                 part.start_snapshot()
         rounds = 0

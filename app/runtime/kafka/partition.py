@@ -91,6 +91,10 @@ class ChangelogLog(Protocol):
         ...
 
 
+CP_CACHE = 1 << 16
+"""Context partition texts an engine partition keeps (then it starts over)."""
+
+
 @dataclass(frozen=True)
 class SnapshotPolicy:
     """When a partition writes a snapshot into its changelog, and how it is split.
@@ -216,6 +220,9 @@ class OutRow(NamedTuple):
     row: Any
 
 
+_new_tuple = tuple.__new__
+
+
 @dataclass(frozen=True)
 class Waiting:
     """Records an engine partition holds until every upstream closed the epoch with a
@@ -263,6 +270,11 @@ class _Fault(Exception):
         self.reason = reason
 
 
+class _BatchFailed(Exception):
+    """An event of a batch failed in the engine: which one is found by running the
+    records since the commit again one at a time."""
+
+
 class EnginePartition:
     """Engine, state and Kafka bookkeeping of one partition of one group."""
 
@@ -290,6 +302,11 @@ class EnginePartition:
         self.dead: list[DeadLetter] = []
         self.poison: set[tuple[str, int]] = set()
         self._since_commit: list[InRecord] = []
+        self._pending: list[Any] = []
+        """Payloads of consecutive events of one type not yet sent to the engine."""
+        self._pending_type = ""
+        self._exact = False
+        """Send each event on its own (finding the one that failed in a batch)."""
         self.engine: Engine | None = None
         self.touched = False
         self.sealed: ChangelogRecord | None = None
@@ -307,6 +324,8 @@ class EnginePartition:
         self.barrier: tuple[int, str] | None = None
         self.seqs: dict[tuple[str, str], int] = {}
         self.dirty_seqs: set[tuple[str, str]] = set()
+        self._cps: dict[Any, str] = {}
+        """Context partition id -> its text (``_context_partition``), for this engine."""
         self.received: dict[str, int] = {}
         self.queues: list[deque[InRecord]] = [deque() for _ in upstreams]
         self.barriers_queued = [0] * len(upstreams)
@@ -408,6 +427,7 @@ class EnginePartition:
         self.barrier = (int(b[0]), str(b[1])) if b else None
         self.seqs = {}
         self.dirty_seqs = set()
+        self._cps = {}
         self.received = dict(self.applied)
         self.queues = [deque() for _ in self.upstreams]
         self.barriers_queued = [0] * len(self.upstreams)
@@ -469,14 +489,45 @@ class EnginePartition:
         self._since_commit.extend(records)
         t0 = perf_counter()
         try:
-            for r in records:
-                self._handle(r)
+            try:
+                for r in records:
+                    self._handle(r)
+                self._flush()
+            except _BatchFailed:
+                self._exact = True
+                self._pending.clear()
+                self._redo()
         except _Fault as f:
             if self.escalate and f.rec.via == f.rec.upstream:
                 raise Poisoned(f.rec, f.reason) from None
             self._replay_without(f)
         finally:
+            self._exact = False
+            self._pending.clear()
             self.busy_s += perf_counter() - t0
+
+    def _redo(self) -> None:
+        """Everything since the commit again from the committed state, one event at a
+        time (raises the ``_Fault`` of the event that failed)."""
+        self.store.rollback()
+        self.outputs.clear()
+        self.load()
+        for r in self._since_commit:
+            self._handle(r)
+
+    def _flush(self) -> None:
+        """Send the pending run of events of one type in one engine batch: the same rows
+        as one ``send`` each (``Engine.send_batch``)."""
+        pending = self._pending
+        if not pending:
+            return
+        assert self.engine is not None
+        try:
+            self.engine.send_batch(self._pending_type, pending)
+        except Exception as e:  # noqa: BLE001 - replayed one at a time to find the event
+            raise _BatchFailed() from e
+        finally:
+            pending.clear()
 
     def _replay_without(self, fault: _Fault) -> None:
         while True:
@@ -485,6 +536,7 @@ class EnginePartition:
             self.poison.add((fault.rec.upstream, fault.rec.offset))
             self.dead.append(DeadLetter(fault.rec, fault.reason))
             self.load()
+            self._exact = True
             try:
                 for r in self._since_commit:
                     self._handle(r)
@@ -560,7 +612,8 @@ class EnginePartition:
             # by record timestamp, then the producer's kepl.seq, upstream, offset
             keyed = [[((r.ts, -1 if r.seq is None else r.seq, ui, r.offset), r)
                       for r in events] for ui, events in enumerate(heads)]
-            for _, r in heapq.merge(*keyed, key=lambda x: x[0]):
+            # merge keys are unique (upstream, offset): records are never compared
+            for _, r in heapq.merge(*keyed):
                 self.applied[r.upstream] = r.offset
                 self._event(r)
             t: int | None = None
@@ -613,6 +666,7 @@ class EnginePartition:
 
     def _event(self, r: InRecord) -> None:
         if r.kind == "touch":  # one upstream: in order
+            self._flush()
             if self.first_use is not None:
                 self.first_use.first_use((int(r.payload),))
             elif self.group.arms:
@@ -625,7 +679,16 @@ class EnginePartition:
         if (r.upstream, r.offset) in self.poison:
             return
         assert self.engine is not None
-        if self.held is not None and self._event_time(r):
+        if self.held is not None:
+            if self._event_time(r):
+                return
+        elif not self._exact:
+            # runs of one type go to the engine in one batch (flushed before anything
+            # else touches the engine); a failure is found by the exact replay
+            if self._pending and self._pending_type != r.type_name:
+                self._flush()
+            self._pending_type = r.type_name
+            self._pending.append(r.payload)
             return
         try:
             self.engine.send(r.type_name, r.payload)
@@ -669,6 +732,7 @@ class EnginePartition:
 
     def _advance(self, t: int, wid: str) -> None:
         assert self.engine is not None
+        self._flush()
         if self.held is not None:
             self._release_held(int(t))
         target = max(int(t), self.engine.now_ms)
@@ -686,27 +750,39 @@ class EnginePartition:
         """
         g = self.group
         if g.hash_spec is not None or g.mr_keys is not None:
-            return str(self.partition)
-        if g.keyed_spec is not None and self.engine is not None:
-            text = keyed_text(self.engine, g.keyed_spec.name, pid)
-            if text is not None:
-                return text
-        return pid_text(pid)
+            text = str(self.partition)
+        elif g.keyed_spec is not None and self.engine is not None:
+            found = keyed_text(self.engine, g.keyed_spec.name, pid)
+            if found is None:
+                return pid_text(pid)  # not one of its keys (yet): not kept
+            text = found
+        else:
+            text = pid_text(pid)
+        # an id names the same partition for the engine's lifetime (ids are not reused)
+        if len(self._cps) >= CP_CACHE:
+            self._cps.clear()
+        self._cps[pid] = text
+        return text
 
     def _on_rows(self, stmt: str, new: list, old: list, pid: Any) -> None:
         if self.group.split is not None:
             self._on_split_rows(stmt, new, old)
             return
-        cp = self._context_partition(pid)
+        cp = self._cps.get(pid)
+        if cp is None:
+            cp = self._context_partition(pid)
         key = (stmt, cp)
         seq = self.seqs.get(key)
         if seq is None:
             seq = self.seq_ns.get(key, 0)
         now = self.engine.now_ms if self.engine is not None else 0
-        for stream, rows in (("insert", new), ("remove", old)):
-            for row in rows:
-                seq += 1
-                self.outputs.append(OutRow(stmt, stream, cp, now, seq, row))
+        append = self.outputs.append
+        for row in new:  # OutRow(...) without its Python-level __new__
+            seq += 1
+            append(_new_tuple(OutRow, (stmt, "insert", cp, now, seq, row)))
+        for row in old:
+            seq += 1
+            append(_new_tuple(OutRow, (stmt, "remove", cp, now, seq, row)))
         self.seqs[key] = seq
         self.dirty_seqs.add(key)
 

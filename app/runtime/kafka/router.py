@@ -252,6 +252,5 @@ def encode_bundles(entries: list[Entry]) -> list[bytes]:
 
 def decode_bundle(value: bytes, via: str = "", via_offset: int = -1) -> list[InRecord]:
     """The input records of a bundle (``via``: the repartition partition that carried it)."""
-    return [InRecord(kind, up, uoff, type_name=type_name, ts=ts, seq=seq, payload=payload,
-                     via=via, via_offset=via_offset)
+    return [InRecord(kind, up, uoff, type_name, ts, seq, payload, b"", via, via_offset)
             for kind, type_name, up, uoff, ts, seq, payload in codec.loads(value)]

@@ -130,6 +130,14 @@ def test_a_record_read_again_skips_the_lane_but_reaches_the_engine_partition() -
     (Msg(0, b'{"t": "soon", "id": "w"}', [(H_CONTROL, b"watermark")]),
      "malformed watermark: t must be a 64-bit integer (ms), got 'soon'"),
     (Msg(0, b"not json"), "not JSON: Expecting value: line 1 column 1 (char 0)"),
+    (Msg(0, None), "empty record (no value)"),
+    (Msg(0, b"[1, 2]"), "an event of Withdrawal must be a JSON object"),
+    (Msg(0, b'{"account": "a", "amount": NaN}'),
+     "Withdrawal.amount must be a finite double, got nan"),
+    (Msg(0, b'{"account": "\\ud800", "amount": 1.0}'),
+     "Withdrawal: string '\\ud800' holds a lone surrogate (not Unicode text)"),
+    (Msg(0, b'{"account": 7, "amount": 1.0}'),
+     "Withdrawal.account must be a string, got 7"),
 ])
 def test_a_record_that_fails_validation_is_dead_lettered_and_goes_nowhere_else(
         msg: Msg, reason: str) -> None:
@@ -138,10 +146,23 @@ def test_a_record_that_fails_validation_is_dead_lettered_and_goes_nowhere_else(
     take.source(msg, TOPIC)
     assert take.hand_over()
     [(topic, value, headers)] = out.records
-    assert (topic, value) == (CONFIG.dlq_topic, msg.data)
+    assert (topic, value) == (CONFIG.dlq_topic, msg.data or b"")
     assert (headers[H_ERROR], headers[H_SOURCE]) == (reason.encode(), f"{TOPIC}/0/0".encode())
     assert part.taken == [] and stats == {"events": 0, "dead": 1}
     assert take.inputs.get((TOPIC, 0)).cursor.applied == 0
+
+
+def test_an_event_is_decoded_as_the_router_decodes_it() -> None:
+    # the intake's own parse of a one-type JSON topic gives what Routing.decode gives:
+    # the coerced event (an integer amount becomes a double), in the record's order
+    part = Part()
+    take, _, _ = intake(part)
+    value = b'{"amount": 150, "account": "a"}'
+    take.source(Msg(0, value), TOPIC)
+    assert take.hand_over()
+    assert [r.payload for r in part.taken] == [take.routing.decode(TOPIC, None, value)[1]]
+    assert part.taken[0].payload == {"account": "a", "amount": 150.0}
+    assert type(part.taken[0].payload["amount"]) is float
 
 
 def test_a_watermark_advances_the_lane_and_is_staged_for_the_engine_partition() -> None:
