@@ -11,6 +11,14 @@ their partitions, are stopped while the backlog is produced, and are timed from 
 restart until the progress topic reports the closing watermark (20 s after the last
 event, the batch windows' last rows included). ``raw`` is confluent-kafka's
 ``consume(1000)`` and JSON decoding of the same events from the same three topics.
+Beside each drain: the CPU seconds of the workers and of the broker per 10,000 events,
+the busiest worker's part of the workers' CPU (bench_kafka.py), and events per CPU second
+of the workers (what Nexmark publishes per core for Flink: docs/testing.md). The
+2-vs-1 table gives the drain rates' ratio and the bound the workers' CPU sets when each
+worker has a core of its own: one worker's CPU seconds over the busiest of two workers'
+(on a shared 2-core machine the drain rate also measures who else runs).
+A statement that can be split by its group key gets ``statement_partitions`` (``SPLIT``)
+when the app's layout allows it.
 ``--check N`` first runs the first N events of each query with 1 and 2 workers and
 compares the committed rows (``read_committed``) with the embedded run's: the same
 multiset of (statement, insert/remove, time, row).
@@ -256,9 +264,11 @@ def main() -> None:
     print(f"\n{'raw: confluent-kafka consume(1000) + JSON, 3 topics':<64} {raw:>9,.0f} ev/s",
           flush=True)
     print(f"\n{'query':5s} {'':44s} {'split':>5s} {'workers':>7s} {'rows':>8s} {'ev/s':>9s} "
-          f"{'x raw':>6s} {'cpu s/10k ev: workers':>22s} {'broker':>7s} {'busiest':>8s}",
+          f"{'x raw':>6s} {'cpu s/10k ev: workers':>22s} {'broker':>7s} {'busiest':>8s} "
+          f"{'ev/worker cpu s':>15s}",
           flush=True)
     rates: dict[tuple[str, int], float] = {}
+    cpus: dict[tuple[str, int], tuple[float, float]] = {}
     for q, what, stmts in picked:
         for workers in counts:
             cfg = config(q, stmts)
@@ -268,15 +278,21 @@ def main() -> None:
             finally:
                 run.close()
             rates[(q, workers)] = run.rate
+            cpus[(q, workers)] = (run.cpu[0], run.share)
             wcpu, bcpu, _dt = run.cpu
             split = ",".join(cfg.statement_partitions) or "-"
             print(f"{q:5s} {what[:44]:44s} {split:>5s} {workers:>7} {rows:>8,} "
                   f"{run.rate:>9,.0f} {run.rate / raw:>6.2f} {wcpu / n * 1e4:>22.2f} "
-                  f"{bcpu / n * 1e4:>7.2f} {run.share:>8.2f}", flush=True)
+                  f"{bcpu / n * 1e4:>7.2f} {run.share:>8.2f} "
+                  f"{n / wcpu if wcpu else float('nan'):>15,.0f}", flush=True)
     if 1 in counts and 2 in counts:
-        print(f"\n{'query':5s} {'2 workers / 1 worker':>21s}")
+        # what the workers' CPU alone allows: one worker's CPU over the busiest of two
+        print(f"\n{'query':5s} {'2 workers / 1 worker: drain rate':>33s} "
+              f"{'CPU bound (a core per worker)':>30s}")
         for q, _what, _stmts in picked:
-            print(f"{q:5s} {rates[(q, 2)] / rates[(q, 1)]:>21.2f}")
+            (c1, _), (c2, share2) = cpus[(q, 1)], cpus[(q, 2)]
+            bound = c1 / (c2 * share2) if c2 else float("nan")
+            print(f"{q:5s} {rates[(q, 2)] / rates[(q, 1)]:>33.2f} {bound:>30.2f}")
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
     if not ok:
         sys.exit(1)
