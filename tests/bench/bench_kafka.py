@@ -385,6 +385,7 @@ def main() -> None:
           flush=True)
     best: dict[str, float] = {}
     drains: dict[tuple[str, str, int], float] = {}
+    cpus: dict[tuple[str, str, int], tuple[float, float]] = {}
     for name, job in JOBS.items():
         if args.latency_only:
             break
@@ -403,6 +404,7 @@ def main() -> None:
                 if workers == 1 and guarantee == "exactly_once":
                     best[name] = rate
                 drains[(name, guarantee, workers)] = rate
+                cpus[(name, guarantee, workers)] = (run.cpu[0], run.share)
                 vs_faust = f"{rate / fa:>7.2f}" if fa else f"{'-':>7}"
                 wcpu, bcpu, dt = run.cpu
                 print(f"{name:<34} {guarantee:<14} {workers:>7} {rate:>9,.0f} "
@@ -410,12 +412,16 @@ def main() -> None:
                       f"{bcpu / n * 1e4:>7.2f} {(wcpu + bcpu) / dt:>10.2f} "
                       f"{run.share:>14.2f}", flush=True)
 
-    scaling = [(k[0], k[1], drains[(k[0], k[1], 2)] / r) for k, r in drains.items()
-               if k[2] == 1 and (k[0], k[1], 2) in drains]
+    # 2 vs 1 worker: the drain rates, and what the workers' CPU allows when each has a
+    # core: one worker's CPU seconds over the busiest of two workers'
+    scaling = [(k[0], k[1], drains[(k[0], k[1], 2)] / r,
+                cpus[k][0] / (cpus[(k[0], k[1], 2)][0] * cpus[(k[0], k[1], 2)][1]))
+               for k, r in drains.items() if k[2] == 1 and (k[0], k[1], 2) in drains]
     if scaling:
-        print(f"\n{'2 workers / 1 worker (drain rate)':<34} {'guarantee':<14} {'ratio':>7}")
-        for name, guarantee, ratio in scaling:
-            print(f"{name:<34} {guarantee:<14} {ratio:>7.2f}", flush=True)
+        print(f"\n{'2 workers / 1 worker':<34} {'guarantee':<14} {'drain rate':>10} "
+              f"{'CPU bound (a core per worker)':>30}")
+        for name, guarantee, ratio, bound in scaling:
+            print(f"{name:<34} {guarantee:<14} {ratio:>10.2f} {bound:>30.2f}", flush=True)
     if args.charts and drains:
         throughput_chart(Path(args.charts), n, raw, fa, drains)
     if args.no_latency:
