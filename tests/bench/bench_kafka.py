@@ -21,7 +21,7 @@ Then, for jobs whose rows do not wait on time, latency at half the measured rate
 carry their send time, a ``read_committed`` reader takes the time a row becomes visible.
 
 Run: .venv/bin/python tests/bench/bench_kafka.py [--events N] [--quick] [--jobs PREFIXES]
-[--workers 1,2] [--no-faust] [--charts DIR]
+[--workers 1,2] [--no-faust] [--no-latency] [--charts DIR]
 (the tables also as PNG charts, ``bench-kafka-throughput.png`` and
 ``bench-kafka-latency.png`` in docs/img unless ``--charts ''``)
 (``KAFKA_BOOTSTRAP_SERVERS`` when set, else the local broker, started when needed.)
@@ -209,8 +209,10 @@ def app_config(job: dict[str, Any], guarantee: str) -> AppConfig:
 class Run:
     """An app with ``workers`` workers, ready (partitions taken) when constructed."""
 
-    def __init__(self, bs: str, job: dict[str, Any], guarantee: str, workers: int) -> None:
-        self.config = app_config(job, guarantee)
+    def __init__(self, bs: str, job: dict[str, Any], guarantee: str, workers: int,
+                 config: AppConfig | None = None) -> None:
+        """``config``: another app than ``job``'s (the Nexmark benchmark's)."""
+        self.config = config or app_config(job, guarantee)
         self.kapp = KafkaApp(self.config, bs)
         self.workers = [self.kapp.worker] + [
             WorkerProcess(self.config, bs, self._dir(i)) for i in range(1, workers)]
@@ -245,9 +247,11 @@ class Run:
             assert w.proc is not None
             os.kill(w.proc.pid, sig)
 
-    def drain_rate(self, n: int, timed: bool) -> float:
+    def drain_rate(self, n: int, timed: bool, produce: Any = None) -> float:
         """Events/s through the stopped workers' backlog of ``n`` events (``self.cpu``:
-        CPU seconds of the workers and of the broker while they drained it)."""
+        CPU seconds of the workers and of the broker while they drained it).
+        ``produce()``: another backlog (published watermarks included), returning the
+        closing watermark's time."""
         self.signal(signal.SIGSTOP)
         t = [0]
 
@@ -257,7 +261,11 @@ class Run:
                 self.kapp.advance(t[0])
 
         try:
-            produce_backlog(self.kapp.bootstrap, self.config.topic_of("Withdrawal"), n, tick)
+            if produce is not None:
+                t[0] = produce() - 1000
+            else:
+                produce_backlog(self.kapp.bootstrap, self.config.topic_of("Withdrawal"), n,
+                                tick)
         finally:
             self.signal(signal.SIGCONT)
         pids = [w.proc.pid for w in self.workers if w.proc is not None]
@@ -352,6 +360,7 @@ def main() -> None:
     ap.add_argument("--workers", default="",
                     help="comma-separated worker counts (default 1,2; 1 with --quick)")
     ap.add_argument("--no-faust", action="store_true", help="skip the faust agent")
+    ap.add_argument("--no-latency", action="store_true", help="skip the latency runs")
     ap.add_argument("--latency-only", action="store_true",
                     help="skip the drain runs (latency at 2k, 10k and 20k ev/s)")
     ap.add_argument("--half-rate", type=float, default=0.0,
@@ -385,6 +394,7 @@ def main() -> None:
           flush=True)
     best: dict[str, float] = {}
     drains: dict[tuple[str, str, int], float] = {}
+    cpus: dict[tuple[str, str, int], tuple[float, float]] = {}
     for name, job in JOBS.items():
         if args.latency_only:
             break
@@ -403,6 +413,7 @@ def main() -> None:
                 if workers == 1 and guarantee == "exactly_once":
                     best[name] = rate
                 drains[(name, guarantee, workers)] = rate
+                cpus[(name, guarantee, workers)] = (run.cpu[0], run.share)
                 vs_faust = f"{rate / fa:>7.2f}" if fa else f"{'-':>7}"
                 wcpu, bcpu, dt = run.cpu
                 print(f"{name:<34} {guarantee:<14} {workers:>7} {rate:>9,.0f} "
@@ -410,8 +421,20 @@ def main() -> None:
                       f"{bcpu / n * 1e4:>7.2f} {(wcpu + bcpu) / dt:>10.2f} "
                       f"{run.share:>14.2f}", flush=True)
 
+    # 2 vs 1 worker: the drain rates, and what the workers' CPU allows when each has a
+    # core: one worker's CPU seconds over the busiest of two workers'
+    scaling = [(k[0], k[1], drains[(k[0], k[1], 2)] / r,
+                cpus[k][0] / (cpus[(k[0], k[1], 2)][0] * cpus[(k[0], k[1], 2)][1]))
+               for k, r in drains.items() if k[2] == 1 and (k[0], k[1], 2) in drains]
+    if scaling:
+        print(f"\n{'2 workers / 1 worker':<34} {'guarantee':<14} {'drain rate':>10} "
+              f"{'CPU bound (a core per worker)':>30}")
+        for name, guarantee, ratio, bound in scaling:
+            print(f"{name:<34} {guarantee:<14} {ratio:>10.2f} {bound:>30.2f}", flush=True)
     if args.charts and drains:
         throughput_chart(Path(args.charts), n, raw, fa, drains)
+    if args.no_latency:
+        return
     print(f"\n{'latency (exactly-once, 1 worker)':<34} {'rate':>9} {'p50 ms':>8} "
           f"{'p99 ms':>8} {'rows':>7}", flush=True)
     latencies: list[tuple[str, float, float, float]] = []
