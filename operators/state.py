@@ -155,6 +155,10 @@ class MemoryNamespace:
         """Entries in key order (as a RocksDB scan would give them)."""
         return iter(sorted(self.entries(), key=lambda kv: encode_key(kv[0])))
 
+    def values(self) -> Iterator[Any]:
+        """Values in key order (``items`` without the keys)."""
+        return (v for _, v in self.items())
+
     def child(self, name: Any) -> MemoryNamespace:
         ns = self.children.get(name)
         if ns is None:
@@ -268,6 +272,11 @@ class RocksNamespace:
         own = self.prefix + b"\x00K"
         for k, v in list(self._scan(own)):
             yield decode_key(k[len(own) :]), decode_value(v)
+
+    def values(self) -> Iterator[Any]:
+        """Values in key order, the keys not decoded (a large namespace loads faster)."""
+        for _, v in list(self._scan(self.prefix + b"\x00K")):
+            yield decode_value(v)
 
     def child(self, name: Any) -> RocksNamespace:
         return RocksNamespace(self.db, self.prefix + encode_key(name), self.sink)
