@@ -83,7 +83,12 @@ class View(Protocol):
         ...
 
     def contents(self) -> Iterable[Row]:
-        """Current window contents, oldest first (for snapshots, prev, joins)."""
+        """Current window contents, oldest first (for snapshots, prev, iteration)."""
+        ...
+
+    def posted(self) -> list[Row]:
+        """Rows posted on the insert stream and not yet taken back (what a join's index
+        or a subquery mirrors): the contents, but a batch window's last released batch."""
         ...
 
 

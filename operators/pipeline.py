@@ -190,8 +190,10 @@ class Pipeline:
         self.main_types = spec.main_types()
         self.rs: ResultSet = spec.resultset.build(
             state.child("rs"), ctx, want_old=spec.stream_kind != "istream")
+        fresh = bool(spec.join is not None and spec.join.unidirectional
+                     and spec.resultset.aggregates)
         self.out = OutputLimiter(spec.output, state.child("out"), ctx, self.rs,
-                                 self._contents, spec.stream_kind)
+                                 self._contents, spec.stream_kind, fresh)
         self.limited = spec.output.limited
         self.kind = spec.stream_kind
         self._shaped = bool(spec.distinct or spec.resultset.order_by
@@ -239,7 +241,7 @@ class Pipeline:
 
     def _contents(self) -> Iterable[Row] | None:
         """The rows an output snapshot sees: the data window's rows (for a join, the join
-        rows of the windows' contents) that pass the where clause, as Esper's iterator
+        rows of what the windows posted) that pass the where clause, as Esper's iterator
         gives them; None for a stream without a window."""
         if self.mr is not None:
             return None
@@ -268,7 +270,7 @@ class Pipeline:
             old = [r for r in old if w(r, ctx)]
             if not new and not old:
                 return [], []
-        if fresh:
+        if fresh and not self.limited:
             self.rs.clear_aggregates()
         if not self.limited:
             return self._deliver(*self.rs.process(new, old))
@@ -425,6 +427,14 @@ class Pipeline:
         if not new and not old:
             return [], []
         return self._finish(list(new), list(old), now_ms)
+
+    def rebuilt_consumer(self) -> bool:
+        """Whether this named-window consumer already read its windows (it is rebuilt from
+        its state): its join or subquery indexes then mirror what the windows posted."""
+        if self.state.get("read"):
+            return True
+        self.state.put("read", True)
+        return False
 
     def prime(self, rows: Rows, now_ms: int) -> None:
         """Start from a named window's current rows without posting anything (002: a new

@@ -18,8 +18,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "statement, and change nothing")
     p.add_argument("--rebuild", action="append", default=[], metavar="[NAME=]HOW",
                    help="how a changed statement that keeps state is rebuilt: from-now "
-                        "(empty state from the next record) or from-earliest; NAME= for "
-                        "one statement, else every such statement (repeatable)")
+                        "(empty state from the next record) or from-earliest (its "
+                        "retained input replayed into fresh state); NAME= for one "
+                        "statement, else every such statement (repeatable)")
     p.add_argument("--delete-removed", action="store_true",
                    help="delete the state and output topic of statements FILE removes "
                         "(default: kept)")
@@ -88,8 +89,13 @@ def deploy_version(args: argparse.Namespace, config: Any, bootstrap: str) -> int
         d.record(config, bootstrap, new)
         print(f"app {config.app}: version 1 recorded")
         return None
-    new = d.form_of(_planned(config, bootstrap, not args.plan), text, running.version + 1)
+    topology = _planned(config, bootstrap, not args.plan)
+    new = d.form_of(topology, text, running.version + 1)
     plan = d.plan_upgrade(running, new, rebuild, args.delete_removed)
+    if plan.replays and not plan.refusals:
+        from app.runtime.kafka.rebuild import retention_refusals
+
+        plan.refusals += retention_refusals(topology, bootstrap, plan.replays)
     if not plan.changes and not plan.refusals:
         print(f"app {config.app}: version {running.version} runs; {args.file} is the same")
         return 0 if args.plan else None
@@ -107,8 +113,9 @@ def deploy_version(args: argparse.Namespace, config: Any, bootstrap: str) -> int
         return 0
     removed_outputs = [running.statements[n].output for n in plan.delete_outputs]
     resets = {**running.resets, **{n: new.version for n in plan.resets}}
+    replays = {**running.replays, **{n: new.version for n in plan.replays}}
     d.record(config, bootstrap, d.Deployment(new.version, text, new.statements, new.groups,
-                                             resets))
+                                             resets, replays))
     _delete_topics(bootstrap, [t for t in removed_outputs if t])
     print(f"app {config.app}: version {new.version} recorded; restart the workers (the "
           "chart's rolling restart does) to run it")

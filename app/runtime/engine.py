@@ -15,9 +15,11 @@ import logging
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from time import perf_counter
 from typing import Any
 
 from app.runtime.plan import OnDemandPlan, StatementPlan
+from app.runtime.timing import StatementTiming
 from operators.base import PartitionCtx, Row, Rows
 from operators.contexts.managers import (
     CategoryManager,
@@ -127,6 +129,8 @@ class Engine:
         self._steps: dict[str, tuple[Callable[[Row, int], None], ...] | None] = {}
         """Per event type: one step per statement that reads it, or None when an event
         of the type may start or end a context partition (see ``_fast_steps``)."""
+        self.timing: StatementTiming | None = None
+        """Sampled processing time per statement (None: not measured; ``timing``)."""
 
     # -- deployment ---------------------------------------------------------
     def deploy(self, plan: StatementPlan) -> None:
@@ -321,18 +325,26 @@ class Engine:
             self._seq += 1
             if getattr(p, "timed", True):
                 self._arm(("p", st.plan.name, pid), p.next_timer, (0, st.index, self._seq))
-            if st.plan.kind == "query" and st.plan.window is not None:
+            main = st.plan.kind == "query" and st.plan.window is not None
+            subs = st.plan.kind in ("query", "on") and spec.subquery_windows()
+            # a consumer rebuilt from its state mirrors what its windows posted since it
+            # started; only a new one starts from their iterators (Esper ref. "Named
+            # Windows and Tables": a new consumer iterates the window)
+            posted = bool(main or subs) and p.rebuilt_consumer()
+            if main:
                 window = st.plan.window
                 p.read_window(lambda: self._window_rows(window, st.plan.context, pid))
-                self._prime(st, pid, p)
-            if st.plan.kind in ("query", "on") and spec.subquery_windows():
+                self._prime(st, pid, p, posted)
+            if subs:
                 for w in spec.subquery_windows():
-                    p.on_subquery_rows(w, self._window_rows(w, st.plan.context, pid), [],
-                                       prime=True)
+                    p.on_subquery_rows(w, self._window_rows(w, st.plan.context, pid, posted),
+                                       [], prime=True)
         return p
 
-    def _window_rows(self, window: str, context: str | None, pid: Any) -> Rows:
-        """The current rows of a named window as a partition of ``context`` reads them."""
+    def _window_rows(self, window: str, context: str | None, pid: Any,
+                     posted: bool = False) -> Rows:
+        """The current rows of a named window as a partition of ``context`` reads them
+        (``posted``: the rows its data window posted, see ``View.posted``)."""
         wst = self.windows.get(window)
         rows: Rows = []
         if wst is None:
@@ -340,7 +352,7 @@ class Engine:
         for wpid in self._window_pids(window, context, pid):
             wp = wst.pipelines.get(wpid)
             if wp is not None and wp.view is not None:
-                rows.extend(wp.view.contents())
+                rows.extend(wp.view.posted() if posted else wp.view.contents())
         return rows
 
     def _window_pids(self, window: str, consumer_ctx: str | None, pid: Any) -> list[Any]:
@@ -354,17 +366,12 @@ class Engine:
             return [pid]
         return list(wst.pipelines)
 
-    def _prime(self, st: _Stmt, pid: Any, p: Pipeline) -> None:
-        """A new consumer starts from the named window's current rows (002)."""
-        wst = self.windows.get(st.plan.window or "")
-        if wst is None:
-            return
-        rows: Rows = []
-        for wpid in self._window_pids(st.plan.window or "", st.plan.context, pid):
-            wp = wst.pipelines.get(wpid)
-            if wp is not None and wp.view is not None:
-                rows.extend(wp.view.contents())
-        p.prime(rows, self.now_ms)
+    def _prime(self, st: _Stmt, pid: Any, p: Pipeline, posted: bool = False) -> None:
+        """A new consumer starts from the named window's current rows (002); a rebuilt
+        one from the rows the window posted (``_window_rows``)."""
+        window = st.plan.window
+        if window is not None and window in self.windows:
+            p.prime(self._window_rows(window, st.plan.context, pid, posted), self.now_ms)
 
     def _notify_variables(self) -> None:
         """Variables changed: views and output conditions that read them react
@@ -594,6 +601,13 @@ class Engine:
         lifecycle, which the steps' event type cannot touch), then what it set off.  A
         ``batch`` for one statement without a context goes through its ``run`` (the
         pipeline steps through the events itself)."""
+        timing = self.timing
+        if timing is not None:
+            timing.countdown -= 1
+            if timing.countdown <= 0:
+                timing.countdown = timing.every
+                self._run_steps_timed(steps, events, batch, timing)
+                return
         self._busy = True
         try:
             self._excluded.clear()
@@ -620,6 +634,31 @@ class Engine:
         finally:
             self._busy = False
 
+    def _run_steps_timed(self, steps: tuple[Callable[[Row, int], None], ...],
+                         events: Iterable[Row], batch: bool, timing: StatementTiming) -> None:
+        """``_run_steps`` with each statement's step timed (a sample, ``timing``): the
+        same calls in the same order."""
+        self._busy = True
+        try:
+            self._excluded.clear()
+            now = self.now_ms
+            names = [getattr(step, "statement", "") for step in steps]
+            run = getattr(steps[0], "run", None) if batch and len(steps) == 1 else None
+            if run is not None:
+                t0 = perf_counter()
+                run(events, now)
+                timing.add(names[0], perf_counter() - t0)
+                return
+            for e in events:
+                for step, name in zip(steps, names, strict=True):
+                    t0 = perf_counter()
+                    step(e, now)
+                    timing.add(name, perf_counter() - t0)
+                if self._queue or self._var_changes or self._var_writes:
+                    self._settle()
+        finally:
+            self._busy = False
+
     def _settle(self) -> None:
         """After an event: variable writes post and react, inserted events follow (as
         ``send`` does after each event)."""
@@ -636,9 +675,16 @@ class Engine:
         steps: tuple[Callable[[Row, int], None], ...] | None = None
         if not self._early.get(type_name) and all(
                 _inert(c.manager) for c in self.contexts.values()):
-            steps = tuple(self._step(st, type_name) for st in self.by_type.get(type_name, ()))
+            steps = tuple(self._named_step(st, type_name)
+                          for st in self.by_type.get(type_name, ()))
         self._steps[type_name] = steps
         return steps
+
+    def _named_step(self, st: _Stmt, type_name: str) -> Callable[[Row, int], None]:
+        """``_step``, tagged with its statement's name (``_run_steps_timed``)."""
+        step = self._step(st, type_name)
+        step.statement = st.plan.name  # type: ignore[attr-defined]
+        return step
 
     def _step(self, st: _Stmt, type_name: str) -> Callable[[Row, int], None]:
         """One statement's part of ``_process`` for an event of ``type_name``, as one

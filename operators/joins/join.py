@@ -69,7 +69,9 @@ class Join:
         for j, ixs in enumerate(self.maint):
             view = self.views[j]
             if view is not None:
-                rows = list(view.contents())
+                # the index mirrors the window's streams: what it posted, not its
+                # iterator (a batch window's batch being collected is not joined yet)
+                rows = view.posted()
                 for ix in ixs:
                     fill(ix, rows)
         self.paths = [self._path_fn(i) for i in range(len(streams))]
@@ -294,10 +296,12 @@ class Join:
         return out
 
     def _rows(self, i: int) -> Iterable[Row]:
-        """The current rows of stream ``i`` (none for a unidirectional stream)."""
+        """The current rows of stream ``i`` (none for a unidirectional stream): what its
+        window posted, as in the indexes (a batch window's released batch; Esper's join
+        snapshot does not see the batch being collected)."""
         view = self.views[i]
         if view is not None:
-            return view.contents()
+            return view.posted()
         if i in self.tabs:
             return self.tabs[i].rows()
         return list(self.scans[i].rows) if i == self.nw else []

@@ -10,7 +10,7 @@ from operators.base import Emit, PartitionCtx, Row, Rows, StateNamespace
 from operators.output.book import load_book
 from operators.output.conditions import Trigger, truth
 from operators.output.spec import OutputSpec
-from operators.output.strategies import make_strategy
+from operators.output.strategies import Buffered, Snapshot, make_strategy
 from operators.resultset import AGG_ALL, SIMPLE, ResultSet
 
 
@@ -20,7 +20,7 @@ class OutputLimiter:
 
     def __init__(self, spec: OutputSpec, state: StateNamespace, ctx: PartitionCtx,
                  rs: ResultSet, contents: Callable[[], Iterable[Row] | None],
-                 stream_kind: str | None = None) -> None:
+                 stream_kind: str | None = None, fresh: bool = False) -> None:
         self.spec = spec
         self.rs = rs
         self.rs_kind = rs.spec.kind
@@ -33,11 +33,21 @@ class OutputLimiter:
         self.strategy = make_strategy(spec.kind, self.rs_kind)(
             self.trigger, state, rs, contents,
             stream_kind or ("irstream" if rs.want_old else "istream"))
+        strategy = self.strategy
+        strategy.fresh = fresh and isinstance(strategy, Buffered | Snapshot)
+        self.clears_fresh = fresh and not isinstance(strategy, Buffered) and (
+            not spec.limited or (not spec.has_trigger and not spec.when_terminated)
+            or strategy.resets_unidirectional or bool(rs.spec.order_by))
+        """Clear a unidirectional join's aggregation as each update arrives (Esper's
+        buffered output view clears it per update at output time instead, its unordered
+        output-last/all helpers not at all)."""
 
     # -- entry points ----------------------------------------------------------
     def on_update(self, new: Rows, old: Rows, now_ms: int) -> Emit:
         """One update of the statement's data window (rows that passed ``where``)."""
         spec = self.spec
+        if self.clears_fresh:
+            self.rs.clear_aggregates()
         if not spec.limited:
             return self.rs.process(new, old)
         trigger = self.trigger

@@ -29,6 +29,13 @@ class Strategy:
     idle_row = True
     """A fully aggregated statement posts its current row in an interval without
     updates (Esper's RowForAll output; ``snapshot`` posts the window instead)."""
+    resets_unidirectional = True
+    """Whether a unidirectional join's aggregation starts afresh at each update on this
+    path: Esper clears it before each join result, but its unordered output-last/all
+    helpers aggregate across the interval's updates."""
+    fresh = False
+    """A unidirectional join aggregating, where the strategy itself must know: the
+    buffered default aggregates each update afresh, a snapshot has no rows."""
 
     def __init__(self, trigger: Trigger, state: StateNamespace, rs: ResultSet,
                  contents: Callable[[], Iterable[Row] | None], stream_kind: str) -> None:
@@ -92,6 +99,10 @@ class Snapshot(Strategy):
         self.rs.process(new, old)
 
     def rows(self) -> Emit:
+        if self.fresh and self.rs.spec.kind == AGG_ALL:
+            # a unidirectional join has no rows to iterate, and Esper's fully aggregated
+            # iterator over it gives no row either
+            return [], []
         return list(self.rs.snapshot(self.contents())), []
 
     def standing(self) -> bool:
@@ -102,6 +113,8 @@ class Snapshot(Strategy):
 class LastRow(Strategy):
     """``last`` without groups: the last insert and remove row of the interval; fully
     aggregated, the last insert rows and the first remove rows (the state before)."""
+
+    resets_unidirectional = False
 
     def load(self) -> None:
         super().load()
@@ -153,10 +166,14 @@ class Buffered(Strategy):
     def collect(self, new: Rows, old: Rows) -> None:
         self.push(list(new), list(old))
 
+    resets_unidirectional = False
+
     def rows(self) -> Emit:
         new: Rows = []
         old: Rows = []
         for _, n, o in self.buffer:
+            if self.fresh:
+                self.rs.clear_aggregates()
             rn, ro = self.rs.process(n, o)
             new.extend(rn)
             old.extend(ro)
@@ -186,6 +203,8 @@ class AllRow(Strategy):
     passed having in the interval posts the current row instead (Esper RowForAll
     output-all helper, having applied)."""
 
+    resets_unidirectional = False
+
     def rows(self) -> Emit:
         new, old = super().rows()
         if not new:
@@ -197,6 +216,8 @@ class AllRow(Strategy):
 
 class _Groups(Strategy):
     """A record per group touched in the interval, ``[seq, ...]`` (one key per group)."""
+
+    resets_unidirectional = False
 
     def load(self) -> None:
         super().load()
@@ -299,6 +320,8 @@ class GroupedRowsAll(Strategy):
     then, for every group none of whose events entered, its last event's row with the
     current aggregates (each event, plus each group)."""
 
+    resets_unidirectional = False
+
     def collect(self, new: Rows, old: Rows) -> None:
         g = self.rs.grouped(new, old)
         rows_new = g.rows_new or [[] for _ in g.keys_new]
@@ -365,6 +388,8 @@ class FirstGrouped(Strategy):
     then a row passes when N of its events came (counted only while its row passes
     having), when the period since its last output elapsed, or at its next crontab
     time."""
+
+    resets_unidirectional = False
 
     releases = False
 

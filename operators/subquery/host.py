@@ -62,6 +62,14 @@ class SubqueryHost:
                 sub.on_event(event, now_ms)
         return [], []
 
+    def rebuilt_consumer(self) -> bool:
+        """Whether these subqueries already read their named windows (rebuilt from the
+        state): their indexes then mirror what the windows posted."""
+        if self.state.get("read"):
+            return True
+        self.state.put("read", True)
+        return False
+
     def on_subquery_rows(self, window: str, new: Rows, old: Rows, prime: bool = False
                          ) -> None:
         for sub in self.subs:

@@ -52,6 +52,11 @@ class SubquerySpec:
     """Where-clause conditions on the subquery's event alone (over a Pair with no
     enclosing row): decided once, as a row enters the index, not at each lookup."""
     text: str = field(default="", compare=False)
+    nulls_meet: bool = False
+    """Whether a null lookup key finds the rows whose key is null: Esper's subqueries that
+    select rows (a value, ``in``, ``any``/``all``) look rows up in a hash index that holds
+    null keys and test only the rest of the where clause; ``exists`` and aggregating
+    subqueries test the whole where clause, where ``null = null`` is not true."""
 
     def incremental(self) -> bool:
         """Aggregates kept up to date as the window changes (an uncorrelated, ungrouped

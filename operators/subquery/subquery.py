@@ -36,11 +36,16 @@ class Subquery:
             return
         if spec.keys:
             keys = spec.keys
+            nulls_meet = spec.nulls_meet
             if len(keys) == 1:
                 k0 = keys[0]
-                self.index = HashIndex(lambda r: hashable(k0(r, ctx)))
+                if nulls_meet:
+                    self.index = HashIndex(lambda r: _null_meets(hashable(k0(r, ctx))))
+                else:
+                    self.index = HashIndex(lambda r: hashable(k0(r, ctx)))
             else:
-                self.index = HashIndex(lambda r: _tuple_key([k(r, ctx) for k in keys]))
+                self.index = HashIndex(
+                    lambda r: _tuple_key([k(r, ctx) for k in keys], nulls=nulls_meet))
         else:
             self.index = ScanIndex()
         if spec.incremental():
@@ -155,8 +160,10 @@ class Subquery:
             look = spec.lookup
             if len(look) == 1:
                 v = look[0](outer, ctx)
-                return [] if v is None else index.get(hashable(v))
-            k = _tuple_key([e(outer, ctx) for e in look])
+                if v is None:
+                    return index.get(NULL_KEY) if spec.nulls_meet else []
+                return index.get(hashable(v))
+            k = _tuple_key([e(outer, ctx) for e in look], nulls=spec.nulls_meet)
             return [] if k is None else index.get(k)
         assert index is not None
         return index.all()
@@ -263,11 +270,17 @@ class Subquery:
 
 def _posted_rows(view: Any) -> Rows:
     """The rows a window has posted and not taken back: its contents, but a batch
-    window's last released batch (the one its subquery sees)."""
-    batches = getattr(view, "batches", None)
-    if getattr(view, "is_batch", False) and batches is not None:
-        return batches.last()
-    return list(view.contents())
+    window's last released batch (the one its subquery sees), also inside a chain,
+    a grouped window or an intersection."""
+    return view.posted()
+
+
+NULL_KEY = ("<null>",)
+"""The index key of a row whose key is null, in an index where nulls meet."""
+
+
+def _null_meets(key: Any) -> Any:
+    return NULL_KEY if key is None else key
 
 
 def _tuple_key(values: list[Any], nulls: bool = False) -> Any:

@@ -25,6 +25,12 @@ class BatchWindow(WindowView):
         """The batch being collected (what Esper's iterator returns for a batch window)."""
         return self.batches.current()
 
+    def posted(self) -> list[Row]:
+        """The last released batch: a batch window posts a batch when it releases it and
+        takes it back at the next release (Esper ref. 14.2); the batch being collected
+        is not posted yet."""
+        return self.batches.last()
+
     def count(self, row: Row | None = None) -> int:
         """Rows of the last released batch (the rows prev/prevcount see)."""
         return self.batches.n_last

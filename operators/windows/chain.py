@@ -73,6 +73,10 @@ class ChainView(WindowView):
         """What the last stage holds (a derived stage: its statistics row)."""
         return self.stages[-1].contents()
 
+    def posted(self) -> list[Row]:
+        """What the last stage has posted (the chain posts what its last stage posts)."""
+        return self.stages[-1].posted()
+
     def count(self, row: Row | None = None) -> int:
         """Rows of the last data window stage."""
         return self.data_stage.count(row)

@@ -211,6 +211,13 @@ class WindowView:
         """Current window contents, oldest first."""
         raise NotImplementedError
 
+    def posted(self) -> list[Row]:
+        """The rows this view has posted on its insert stream and not yet taken back: what
+        a consumer that mirrors the view's streams (a join's index, a subquery's window)
+        holds, and so what it is rebuilt from after a restore.  The contents, but for a
+        batch window (its iterator shows the batch being collected)."""
+        return list(self.contents())
+
     def count(self, row: Row | None = None) -> int:
         """Number of rows in the window (prevcount)."""
         return len(self.contents())

@@ -185,6 +185,13 @@ class GroupWinView(WindowView):
             out.extend(view.contents())
         return out
 
+    def posted(self) -> list[Row]:
+        """What the groups' sub-views have posted, group by group in creation order."""
+        out: list[Row] = []
+        for view in self.views.values():
+            out.extend(view.posted())
+        return out
+
     def count(self, row: Row | None = None) -> int:
         """Rows of the row's group (Esper's prev functions work per group), else all rows."""
         view = self._group(row)

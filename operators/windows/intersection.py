@@ -116,6 +116,11 @@ class IntersectionView(WindowView):
         """The first window's (or the batch window's) contents."""
         return self.driver.contents()
 
+    def posted(self) -> list[Row]:
+        """What the driving window has posted (with a batch window, its released rows
+        still retained by every window)."""
+        return self.driver.posted()
+
     def count(self, row: Row | None = None) -> int:
         """Rows of the driving window."""
         return self.driver.count(row)

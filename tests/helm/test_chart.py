@@ -463,7 +463,7 @@ def test_dashboard_panels_query_only_metrics_the_worker_exports() -> None:
         "kepl_events_in", "kepl_rows_out", "kepl_dead_letters", "kepl_checkpoints",
         "kepl_checkpoint_seconds", "kepl_changelog_bytes", "kepl_restore_seconds",
         "kepl_consumer_lag", "kepl_waiting_records", "kepl_stalled", "kepl_input_lost",
-        "kepl_processing_seconds", "kepl_statement_info", "kepl_state_bytes",
+        "kepl_processing_seconds", "kepl_statement_processing_seconds", "kepl_state_bytes",
         "kepl_rebalances", "kepl_assigned_partitions", "kepl_previous_exit_code"}
     ids = [p["id"] for p in dashboard["panels"]]
     assert len(ids) == len(set(ids))

@@ -218,7 +218,8 @@ def _plan(env: SubqueryEnv, node: ast.SubSelect, scope: Scope, one_column: bool,
     return SubquerySpec(
         src.type_name, source, filt, view, tuple(keys), tuple(lookup), tuple(key_texts),
         where, correlated, tuple(columns), tuple(names), tuple(aggs), group_by, having,
-        bool(node.distinct), table_keys, index_filter, text=_text(planner, node))
+        bool(node.distinct), table_keys, index_filter, text=_text(planner, node),
+        nulls_meet=not exists and not aggs and not group_by)
 
 
 _CLOCK_CALLS = frozenset({"current_timestamp", "prev", "prevtail", "prevcount",

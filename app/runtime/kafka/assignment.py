@@ -22,10 +22,12 @@ from app.runtime.kafka.inputs import Input, Inputs
 from app.runtime.kafka.lanes import Lane, LaneCursor
 from app.runtime.kafka.lost_input import LostInput
 from app.runtime.kafka.partition import EnginePartition, SnapshotPolicy
+from app.runtime.kafka.rebuild import RetainedInput, rebuild
 from app.runtime.kafka.recovery import KafkaChangelog
 from app.runtime.kafka.rows import RowWriter
 from app.runtime.kafka.topology import Group
 from app.runtime.kafka.wiring import Wiring
+from app.runtime.timing import StatementTiming
 
 log = logging.getLogger("kepl.worker")
 
@@ -54,6 +56,8 @@ class Assignment:
         self.lost = lost
         self.metrics = metrics
         self.restored = restored
+        self.retained: RetainedInput | None = None
+        """Where a statement rebuilt from-earliest replays its input (``rebuild``)."""
 
     def assign(self, consumer: Any, tps: list[Any], alive: Callable[[], None]) -> int:
         """Open the inputs of ``tps`` and restore the engine partitions they feed
@@ -92,6 +96,8 @@ class Assignment:
     def open_lane(self, inp: Input, cur: LaneCursor) -> None:
         """A fresh lane for source input ``inp`` at cursor ``cur``."""
         inp.lane = Lane(self.wiring.lane_plans[inp.topic], inp.partition, cur, self.rows.row)
+        if self.metrics is not None:
+            inp.lane.engine.timing = StatementTiming()
 
     def restore(self, g: Group, p: int, alive: Callable[[], None]) -> EnginePartition:
         t0 = time.monotonic()
@@ -100,6 +106,11 @@ class Assignment:
                                self.config.changelog_topic(g.name), self.snapshots,
                                adjacent=not self.exactly_once)
         part.escalate = g.direct
+        if self.metrics is not None:
+            part.timing = StatementTiming()  # its engine keeps it on every load
+        if self.retained is not None:
+            retained = self.retained
+            part.rebuild = lambda part, names: rebuild(part, names, retained, alive)
         part.restore(self.changelog, alive)
         part.progress = part.barrier  # already on the progress topic with its state
         seconds = time.monotonic() - t0

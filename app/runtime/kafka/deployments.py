@@ -22,6 +22,7 @@ from typing import Any
 
 from app.runtime.kafka import client
 from app.runtime.kafka.config import AppConfig
+from app.runtime.kafka.rebuild import replay_refusal
 from app.runtime.kafka.topology import STATEMENT_KINDS, Topology, consumed_types
 
 DECLARED_STATE = ("table", "variable")
@@ -69,6 +70,10 @@ class StatementForm:
     """The context a statement runs in, or the one a context declaration declares."""
     output: str | None = None
     """Its output topic (statements that emit rows)."""
+    reads: tuple[str, ...] = ()
+    """The event types it reads."""
+    replay: str = ""
+    """Why ``--rebuild from-earliest`` cannot serve it ("": it can, see ``rebuild``)."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,10 @@ class Deployment:
     """Statement -> the version that started its state empty (``from-now``, or removed
     and deleted on request): an engine partition last at an older version drops it,
     however many versions it skipped."""
+    replays: dict[str, int] = field(default_factory=dict)
+    """Statement -> the version that rebuilt it ``from-earliest``: with its reset, the
+    engine partition replays its retained input into that statement alone
+    (``rebuild``)."""
 
     @property
     def digest(self) -> str:
@@ -95,15 +104,18 @@ class Deployment:
         return json.dumps({
             "version": self.version, "file": self.file,
             "statements": {n: vars(s) for n, s in self.statements.items()},
-            "groups": self.groups, "resets": self.resets, "digest": self.digest,
+            "groups": self.groups, "resets": self.resets, "replays": self.replays,
+            "digest": self.digest,
         }, sort_keys=True).encode()
 
     @classmethod
     def decode(cls, raw: bytes) -> Deployment:
         d = json.loads(raw)
         return cls(int(d["version"]), d["file"],
-                   {n: StatementForm(**s) for n, s in d["statements"].items()},
-                   dict(d["groups"]), {n: int(v) for n, v in d.get("resets", {}).items()})
+                   {n: StatementForm(**{**s, "reads": tuple(s.get("reads", ()))})
+                    for n, s in d["statements"].items()},
+                   dict(d["groups"]), {n: int(v) for n, v in d.get("resets", {}).items()},
+                   {n: int(v) for n, v in d.get("replays", {}).items()})
 
 
 def _layout(g: Any) -> str:
@@ -138,7 +150,8 @@ def form_of(topology: Topology, file_text: str, version: int = 0) -> Deployment:
                                 sort_keys=True))
         forms[p.name] = StatementForm(fp, stateful, group_of.get(p.name), p.kind, ctx,
                                       outputs.get(p.name) if p.kind in STATEMENT_KINDS
-                                      else None)
+                                      else None, tuple(sorted(consumed_types(p))),
+                                      replay_refusal(topology, p) if stateful else "")
     groups = {g.name: _layout(g) for g in topology.active_groups()}
     return Deployment(version, file_text, forms, groups)
 
@@ -159,6 +172,8 @@ class UpgradePlan:
     steps: list[Step] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)
     resets: list[str] = field(default_factory=list)
+    replays: list[str] = field(default_factory=list)
+    """Statements rebuilt ``from-earliest`` (also in ``resets``)."""
     delete_outputs: list[str] = field(default_factory=list)
 
     @property
@@ -233,11 +248,19 @@ def plan_upgrade(old: Deployment, new: Deployment, rebuild: dict[str, str],
                 f"{name}={FROM_EARLIEST}: replay its retained input)")
             plan.steps.append(Step(name, STATEFUL, "needs --rebuild"))
         elif how == FROM_EARLIEST:
-            plan.refusals.append(
-                f"{name}: --rebuild {FROM_EARLIEST} is not served yet: replaying the "
-                f"input of group '{s.group}' would repeat the rows of the other "
-                f"statements there (use {FROM_NOW}, or kepl reset to replay the app)")
-            plan.steps.append(Step(name, STATEFUL, f"rebuild {FROM_EARLIEST}"))
+            why = s.replay or _new_input(old, s)
+            if why:
+                plan.refusals.append(f"{name}: --rebuild {FROM_EARLIEST} cannot serve it: "
+                                     f"{why} (use {FROM_NOW}, or kepl reset to replay "
+                                     "the app)")
+                plan.steps.append(Step(name, STATEFUL, f"rebuild {FROM_EARLIEST}: refused"))
+                continue
+            plan.resets.append(name)
+            plan.replays.append(name)
+            plan.steps.append(Step(
+                name, STATEFUL, f"rebuild {FROM_EARLIEST}: replays its retained input "
+                "into fresh state, alone, when each engine partition first loads; the "
+                "rows its new text gives are written once, row ids continue"))
         else:
             plan.resets.append(name)
             plan.steps.append(Step(name, STATEFUL, f"rebuild {FROM_NOW}: starts with "
@@ -256,6 +279,16 @@ def plan_upgrade(old: Deployment, new: Deployment, rebuild: dict[str, str],
             plan.steps.append(Step(name, REMOVED, "stops; its state and output topic "
                                    "are kept (--delete-removed deletes them)"))
     return plan
+
+
+def _new_input(old: Deployment, s: StatementForm) -> str:
+    """Why the group's retained input lacks a type the new text reads ("": it has all)."""
+    had = {t for o in old.statements.values() if o.group == s.group for t in o.reads}
+    new = sorted(set(s.reads) - had)
+    if new:
+        return (f"it now reads {', '.join(new)}, which group '{s.group}' did not read "
+                "before: its past events are not in the group's input")
+    return ""
 
 
 # -- the record on Kafka ---------------------------------------------------------------
@@ -351,6 +384,7 @@ def apply_resets(topology: Topology, deployment: Deployment | None) -> None:
         return
     for g in topology.groups.values():
         g.resets = (deployment.version, dict(deployment.resets))
+        g.replays = dict(deployment.replays)
 
 
 WATCH_S = 3.0

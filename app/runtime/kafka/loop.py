@@ -68,6 +68,7 @@ from app.runtime.kafka.intake import Intake
 from app.runtime.kafka.lost_input import LostInput
 from app.runtime.kafka.partition import EnginePartition, SnapshotPolicy
 from app.runtime.kafka.reader import drain
+from app.runtime.kafka.rebuild import KafkaRetainedInput
 from app.runtime.kafka.recovery import KafkaChangelog
 from app.runtime.kafka.refusals import consumer_refused
 from app.runtime.kafka.rows import RowWriter
@@ -175,6 +176,8 @@ class Worker:
             config, self.wiring, self.inputs, self.parts, changelog, Path(data_dir),
             snapshots, self.out.exactly_once, self.rows, lost, self.metrics,
             lambda part, seconds: self.hooks.restored(self, part, seconds))
+        self.assignment.retained = KafkaRetainedInput(bootstrap, topology,
+                                                      self.intake.routing)
         self.round = CheckpointRound(self.out, config, changelog, self.rows.of_partition,
                                      self.dead_log.say, seam)
         stall = os.environ.get(STALL_ENV, "").strip()
@@ -182,6 +185,9 @@ class Worker:
                                  self.metrics, float(stall) if stall else DEFAULT_STALL_S)
         self.collector = Collector()
         self.stopping = False
+        self.loaded_changes = False
+        """An engine partition changed as it loaded (a new version's reset or rebuild):
+        a checkpoint is due even before any input comes."""
         self.since_commit = 0
         self.last_commit = self._last_watch = self._last_consumed = time.monotonic()
         self._callback_error: BaseException | None = None
@@ -249,7 +255,8 @@ class Worker:
             self.dead_log.tick(now)
             self.stalls.tick(now, self._last_consumed)
         self.out.poll()
-        if not (self.out.open or self.intake.lane_progress or self.inputs.dirty()):
+        if not (self.out.open or self.intake.lane_progress or self.inputs.dirty()
+                or self.loaded_changes):
             return
         elapsed = time.monotonic() - self.last_commit
         if (elapsed >= self.interval_s or self.since_commit >= MAX_CHECKPOINT_RECORDS
@@ -314,6 +321,7 @@ class Worker:
             self.rewind()
             return
         lane_progress.clear()
+        self.loaded_changes = False
         self.since_commit = 0
         self.last_commit = time.monotonic()
         stats = self.stats
@@ -357,6 +365,7 @@ class Worker:
     def _on_assign(self, consumer: Any, tps: list[Any]) -> None:
         t0 = time.monotonic()
         opened = self.assignment.assign(consumer, tps, self._alive)
+        self.loaded_changes |= any(part.touched for part in self.parts.values())
         self.health.assigned = True
         note_rebalance(self.metrics, "assigned", len(tps))
         seconds = time.monotonic() - t0

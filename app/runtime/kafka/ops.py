@@ -238,8 +238,10 @@ def app_status(config: AppConfig, bootstrap: str,
             continue
         for p in broker.topics.get(d["topic"], []):
             key = (d["topic"], p)
+            version = _last_meta(log, d["topic"], p, starts[key], ends[key]).get("version")
             changelogs.append({"topic": d["topic"], "partition": p, "start": starts[key],
                                "end": ends[key],
+                               "version": None if version is None else int(version),
                                "snapshot": _first_snapshot(log, d["topic"], p, starts[key]),
                                "late": (_late_events(log, d["topic"], p, starts[key],
                                                      ends[key])
@@ -254,6 +256,7 @@ def app_status(config: AppConfig, bootstrap: str,
                     for s in config.statements],
         "topics": topics,
         "group": {"id": gid, "state": state, "members": members},
+        "version": _versions(config, bootstrap, counts, changelogs),
         "lag": lag, "total_lag": sum(d["lag"] for d in lag),
         "input_lost": sum(d["lost"] for d in lag),
         "watermark": {"topic": wm_topic, "last": read_last(bootstrap, wm_topic)
@@ -265,6 +268,38 @@ def app_status(config: AppConfig, bootstrap: str,
                          "count": sum(c["late"] for c in changelogs)}),
         "state_dirs": None if data_dir is None else state_dirs(data_dir),
     }
+
+
+def _versions(config: AppConfig, bootstrap: str, counts: dict[str, int],
+              changelogs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The recorded version, whether the status file is it, and the engine partitions
+    whose last checkpoint a worker of another version wrote (None: nothing recorded)."""
+    from app.runtime.kafka import deployments
+    from app.runtime.kafka.topology import Topology
+
+    latest = deployments.read_latest(config, bootstrap)
+    if latest is None:
+        return None
+    mine = deployments.form_of(Topology.plan(config, counts), "")
+    return {"recorded": latest.version, "topic": deployments.deployments_topic(config),
+            "file_is_recorded": mine.digest == latest.digest,
+            "others": [{"partition": f"{c['topic']}[{c['partition']}]",
+                        "version": c["version"]} for c in changelogs
+                       if c["version"] is not None and c["version"] != latest.version]}
+
+
+def _last_meta(log: Any, topic: str, partition: int, start: int, end: int
+               ) -> dict[str, Any]:
+    """The metadata of a changelog partition's last record (committed state)."""
+    from app.runtime.kafka.store import ChangelogRecord
+
+    meta: dict[str, Any] = {}
+    for _, value in log.read(topic, partition, max(start, end - 4)):  # markers between
+        try:
+            meta = ChangelogRecord.decode(value).meta
+        except (ValueError, KeyError, TypeError):
+            continue
+    return meta
 
 
 def _late_events(log: Any, topic: str, partition: int, start: int, end: int) -> int:
@@ -323,7 +358,22 @@ def state_dirs(data_dir: Path) -> list[dict[str, Any]]:
 
 def render_status(st: dict[str, Any]) -> list[str]:
     """``kepl status`` as text lines."""
-    lines = [f"app {st['app']} at {st['bootstrap']}", "statements:"]
+    lines = [f"app {st['app']} at {st['bootstrap']}"]
+    v = st.get("version")
+    if v is None:
+        lines.append("version: none recorded (kepl deploy FILE records one)")
+    else:
+        lines.append(f"version: {v['recorded']} runs ({v['topic']}); " + (
+            "this file is that version" if v["file_is_recorded"] else
+            "this file differs from it (kepl deploy FILE --plan shows how)"))
+        if v["others"]:
+            old = ", ".join(f"{o['partition']} (version {o['version']})" for o in v["others"])
+            lines.append(f"  last checkpointed by a worker of another version: {old}; "
+                         "workers on an older version leave by themselves once they see "
+                         f"version {v['recorded']}, and a worker of version "
+                         f"{v['recorded']} (the chart's rolling restart starts them) "
+                         "checkpoints each partition once it loads it")
+    lines.append("statements:")
     lines += [f"  {s['name']} -> {s['output_topic']}" for s in st["statements"]]
     lines.append("topics:")
     width = max(len(d["topic"]) for d in st["topics"])
@@ -364,8 +414,9 @@ def render_status(st: dict[str, Any]) -> list[str]:
             f"{snap['bytes']} bytes in {snap['parts']} part(s)"
         seen = ("no snapshot" if snap is None else
                 f"snapshot {snap['id']} at offset {snap['offset']} ({size})")
+        ver = "" if c.get("version") is None else f", version {c['version']}"
         lines.append(f"changelog {c['topic']}[{c['partition']}]: offsets {c['start']}.."
-                     f"{c['end']}, {seen}")
+                     f"{c['end']}, {seen}{ver}")
     late = st.get("late_events")
     if late is not None:
         lines.append(f"late events: {late['count']} (late_events: {late['policy']})")

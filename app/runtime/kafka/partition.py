@@ -72,6 +72,7 @@ from app.runtime.kafka.statesize import StateSizes
 from app.runtime.kafka.store import ChangelogRecord, PartitionStore, entry_size
 from app.runtime.kafka.topology import Group
 from app.runtime.rows import keyed_text, pid_text
+from app.runtime.timing import StatementTiming
 from operators.contexts.managers import HashManager
 
 
@@ -315,6 +316,13 @@ class EnginePartition:
         """Events waiting for a watermark to reach their time (event_time apps)."""
         self.late = 0
         """Late events seen (committed with the partition's metadata)."""
+        self.rebuild: Callable[[EnginePartition, list[str]], Any] | None = None
+        """Replays the retained input into statements rebuilt from-earliest (set by the
+        worker, ``rebuild``)."""
+        self.timing: StatementTiming | None = None
+        """Sampled processing time per statement, once the metrics ask (``timing``)."""
+        self.rebuilt = ""
+        """What the last such replay did (said once the partition is restored)."""
 
     # -- life cycle --------------------------------------------------------------
     def restore(self, log: ChangelogLog, alive: Callable[[], None] | None = None) -> None:
@@ -419,6 +427,7 @@ class EnginePartition:
         self.barriers_queued = [0] * len(self.upstreams)
         self._reset_for_version()
         engine = Engine(store=self.store, now_ms=self.now)
+        engine.timing = self.timing
         engine.listeners.append(self._on_rows)
         spec = self.group.hash_spec
         for plan in self.group.plans:
@@ -436,15 +445,26 @@ class EnginePartition:
             self.first_use = engine.contexts[spec.name].manager
 
     def _reset_for_version(self) -> None:
-        """Once per deployed version, drop the state of the statements it rebuilds from
-        now (``deployments``); the deletes go into the next changelog record."""
+        """Once per deployed version, drop the state of the statements it rebuilds
+        (``deployments``) and replay the retained input into those rebuilt from-earliest
+        (``rebuild``); the writes and rows go into the next checkpoint."""
         resets = self.group.resets
         at = int(self.book.get("version") or 0)
         if resets is None or at >= resets[0]:
             return
+        ours = {p.name for p in self.group.plans}
+        replay = []
         for name, version in resets[1].items():
             if version > at:
                 self.store.namespace("s", name).clear()
+                if name in ours and self.group.replays.get(name) == version:
+                    replay.append(name)
+        if replay:
+            if self.rebuild is None:
+                raise RuntimeError(f"{self.group.name}[{self.partition}]: "
+                                   f"{', '.join(replay)} must be rebuilt from the "
+                                   "retained input, and nothing reads it here")
+            self.rebuild(self, sorted(replay))
         self.book.put("version", resets[0])
         self.touched = True
 
@@ -740,7 +760,8 @@ class EnginePartition:
             {"group": self.group.name, "partition": self.partition,
              "now": self.engine.now_ms,
              "since": self.since_snapshot, "snap": self.snapshot_bytes,
-             **({"late": self.late} if self.late else {})},
+             **({"late": self.late} if self.late else {}),
+             **({"version": self.group.resets[0]} if self.group.resets else {})},
             self.store.batch_writes())
         return self.sealed
 

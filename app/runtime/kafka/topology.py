@@ -140,6 +140,8 @@ class Group:
     resets: tuple[int, dict[str, int]] | None = None
     """(deployed version, statement -> the version that started its state empty): set
     from the app's deployment record (``deployments.apply_resets``)."""
+    replays: dict[str, int] = field(default_factory=dict)
+    """Statement -> the version that rebuilt it from-earliest (``rebuild``)."""
     _ctx: PartitionCtx = field(default_factory=PartitionCtx, repr=False)
     _routes: dict[str, int] = field(default_factory=dict, repr=False)
     """Key text -> partition, for the keys seen lately (bounded by ``ROUTE_CACHE``)."""

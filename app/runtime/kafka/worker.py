@@ -150,6 +150,8 @@ class Announcer(WorkerHooks):
     def restored(self, worker: Worker, part: EnginePartition, seconds: float) -> None:
         self.announce(f"restored {part.group.name}[{part.partition}] in {seconds:.3f} s "
                       f"(changelog at {part.cl_offset})")
+        if part.rebuilt:
+            self.announce(part.rebuilt)
 
 
 CRASH_HOOK_ENV = "KEPL_TEST_CRASH"

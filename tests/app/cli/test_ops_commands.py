@@ -151,7 +151,9 @@ def test_status_shows_the_lag_of_a_stopped_worker_and_its_catching_up(
               ("output", f"kepl.{name}.out.large_withdrawals"),
               ("output", f"kepl.{name}.out.last_five"), ("dlq", f"kepl.{name}.dlq"),
               ("watermark", f"kepl.{name}.watermarks"), ("progress", f"kepl.{name}.progress")]
-    head = [f"app {name} at {b}", "statements:",
+    head = [f"app {name} at {b}",
+            f"version: 1 runs (kepl.{name}.deployments); this file is that version",
+            "statements:",
             f"  large_withdrawals -> kepl.{name}.out.large_withdrawals",
             f"  last_five -> kepl.{name}.out.last_five", "topics:",
             *[f"  {role:<12}{t:<{width}}1 partition" for role, t in topics]]
@@ -193,6 +195,8 @@ def test_status_shows_the_lag_of_a_stopped_worker_and_its_catching_up(
         member = st["group"]["members"][0]
         assert member["instance_id"] == identity
         assert member["partitions"] == [f"{src}[0]"]
+        assert st["version"] == {"recorded": 1, "topic": f"kepl.{name}.deployments",
+                                 "file_is_recorded": True, "others": []}
         code, out, _ = kepl(capsys, "status", str(f), "--bootstrap", b,
                             "--data-dir", str(data))
         lines = out.splitlines()

@@ -66,12 +66,7 @@ class Restoring:
         self.engine.send(type_name, event)
 
 
-KNOWN_RESTORE_BUGS = {
-    "output_first_grouped_having_join_old_row":
-        "grouped 'output first' of a join in a keyed context: after a restore a group's "
-        "row passes again within its period (open bug; the scenario passes without "
-        "restores, embedded and on Kafka)",
-}
+KNOWN_RESTORE_BUGS: dict[str, str] = {}
 """Scenarios whose output still differs when the runtime is rebuilt before each step:
 each one is a bug to fix, marked strict so that the fix has to remove it here."""
 

@@ -69,12 +69,57 @@ def test_changed_stateful_needs_a_rebuild_choice() -> None:
     assert everything.resets == ["avg"]
 
 
-def test_from_earliest_is_refused_with_its_reason() -> None:
+def test_from_earliest_replays_a_statement_reading_retained_input() -> None:
     old = version([AVG])
     new = version([{"name": "avg", "epl": "select sym, avg(px) as a from Trade#length(5) "
                     "group by sym"}], 2)
     plan = plan_upgrade(old, new, {"avg": "from-earliest"})
-    assert len(plan.refusals) == 1 and "from-earliest" in plan.refusals[0]
+    assert plan.refusals == [] and plan.resets == ["avg"] and plan.replays == ["avg"]
+    assert plan.lines() == [
+        "  avg  changed, stateful: rebuild from-earliest: replays its retained input into "
+        "fresh state, alone, when each engine partition first loads; the rows its new "
+        "text gives are written once, row ids continue"]
+
+
+def test_from_earliest_refuses_what_the_retained_input_cannot_serve() -> None:
+    ctx_cnt = {"name": "cnt", "epl": "context H select sym, count(*) as n from Trade#length(9) "
+               "group by sym"}
+    plan = plan_upgrade(version(HASHED), version([HASHED[0], ctx_cnt], 2),
+                        {"cnt": "from-earliest"})
+    assert plan.replays == [] and plan.refusals == [
+        "cnt: --rebuild from-earliest cannot serve it: it runs in context 'H', whose "
+        "partitions the other statements of the context share (use from-now, or kepl "
+        "reset to replay the app)"]
+    fed = [{"name": "feed", "epl": "insert into Big select sym, px from Trade where px > 5"},
+           {"name": "avg", "epl": "select avg(px) as a from Big#length(3)"}]
+    plan = plan_upgrade(version(fed), version([fed[0], {
+        "name": "avg", "epl": "select avg(px) as a from Big#length(4)"}], 2),
+        {"avg": "from-earliest"})
+    assert plan.refusals == [
+        "avg: --rebuild from-earliest cannot serve it: it reads Big, which statements "
+        "insert into: that stream has no retained input of its own (use from-now, or "
+        "kepl reset to replay the app)"]
+    windowed = [{"name": "w", "epl": "create window W#keepall as Trade"},
+                {"name": "fill", "epl": "insert into W select * from Trade"},
+                {"name": "q", "epl": "select px, (select count(*) from W) as n from Trade"}]
+    plan = plan_upgrade(version(windowed), version([*windowed[:2], {
+        "name": "q", "epl": "select px, (select count(*) from W) as m from Trade"}], 2),
+        {"q": "from-earliest"})
+    assert plan.refusals == [
+        "q: --rebuild from-earliest cannot serve it: it names named window W, which other "
+        "statements write: a replay of this statement alone cannot give its contents (use "
+        "from-now, or kepl reset to replay the app)"]
+    two = {"Trade": SCHEMAS["Trade"], "Quote": {"sym": "string", "bid": "double"}}
+    old = form_of(Topology.plan(AppConfig.from_dict(
+        {"app": "up", "schemas": two, "statements": [AVG]})), "", 1)
+    new = form_of(Topology.plan(AppConfig.from_dict({"app": "up", "schemas": two,
+        "statements": [{"name": "avg", "epl": "select count(*) as n from "
+                        "Trade#length(3) as t, Quote#length(3) as q"}]})), "", 2)
+    plan = plan_upgrade(old, new, {"avg": "from-earliest"})
+    assert plan.refusals == [
+        "avg: --rebuild from-earliest cannot serve it: it now reads Quote, which group "
+        "'main' did not read before: its past events are not in the group's input (use "
+        "from-now, or kepl reset to replay the app)"]
 
 
 def test_added_and_removed() -> None:

@@ -115,6 +115,8 @@ def test_metrics_count_what_the_worker_did(kafka_bootstrap: str) -> None:
         assert queried_metrics() <= scraped_series(text)
         lane = f'app="{kapp.config.app}",group="lanes:{topic}"'
         assert metric(text, f"kepl_processing_seconds_total{{{lane}}}") > 0
+        statement = f'app="{kapp.config.app}",statement="s"'
+        assert metric(text, f"kepl_statement_processing_seconds_total{{{statement}}}") > 0
         assert metric(text, f'kepl_statement_info{{{lane},statement="s"}}') == 1
         app = kapp.config.app
         assert metric(text, f'kepl_rebalances_total{{app="{app}",kind="assigned"}}') >= 1
@@ -152,7 +154,10 @@ def test_records_waiting_for_a_watermark_are_reported(kafka_bootstrap: str) -> N
                              for ln in get(port, "/metrics")[1].splitlines()),
                  30, "state bytes")
         busy = f'kepl_processing_seconds_total{{app="{kapp.config.app}",group="main"}}'
-        assert metric(get(port, "/metrics")[1], busy) > 0
+        text = get(port, "/metrics")[1]
+        assert metric(text, busy) > 0
+        statement = f'app="{kapp.config.app}",statement="s"'
+        assert metric(text, f"kepl_statement_processing_seconds_total{{{statement}}}") > 0
         log = kapp.worker.log_path.read_text()
         assert "no progress: engine partition main[0]: 5 record(s) wait" in log
         assert "progress again" in log

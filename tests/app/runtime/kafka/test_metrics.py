@@ -16,6 +16,7 @@ from app.runtime.kafka.health import (
 )
 from app.runtime.kafka.statesize import StateSizes
 from app.runtime.kafka.topology import Topology
+from app.runtime.timing import StatementTiming
 
 
 def samples(m: Metrics) -> dict[str, float]:
@@ -39,9 +40,13 @@ def fake_worker() -> SimpleNamespace:
     [group] = topology.active_groups()
     sizes = StateSizes()
     sizes.bytes, sizes.cursor = {"totals": 640}, None  # counted
+    part_timing, lane_timing = StatementTiming(every=4), StatementTiming(every=4)
+    part_timing.add("totals", 0.25)
+    lane_timing.add("big", 0.125)
     part = SimpleNamespace(group=group, busy_s=0.25, sizes=sizes,
-                           store=SimpleNamespace(base=None))
-    lane = SimpleNamespace(busy_s=0.5)
+                           store=SimpleNamespace(base=None),
+                           engine=SimpleNamespace(timing=part_timing))
+    lane = SimpleNamespace(busy_s=0.5, engine=SimpleNamespace(timing=lane_timing))
     inputs = [SimpleNamespace(topic=config.topic_of("Order"), lane=lane)]
     return SimpleNamespace(config=config, topology=topology, parts={(group.name, 0): part},
                            inputs=inputs)
@@ -59,6 +64,9 @@ def test_a_checkpoint_exports_processing_time_and_state_bytes(tmp_path: Path) ->
     assert s[f'kepl_statement_info{{app="shop",group="{group}",statement="totals"}}'] == 1
     assert s[f'kepl_statement_info{{app="shop",group="lanes:{topic}",statement="big"}}'] == 1
     assert s['kepl_state_bytes{app="shop",statement="totals"}'] == 640
+    # the sampled step times, each standing for 4 events
+    assert s['kepl_statement_processing_seconds_total{app="shop",statement="totals"}'] == 1.0
+    assert s['kepl_statement_processing_seconds_total{app="shop",statement="big"}'] == 0.5
     assert worker.parts[(group, 0)].busy_s == 0 and worker.inputs[0].lane.busy_s == 0
     # a partition that moved away leaves its statement at 0, not at its last figure
     worker.parts.clear()

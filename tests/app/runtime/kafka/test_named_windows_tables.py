@@ -29,6 +29,7 @@ CASES = [
     ("named_window_context_nine_to_five", "after_flush:3"),
     ("table_on_merge_balances", "before_flush:2"),
     ("table_into_table_nine_to_five", "after_flush:2"),
+    ("named_window_batch_consumers", "after_flush:2"),
 ]
 
 

@@ -7,11 +7,14 @@ version 2 while the version-1 worker runs; that worker commits and leaves by its
 one on version 2 starts, while the producer goes on: ``keep``'s raw output continues with no
 gap and no repeat; ``avg`` continues its row ids with the rows its new text gives from
 the first record version 2 read; ``gone`` stops; ``big`` starts at that record.  A
-worker still on version 1 refuses to start once version 2 is recorded.
+worker still on version 1 refuses to start once version 2 is recorded.  A second run
+rebuilds ``avg`` from-earliest: its output after the upgrade is its new text's over all
+the input, as an embedded engine gives it.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import threading
@@ -25,6 +28,9 @@ import pytest
 import yaml
 
 from app.cli.main import main
+from app.epl.planner import plan_statement
+from app.runtime.catalog import Catalog
+from app.runtime.engine import Engine
 from app.runtime.kafka.config import AppConfig
 from app.runtime.kafka.deployments import EXIT_OTHER_VERSION
 from app.runtime.kafka.reader import RowReader
@@ -63,6 +69,17 @@ def windowed(first: int, last: int, size: int) -> list[list[float]]:
     for i in range(first, last):
         w.append(amount(i))
         out.append(list(w))
+    return out
+
+
+def embedded(epl: str, n: int) -> list[dict[str, Any]]:
+    """The rows of ``epl`` run embedded over events 0..n-1."""
+    engine = Engine()
+    engine.deploy(plan_statement(Catalog.from_schemas(app_doc("e", [])["schemas"]), epl, "x"))
+    out: list[dict[str, Any]] = []
+    engine.listeners.append(lambda name, new, old, pid: out.extend(dict(r) for r in new))
+    for i in range(n):
+        engine.send("Withdrawal", {"account": account(i), "amount": amount(i)})
     return out
 
 
@@ -214,3 +231,169 @@ def test_delete_removed_deletes_the_output_topic(kafka_bootstrap: str, tmp_path:
         time.sleep(0.2)
     assert deploy(f2, kafka_bootstrap, "--plan") == 0
     assert capsys.readouterr().out == f"app {name}: version 2 runs; {f2} is the same\n"
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("partitions", [1, 2], ids=["direct", "repartitioned"])
+def test_rebuild_from_earliest_while_events_flow(kafka_bootstrap: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str],
+                                                 partitions: int) -> None:
+    """``avg`` changes its window and is rebuilt from-earliest while events flow: after
+    the upgrade its output is what its new text gives over all the input (the replay of
+    what version 1 had read, then the live records), written once, its ids after
+    version 1's; ``keep`` goes on with no gap and no repeat.  With one source partition
+    the engine partition reads it directly; with two it reads the repartition topic,
+    the two merged at each watermark (sent every ten events), and the replay merges
+    them the same way."""
+    name = f"rebuild-{uuid.uuid4().hex[:8]}"
+    v1 = {**app_doc(name, [KEEP, AVG_1]), "partitions": partitions}
+    v2 = {**app_doc(name, [KEEP, AVG_2]), "partitions": partitions}
+    f1, f2 = tmp_path / "v1.yaml", tmp_path / "v2.yaml"
+    f1.write_text(yaml.safe_dump(v1, sort_keys=False))
+    f2.write_text(yaml.safe_dump(v2, sort_keys=False))
+    c1, c2 = AppConfig.from_dict(v1), AppConfig.from_dict(v2)
+    (tmp_path / "work").mkdir()
+
+    assert deploy(f1, kafka_bootstrap) == 0
+    kapp = KafkaApp(c1, kafka_bootstrap, tmp_path / "work", start=True)
+    readers = {s: RowReader(kafka_bootstrap, [c1.output_topic(s)]) for s in ("keep", "avg")}
+    counting = RowReader(kafka_bootstrap, [c1.output_topic("keep")])
+    stopping = threading.Event()
+    producer = threading.Thread(target=lambda: None)
+    try:
+        def stream() -> None:
+            for i in range(N_EVENTS):
+                if stopping.is_set():
+                    return
+                kapp.send("Withdrawal", {"account": account(i), "amount": amount(i)},
+                          partition=i % partitions)
+                if i % 10 == 9:
+                    if partitions > 1:
+                        kapp.advance(0)  # flushes, then a watermark into each partition
+                    kapp.producer.flush(10)
+                    time.sleep(0.05)
+            kapp.producer.flush(10)
+
+        producer = threading.Thread(target=stream)
+        producer.start()
+        wait_rows(counting, 300)
+        capsys.readouterr()
+        assert deploy(f2, kafka_bootstrap, "--plan", "--rebuild", "avg=from-earliest") == 0
+        plan = capsys.readouterr().out
+        print(plan, file=sys.stderr)
+        assert plan.splitlines()[1:] == [
+            "  keep  unchanged: keeps its state and row ids",
+            "  avg   changed, stateful: rebuild from-earliest: replays its retained input "
+            "into fresh state, alone, when each engine partition first loads; the rows "
+            "its new text gives are written once, row ids continue"]
+        assert deploy(f2, kafka_bootstrap, "--rebuild", "avg=from-earliest") == 0
+        assert f"app {name}: version 2 recorded" in capsys.readouterr().out
+        assert kapp.worker.proc is not None
+        assert kapp.worker.proc.wait(60) == EXIT_OTHER_VERSION
+
+        before = {s: r.read_available() for s, r in readers.items()}
+        upgraded_at = len(before["keep"])  # events version 1 processed
+        assert upgraded_at < N_EVENTS, "the stream ended before the upgrade"
+        assert len(before["avg"]) == upgraded_at
+        kapp.worker = WorkerProcess(c2, kafka_bootstrap, tmp_path / "work", "info")
+        kapp.worker.start()
+        producer.join()
+        kapp.settle(timeout_s=120)
+        rows = {s: before[s] + r.read_available() for s, r in readers.items()}
+        capsys.readouterr()
+        assert main(["status", str(f2), "--bootstrap", kafka_bootstrap]) == 0
+        shown = capsys.readouterr().out.splitlines()
+        dups = {s: r.duplicates for s, r in readers.items()}
+        log = kapp.worker.log_tail(2000)
+    finally:
+        stopping.set()
+        if producer.is_alive():
+            producer.join()
+        for r in readers.values():
+            r.close()
+        counting.close()
+        kapp.close()
+
+    assert dups == {"keep": 0, "avg": 0}
+    assert [r.id for r in rows["keep"]] == [f"keep/0/{i}" for i in range(1, N_EVENTS + 1)]
+    assert [r.row for r in rows["keep"]] == [
+        {"cnt": len(w), "total": sum(w)} for w in windowed(0, N_EVENTS, 5)]
+    # version 1's rows, then the new text over all the input, ids continuing: the same
+    # rows an embedded engine gives running avg's new text over every event
+    assert [r.row for r in rows["avg"][upgraded_at:]] == embedded(AVG_2["epl"], N_EVENTS)
+    assert [r.id for r in rows["avg"]] == [
+        f"avg/0/{i}" for i in range(1, upgraded_at + N_EVENTS + 1)]
+    assert [r.row["a"] for r in rows["avg"]] == (
+        [sum(w) / len(w) for w in windowed(0, upgraded_at, 3)]
+        + [sum(w) / len(w) for w in windowed(0, N_EVENTS, 2)])
+    assert re.search(rf"rebuilt avg in main\[0\] from its retained input: \d+ records, "
+                     rf"{upgraded_at} rows", log), log
+    assert shown[1] == (f"version: 2 runs (kepl.{name}.deployments); this file is that "
+                        "version")
+    assert re.fullmatch(rf"changelog kepl\.{name}\.changelog\.main\[0\]: offsets \d+\.\.\d+, "
+                        r"no snapshot, version 2", shown[-1]), "\n".join(shown)
+
+
+@pytest.mark.kafka
+def test_from_earliest_is_refused_once_retention_cut_the_input(
+        kafka_bootstrap: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from confluent_kafka import Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    name = f"rebuild-{uuid.uuid4().hex[:8]}"
+    f1, f2 = tmp_path / "v1.yaml", tmp_path / "v2.yaml"
+    f1.write_text(yaml.safe_dump(app_doc(name, [KEEP, AVG_1]), sort_keys=False))
+    f2.write_text(yaml.safe_dump(app_doc(name, [KEEP, AVG_2]), sort_keys=False))
+    assert deploy(f1, kafka_bootstrap) == 0
+    source = f"{name}.withdrawal"
+    p = Producer({"bootstrap.servers": kafka_bootstrap})
+    for _ in range(10):
+        p.produce(source, b'{"account": "A", "amount": 1.0}')
+    assert p.flush(30) == 0
+    capsys.readouterr()
+    assert deploy(f2, kafka_bootstrap, "--plan", "--rebuild", "avg=from-earliest") == 0
+    assert not any(ln.startswith("refused") for ln in capsys.readouterr().out.splitlines())
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    for fut in admin.delete_records([TopicPartition(source, 0, 5)]).values():
+        fut.result()
+    assert deploy(f2, kafka_bootstrap, "--plan", "--rebuild", "avg=from-earliest") == 2
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"refused: avg: --rebuild from-earliest cannot serve it: {source}[0] starts at "
+        "offset 5 (its earlier records were deleted by retention or DeleteRecords), so its "
+        "retained input is not all of its input (use from-now, or kepl reset)")
+
+
+@pytest.mark.kafka
+def test_a_rebuild_is_written_before_any_new_input(kafka_bootstrap: str, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A new version's first load changes the partition (the replayed rows, the version
+    stamp): the worker checkpoints it without waiting for another record."""
+    name = f"rebuild-{uuid.uuid4().hex[:8]}"
+    v1, v2 = app_doc(name, [KEEP, AVG_1]), app_doc(name, [KEEP, AVG_2])
+    f1, f2 = tmp_path / "v1.yaml", tmp_path / "v2.yaml"
+    f1.write_text(yaml.safe_dump(v1, sort_keys=False))
+    f2.write_text(yaml.safe_dump(v2, sort_keys=False))
+    c1, c2 = AppConfig.from_dict(v1), AppConfig.from_dict(v2)
+    (tmp_path / "work").mkdir()
+    assert deploy(f1, kafka_bootstrap) == 0
+    kapp = KafkaApp(c1, kafka_bootstrap, tmp_path / "work", start=True)
+    reader = RowReader(kafka_bootstrap, [c1.output_topic("avg")])
+    try:
+        for i in range(20):
+            kapp.send("Withdrawal", {"account": account(i), "amount": amount(i)})
+        kapp.settle()
+        assert deploy(f2, kafka_bootstrap, "--rebuild", "avg=from-earliest") == 0
+        assert kapp.worker.proc is not None
+        assert kapp.worker.proc.wait(60) == EXIT_OTHER_VERSION
+        kapp.worker = WorkerProcess(c2, kafka_bootstrap, tmp_path / "work")
+        kapp.worker.start()
+        rows: list[Any] = []
+        deadline = time.monotonic() + 60
+        while len(rows) < 40 and time.monotonic() < deadline:
+            rows += reader.read_available(timeout_s=1)
+    finally:
+        reader.close()
+        kapp.close()
+    assert [r.id for r in rows] == [f"avg/0/{i}" for i in range(1, 41)]
+    assert [r.row["a"] for r in rows[20:]] == [
+        sum(w) / len(w) for w in windowed(0, 20, 2)]
