@@ -70,19 +70,15 @@ def decode_key(data: bytes) -> Key:
             parts.append(struct.unpack(">d", struct.pack(">Q", bits))[0])
             i += 8
         elif tag == 3:
-            out = bytearray()
-            while True:
-                b = data[i]
-                if b == 0:
-                    if data[i + 1] == 0:
-                        i += 2
-                        break
-                    out.append(0)
-                    i += 2
-                    continue
-                out.append(b)
-                i += 1
-            parts.append(out.decode())
+            # the text ends at the first 00 00; a 00 inside it was written as 00 FF
+            j = data.index(b"\x00", i)
+            while data[j + 1] != 0:
+                j = data.index(b"\x00", j + 2)
+            text = data[i:j]
+            if b"\x00" in text:
+                text = text.replace(b"\x00\xff", b"\x00")
+            parts.append(text.decode())
+            i = j + 2
         else:
             raise ValueError(f"bad key tag {tag}")
     return parts[0] if len(parts) == 1 else tuple(parts)
@@ -163,6 +159,10 @@ class MemoryNamespace:
     def items(self) -> Iterator[tuple[Key, Any]]:
         """Entries in key order (as a RocksDB scan would give them)."""
         return iter(sorted(self.entries(), key=lambda kv: encode_key(kv[0])))
+
+    def values(self) -> Iterator[Any]:
+        """Values in key order (``items`` without the keys)."""
+        return (v for _, v in self.items())
 
     def child(self, name: Any) -> MemoryNamespace:
         ns = self.children.get(name)
@@ -277,6 +277,11 @@ class RocksNamespace:
         own = self.prefix + b"\x00K"
         for k, v in list(self._scan(own)):
             yield decode_key(k[len(own) :]), decode_value(v)
+
+    def values(self) -> Iterator[Any]:
+        """Values in key order, the keys not decoded (a large namespace loads faster)."""
+        for _, v in list(self._scan(self.prefix + b"\x00K")):
+            yield decode_value(v)
 
     def child(self, name: Any) -> RocksNamespace:
         return RocksNamespace(self.db, self.prefix + encode_key(name), self.sink)

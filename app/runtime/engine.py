@@ -21,7 +21,13 @@ from typing import Any
 from app.runtime.plan import OnDemandPlan, StatementPlan
 from app.runtime.timing import StatementTiming
 from operators.base import PartitionCtx, Row, Rows
-from operators.contexts.managers import CategoryManager, Change, KeyedManager, Manager
+from operators.contexts.managers import (
+    CategoryManager,
+    Change,
+    HashManager,
+    KeyedManager,
+    Manager,
+)
 from operators.pipeline import Pipeline
 from operators.state import MemoryNamespace, MemoryStore
 from operators.table import GlobalTables, Table, TableSpec
@@ -51,6 +57,9 @@ class _Stmt:
     """Timer key of the partition-0 pipeline (statements without a context)."""
     sub_types: frozenset = frozenset()
     """Event types only its subqueries read (not its from clause or trigger)."""
+    deferred: dict[Any, None] | None = None
+    """Context partitions live when the statement was deployed (a restore), in order,
+    whose pipelines are built at their first use instead (see ``_defers``)."""
 
     def __post_init__(self) -> None:
         self.key0 = ("p", self.plan.name, 0)
@@ -70,6 +79,10 @@ def _inert(manager: Manager) -> bool:
     without conditions, hash, category: partitions come into being as events are routed)."""
     cls = type(manager)
     return cls.on_event is Manager.on_event and cls.next_timer is Manager.next_timer
+
+
+_FIXED_PROPS = (KeyedManager, HashManager, CategoryManager)
+"""Context managers whose partition properties do not depend on when they are asked."""
 
 
 class Engine:
@@ -196,8 +209,53 @@ class Engine:
                     else plan.pipeline.types())
                 for t in types:
                     self._early.setdefault(t, []).append(st)
-            for pid in c.manager.live():
+            live = c.manager.live()
+            if live and self._defers(st):
+                st.deferred = dict.fromkeys(live)
+            else:
+                for pid in live:
+                    self._pipeline(st, pid)
+
+    def _defers(self, st: _Stmt) -> bool:
+        """Whether the pipelines of a statement's live partitions may wait for their first
+        use (a restore of many keys then builds none up front).  Only where building later
+        is the same as building now: a query of a stream (no named window to prime from,
+        no subquery of one) whose pipeline never has a timer (nothing is due before its
+        next event) and that sees no variable (a window's parameters are fixed at build),
+        in a context whose partition properties are fixed (keyed, hash, category: a nested
+        context numbers its partitions as their properties are first asked).  Its state
+        waits in the store meanwhile."""
+        plan = st.plan
+        if (plan.kind != "query" or plan.window is not None
+                or type(self.contexts[plan.context or ""].manager) not in _FIXED_PROPS
+                or plan.pipeline.subquery_windows() or len(self.variables)
+                or plan.context in self._ctx_var_decls):
+            return False
+        ns = MemoryNamespace()
+        try:
+            probe = plan.pipeline.build(ns, PartitionCtx(variables=self.variables,
+                                                         now_ms=self.now_ms))
+        except Exception:  # noqa: BLE001 - a probe that cannot build is not deferred
+            return False
+        return not probe.timed and not any(True for _ in ns.items())
+
+    def _undefer(self, st: _Stmt) -> None:
+        """Build every deferred pipeline of a statement, its partitions in the order an
+        eager restore gives them (the deployed ones first, then those started since)."""
+        deferred = st.deferred
+        if deferred is None:
+            return
+        st.deferred = None
+        built = st.pipelines
+        rest = dict(built)
+        built.clear()  # the same dict: event steps hold it
+        for pid in deferred:
+            p = rest.pop(pid, None)
+            if p is None:
                 self._pipeline(st, pid)
+            else:
+                built[pid] = p
+        built.update(rest)
 
     def _deploy_on_subqueries(self, st: _Stmt) -> None:
         """An on-statement with subqueries: their streams' events and named windows' rows
@@ -265,8 +323,8 @@ class Engine:
             p = spec.build(ns, ctx)
             st.pipelines[pid] = p
             self._seq += 1
-            p_key = ("p", st.plan.name, pid)
-            self._arm(p_key, p.next_timer, (0, st.index, self._seq))
+            if getattr(p, "timed", True):
+                self._arm(("p", st.plan.name, pid), p.next_timer, (0, st.index, self._seq))
             main = st.plan.kind == "query" and st.plan.window is not None
             subs = st.plan.kind in ("query", "on") and spec.subquery_windows()
             # a consumer rebuilt from its state mirrors what its windows posted since it
@@ -329,6 +387,7 @@ class Engine:
             for st in list(self.order):
                 if st.plan.pipeline is None or not st.plan.pipeline.reacts_to_variables(names):
                     continue
+                self._undefer(st)
                 for pid, p in list(st.pipelines.items()):
                     new, old = p.on_variables_changed(now)
                     self._emit(st, pid, new, old)
@@ -475,6 +534,7 @@ class Engine:
         for st in c.statements:
             if not self._statement_fresh_quiet(st):
                 return False
+            self._undefer(st)
             if not all(p.terminate_quiet() for p in st.pipelines.values()):
                 return False
         return True
@@ -839,6 +899,10 @@ class Engine:
         for ch in changes:
             if ch.kind == "end":
                 for st in c.statements:
+                    if st.deferred is not None and ch.pid in st.deferred:
+                        del st.deferred[ch.pid]  # its pipeline ends as built from its state
+                        if ch.pid not in st.pipelines:
+                            self._pipeline(st, ch.pid)
                     p = st.pipelines.pop(ch.pid, None)
                     if p is None:
                         continue
@@ -1018,6 +1082,7 @@ class Engine:
         """Current rows of a statement: every context partition in turn, or those that
         ``select`` picks by their context properties (Esper ref. 4.9 statement iteration)."""
         st = self.statements[statement]
+        self._undefer(st)
         out: Rows = []
         for pid, p in st.pipelines.items():
             if select is None or select(self.partition_props(st.plan.context, pid)):

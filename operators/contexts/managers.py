@@ -134,8 +134,9 @@ class KeyedManager(Manager):
         self.by_type = {i.type_name: i for i in spec.items}
         self.pids: dict[Any, int] = {}
         self.keys: dict[int, list] = {}
-        for k, v in state.items():
-            if isinstance(k, str):
+        values = getattr(state, "values", None)
+        for v in values() if values is not None else (v for _, v in state.items()):
+            if type(v) is not list:  # "next": the id the next key gets
                 continue
             self.pids[_hashable(v[1])] = v[0]
             self.keys[v[0]] = v[1]

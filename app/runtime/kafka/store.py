@@ -98,7 +98,7 @@ class _MergedIter:
     def seek(self, key: bytes) -> None:
         # Scans only happen when an operator instance is (re)built or cleared, so merging
         # eagerly for the sought prefix region is cheap enough and keeps this simple.
-        merged: dict[bytes, bytes | None] = {}
+        base: list[tuple[bytes, bytes]] = []
         it = self._base.iter()
         it.seek(key)
         stop = _prefix_end(key)
@@ -106,11 +106,14 @@ class _MergedIter:
             k = it.key()
             if stop is not None and k >= stop:
                 break
-            merged[k] = it.value()
+            base.append((k, it.value()))
             it.next()
-        for k, v in self._overlay.pending_between(key, stop):
-            merged[k] = v
-        self._it = _ListIter(sorted((k, v) for k, v in merged.items() if v is not None))
+        pending = self._overlay.pending_between(key, stop)
+        if pending:
+            merged = dict(base)
+            merged.update(pending)
+            base = sorted((k, v) for k, v in merged.items() if v is not None)
+        self._it = _ListIter(base)  # the database's order when nothing is pending
         self._it.seek(key)
 
     def valid(self) -> bool:
