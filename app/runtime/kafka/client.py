@@ -146,6 +146,13 @@ def tls_failure(bootstrap: str, message: str) -> str:
             "ssl.ca.location: the CA that signed the broker's certificate)")
 
 
+def _account() -> str:
+    """Who tried to log in, for an error line: the user and the SASL mechanism."""
+    s = settings()
+    mech = s.get("sasl.mechanisms") or s.get("sasl.mechanism") or "GSSAPI"
+    return f"user {s.get('sasl.username', '(none)')} (SASL mechanism {mech.upper()})"
+
+
 class BrokerUnavailable(RuntimeError):
     """No broker answers at the bootstrap address, or it refused the credentials."""
 
@@ -168,8 +175,9 @@ def probe(bootstrap: str, command: str, timeout_s: float = 5.0) -> set[str]:
         if auth is not None:
             why = re.sub(r"^\S+://\S+: | \(after \d+ms in state \w+\)$", "", auth.str())
             raise BrokerUnavailable(
-                f"{command}: the broker at {bootstrap} refused the credentials: "
-                f"{why} (check the kafka: settings, --kafka-config or KEPL_KAFKA_*)"
+                f"{command}: the broker at {bootstrap} refused the credentials of "
+                f"{_account()}: {why} (check the kafka: settings, --kafka-config or "
+                "KEPL_KAFKA_*)"
             ) from None
         handshake = next((x for x in errors if x.code() == KafkaError._SSL), None)
         if handshake is not None:
