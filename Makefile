@@ -104,7 +104,8 @@ test-cluster: install
 	$(PY) -m pytest -q -p no:cacheprovider -m cluster tests/app/runtime/kafka/test_cluster.py
 
 # Spark on a standalone cluster (a master and a worker from PySpark): the exactly-once
-# Parquet export across a job restart with --master spark://... (a few minutes).
+# Parquet export with --master spark://..., as a batch (--once) across a job restart and as
+# a continuous job across a kill -9 of its driver (about 13 minutes on a loaded machine).
 spark-cluster: install
 	$(PY) -m pytest -q -m long tests/app/analytics/test_cluster.py
 

@@ -7,6 +7,7 @@ command can mount it as a sub-command.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,6 +15,8 @@ from pathlib import Path
 from app.kafka import local_broker, local_cluster, tls
 
 PROG = "kepl kafka"
+SASL_CHOICES = ("plain", "scram", "scram-sha-256", "scram-sha-512")
+PASSWORD_ENV = "KEPL_SASL_PASSWORD"
 
 
 class _UsageError(Exception):
@@ -127,6 +130,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="port of the SSL listener (default: PORT+2)",
     )
     p_start.add_argument(
+        "--sasl", choices=SASL_CHOICES, default=None, metavar="MECHANISM",
+        help="with --tls, make the listener SASL_SSL with this mechanism: plain, scram "
+        "(SCRAM-SHA-512), scram-sha-256 or scram-sha-512; SCRAM credentials are created "
+        "when the storage is formatted (replaced on a later start)",
+    )
+    p_start.add_argument(
+        "--sasl-user", default="kepl", metavar="NAME",
+        help="the SASL account (default: %(default)s); its password is $KEPL_SASL_PASSWORD, "
+        "else a random one kept in DATA_DIR/tls/sasl-NAME.password",
+    )
+    p_start.add_argument(
         "--authorizer", action="store_true",
         help="enable KRaft's StandardAuthorizer: the PLAINTEXT listener's User:ANONYMOUS is "
         "the super user, every other principal needs ACLs (kepl acls FILE)",
@@ -185,6 +199,44 @@ def _cluster(args: argparse.Namespace) -> int:
     return 0 if info.running else 3
 
 
+def _mechanism(choice: str) -> str:
+    """``--sasl`` as the mechanism's name (``scram`` is SCRAM-SHA-512)."""
+    return "SCRAM-SHA-512" if choice == "scram" else choice.upper()
+
+
+def _start(args: argparse.Namespace) -> int:
+    """``start`` of one broker; with ``--tls`` prints the client settings it wrote."""
+    if args.sasl and not args.tls:
+        raise _UsageError(f"{PROG} start: --sasl needs --tls (the SASL_SSL listener)")
+    tls_port = (args.tls_port or args.port + 2) if args.tls else None
+    users = mechanism = password_file = None
+    if args.sasl:
+        mechanism = _mechanism(args.sasl)
+        data_dir = (args.data_dir or local_broker.default_data_dir(args.port))
+        files = tls.TlsFiles(data_dir.expanduser().resolve() / "tls")
+        files.directory.mkdir(parents=True, exist_ok=True)
+        password, password_file = tls.sasl_password(files, args.sasl_user,
+                                                    os.environ.get(PASSWORD_ENV))
+        users = {args.sasl_user: password}
+    info = local_broker.start(
+        args.port, args.data_dir, args.wait, appcds=not args.no_appcds,
+        tls_port=tls_port, authorizer=args.authorizer, sasl_users=users,
+        sasl_mechanism=mechanism or tls.PLAIN,
+    )
+    print(_describe(info))
+    if tls_port is not None:
+        files = tls.TlsFiles(info.data_dir / "tls")
+        sasl = (bool(users), mechanism or tls.PLAIN, args.sasl_user if users else None,
+                password_file)
+        props = tls.write_client_properties(files, *sasl)
+        how = f" (SASL_SSL, {mechanism}, user {args.sasl_user})" if users else ""
+        print(f"TLS listener{how} bootstrap=127.0.0.1:{tls_port}; "
+              f"client settings (also in {props}, for --kafka-config):")
+        for key, value in tls.client_settings(files, *sasl).items():
+            print(f"  {key}={value}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``kepl kafka`` with ``argv`` (the words after ``kafka``); return the exit code."""
     parser = build_parser()
@@ -201,20 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cluster(args)
         args.port = args.port or 9092
         if args.command == "start":
-            tls_port = (args.tls_port or args.port + 2) if args.tls else None
-            info = local_broker.start(
-                args.port, args.data_dir, args.wait, appcds=not args.no_appcds,
-                tls_port=tls_port, authorizer=args.authorizer,
-            )
-            print(_describe(info))
-            if tls_port is not None:
-                files = tls.TlsFiles(info.data_dir / "tls")
-                props = tls.write_client_properties(files)
-                print(f"TLS listener bootstrap=127.0.0.1:{tls_port}; client settings "
-                      f"(also in {props}, for --kafka-config):")
-                for key, value in tls.client_settings(files).items():
-                    print(f"  {key}={value}")
-            return 0
+            return _start(args)
         if args.command == "stop":
             info = local_broker.stop(args.port, args.data_dir, args.timeout)
             print(_describe(info))
@@ -222,6 +261,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         info = local_broker.status(args.port, args.data_dir)
         print(_describe(info))
         return 0 if info.running else 3
+    except _UsageError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     except (local_broker.BrokerError, tls.TlsError, OSError, ValueError) as exc:
         print(f"{PROG} {args.command}: {exc}", file=sys.stderr)
         return 1

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,12 +50,19 @@ _children: dict[int, subprocess.Popen[bytes]] = {}
 
 @dataclass(frozen=True)
 class Secure:
-    """A TLS listener (``SSL``, or ``SASL_SSL`` with PLAIN accounts) and the authorizer."""
+    """A TLS listener (``SSL``, or ``SASL_SSL`` with PLAIN or SCRAM accounts) and the
+    authorizer."""
 
     files: tls.TlsFiles | None
     tls_port: int | None
     sasl_users: dict[str, str] | None
     authorizer: bool
+    sasl_mechanism: str = tls.PLAIN
+
+    @property
+    def scram(self) -> bool:
+        """SCRAM accounts: credentials in the cluster metadata, not in the config."""
+        return bool(self.sasl_users) and self.sasl_mechanism != tls.PLAIN
 
     def properties(self) -> dict[str, str]:
         """What it adds to the broker's properties (listeners extended, not replaced)."""
@@ -66,9 +73,10 @@ class Secure:
             props["+listeners"] = listener
             props["+advertised.listeners"] = listener
             props["+listener.security.protocol.map"] = f"{name}:{name}"
-            props.update(tls.broker_properties(self.files, self.sasl_users))
+            props.update(tls.broker_properties(self.files, self.sasl_users,
+                                               self.sasl_mechanism))
             if self.sasl_users:
-                props["sasl.enabled.mechanisms"] = "PLAIN"
+                props["sasl.enabled.mechanisms"] = self.sasl_mechanism
         if self.authorizer:
             props["authorizer.class.name"] = (
                 "org.apache.kafka.metadata.authorizer.StandardAuthorizer")
@@ -390,10 +398,12 @@ def _tail(path: Path, lines: int = 25) -> str:
         return f"(no {path})"
 
 
-def _format_storage(java: str, cp: str, data_dir: Path, props: Path, cds: list[str]) -> None:
-    """Format the KRaft log dir once (``--standalone``); an already formatted dir is kept."""
+def _format_storage(java: str, cp: str, data_dir: Path, props: Path, cds: list[str],
+                    extra: Sequence[str] = ()) -> bool:
+    """Format the KRaft log dir once (``--standalone``, ``extra`` arguments such as
+    ``--add-scram``); an already formatted dir is kept.  True if it formatted now."""
     if (data_dir / "data" / "meta.properties").exists():
-        return
+        return False
     cmd = [
         java,
         "-Xmx256m",
@@ -410,6 +420,7 @@ def _format_storage(java: str, cp: str, data_dir: Path, props: Path, cds: list[s
         str(props),
         "--standalone",
         "--ignore-formatted",
+        *extra,
     ]
     proc = subprocess.run(
         cmd, check=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -418,6 +429,30 @@ def _format_storage(java: str, cp: str, data_dir: Path, props: Path, cds: list[s
         raise BrokerError(
             f"kafka-storage format failed (exit {proc.returncode}):\n{proc.stdout.strip()}"
         )
+    return True
+
+
+def upsert_scram(bootstrap: str, users: dict[str, str], mechanism: str,
+                 timeout_s: float = 30) -> None:
+    """Create or replace SCRAM credentials through the admin API (what
+    ``kafka-configs.sh --alter --add-config 'SCRAM-SHA-512=[password=...]'`` does)."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    mech = ScramMechanism[mechanism.replace("-", "_")]
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    changes = [UserScramCredentialUpsertion(user, ScramCredentialInfo(mech, 8192),
+                                            password.encode())
+               for user, password in users.items()]
+    for user, future in admin.alter_user_scram_credentials(changes).items():
+        try:
+            future.result(timeout_s)
+        except Exception as e:  # noqa: BLE001 - KafkaException or a timeout: one line
+            raise BrokerError(f"could not set the SCRAM credentials of {user}: {e}") from None
 
 
 def _appcds_archive(java: str) -> Path:
@@ -444,6 +479,7 @@ def start(
     overrides: dict[str, str] | None = None,
     tls_port: int | None = None,
     authorizer: bool = False,
+    sasl_mechanism: str = tls.PLAIN,
 ) -> BrokerInfo:
     """Start a broker on ``port`` (controller on ``port + 1``) and wait until it answers.
 
@@ -453,9 +489,11 @@ def start(
     ``sasl_users`` (name -> password) and ``sasl_port``: one more listener there,
     ``SASL_PLAINTEXT`` with the PLAIN mechanism, for clients that authenticate.
     ``tls_port``: a TLS listener there (``SSL``, or ``SASL_SSL`` with ``sasl_users``)
-    with certificates made into ``data_dir/tls`` (``app.kafka.tls``).  ``authorizer``:
-    KRaft's ``StandardAuthorizer``; the PLAINTEXT listener's ``User:ANONYMOUS`` is the
-    super user that sets up, every other principal needs ACLs.
+    with certificates made into ``data_dir/tls`` (``app.kafka.tls``); its
+    ``sasl_mechanism`` is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (credentials created
+    when the storage is formatted, replaced through the admin API on a later start).
+    ``authorizer``: KRaft's ``StandardAuthorizer``; the PLAINTEXT listener's
+    ``User:ANONYMOUS`` is the super user that sets up, every other principal needs ACLs.
 
     Idempotent: a broker already running for ``data_dir`` is returned as is.
     With ``appcds`` the first run records the loaded classes into an AppCDS archive
@@ -470,11 +508,15 @@ def start(
     data_dir.mkdir(parents=True, exist_ok=True)
     java = java_bin()
     cp = classpath(ensure_jars())
+    sasl_mechanism = tls.check_mechanism(sasl_mechanism)
+    if sasl_mechanism != tls.PLAIN and (tls_port is None or sasl_port is not None):
+        raise BrokerError(f"{sasl_mechanism} is offered on the TLS listener only "
+                          "(tls_port, no sasl_port)")
     with file_lock(data_dir / ".start.lock"):  # one starter per data dir at a time
         secure = None
         if tls_port is not None or authorizer:
             secure = Secure(tls.ensure_certificates(data_dir) if tls_port else None,
-                            tls_port, sasl_users, authorizer)
+                            tls_port, sasl_users, authorizer, sasl_mechanism)
         return _start_locked(port, data_dir, wait_s, appcds, die_with_parent, java, cp,
                              (sasl_port, sasl_users) if sasl_users and sasl_port else None,
                              overrides, secure)
@@ -525,7 +567,10 @@ def _start_locked(
     else:
         cds_opts = []
     # The broker's class archive covers most of what the storage tool loads too.
-    _format_storage(java, cp, data_dir, props, cds_opts if use_archive else [])
+    scram = secure is not None and secure.scram
+    formatted = _format_storage(
+        java, cp, data_dir, props, cds_opts if use_archive else [],
+        tls.scram_arguments(secure.sasl_users or {}, secure.sasl_mechanism) if scram else ())
 
     # setpriv execs java with PR_SET_PDEATHSIG: SIGTERM when the starting thread dies.
     setpriv = shutil.which("setpriv") if die_with_parent else None
@@ -566,6 +611,8 @@ def _start_locked(
                 f"{_tail(logs / 'server.log')}\n{_tail(logs / 'broker.out', 10)}"
             )
         if _answers(bootstrap, 1.0):
+            if scram and not formatted and secure is not None:  # users of an earlier start
+                upsert_scram(bootstrap, secure.sasl_users or {}, secure.sasl_mechanism)
             took = time.monotonic() - t0
             how = "used" if use_archive else ("recording" if appcds else "off")
             _log(f"broker {bootstrap} ready in {took:.1f} s (pid {proc.pid}, AppCDS archive {how})")

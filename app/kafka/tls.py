@@ -10,6 +10,7 @@ the Spark jobs reads it as a ``PEM`` trust store).
 
 from __future__ import annotations
 
+import re
 import secrets
 import shutil
 import subprocess
@@ -20,6 +21,9 @@ DAYS = "3650"
 SUBJECT_CA = "/CN=kepl local CA"
 SUBJECT_BROKER = "/CN=localhost"
 SAN = "subjectAltName=DNS:localhost,IP:127.0.0.1"
+PLAIN = "PLAIN"
+MECHANISMS = (PLAIN, "SCRAM-SHA-256", "SCRAM-SHA-512")
+_SCRAM_SAFE = re.compile(r"[A-Za-z0-9._@-]+")
 
 
 class TlsError(RuntimeError):
@@ -99,9 +103,11 @@ def listener_name(sasl: bool) -> str:
     return "SASL_SSL" if sasl else "SSL"
 
 
-def broker_properties(files: TlsFiles, sasl_users: dict[str, str] | None) -> dict[str, str]:
+def broker_properties(files: TlsFiles, sasl_users: dict[str, str] | None,
+                      mechanism: str = PLAIN) -> dict[str, str]:
     """The key store of the TLS listener (``listener.name.<name>.ssl.*``) and, with
-    ``sasl_users``, its PLAIN accounts."""
+    ``sasl_users``, its login module: PLAIN with the accounts in the JAAS config, or
+    SCRAM, whose credentials live in the cluster metadata (``scram_arguments``)."""
     name = listener_name(bool(sasl_users)).lower()
     props = {
         f"listener.name.{name}.ssl.keystore.type": "PKCS12",
@@ -109,23 +115,68 @@ def broker_properties(files: TlsFiles, sasl_users: dict[str, str] | None) -> dic
         f"listener.name.{name}.ssl.keystore.password": files.password,
         f"listener.name.{name}.ssl.key.password": files.password,
     }
-    if sasl_users:
+    if sasl_users and mechanism == PLAIN:
         accounts = " ".join(f'user_{u}="{pw}"' for u, pw in sasl_users.items())
         props[f"listener.name.{name}.plain.sasl.jaas.config"] = (
             f"org.apache.kafka.common.security.plain.PlainLoginModule required {accounts};")
+    elif sasl_users:
+        props[f"listener.name.{name}.{mechanism.lower()}.sasl.jaas.config"] = (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;")
     return props
 
 
-def client_settings(files: TlsFiles, sasl: bool = False) -> dict[str, str]:
-    """What a client of the TLS listener sets (without SASL credentials)."""
+def check_mechanism(mechanism: str) -> str:
+    """``mechanism`` upper-cased if the local broker offers it, else ``ValueError``."""
+    upper = mechanism.upper()
+    if upper not in MECHANISMS:
+        raise ValueError(f"SASL mechanism {mechanism!r} is not one of {', '.join(MECHANISMS)}")
+    return upper
+
+
+def scram_arguments(sasl_users: dict[str, str], mechanism: str) -> list[str]:
+    """``kafka-storage format`` arguments that create the SCRAM credentials with the
+    cluster metadata (``--add-scram MECH=[name=U,password=P]`` per user)."""
+    for user, password in sasl_users.items():
+        for what, text in (("user name", user), ("password", password)):
+            if not _SCRAM_SAFE.fullmatch(text):
+                shown = repr(text) if what == "user name" else "****"
+                raise ValueError(f"SCRAM {what} {shown}: use letters, digits and . _ - @ only")
+    return [arg for user, password in sasl_users.items()
+            for arg in ("--add-scram", f"{mechanism}=[name={user},password={password}]")]
+
+
+def client_settings(files: TlsFiles, sasl: bool = False, mechanism: str = PLAIN,
+                    user: str | None = None, password_file: Path | None = None
+                    ) -> dict[str, str]:
+    """What a client of the TLS listener sets; with ``user``, its credentials (the
+    password as a ``file:`` reference, never the text)."""
     out = {"security.protocol": listener_name(sasl), "ssl.ca.location": str(files.ca)}
     if sasl:
-        out["sasl.mechanisms"] = "PLAIN"
+        out["sasl.mechanisms"] = mechanism
+        if user is not None:
+            out["sasl.username"] = user
+        if password_file is not None:
+            out["sasl.password"] = f"file:{password_file}"
     return out
 
 
-def write_client_properties(files: TlsFiles, sasl: bool = False) -> Path:
+def write_client_properties(files: TlsFiles, sasl: bool = False, mechanism: str = PLAIN,
+                            user: str | None = None, password_file: Path | None = None
+                            ) -> Path:
     """``client.properties`` next to the certificates, for ``--kafka-config``."""
     path = files.directory / ("client-sasl.properties" if sasl else "client.properties")
-    path.write_text("".join(f"{k}={v}\n" for k, v in client_settings(files, sasl).items()))
+    settings = client_settings(files, sasl, mechanism, user, password_file)
+    path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
     return path
+
+
+def sasl_password(files: TlsFiles, user: str, given: str | None = None) -> tuple[str, Path]:
+    """The password of ``user`` and the file that keeps it (mode 600, next to the CA):
+    ``given`` if set, else the one kept from an earlier start, else a new random one."""
+    path = files.directory / f"sasl-{user}.password"
+    if given:
+        path.write_text(given + "\n")
+    elif not path.is_file():
+        path.write_text(secrets.token_hex(16) + "\n")
+    path.chmod(0o600)
+    return path.read_text().strip(), path

@@ -25,6 +25,7 @@ from typing import Any
 ENV_PREFIX = "KEPL_KAFKA_"
 CONFIG_FILE_ENV = "KEPL_KAFKA_CONFIG"
 _SECRET = re.compile(r"password|secret|key\.pem|\.key$|token|jaas", re.IGNORECASE)
+_JAVA_ONLY = ("ssl.truststore.", "sasl.jaas.config")
 _REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 
 _file_settings: dict[str, str] = {}
@@ -94,10 +95,16 @@ def resolve(key: str, value: str) -> str:
     return value
 
 
+def java_only(key: str) -> bool:
+    """A setting only the Java client of the Spark jobs knows (a JKS or PEM trust store,
+    a JAAS config): librdkafka would refuse it, so its clients leave it out."""
+    return key.startswith(_JAVA_ONLY)
+
+
 def conf(base: Mapping[str, Any]) -> dict[str, Any]:
     """A client's configuration: ``base`` (bootstrap and the client's own tuning) with
-    the process's settings laid over it."""
-    return {**base, **settings()}
+    the process's settings laid over it, the Java client's own settings left out."""
+    return {**base, **{k: v for k, v in settings().items() if not java_only(k)}}
 
 
 def spark_options() -> dict[str, str]:
@@ -109,9 +116,10 @@ def spark_options() -> dict[str, str]:
     out = {f"kafka.{k}": v for k, v in s.items()
            if k not in ("sasl.username", "sasl.password", "sasl.mechanisms",
                         "ssl.ca.location")}
-    if "ssl.ca.location" in s:  # the Java client reads a CA in PEM as a trust store
+    if "ssl.ca.location" in s and "ssl.truststore.location" not in s:
+        # the Java client reads a CA in PEM as a trust store (unless one is given)
         out.setdefault("kafka.ssl.truststore.type", "PEM")
-        out.setdefault("kafka.ssl.truststore.location", s["ssl.ca.location"])
+        out["kafka.ssl.truststore.location"] = s["ssl.ca.location"]
     mech = s.get("sasl.mechanisms") or s.get("sasl.mechanism")
     if mech:
         out["kafka.sasl.mechanism"] = mech
@@ -146,6 +154,13 @@ def tls_failure(bootstrap: str, message: str) -> str:
             "ssl.ca.location: the CA that signed the broker's certificate)")
 
 
+def _account() -> str:
+    """Who tried to log in, for an error line: the user and the SASL mechanism."""
+    s = settings()
+    mech = s.get("sasl.mechanisms") or s.get("sasl.mechanism") or "GSSAPI"
+    return f"user {s.get('sasl.username', '(none)')} (SASL mechanism {mech.upper()})"
+
+
 class BrokerUnavailable(RuntimeError):
     """No broker answers at the bootstrap address, or it refused the credentials."""
 
@@ -168,8 +183,9 @@ def probe(bootstrap: str, command: str, timeout_s: float = 5.0) -> set[str]:
         if auth is not None:
             why = re.sub(r"^\S+://\S+: | \(after \d+ms in state \w+\)$", "", auth.str())
             raise BrokerUnavailable(
-                f"{command}: the broker at {bootstrap} refused the credentials: "
-                f"{why} (check the kafka: settings, --kafka-config or KEPL_KAFKA_*)"
+                f"{command}: the broker at {bootstrap} refused the credentials of "
+                f"{_account()}: {why} (check the kafka: settings, --kafka-config or "
+                "KEPL_KAFKA_*)"
             ) from None
         handshake = next((x for x in errors if x.code() == KafkaError._SSL), None)
         if handshake is not None:

@@ -142,3 +142,35 @@ def test_a_tls_listener_and_the_authorizer_extend_the_broker_properties(
                                               "StandardAuthorizer")
     assert props["super.users"] == "User:ANONYMOUS"
     assert props["allow.everyone.if.no.acl.found"] == "false"
+
+
+def test_a_scram_listener_keeps_its_credentials_out_of_the_properties(tmp_path: Path) -> None:
+    from app.kafka import tls
+    from app.kafka.local_broker import Secure, _server_properties
+
+    files = tls.TlsFiles(tmp_path / "tls")
+    files.directory.mkdir()
+    files.password_file.write_text("pw\n")
+    text = _server_properties(9092, tmp_path, None, None,
+                              Secure(files, 9094, {"u": "s3cret"}, False, "SCRAM-SHA-256"))
+    props = dict(line.split("=", 1) for line in text.splitlines() if "=" in line
+                 and not line.startswith("#"))
+    assert props["sasl.enabled.mechanisms"] == "SCRAM-SHA-256"
+    assert props["listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config"] == (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required;")
+    assert "s3cret" not in text
+    assert tls.scram_arguments({"u": "s3cret", "v": "pw2"}, "SCRAM-SHA-256") == [
+        "--add-scram", "SCRAM-SHA-256=[name=u,password=s3cret]",
+        "--add-scram", "SCRAM-SHA-256=[name=v,password=pw2]"]
+    with pytest.raises(ValueError, match=r"SCRAM password \*\*\*\*: use letters"):
+        tls.scram_arguments({"u": "a,b]"}, "SCRAM-SHA-512")
+    with pytest.raises(ValueError, match="'SCRAM-SHA-1' is not one of PLAIN"):
+        tls.check_mechanism("SCRAM-SHA-1")
+
+
+def test_sasl_without_tls_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from app.kafka import cli
+
+    assert cli.main(["start", "--sasl", "scram", "--port", "19092"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "kepl kafka start: --sasl needs --tls (the SASL_SSL listener)"]

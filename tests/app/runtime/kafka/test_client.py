@@ -78,6 +78,28 @@ def test_spark_options_read_the_ca_as_a_pem_trust_store() -> None:
     client.configure(None)
 
 
+def test_a_java_trust_store_goes_to_spark_only() -> None:
+    """A JKS trust store for the Spark jobs' Java client: librdkafka clients keep the PEM
+    CA and never see the Java-only settings."""
+    client.configure({"security.protocol": "SASL_SSL", "ssl.ca.location": "/etc/kepl/ca.pem",
+                      "ssl.truststore.location": "/etc/kepl/trust.jks",
+                      "ssl.truststore.password": "pw", "sasl.mechanisms": "SCRAM-SHA-256",
+                      "sasl.jaas.config": "custom;"})
+    try:
+        assert client.spark_options() == {
+            "kafka.security.protocol": "SASL_SSL",
+            "kafka.ssl.truststore.location": "/etc/kepl/trust.jks",
+            "kafka.ssl.truststore.password": "pw",
+            "kafka.sasl.mechanism": "SCRAM-SHA-256",
+            "kafka.sasl.jaas.config": "custom;",
+        }
+        assert client.conf({"bootstrap.servers": "b:9093"}) == {
+            "bootstrap.servers": "b:9093", "security.protocol": "SASL_SSL",
+            "ssl.ca.location": "/etc/kepl/ca.pem", "sasl.mechanisms": "SCRAM-SHA-256"}
+    finally:
+        client.configure(None)
+
+
 def test_replication_and_min_isr_reach_every_topic_kepl_creates() -> None:
     config = AppConfig.from_dict({
         "app": "t", "replication_factor": 3, "min_insync_replicas": 2,

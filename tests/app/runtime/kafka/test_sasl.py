@@ -121,6 +121,7 @@ def test_a_wrong_password_is_one_line(sasl_bootstrap: str, tmp_path: Path) -> No
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
     assert lines == [f"kepl: worker: the broker at {sasl_bootstrap} refused the "
-                     "credentials: SASL authentication error: Authentication failed: "
+                     "credentials of user kepl (SASL mechanism PLAIN): SASL "
+                     "authentication error: Authentication failed: "
                      "Invalid username or password (check the kafka: settings, "
                      "--kafka-config or KEPL_KAFKA_*)"], proc.stderr
