@@ -840,22 +840,26 @@ class ResultSet:
                 for rec in self.groups.values():
                     out.extend(self._row_for(rec))
                 return out
-            seen: dict[str, None] = {}
+            seen: dict[str, Row] = {}
             for r in rows:
-                seen.setdefault(self._group_of(r), None)
+                seen.setdefault(self._group_of(r), r)
             keys = self.hash_order(list(seen)) if (hashed or self.spec.join) and len(
                 seen) > 1 else seen
             for k in keys:
-                rec = self.groups.get(k)
-                if rec is not None:
-                    out.extend(self._row_for(rec))
+                rec = self.groups.get(k) or self._unheld(seen[k])
+                out.extend(self._row_for(rec))
             return out
         out = []
         for r in rows:
-            rec = self.groups.get(self._group_of(r))
-            if rec is not None:
-                out.extend(self._rows((r,), self._results(rec)))
+            rec = self.groups.get(self._group_of(r)) or self._unheld(r)
+            out.extend(self._rows((r,), self._results(rec)))
         return out
+
+    def _unheld(self, row: Row) -> list:
+        """A record with empty aggregates for a group the window holds rows of but whose
+        aggregation has none yet (a batch window's rows being collected): Esper's
+        iterator reads such a group as fresh (``count`` 0, ``sum`` null)."""
+        return [[a.aggregator.initial() for a in self.aggs], row]
 
     def order(self, rows: Rows) -> Rows:
         """Apply order by / limit to a batch of output rows."""
