@@ -26,7 +26,7 @@ from operators.aggregates import (
     row_updater,
     swap_updater,
 )
-from operators.bags import BagNamespace
+from operators.bags import BagNamespace, SortedBag
 from operators.base import Emit, Expr, PartitionCtx, Row, Rows, StateNamespace
 from operators.state import MemoryNamespace, RocksNamespace
 from operators.windows.java_order import (
@@ -309,7 +309,11 @@ class ResultSet:
 
     __slots__ = ("spec", "want_old", "state", "ctx", "aggs", "groups", "next_seq", "_projector",
                  "_enter_row", "_leave_row", "_read", "_rewrite", "_one", "_one_rec", "_having",
-                 "_all", "_swap_rows", "hash_pairs", "hash_capacity", "_codes")
+                 "_all", "_swap_rows", "hash_pairs", "hash_capacity", "_codes", "_counted",
+                 "_gone")
+
+    refcounted = True
+    """Whether groups are reference-counted (a table's rows are not)."""
 
     def __init__(self, spec: ResultSetSpec, state: StateNamespace, ctx: PartitionCtx,
                  want_old: bool = True) -> None:
@@ -332,6 +336,12 @@ class ResultSet:
         for k, v in loaded:
             self.groups[k] = v
         self.next_seq = max((v[2] for v in self.groups.values() if len(v) > 2), default=-1) + 1
+        self._counted = self.refcounted and spec.kind in (GROUPED, GROUPED_ROWS)
+        """Whether a group record holds, at index 3, how many of its events are in (Esper
+        counts them and drops a group whose count falls to zero), None once dropped."""
+        self._gone: set[str] = {k for k, v in self.groups.items()
+                                if len(v) > 3 and v[3] is not None and v[3] <= 0}
+        """Groups whose count fell to zero, dropped at the next event entering a group."""
         one = self.groups.get("")
         self._one_rec: list | None = one
         self._one: list | None = None if one is None else one[0]
@@ -363,12 +373,51 @@ class ResultSet:
         rec = self.groups.get(key)
         if rec is None:
             rec = [[a.aggregator.initial() for a in self.aggs], row, self.next_seq]
+            if self._counted:
+                rec.append(None)
             self.next_seq += 1
             self.groups[key] = rec
             if key == "":
                 self._one_rec = rec
                 self._one = rec[0]
         return rec
+
+    def _reclaim(self) -> None:
+        """Drop the groups whose events have all left: their aggregation starts afresh.
+
+        Esper's grouped aggregation service counts each group's events in and out and
+        removes a group whose count reaches zero, at the next event entering any group (its
+        ``removedKeys``); until then the group reads as it stood.  The count goes by the
+        events that reached the aggregation, so a ``where`` that lets an event in but not
+        out (or out but not in) leaves state behind that this drops (Esper ref. 2.12 with
+        the reclaim notes of 14.3.15: groups without hints are reclaimed by count)."""
+        groups = self.groups
+        put = self.state.put
+        for k in self._gone:
+            rec = groups.get(k)
+            if rec is None:
+                continue
+            states = rec[0]
+            for i, a in enumerate(self.aggs):
+                st = states[i]
+                if type(st) is SortedBag:
+                    # emptied in place so that a store keeping it per value deletes them
+                    if st.changes is not None:
+                        st.changes.update(st)
+                    st.clear()
+                else:
+                    states[i] = a.aggregator.initial()
+            rec[3] = None
+            put(k, rec)
+        self._gone.clear()
+
+    def _count(self, rec: list, k: str, delta: int) -> None:
+        """One event of group ``k`` in (``delta`` 1) or out (-1), see ``_reclaim``."""
+        if len(rec) > 3:
+            n = (rec[3] or 0) + delta
+            rec[3] = n
+            if n <= 0:
+                self._gone.add(k)
 
     def _apply(self, rec: list, row: Row, entering: bool) -> None:
         (self._enter_row if entering else self._leave_row)(rec[0], row, self.ctx)
@@ -613,17 +662,24 @@ class ResultSet:
         groups = self.groups
         ctx = self.ctx
         one = self.spec.hot.group_of_one
+        counted = self._counted
         if len(new) == 1 and not old and not want_old:
+            if self._gone:
+                self._reclaim()
             row = new[0]
             k = self._group_of(row) if one is None else one(row, ctx)
             rec = groups.get(k)
             if rec is None:
                 rec = self._record(k, row)
                 self._enter_row(rec[0], row, ctx)
+                if counted:
+                    self._count(rec, k, 1)
                 self.state.put(k, rec)
             else:
                 rec[1] = row
                 self._enter_row(rec[0], row, ctx)
+                if counted:
+                    self._count(rec, k, 1)
                 if self._rewrite:
                     self.state.put(k, rec)
             return self._row_for(rec), []
@@ -636,6 +692,8 @@ class ResultSet:
             for k, r in zip(keys, rows):
                 if k not in touched:
                     touched[k] = self._before(k, r) if want_old else []
+        if new and self._gone:
+            self._reclaim()
         enter = self._enter_row
         for r, k in zip(new, keys_new):
             rec = recs.get(k)
@@ -643,12 +701,16 @@ class ResultSet:
                 rec = recs[k] = self._record(k, r)
             rec[1] = r
             enter(rec[0], r, ctx)
+            if counted:
+                self._count(rec, k, 1)
         leave = self._leave_row
         for r, k in zip(old, keys_old):
             rec = recs.get(k)
             if rec is None:
                 rec = recs[k] = self._record(k, r)
             leave(rec[0], r, ctx)
+            if counted:
+                self._count(rec, k, -1)
         put = self.state.put
         out_new: Rows = []
         out_old: Rows = []
@@ -682,13 +744,20 @@ class ResultSet:
             keys_old.append(k)
             if k not in touched:
                 touched[k] = self._before(k, r) if before_wanted else []
+        counted = self._counted
+        if new and self._gone:
+            self._reclaim()
         for r, k in zip(new, keys_new):
             rec = self._record(k, r)
             rec[1] = r
             self._apply(rec, r, True)
+            if counted:
+                self._count(rec, k, 1)
         for r, k in zip(old, keys_old):
             rec = self._record(k, r)
             self._apply(rec, r, False)
+            if counted:
+                self._count(rec, k, -1)
         for k in touched:
             self.state.put(k, self.groups[k])
         out = GroupedUpdate(touched, keys_new, keys_old)
@@ -771,22 +840,26 @@ class ResultSet:
                 for rec in self.groups.values():
                     out.extend(self._row_for(rec))
                 return out
-            seen: dict[str, None] = {}
+            seen: dict[str, Row] = {}
             for r in rows:
-                seen.setdefault(self._group_of(r), None)
+                seen.setdefault(self._group_of(r), r)
             keys = self.hash_order(list(seen)) if (hashed or self.spec.join) and len(
                 seen) > 1 else seen
             for k in keys:
-                rec = self.groups.get(k)
-                if rec is not None:
-                    out.extend(self._row_for(rec))
+                rec = self.groups.get(k) or self._unheld(seen[k])
+                out.extend(self._row_for(rec))
             return out
         out = []
         for r in rows:
-            rec = self.groups.get(self._group_of(r))
-            if rec is not None:
-                out.extend(self._rows((r,), self._results(rec)))
+            rec = self.groups.get(self._group_of(r)) or self._unheld(r)
+            out.extend(self._rows((r,), self._results(rec)))
         return out
+
+    def _unheld(self, row: Row) -> list:
+        """A record with empty aggregates for a group the window holds rows of but whose
+        aggregation has none yet (a batch window's rows being collected): Esper's
+        iterator reads such a group as fresh (``count`` 0, ``sum`` null)."""
+        return [[a.aggregator.initial() for a in self.aggs], row]
 
     def order(self, rows: Rows) -> Rows:
         """Apply order by / limit to a batch of output rows."""

@@ -366,6 +366,8 @@ class _PutThrough:
 class TableResultSet(ResultSet):
     """A result set whose groups are the rows of a table (``into table``, Esper ref. 4.7)."""
 
+    refcounted = False
+
     def __init__(self, spec: ResultSetSpec, state: StateNamespace, ctx: PartitionCtx,
                  want_old: bool = True) -> None:
         table = ctx.tables.get(spec.table) if spec.table else None

@@ -337,8 +337,14 @@ class Engine:
                 self._prime(st, pid, p, posted)
             if subs:
                 for w in spec.subquery_windows():
-                    p.on_subquery_rows(w, self._window_rows(w, st.plan.context, pid, posted),
-                                       [], prime=True)
+                    # a subquery of the window's own context partition started with it
+                    # (Esper allocates a partition's statements together), so it holds
+                    # what the window posted, whenever it is built
+                    own = (st.plan.context is not None and w in self.windows
+                           and self.windows[w].plan.context == st.plan.context)
+                    p.on_subquery_rows(
+                        w, self._window_rows(w, st.plan.context, pid, posted or own),
+                        [], prime=True)
         return p
 
     def _window_rows(self, window: str, context: str | None, pid: Any,

@@ -286,6 +286,17 @@ class GroupedAll(_Groups):
     interval as the remove stream."""
 
     def collect(self, new: Rows, old: Rows) -> None:
+        if self.irstream and self.rs.spec.having is not None and len(new) + len(old) > 1:
+            # the remove-stream row is tried before each event's aggregation (Esper's
+            # output-all helper), so the next event of the update may find one passing
+            for r in new:
+                self._collect([r], [])
+            for r in old:
+                self._collect([], [r])
+            return
+        self._collect(new, old)
+
+    def _collect(self, new: Rows, old: Rows) -> None:
         g = self.rs.grouped(new, old)
         for k, before in g.before.items():
             rec = self.touched.get(k)
