@@ -536,18 +536,6 @@ def _string(v: Any) -> bytes:
     return _varint_long(len(data)) + data
 
 
-def _double(v: Any) -> bytes:
-    if type(v) not in (float, int):
-        raise TypeError(v)
-    return struct.pack("<d", v)
-
-
-def _float(v: Any) -> bytes:
-    if type(v) not in (float, int):
-        raise TypeError(v)
-    return struct.pack("<f", v)
-
-
 def _int(v: Any) -> bytes:
     if not -(1 << 31) <= v < (1 << 31):
         raise OverflowError(v)
@@ -561,8 +549,8 @@ def _boolean(v: Any) -> bytes:
 
 
 _WRITERS: dict[str, Callable[[Any], bytes]] = {
-    "long": _varint_long, "int": _int, "string": _string, "double": _double,
-    "float": _float, "boolean": _boolean}
+    "long": _varint_long, "int": _int, "string": _string, "double": proto.encode_double,
+    "float": proto.encode_float, "boolean": _boolean}
 
 
 def register_outputs(config: Any) -> list[str]:

@@ -414,13 +414,15 @@ def _w_string(v: Any) -> bytes:
     return _put_varint(len(data)) + data
 
 
-def _w_double(v: Any) -> bytes:
+def encode_double(v: Any) -> bytes:
+    """A double as 8 little-endian IEEE bytes (Protobuf and Avro write it alike)."""
     if type(v) not in (float, int):
         raise TypeError(v)
     return struct.pack("<d", v)
 
 
-def _w_float(v: Any) -> bytes:
+def encode_float(v: Any) -> bytes:
+    """A float as 4 little-endian IEEE bytes (Protobuf and Avro write it alike)."""
     if type(v) not in (float, int):
         raise TypeError(v)
     return struct.pack("<f", v)
@@ -433,7 +435,7 @@ def _w_bool(v: Any) -> bytes:
 
 
 _WRITERS = {"int32": (0, _w_int32), "int64": (0, _w_int64), "string": (2, _w_string),
-            "double": (1, _w_double), "float": (5, _w_float), "bool": (0, _w_bool)}
+            "double": (1, encode_double), "float": (5, encode_float), "bool": (0, _w_bool)}
 
 
 def writer(msg: Message, where: str = "") -> Callable[[Any], bytes]:
