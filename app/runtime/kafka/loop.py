@@ -116,7 +116,7 @@ def consumer_config(bootstrap: str, app: str, identity: str) -> dict[str, Any]:
         "fetch.wait.max.ms": 20,
         "fetch.max.bytes": 64 * 1024 * 1024,
         "max.partition.fetch.bytes": 16 * 1024 * 1024,
-        "queued.max.messages.kbytes": 262_144,
+        "queued.max.messages.kbytes": 65_536,
         "log_level": 3,
         "logger": KAFKA_LOG,
         **brokers.WATCH.settings(),

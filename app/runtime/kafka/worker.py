@@ -40,7 +40,7 @@ from typing import Any
 
 from app.epl.errors import EplError
 from app.runtime.catalog import NotSupported
-from app.runtime.kafka import brokers, client, deployments
+from app.runtime.kafka import brokers, client, deployments, memory
 from app.runtime.kafka.checkpoint import CrashSeam
 from app.runtime.kafka.clock import publish_watermark
 from app.runtime.kafka.config import AppConfig, ConfigError
@@ -172,6 +172,7 @@ def run_worker(config: AppConfig, bootstrap: str, data_dir: Path,
     """Run a worker until it is stopped (SIGTERM/SIGINT); blocks.  ``announce``: a
     start-up banner, rebalances, restores and a closing line go there."""
     SHUTDOWN.install()  # a signal while the broker is awaited exits at once
+    memory.limit_arenas()  # before the client and database threads start
     brokers.install()
     client.configure(config.kafka)
     if announce is None:
