@@ -155,7 +155,7 @@ class Pipeline:
     __slots__ = ("spec", "ctx", "state", "type_name", "filter", "view", "matcher", "rs", "out",
                  "limited", "kind", "_shaped", "where", "_timers", "join",
                  "_fresh_aggregates", "_batch_view", "_released", "subs", "sub_by_type",
-                 "main_types", "prior", "mr", "timed")
+                 "main_types", "prior", "mr", "timed", "_timer_parts")
 
     def __init__(self, spec: PipelineSpec, state: StateNamespace, ctx: PartitionCtx) -> None:
         self.spec = spec
@@ -220,6 +220,10 @@ class Pipeline:
             elif view_timer is not None:
                 self._timers = _TIMERS_VIEW
         self.timed = self._timers != _TIMERS_NONE
+        self._timer_parts = tuple(
+            part.next_timer for part in (self.view, self.matcher, self.join, self.mr,
+                                         self.out, *self.subs) if part is not None)
+        """The ``next_timer`` of each part (the parts never change), for ``next_timer``."""
         """Whether ``next_timer`` can ever give a time (the engine asks it after each event)."""
 
     @staticmethod
@@ -492,11 +496,10 @@ class Pipeline:
         if timers == _TIMERS_VIEW:
             return self.view.next_timer()  # type: ignore[union-attr]
         due: int | None = None
-        for part in (self.view, self.matcher, self.join, self.mr, self.out, *self.subs):
-            if part is not None:
-                t = part.next_timer()
-                if t is not None and (due is None or t < due):
-                    due = t
+        for next_timer in self._timer_parts:
+            t = next_timer()
+            if t is not None and (due is None or t < due):
+                due = t
         return due
 
     def quiet_until(self, limit: int) -> int:

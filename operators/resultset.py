@@ -120,6 +120,16 @@ class ResultSetSpec:
             _group_of_one(self.group_by[0]) if len(self.group_by) == 1 else None)
 
     @cached_property
+    def plain_rows(self) -> bool:
+        """Whether building a row only reads values (each column an aggregate, a context
+        property or an event property; no having, no order-by key): building one and not
+        using it has no effect, so it need not be built."""
+        return (self.having is None and not self.sort_columns and not self.wildcard
+                and bool(self.columns) and all(c.expr is not None for c in self.columns)
+                and _aggregates_projector(tuple((c.name, c.expr) for c in self.columns),
+                                          len(self.aggregates)) is not None)
+
+    @cached_property
     def projector(self) -> Callable[[Row, PartitionCtx], Row]:
         """The select-clause projection ``(row, ctx) -> output row``, built once per
         statement and shared by its context partitions."""
@@ -159,7 +169,7 @@ class ResultSetSpec:
             return project_rows
         pairs = tuple((c.name, c.expr) for c in cols)
         general = self._pairs_projector(pairs)
-        fast = _aggregates_projector(pairs, len(self.aggregates), general)
+        fast = _aggregates_projector(pairs, len(self.aggregates))
         return fast if fast is not None else general
 
     @staticmethod
@@ -195,58 +205,105 @@ def _identity(row: Row, ctx: PartitionCtx) -> Row:
     return row
 
 
-def _aggregates_projector(pairs: tuple[tuple[str, Any], ...], n_aggs: int,
-                          general: Callable[[Row, PartitionCtx], Row]
+def _aggregates_projector(pairs: tuple[tuple[str, Any], ...], n_aggs: int
                           ) -> Callable[[Row, PartitionCtx], Row] | None:
-    """The projection of a select clause of aggregates and at most one context property
-    (``select count(*), sum(x)``; in a keyed context ``select key, count(*), sum(x)``),
-    up to three columns, reading ``ctx.aggs`` (and the property) directly instead of
-    calling each column's expression; None for any other select clause.  Without
-    aggregation values at hand it is ``general``."""
-    if not pairs or len(pairs) > 3:
+    """The projection of a select clause whose columns are aggregates, context properties
+    and event properties only (``select count(*), sum(x)``; in a keyed context ``select
+    key, count(*), sum(x), y``), reading ``ctx.aggs`` and the properties directly instead
+    of calling each column's expression (an aggregate reads null without aggregation values
+    at hand, as its expression does); None for any other select clause."""
+    if not pairs:
         return None
-    keys = {getattr(e, "context_property", None) for _, e in pairs} - {None}
-    if len(keys) > 1:
-        return None
-    key = next(iter(keys), None)
+    keys: list[str] = []
+    props: list[str] = []
+    for _, e in pairs:
+        if getattr(e, "aggregate_index", None) is not None:
+            continue
+        key = getattr(e, "context_property", None)
+        if key is not None:
+            if key not in keys:
+                keys.append(key)
+            continue
+        prop = getattr(e, "property_name", None)
+        if prop is None:
+            return None
+        if prop not in props:
+            props.append(prop)
     cols: list[tuple[str, int]] = []
     for name, e in pairs:
         i = getattr(e, "aggregate_index", None)
-        if i is None and getattr(e, "context_property", None) is None:
-            return None
-        cols.append((name, n_aggs if i is None else i))  # the property follows the aggs
+        if i is None:
+            key = getattr(e, "context_property", None)
+            # the values follow the aggregates: context properties, then event properties
+            i = (n_aggs + keys.index(key) if key is not None
+                 else n_aggs + len(keys) + props.index(e.property_name))
+        cols.append((name, i))
+    values = _projection_values(tuple(keys), tuple(props), n_aggs)
+    nones = [None] * n_aggs
     if len(cols) == 1:
         (n0, j0), = cols
 
         def one(row: Row, ctx: PartitionCtx) -> Row:
-            a = ctx.aggs
-            if a is None:
-                return general(row, ctx)
-            if key is not None:
-                a = [*a, ctx.props.get(key)]
-            return {n0: a[j0]}
+            return {n0: values(ctx.aggs or nones, row, ctx)[j0]}
         return one
     if len(cols) == 2:
         (n0, j0), (n1, j1) = cols
 
         def two(row: Row, ctx: PartitionCtx) -> Row:
-            a = ctx.aggs
-            if a is None:
-                return general(row, ctx)
-            if key is not None:
-                a = [*a, ctx.props.get(key)]
+            a = values(ctx.aggs or nones, row, ctx)
             return {n0: a[j0], n1: a[j1]}
         return two
-    (n0, j0), (n1, j1), (n2, j2) = cols
+    if len(cols) == 3:
+        (n0, j0), (n1, j1), (n2, j2) = cols
 
-    def three(row: Row, ctx: PartitionCtx) -> Row:
-        a = ctx.aggs
-        if a is None:
-            return general(row, ctx)
-        if key is not None:
-            a = [*a, ctx.props.get(key)]
-        return {n0: a[j0], n1: a[j1], n2: a[j2]}
-    return three
+        def three(row: Row, ctx: PartitionCtx) -> Row:
+            a = values(ctx.aggs or nones, row, ctx)
+            return {n0: a[j0], n1: a[j1], n2: a[j2]}
+        return three
+    if len(cols) == 4:
+        (n0, j0), (n1, j1), (n2, j2), (n3, j3) = cols
+
+        def four(row: Row, ctx: PartitionCtx) -> Row:
+            a = values(ctx.aggs or nones, row, ctx)
+            return {n0: a[j0], n1: a[j1], n2: a[j2], n3: a[j3]}
+        return four
+    cols_t = tuple(cols)
+
+    def many(row: Row, ctx: PartitionCtx) -> Row:
+        a = values(ctx.aggs or nones, row, ctx)
+        return {n: a[j] for n, j in cols_t}
+    return many
+
+
+def _projection_values(keys: tuple[str, ...], props: tuple[str, ...], n_aggs: int
+                       ) -> Callable[[list, Row, PartitionCtx], list]:
+    """What ``_aggregates_projector`` indexes: the aggregation values ``a`` (none without
+    aggregates: whatever ``ctx.aggs`` holds then is not this statement's), then the context
+    properties ``keys``, then the event properties ``props`` (read as their expressions
+    read them: ``ctx.props.get``, ``row.get``)."""
+    if n_aggs == 0:
+        if len(keys) + len(props) == 1:
+            if keys:
+                k0, = keys
+                return lambda a, row, ctx: [ctx.props.get(k0)]
+            p0, = props
+            return lambda a, row, ctx: [row.get(p0)]
+        return lambda a, row, ctx: [*[ctx.props.get(k) for k in keys],
+                                    *[row.get(p) for p in props]]
+    if not keys and not props:
+        return lambda a, row, ctx: a
+    if len(keys) == 1 and not props:
+        k0, = keys
+        return lambda a, row, ctx: [*a, ctx.props.get(k0)]
+    if not keys and len(props) == 1:
+        p0, = props
+        return lambda a, row, ctx: [*a, row.get(p0)]
+    if len(keys) == 1 and len(props) == 1:
+        k0, = keys
+        p0, = props
+        return lambda a, row, ctx: [*a, ctx.props.get(k0), row.get(p0)]
+    return lambda a, row, ctx: [*a, *[ctx.props.get(k) for k in keys],
+                                *[row.get(p) for p in props]]
 
 
 class HotParts(NamedTuple):
@@ -310,7 +367,7 @@ class ResultSet:
     __slots__ = ("spec", "want_old", "state", "ctx", "aggs", "groups", "next_seq", "_projector",
                  "_enter_row", "_leave_row", "_read", "_rewrite", "_one", "_one_rec", "_having",
                  "_all", "_swap_rows", "hash_pairs", "hash_capacity", "_codes", "_counted",
-                 "_gone")
+                 "_gone", "quiet")
 
     refcounted = True
     """Whether groups are reference-counted (a table's rows are not)."""
@@ -367,6 +424,9 @@ class ResultSet:
         self._codes: dict[str, int] = {}
         """Java hash code (spread, ``HashMap.hash``) of each group key met in a
         multi-group update, computed once."""
+        self.quiet = (spec.kind == GROUPED and not want_old and spec.plain_rows
+                      and type(self) is _GroupedResultSet)
+        """Whether ``enter_one`` may stand for ``grouped([row], [])`` (see there)."""
 
     # -- aggregation -------------------------------------------------------
     def _record(self, key: str, row: Row | None) -> list:
@@ -629,8 +689,34 @@ class ResultSet:
         return [new] if project is _identity else [project(new, ctx)]
 
     def _step_grouped(self, new: Row, old: Row | None) -> Rows:
-        """``step`` of a fully aggregated grouped result set."""
-        return self._process_grouped([new], [] if old is None else [old])[0]
+        """``step`` of a fully aggregated grouped result set (one event in, none out,
+        insert stream only: ``_process_grouped``'s first path, inlined)."""
+        if old is not None or self.want_old:
+            return self._process_grouped([new], [] if old is None else [old])[0]
+        if self._gone:
+            self._reclaim()
+        ctx = self.ctx
+        one = self.spec.hot.group_of_one
+        k = self._group_of(new) if one is None else one(new, ctx)
+        rec = self.groups.get(k)
+        if rec is None:
+            rec = self._record(k, new)
+            self._enter_row(rec[0], new, ctx)
+            if self._counted:
+                self._count(rec, k, 1)
+            self.state.put(k, rec)
+        else:
+            rec[1] = new
+            self._enter_row(rec[0], new, ctx)
+            if self._counted:
+                self._count(rec, k, 1)
+            if self._rewrite:
+                self.state.put(k, rec)
+        ctx.aggs = self._read(rec[0])
+        having = self._having
+        if having is not None and not having(new, ctx):
+            return []
+        return [self._projector(new, ctx)]
 
     def _process_agg_rows(self, new: Rows, old: Rows) -> Emit:
         """``process`` of an aggregated ungrouped result set with event properties."""
@@ -779,6 +865,28 @@ class ResultSet:
             out.rows_old.append(rows)
             out.old.extend(rows)
         return out
+
+    def enter_one(self, row: Row) -> str:
+        """``grouped([row], [])`` of a ``quiet`` result set for a caller that reads only
+        which group the update touched (an output-last/all collector): the same
+        aggregation, state and ``ctx.aggs``, without building the group's row, which only
+        reads values and is built again at output time.  Returns the group key."""
+        ctx = self.ctx
+        one = self.spec.hot.group_of_one
+        k = self._group_of(row) if one is None else one(row, ctx)
+        if self._gone:
+            self._reclaim()
+        rec = self.groups.get(k)
+        if rec is None:
+            rec = self._record(k, row)
+        rec[1] = row
+        states = rec[0]
+        self._enter_row(states, row, ctx)
+        if self._counted:
+            self._count(rec, k, 1)
+        self.state.put(k, rec)
+        ctx.aggs = self._read(states)
+        return k
 
     def _before(self, key: str, row: Row) -> Rows:
         """A group's row before an update; a group not seen yet has empty aggregates

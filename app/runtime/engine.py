@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
+from zlib import crc32
 
 from app.runtime.plan import OnDemandPlan, StatementPlan
 from app.runtime.timing import StatementTiming
@@ -83,6 +84,28 @@ def _inert(manager: Manager) -> bool:
 
 _FIXED_PROPS = (KeyedManager, HashManager, CategoryManager)
 """Context managers whose partition properties do not depend on when they are asked."""
+
+
+def _hash_bucket(manager: Any, type_name: str) -> Callable[[Row], int | None] | None:
+    """The bucket of an event of ``type_name`` in a hash context (``HashSpec.partition_of``
+    for one unfiltered built-in hash of the type, None for a null value), or None where
+    that does not apply."""
+    if type(manager) is not HashManager:
+        return None
+    items = [i for i in manager.spec.items if i.type_name == type_name]
+    if len(items) != 1 or items[0].filter is not None or items[0].user:
+        return None
+    expr = items[0].expr
+    mctx = manager.ctx
+    granularity = manager.spec.granularity
+    if items[0].function.lower() == "consistent_hash_crc32":
+        def crc32_bucket(e: Row) -> int | None:
+            v = expr(e, mctx)
+            if v is None:
+                return None
+            return crc32(v.encode() if type(v) is str else str(v).encode()) % granularity
+        return crc32_bucket
+    return None
 
 
 class Engine:
@@ -792,6 +815,33 @@ class Engine:
                 if p.timed:
                     arm(("p", name, pid), p.next_timer)
             return keyed
+        hashed = _hash_bucket(manager, type_name)
+        if hashed is not None:
+            route = manager.route
+            hmanager: HashManager = manager  # type: ignore[assignment]
+            here = hmanager.here
+            first_use = hmanager.by_first_use
+
+            def hashed_step(e: Row, now: int) -> None:
+                b = hashed(e)
+                pid = hmanager.ids.get(b) if b is not None else None
+                if pid is None or (first_use and b not in here):
+                    # a bucket's first event: ``route`` numbers it
+                    for pid in route(type_name, e, now):
+                        deliver(pid, e, now)
+                    return
+                # deliver(pid, e, now), inlined
+                p = pipelines.get(pid) or build(st, pid)
+                new, old = p.on_event(type_name, e, now)
+                if new or old:
+                    if plain and not var_writes:
+                        for listener in self.listeners:
+                            listener(name, new, old, pid)
+                    else:
+                        emit(st, pid, new, old)
+                if p.timed:
+                    arm(("p", name, pid), p.next_timer)
+            return hashed_step
         route = manager.route
 
         def routed(e: Row, now: int) -> None:

@@ -260,6 +260,11 @@ class GroupedLast(_Groups):
     current row, and its row before the interval as the remove stream."""
 
     def collect(self, new: Rows, old: Rows) -> None:
+        if len(new) == 1 and not old and self.rs.quiet:
+            k = self.rs.enter_one(new[0])
+            if k not in self.touched:
+                self.touch(k, [self.trigger.seq(), []])
+            return
         g = self.rs.grouped(new, old)
         for k, before in g.before.items():
             if k not in self.touched:
@@ -286,6 +291,12 @@ class GroupedAll(_Groups):
     interval as the remove stream."""
 
     def collect(self, new: Rows, old: Rows) -> None:
+        if len(new) == 1 and not old and self.rs.quiet:
+            # no remove stream: a group's record is only ever [seq, []]
+            k = self.rs.enter_one(new[0])
+            if k not in self.touched:
+                self.touch(k, [self.trigger.seq(), []])
+            return
         if self.irstream and self.rs.spec.having is not None and len(new) + len(old) > 1:
             # the remove-stream row is tried before each event's aggregation (Esper's
             # output-all helper), so the next event of the update may find one passing
