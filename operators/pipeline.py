@@ -122,6 +122,11 @@ class PipelineSpec:
                     and (self.stream.view is None or isinstance(self.stream.view, LengthSpec))):
                 return RowPipeline(self, state, ctx)
             return StreamPipeline(self, state, ctx)
+        if (self.stream is not None and self.pattern is None and self.where is None
+                and not self.subqueries and self.match_recognize is None
+                and self.stream.prior is None and self.output.limited and not self.distinct
+                and not self.resultset.order_by and self.resultset.limit is None):
+            return LimitedPipeline(self, state, ctx)
         return Pipeline(self, state, ctx)
 
     def describe(self) -> list[str]:
@@ -645,6 +650,47 @@ class StreamPipeline(Pipeline):
                 return [], []
             new, old = self.rs.process(new if type(new) is list else list(new),
                                        old if type(old) is list else list(old))
+        kind = self.kind
+        if kind == "istream":
+            return new, []
+        if kind == "rstream":
+            return old, []
+        return new, old
+
+
+class LimitedPipeline(Pipeline):
+    """A stream statement with output limiting and without pattern, ``where``,
+    subqueries, ``prior``, distinct, order by or limit: ``on_event`` runs filter, window
+    and output limiter directly (the rows and their order are those of the general
+    path)."""
+
+    __slots__ = ()
+
+    def on_event(self, type_name: str, event: Row, now_ms: int) -> Emit:
+        """One event of the statement's stream."""
+        ctx = self.ctx
+        ctx.now_ms = now_ms
+        f = self.filter
+        if f is not None and not f(event, ctx):
+            return [], []
+        view = self.view
+        if view is None:
+            new, old = self.out.on_update([event], [], now_ms)
+        else:
+            emitted = view.on_events([event], [], now_ms)
+            new, old = emitted
+            if not new and not old and not isinstance(emitted, ForcedEmit):
+                return [], []
+            new = new if type(new) is list else list(new)
+            old = old if type(old) is list else list(old)
+            if self._batch_view and new:
+                self._released = new
+                try:
+                    new, old = self.out.on_update(new, old, now_ms)
+                finally:
+                    self._released = None
+            else:
+                new, old = self.out.on_update(new, old, now_ms)
         kind = self.kind
         if kind == "istream":
             return new, []
