@@ -454,11 +454,13 @@ class Engine:
         if prio is not None:
             self._prio[key] = prio
         due = next_timer()
+        if self._due.get(key) != due:
+            self._set_due(key, due)
+
+    def _set_due(self, key: Any, due: int | None) -> None:
+        """``key``'s timer is due at ``due`` (None: not at all), where it was not."""
         if due is None:
-            if key in self._due:
-                del self._due[key]
-            return
-        if self._due.get(key) == due:
+            del self._due[key]
             return
         self._due[key] = due
         heapq.heappush(self._heap, (due, self._prio[key], key))
@@ -747,6 +749,8 @@ class Engine:
             return lambda e, now: self._to_statement(st, type_name, e, now, {}, None)
         if plan.context is None:
             key0 = st.key0
+            due_of = self._due.get
+            set_due = self._set_due
 
             def single(e: Row, now: int) -> None:
                 # deliver(0, e, now), inlined: the commonest statement, one call less
@@ -759,7 +763,10 @@ class Engine:
                     else:
                         emit(st, 0, new, old)
                 if p.timed:
-                    arm(key0, p.next_timer)
+                    # arm(key0, p.next_timer), inlined
+                    due = p.next_timer()
+                    if due_of(key0) != due:
+                        set_due(key0, due)
 
             def run(events: Iterable[Row], now: int) -> None:
                 # single() for each event, the pipeline stepping through them itself

@@ -162,6 +162,8 @@ class Trigger:
         self.state = state
         self.book = book
         self.condition = make_condition(spec)
+        self._timed_only = type(self.condition).on_update is Condition.on_update
+        """The condition never ends an interval at an update (a period or crontab)."""
 
     def save(self) -> None:
         """Persist the book (one key)."""
@@ -247,6 +249,8 @@ class Trigger:
         b["count_remove_total"] += n_old
         if b["due"] is None:
             b["due"] = self.condition.arm(self, now_ms)
+        if self._timed_only:
+            return False
         return self.condition.on_update(self, n_new, n_old, now_ms)
 
     def interval_ended(self, now_ms: int) -> None:
