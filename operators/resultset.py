@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any, NamedTuple
 
 from operators.aggregates import (
@@ -319,6 +319,16 @@ class HotParts(NamedTuple):
 
 
 def _group_of_one(expr: Expr) -> Callable[[Row, PartitionCtx], str]:
+    prop = getattr(expr, "property_name", None)
+    if prop is not None:
+        def group_of_property(row: Row, ctx: PartitionCtx) -> str:
+            # expr(row, ctx), inlined: an event property
+            v = row.get(prop)
+            if type(v) is str and not v.startswith("\x00"):
+                return v
+            return group_key((v,))
+        return group_of_property
+
     def group_of_one(row: Row, ctx: PartitionCtx) -> str:
         v = expr(row, ctx)
         if type(v) is str and not v.startswith("\x00"):
@@ -367,7 +377,7 @@ class ResultSet:
     __slots__ = ("spec", "want_old", "state", "ctx", "aggs", "groups", "next_seq", "_projector",
                  "_enter_row", "_leave_row", "_read", "_rewrite", "_one", "_one_rec", "_having",
                  "_all", "_swap_rows", "hash_pairs", "hash_capacity", "_codes", "_counted",
-                 "_gone", "quiet")
+                 "_gone", "quiet", "_put_one")
 
     refcounted = True
     """Whether groups are reference-counted (a table's rows are not)."""
@@ -424,6 +434,9 @@ class ResultSet:
         self._codes: dict[str, int] = {}
         """Java hash code (spread, ``HashMap.hash``) of each group key met in a
         multi-group update, computed once."""
+        putter = getattr(state, "putter", None)
+        self._put_one = putter("") if putter is not None else partial(state.put, "")
+        """``state.put("", rec)``: the record of an ungrouped result set, written per event."""
         self.quiet = (spec.kind == GROUPED and not want_old and spec.plain_rows
                       and type(self) is _GroupedResultSet)
         """Whether ``enter_one`` may stand for ``grouped([row], [])`` (see there)."""
@@ -644,7 +657,7 @@ class ResultSet:
                   if self.want_old else [])
         self._update(states, new, old)
         if created or self._rewrite:
-            self.state.put("", self._one_rec)
+            self._put_one(self._one_rec)
         ctx = self.ctx
         ctx.aggs = self._read(states)
         having = self.spec.having
@@ -663,14 +676,14 @@ class ResultSet:
             self._enter_row(states, new, ctx)
             if old is not None:
                 self._leave_row(states, old, ctx)
-            self.state.put("", self._one_rec)
+            self._put_one(self._one_rec)
         else:
             if old is None:
                 self._enter_row(states, new, ctx)
             else:
                 self._swap_rows(states, new, old, ctx)
             if self._rewrite:
-                self.state.put("", self._one_rec)
+                self._put_one(self._one_rec)
         ctx.aggs = self._read(states)
         row = {} if self._all else new
         having = self._having
@@ -708,8 +721,12 @@ class ResultSet:
         else:
             rec[1] = new
             self._enter_row(rec[0], new, ctx)
-            if self._counted:
-                self._count(rec, k, 1)
+            if self._counted and len(rec) > 3:
+                # self._count(rec, k, 1), inlined
+                n = (rec[3] or 0) + 1
+                rec[3] = n
+                if n <= 0:
+                    self._gone.add(k)
             if self._rewrite:
                 self.state.put(k, rec)
         ctx.aggs = self._read(rec[0])
@@ -726,7 +743,7 @@ class ResultSet:
             states = self._record("", None)[0]
         self._update(states, new, old)
         if created or self._rewrite:
-            self.state.put("", self._one_rec)
+            self._put_one(self._one_rec)
         ctx = self.ctx
         ctx.aggs = self._read(states)
         project = self._projector

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +157,10 @@ class MemoryNamespace:
     def delete(self, key: Key) -> None:
         self.data.pop(key, None)
 
+    def putter(self, key: Key) -> Callable[[Any], None]:
+        """``put(key, value)`` as a function of the value (a key written per event)."""
+        return partial(self.data.__setitem__, key)
+
     def items(self) -> Iterator[tuple[Key, Any]]:
         """Entries in key order (as a RocksDB scan would give them)."""
         return iter(sorted(self.entries(), key=lambda kv: encode_key(kv[0])))
@@ -276,6 +281,20 @@ class RocksNamespace:
         self.db[k] = v
         if self.sink is not None:
             self.sink(k, v)
+
+    def putter(self, key: Key) -> Callable[[Any], None]:
+        """``put(key, value)`` as a function of the value (a key written per event): the
+        key encoded once."""
+        k = self._key(key)
+        if self._put_value is not None:
+            return partial(self._put_value, k)
+
+        def put(value: Any) -> None:
+            v = encode_value(value)
+            self.db[k] = v
+            if self.sink is not None:
+                self.sink(k, v)
+        return put
 
     def delete(self, key: Key) -> None:
         k = self._key(key)

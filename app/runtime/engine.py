@@ -98,14 +98,23 @@ def _hash_bucket(manager: Any, type_name: str) -> Callable[[Row], int | None] | 
     expr = items[0].expr
     mctx = manager.ctx
     granularity = manager.spec.granularity
-    if items[0].function.lower() == "consistent_hash_crc32":
-        def crc32_bucket(e: Row) -> int | None:
-            v = expr(e, mctx)
+    if items[0].function.lower() != "consistent_hash_crc32":
+        return None
+    prop = getattr(expr, "property_name", None)
+    if prop is not None:
+        def crc32_of_property(e: Row) -> int | None:
+            v = e.get(prop)  # expr(e, mctx), inlined: an event property
             if v is None:
                 return None
             return crc32(v.encode() if type(v) is str else str(v).encode()) % granularity
-        return crc32_bucket
-    return None
+        return crc32_of_property
+
+    def crc32_bucket(e: Row) -> int | None:
+        v = expr(e, mctx)
+        if v is None:
+            return None
+        return crc32(v.encode() if type(v) is str else str(v).encode()) % granularity
+    return crc32_bucket
 
 
 class Engine:
@@ -803,8 +812,11 @@ class Engine:
             mctx = manager.ctx
             route = manager.route
 
+            kprop = getattr(key, "property_name", None)
+
             def keyed(e: Row, now: int) -> None:
-                k = key(e, mctx)
+                # key(e, mctx), inlined for an event property
+                k = e.get(kprop) if kprop is not None else key(e, mctx)
                 pid = pids.get(k) if type(k) is str else None
                 if pid is None:
                     for pid in route(type_name, e, now):
