@@ -159,6 +159,8 @@ class MemoryNamespace:
 
     def putter(self, key: Key) -> Callable[[Any], None]:
         """``put(key, value)`` as a function of the value (a key written per event)."""
+        if type(self) is not MemoryNamespace:  # a subclass may put otherwise
+            return partial(self.put, key)
         return partial(self.data.__setitem__, key)
 
     def items(self) -> Iterator[tuple[Key, Any]]:
@@ -285,6 +287,8 @@ class RocksNamespace:
     def putter(self, key: Key) -> Callable[[Any], None]:
         """``put(key, value)`` as a function of the value (a key written per event): the
         key encoded once."""
+        if type(self) is not RocksNamespace:  # a subclass may put otherwise
+            return partial(self.put, key)
         k = self._key(key)
         if self._put_value is not None:
             return partial(self._put_value, k)

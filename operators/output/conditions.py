@@ -11,6 +11,7 @@ polls the same condition per group (``group_passes``).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from operators.base import PartitionCtx, StateNamespace
@@ -162,12 +163,15 @@ class Trigger:
         self.state = state
         self.book = book
         self.condition = make_condition(spec)
+        putter = getattr(state, "putter", None)
+        self._put_book = putter(KEY) if putter is not None else partial(state.put, KEY)
+        """``state.put(KEY, book)`` (written at each update), the key encoded once."""
         self._timed_only = type(self.condition).on_update is Condition.on_update
         """The condition never ends an interval at an update (a period or crontab)."""
 
     def save(self) -> None:
         """Persist the book (one key)."""
-        self.state.put(KEY, self.book)
+        self._put_book(self.book)
 
     def seq(self) -> int:
         """The next sequence number of the interval's collectors."""
