@@ -240,31 +240,52 @@ def _aggregates_projector(pairs: tuple[tuple[str, Any], ...], n_aggs: int
         cols.append((name, i))
     values = _projection_values(tuple(keys), tuple(props), n_aggs)
     nones = [None] * n_aggs
+    # the commonest cases read without another call: aggregates alone (``extra`` False),
+    # or with one context property (``k0``, a keyed context's key)
+    k0 = keys[0] if n_aggs and len(keys) == 1 and not props else None
+    extra = k0 is None and (not n_aggs or bool(keys) or bool(props))
     if len(cols) == 1:
         (n0, j0), = cols
 
         def one(row: Row, ctx: PartitionCtx) -> Row:
-            return {n0: values(ctx.aggs or nones, row, ctx)[j0]}
+            a = ctx.aggs or nones
+            if k0 is not None:
+                a = [*a, ctx.props.get(k0)]
+            elif extra:
+                a = values(a, row, ctx)
+            return {n0: a[j0]}
         return one
     if len(cols) == 2:
         (n0, j0), (n1, j1) = cols
 
         def two(row: Row, ctx: PartitionCtx) -> Row:
-            a = values(ctx.aggs or nones, row, ctx)
+            a = ctx.aggs or nones
+            if k0 is not None:
+                a = [*a, ctx.props.get(k0)]
+            elif extra:
+                a = values(a, row, ctx)
             return {n0: a[j0], n1: a[j1]}
         return two
     if len(cols) == 3:
         (n0, j0), (n1, j1), (n2, j2) = cols
 
         def three(row: Row, ctx: PartitionCtx) -> Row:
-            a = values(ctx.aggs or nones, row, ctx)
+            a = ctx.aggs or nones
+            if k0 is not None:
+                a = [*a, ctx.props.get(k0)]
+            elif extra:
+                a = values(a, row, ctx)
             return {n0: a[j0], n1: a[j1], n2: a[j2]}
         return three
     if len(cols) == 4:
         (n0, j0), (n1, j1), (n2, j2), (n3, j3) = cols
 
         def four(row: Row, ctx: PartitionCtx) -> Row:
-            a = values(ctx.aggs or nones, row, ctx)
+            a = ctx.aggs or nones
+            if k0 is not None:
+                a = [*a, ctx.props.get(k0)]
+            elif extra:
+                a = values(a, row, ctx)
             return {n0: a[j0], n1: a[j1], n2: a[j2], n3: a[j3]}
         return four
     cols_t = tuple(cols)
