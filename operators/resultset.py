@@ -460,7 +460,7 @@ class ResultSet:
         """``state.put("", rec)``: the record of an ungrouped result set, written per event."""
         self.quiet = (spec.kind == GROUPED and not want_old and spec.plain_rows
                       and type(self) is _GroupedResultSet)
-        """Whether ``enter_one`` may stand for ``grouped([row], [])`` (see there)."""
+        """Whether ``touch_groups`` may stand for ``grouped`` (see there)."""
 
     # -- aggregation -------------------------------------------------------
     def _record(self, key: str, row: Row | None) -> list:
@@ -904,27 +904,57 @@ class ResultSet:
             out.old.extend(rows)
         return out
 
-    def enter_one(self, row: Row) -> str:
-        """``grouped([row], [])`` of a ``quiet`` result set for a caller that reads only
-        which group the update touched (an output-last/all collector): the same
-        aggregation, state and ``ctx.aggs``, without building the group's row, which only
-        reads values and is built again at output time.  Returns the group key."""
+    def touch_groups(self, new: Rows, old: Rows) -> Iterable[str]:
+        """``grouped(new, old)`` of a ``quiet`` result set for a caller that reads only
+        which groups the update touched (an output-last/all collector): the same
+        aggregation and state, without building the groups' rows, which only read values
+        and are built again at output time.  Returns the groups in the order ``grouped``
+        lists them in ``before``.  One row in: ``ctx.aggs`` as ``grouped`` leaves it;
+        otherwise as it was (the caller reads none: ``_Groups.quiet_many``)."""
         ctx = self.ctx
         one = self.spec.hot.group_of_one
-        k = self._group_of(row) if one is None else one(row, ctx)
-        if self._gone:
+        counted = self._counted
+        if len(new) == 1 and not old:
+            row = new[0]
+            k = self._group_of(row) if one is None else one(row, ctx)
+            if self._gone:
+                self._reclaim()
+            rec = self.groups.get(k)
+            if rec is None:
+                rec = self._record(k, row)
+            rec[1] = row
+            states = rec[0]
+            self._enter_row(states, row, ctx)
+            if counted:
+                self._count(rec, k, 1)
+            self.state.put(k, rec)
+            ctx.aggs = self._read(states)
+            return (k,)
+        group_of = self._group_of if one is None else (lambda r: one(r, ctx))
+        keys_new = [group_of(r) for r in new]
+        keys_old = [group_of(r) for r in old]
+        if new and self._gone:
             self._reclaim()
-        rec = self.groups.get(k)
-        if rec is None:
-            rec = self._record(k, row)
-        rec[1] = row
-        states = rec[0]
-        self._enter_row(states, row, ctx)
-        if self._counted:
-            self._count(rec, k, 1)
-        self.state.put(k, rec)
-        ctx.aggs = self._read(states)
-        return k
+        record = self._record
+        enter = self._enter_row
+        for r, k in zip(new, keys_new):
+            rec = record(k, r)
+            rec[1] = r
+            enter(rec[0], r, ctx)
+            if counted:
+                self._count(rec, k, 1)
+        leave = self._leave_row
+        for r, k in zip(old, keys_old):
+            rec = record(k, r)
+            leave(rec[0], r, ctx)
+            if counted:
+                self._count(rec, k, -1)
+        touched = dict.fromkeys(keys_new + keys_old)
+        put = self.state.put
+        groups = self.groups
+        for k in touched:
+            put(k, groups[k])
+        return touched
 
     def _before(self, key: str, row: Row) -> Rows:
         """A group's row before an update; a group not seen yet has empty aggregates

@@ -109,8 +109,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=100_000)
     ap.add_argument("--batch", type=int, default=1000)
-    ap.add_argument("--tick-every", type=int, default=500,
-                    help="events between clock moves (500 events per 100 ms: 5k ev/s)")
+    ap.add_argument("--tick-every", type=int, default=100,
+                    help="events between clock moves (100 events per 100 ms: 1k ev/s, so "
+                         "that a 10 s window is full and expiring after the warm-up)")
     ap.add_argument("--tick", type=int, default=100, help="ms per clock move")
     ap.add_argument("--only", default="", help="comma-separated label prefixes")
     ap.add_argument("--profile", action="store_true")

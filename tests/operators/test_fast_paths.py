@@ -454,10 +454,11 @@ def test_limited_pipeline_matches_general(epl: str) -> None:
     "select count(*), symbol, avg(price) from T#time(1 sec) group by symbol",
     "select symbol, amount, count(*) from T group by symbol, amount",
 ])
-def test_enter_one_is_grouped_of_one_row(epl: str) -> None:
-    """``ResultSet.enter_one`` leaves the aggregation, the stored state and ``ctx.aggs``
-    that ``grouped([row], [])`` leaves, and names the group it touched (groups emptied
-    by leaving rows reclaimed alike)."""
+def test_touch_groups_is_grouped(epl: str) -> None:
+    """``ResultSet.touch_groups`` leaves the aggregation and the stored state that
+    ``grouped`` leaves and names the groups it touched in the same order, for one row
+    in (then ``ctx.aggs`` alike too) and for updates of several rows in and out (groups
+    emptied by leaving rows reclaimed alike)."""
     spec = _plan(epl).pipeline.resultset
     ns_fast, ns_slow = MemoryStore().namespace("s"), MemoryStore().namespace("s")
     ctx_fast, ctx_slow = PartitionCtx(), PartitionCtx()
@@ -466,16 +467,17 @@ def test_enter_one_is_grouped_of_one_row(epl: str) -> None:
     assert fast.quiet
     rnd = random.Random(3)
     live: list[dict[str, Any]] = []
-    for step, row in enumerate(_rows(rnd, 200)):
-        if live and rnd.random() < 0.4:
-            old = live.pop(0)
-            fast.grouped([], [old])
-            slow.grouped([], [old])
-        live.append(row)
-        k = fast.enter_one(row)
-        g = slow.grouped([row], [])
-        assert [k] == list(g.before) == g.keys_new, step
-        assert ctx_fast.aggs == ctx_slow.aggs, step
+    for step in range(300):
+        new = _rows(rnd, rnd.choice([1, 1, 1, 2, 5]))
+        old = [live.pop(0) for _ in range(min(len(live), rnd.choice([0, 0, 1, 3])))]
+        if rnd.random() < 0.2:
+            new = []
+        live += new
+        keys = list(fast.touch_groups(new, old))
+        g = slow.grouped(new, old)
+        assert keys == list(g.before), step
+        if len(new) == 1 and not old:
+            assert ctx_fast.aggs == ctx_slow.aggs, step
         assert fast.groups == slow.groups, step
         assert dict(ns_fast.items()) == dict(ns_slow.items()), step
 
@@ -488,7 +490,7 @@ def test_enter_one_is_grouped_of_one_row(epl: str) -> None:
 ])
 def test_enter_one_not_offered_where_rows_matter(epl: str) -> None:
     """A remove stream, having, a computed column or an order-by key: the rows of each
-    update are needed or their building may do something, so no ``enter_one``."""
+    update are needed or their building may do something, so no ``touch_groups``."""
     spec = _plan(epl).pipeline.resultset
     want_old = "irstream" in epl
     assert not spec.build(MemoryStore().namespace("s"), PartitionCtx(), want_old).quiet
