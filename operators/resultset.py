@@ -992,6 +992,28 @@ class ResultSet:
             return self._row_for(rec)
         return self._rows((rec[1],), self._results(rec)) if rec[1] is not None else []
 
+    def groups_rows(self, keys: Iterable[str]) -> Rows:
+        """``group_rows`` of each of ``keys`` in turn, as one list."""
+        self._begin()
+        if self.spec.kind != GROUPED:
+            return [r for k in keys for r in self.group_rows(k)]
+        ctx = self.ctx
+        read = self._read
+        project = self._projector
+        having = self.spec.having
+        groups = self.groups
+        out: Rows = []
+        for k in keys:
+            rec = groups.get(k)
+            if rec is None:
+                continue
+            # self._row_for(rec), inlined
+            ctx.aggs = read(rec[0])
+            row = rec[1] if rec[1] is not None else {}
+            if having is None or having(row, ctx):
+                out.append(project(row, ctx))
+        return out
+
     def snapshot(self, contents: Iterable[Row] | None, hashed: bool = False) -> Rows:
         """Rows describing the current state (``output snapshot``, iteration).
 

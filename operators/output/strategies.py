@@ -291,8 +291,7 @@ class GroupedLast(_Groups):
             # hash map: its rows come in hash order before sorting (ties keep that order);
             # the remove rows, built as each group is first seen, in that order
             keys = self.rs.hash_order(keys)
-        for k in keys:
-            new.extend(self.rs.group_rows(k))
+        new.extend(self.rs.groups_rows(keys))
         return new, old
 
 
