@@ -925,8 +925,12 @@ class ResultSet:
             rec[1] = row
             states = rec[0]
             self._enter_row(states, row, ctx)
-            if counted:
-                self._count(rec, k, 1)
+            if counted and len(rec) > 3:
+                # self._count(rec, k, 1), inlined
+                n = (rec[3] or 0) + 1
+                rec[3] = n
+                if n <= 0:
+                    self._gone.add(k)
             self.state.put(k, rec)
             ctx.aggs = self._read(states)
             return (k,)

@@ -46,12 +46,23 @@ class TimeWindow(FifoWindow):
 
     def on_time(self, now_ms: int) -> Emit:
         """Expire every row whose arrival + period <= now, together, as Esper fires them."""
-        log = self.log
-        stamps = log.stamps
+        stamps = self.stamps
         limit = now_ms - self.period
         expired = []
+        if self._seqs is None:
+            # RowLog.popleft for each, inlined: rows numbered implicitly, oldest first
+            rows = self.rows
+            first = self.next_seq - len(rows)
+            while stamps and stamps[0] <= limit:
+                stamps.popleft()
+                expired.append(rows.popleft())
+            if not self._own:
+                delete = self.ns.delete
+                for seq in range(first, first + len(expired)):
+                    delete(seq)
+            return [], expired
         while stamps and stamps[0] <= limit:
-            expired.append(log.popleft())
+            expired.append(self.popleft())
         return [], expired
 
     def next_timer(self) -> int | None:
