@@ -225,11 +225,11 @@ class Pipeline:
             elif view_timer is not None:
                 self._timers = _TIMERS_VIEW
         self.timed = self._timers != _TIMERS_NONE
+        """Whether ``next_timer`` can ever give a time (the engine asks it after each event)."""
         self._timer_parts = tuple(
             part.next_timer for part in (self.view, self.matcher, self.join, self.mr,
                                          self.out, *self.subs) if part is not None)
         """The ``next_timer`` of each part (the parts never change), for ``next_timer``."""
-        """Whether ``next_timer`` can ever give a time (the engine asks it after each event)."""
 
     @staticmethod
     def _build_view(view: ViewSpec, state: StateNamespace, ctx: PartitionCtx) -> View:
