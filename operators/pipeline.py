@@ -122,6 +122,11 @@ class PipelineSpec:
                     and (self.stream.view is None or isinstance(self.stream.view, LengthSpec))):
                 return RowPipeline(self, state, ctx)
             return StreamPipeline(self, state, ctx)
+        if (self.stream is not None and self.pattern is None and self.where is None
+                and not self.subqueries and self.match_recognize is None
+                and self.stream.prior is None and self.output.limited and not self.distinct
+                and not self.resultset.order_by and self.resultset.limit is None):
+            return LimitedPipeline(self, state, ctx)
         return Pipeline(self, state, ctx)
 
     def describe(self) -> list[str]:
@@ -155,7 +160,7 @@ class Pipeline:
     __slots__ = ("spec", "ctx", "state", "type_name", "filter", "view", "matcher", "rs", "out",
                  "limited", "kind", "_shaped", "where", "_timers", "join",
                  "_fresh_aggregates", "_batch_view", "_released", "subs", "sub_by_type",
-                 "main_types", "prior", "mr", "timed")
+                 "main_types", "prior", "mr", "timed", "_timer_parts")
 
     def __init__(self, spec: PipelineSpec, state: StateNamespace, ctx: PartitionCtx) -> None:
         self.spec = spec
@@ -221,6 +226,10 @@ class Pipeline:
                 self._timers = _TIMERS_VIEW
         self.timed = self._timers != _TIMERS_NONE
         """Whether ``next_timer`` can ever give a time (the engine asks it after each event)."""
+        self._timer_parts = tuple(
+            part.next_timer for part in (self.view, self.matcher, self.join, self.mr,
+                                         self.out, *self.subs) if part is not None)
+        """The ``next_timer`` of each part (the parts never change), for ``next_timer``."""
 
     @staticmethod
     def _build_view(view: ViewSpec, state: StateNamespace, ctx: PartitionCtx) -> View:
@@ -492,11 +501,10 @@ class Pipeline:
         if timers == _TIMERS_VIEW:
             return self.view.next_timer()  # type: ignore[union-attr]
         due: int | None = None
-        for part in (self.view, self.matcher, self.join, self.mr, self.out, *self.subs):
-            if part is not None:
-                t = part.next_timer()
-                if t is not None and (due is None or t < due):
-                    due = t
+        for next_timer in self._timer_parts:
+            t = next_timer()
+            if t is not None and (due is None or t < due):
+                due = t
         return due
 
     def quiet_until(self, limit: int) -> int:
@@ -642,6 +650,47 @@ class StreamPipeline(Pipeline):
                 return [], []
             new, old = self.rs.process(new if type(new) is list else list(new),
                                        old if type(old) is list else list(old))
+        kind = self.kind
+        if kind == "istream":
+            return new, []
+        if kind == "rstream":
+            return old, []
+        return new, old
+
+
+class LimitedPipeline(Pipeline):
+    """A stream statement with output limiting and without pattern, ``where``,
+    subqueries, ``prior``, distinct, order by or limit: ``on_event`` runs filter, window
+    and output limiter directly (the rows and their order are those of the general
+    path)."""
+
+    __slots__ = ()
+
+    def on_event(self, type_name: str, event: Row, now_ms: int) -> Emit:
+        """One event of the statement's stream."""
+        ctx = self.ctx
+        ctx.now_ms = now_ms
+        f = self.filter
+        if f is not None and not f(event, ctx):
+            return [], []
+        view = self.view
+        if view is None:
+            new, old = self.out.on_update([event], [], now_ms)
+        else:
+            emitted = view.on_events([event], [], now_ms)
+            new, old = emitted
+            if not new and not old and not isinstance(emitted, ForcedEmit):
+                return [], []
+            new = new if type(new) is list else list(new)
+            old = old if type(old) is list else list(old)
+            if self._batch_view and new:
+                self._released = new
+                try:
+                    new, old = self.out.on_update(new, old, now_ms)
+                finally:
+                    self._released = None
+            else:
+                new, old = self.out.on_update(new, old, now_ms)
         kind = self.kind
         if kind == "istream":
             return new, []

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any, NamedTuple
 
 from operators.aggregates import (
@@ -120,6 +120,16 @@ class ResultSetSpec:
             _group_of_one(self.group_by[0]) if len(self.group_by) == 1 else None)
 
     @cached_property
+    def plain_rows(self) -> bool:
+        """Whether building a row only reads values (each column an aggregate, a context
+        property or an event property; no having, no order-by key): building one and not
+        using it has no effect, so it need not be built."""
+        return (self.having is None and not self.sort_columns and not self.wildcard
+                and bool(self.columns) and all(c.expr is not None for c in self.columns)
+                and _aggregates_projector(tuple((c.name, c.expr) for c in self.columns),
+                                          len(self.aggregates)) is not None)
+
+    @cached_property
     def projector(self) -> Callable[[Row, PartitionCtx], Row]:
         """The select-clause projection ``(row, ctx) -> output row``, built once per
         statement and shared by its context partitions."""
@@ -159,7 +169,7 @@ class ResultSetSpec:
             return project_rows
         pairs = tuple((c.name, c.expr) for c in cols)
         general = self._pairs_projector(pairs)
-        fast = _aggregates_projector(pairs, len(self.aggregates), general)
+        fast = _aggregates_projector(pairs, len(self.aggregates))
         return fast if fast is not None else general
 
     @staticmethod
@@ -195,58 +205,126 @@ def _identity(row: Row, ctx: PartitionCtx) -> Row:
     return row
 
 
-def _aggregates_projector(pairs: tuple[tuple[str, Any], ...], n_aggs: int,
-                          general: Callable[[Row, PartitionCtx], Row]
+def _aggregates_projector(pairs: tuple[tuple[str, Any], ...], n_aggs: int
                           ) -> Callable[[Row, PartitionCtx], Row] | None:
-    """The projection of a select clause of aggregates and at most one context property
-    (``select count(*), sum(x)``; in a keyed context ``select key, count(*), sum(x)``),
-    up to three columns, reading ``ctx.aggs`` (and the property) directly instead of
-    calling each column's expression; None for any other select clause.  Without
-    aggregation values at hand it is ``general``."""
-    if not pairs or len(pairs) > 3:
+    """The projection of a select clause whose columns are aggregates, context properties
+    and event properties only (``select count(*), sum(x)``; in a keyed context ``select
+    key, count(*), sum(x), y``), reading ``ctx.aggs`` and the properties directly instead
+    of calling each column's expression (an aggregate reads null without aggregation values
+    at hand, as its expression does); None for any other select clause."""
+    if not pairs:
         return None
-    keys = {getattr(e, "context_property", None) for _, e in pairs} - {None}
-    if len(keys) > 1:
-        return None
-    key = next(iter(keys), None)
+    keys: list[str] = []
+    props: list[str] = []
+    for _, e in pairs:
+        if getattr(e, "aggregate_index", None) is not None:
+            continue
+        key = getattr(e, "context_property", None)
+        if key is not None:
+            if key not in keys:
+                keys.append(key)
+            continue
+        prop = getattr(e, "property_name", None)
+        if prop is None:
+            return None
+        if prop not in props:
+            props.append(prop)
     cols: list[tuple[str, int]] = []
     for name, e in pairs:
         i = getattr(e, "aggregate_index", None)
-        if i is None and getattr(e, "context_property", None) is None:
-            return None
-        cols.append((name, n_aggs if i is None else i))  # the property follows the aggs
+        if i is None:
+            key = getattr(e, "context_property", None)
+            # the values follow the aggregates: context properties, then event properties
+            i = (n_aggs + keys.index(key) if key is not None
+                 else n_aggs + len(keys) + props.index(e.property_name))
+        cols.append((name, i))
+    values = _projection_values(tuple(keys), tuple(props), n_aggs)
+    nones = [None] * n_aggs
+    # the commonest cases read without another call: aggregates alone (``extra`` False),
+    # or with one context property (``k0``, a keyed context's key)
+    k0 = keys[0] if n_aggs and len(keys) == 1 and not props else None
+    extra = k0 is None and (not n_aggs or bool(keys) or bool(props))
     if len(cols) == 1:
         (n0, j0), = cols
 
         def one(row: Row, ctx: PartitionCtx) -> Row:
-            a = ctx.aggs
-            if a is None:
-                return general(row, ctx)
-            if key is not None:
-                a = [*a, ctx.props.get(key)]
+            a = ctx.aggs or nones
+            if k0 is not None:
+                a = [*a, ctx.props.get(k0)]
+            elif extra:
+                a = values(a, row, ctx)
             return {n0: a[j0]}
         return one
     if len(cols) == 2:
         (n0, j0), (n1, j1) = cols
 
         def two(row: Row, ctx: PartitionCtx) -> Row:
-            a = ctx.aggs
-            if a is None:
-                return general(row, ctx)
-            if key is not None:
-                a = [*a, ctx.props.get(key)]
+            a = ctx.aggs or nones
+            if k0 is not None:
+                a = [*a, ctx.props.get(k0)]
+            elif extra:
+                a = values(a, row, ctx)
             return {n0: a[j0], n1: a[j1]}
         return two
-    (n0, j0), (n1, j1), (n2, j2) = cols
+    if len(cols) == 3:
+        (n0, j0), (n1, j1), (n2, j2) = cols
 
-    def three(row: Row, ctx: PartitionCtx) -> Row:
-        a = ctx.aggs
-        if a is None:
-            return general(row, ctx)
-        if key is not None:
-            a = [*a, ctx.props.get(key)]
-        return {n0: a[j0], n1: a[j1], n2: a[j2]}
-    return three
+        def three(row: Row, ctx: PartitionCtx) -> Row:
+            a = ctx.aggs or nones
+            if k0 is not None:
+                a = [*a, ctx.props.get(k0)]
+            elif extra:
+                a = values(a, row, ctx)
+            return {n0: a[j0], n1: a[j1], n2: a[j2]}
+        return three
+    if len(cols) == 4:
+        (n0, j0), (n1, j1), (n2, j2), (n3, j3) = cols
+
+        def four(row: Row, ctx: PartitionCtx) -> Row:
+            a = ctx.aggs or nones
+            if k0 is not None:
+                a = [*a, ctx.props.get(k0)]
+            elif extra:
+                a = values(a, row, ctx)
+            return {n0: a[j0], n1: a[j1], n2: a[j2], n3: a[j3]}
+        return four
+    cols_t = tuple(cols)
+
+    def many(row: Row, ctx: PartitionCtx) -> Row:
+        a = values(ctx.aggs or nones, row, ctx)
+        return {n: a[j] for n, j in cols_t}
+    return many
+
+
+def _projection_values(keys: tuple[str, ...], props: tuple[str, ...], n_aggs: int
+                       ) -> Callable[[list, Row, PartitionCtx], list]:
+    """What ``_aggregates_projector`` indexes: the aggregation values ``a`` (none without
+    aggregates: whatever ``ctx.aggs`` holds then is not this statement's), then the context
+    properties ``keys``, then the event properties ``props`` (read as their expressions
+    read them: ``ctx.props.get``, ``row.get``)."""
+    if n_aggs == 0:
+        if len(keys) + len(props) == 1:
+            if keys:
+                k0, = keys
+                return lambda a, row, ctx: [ctx.props.get(k0)]
+            p0, = props
+            return lambda a, row, ctx: [row.get(p0)]
+        return lambda a, row, ctx: [*[ctx.props.get(k) for k in keys],
+                                    *[row.get(p) for p in props]]
+    if not keys and not props:
+        return lambda a, row, ctx: a
+    if len(keys) == 1 and not props:
+        k0, = keys
+        return lambda a, row, ctx: [*a, ctx.props.get(k0)]
+    if not keys and len(props) == 1:
+        p0, = props
+        return lambda a, row, ctx: [*a, row.get(p0)]
+    if len(keys) == 1 and len(props) == 1:
+        k0, = keys
+        p0, = props
+        return lambda a, row, ctx: [*a, ctx.props.get(k0), row.get(p0)]
+    return lambda a, row, ctx: [*a, *[ctx.props.get(k) for k in keys],
+                                *[row.get(p) for p in props]]
 
 
 class HotParts(NamedTuple):
@@ -262,6 +340,16 @@ class HotParts(NamedTuple):
 
 
 def _group_of_one(expr: Expr) -> Callable[[Row, PartitionCtx], str]:
+    prop = getattr(expr, "property_name", None)
+    if prop is not None:
+        def group_of_property(row: Row, ctx: PartitionCtx) -> str:
+            # expr(row, ctx), inlined: an event property
+            v = row.get(prop)
+            if type(v) is str and not v.startswith("\x00"):
+                return v
+            return group_key((v,))
+        return group_of_property
+
     def group_of_one(row: Row, ctx: PartitionCtx) -> str:
         v = expr(row, ctx)
         if type(v) is str and not v.startswith("\x00"):
@@ -310,7 +398,7 @@ class ResultSet:
     __slots__ = ("spec", "want_old", "state", "ctx", "aggs", "groups", "next_seq", "_projector",
                  "_enter_row", "_leave_row", "_read", "_rewrite", "_one", "_one_rec", "_having",
                  "_all", "_swap_rows", "hash_pairs", "hash_capacity", "_codes", "_counted",
-                 "_gone")
+                 "_gone", "quiet", "_put_one")
 
     refcounted = True
     """Whether groups are reference-counted (a table's rows are not)."""
@@ -367,6 +455,12 @@ class ResultSet:
         self._codes: dict[str, int] = {}
         """Java hash code (spread, ``HashMap.hash``) of each group key met in a
         multi-group update, computed once."""
+        putter = getattr(state, "putter", None)
+        self._put_one = putter("") if putter is not None else partial(state.put, "")
+        """``state.put("", rec)``: the record of an ungrouped result set, written per event."""
+        self.quiet = (spec.kind == GROUPED and not want_old and spec.plain_rows
+                      and type(self) is _GroupedResultSet)
+        """Whether ``touch_groups`` may stand for ``grouped`` (see there)."""
 
     # -- aggregation -------------------------------------------------------
     def _record(self, key: str, row: Row | None) -> list:
@@ -584,7 +678,7 @@ class ResultSet:
                   if self.want_old else [])
         self._update(states, new, old)
         if created or self._rewrite:
-            self.state.put("", self._one_rec)
+            self._put_one(self._one_rec)
         ctx = self.ctx
         ctx.aggs = self._read(states)
         having = self.spec.having
@@ -603,14 +697,14 @@ class ResultSet:
             self._enter_row(states, new, ctx)
             if old is not None:
                 self._leave_row(states, old, ctx)
-            self.state.put("", self._one_rec)
+            self._put_one(self._one_rec)
         else:
             if old is None:
                 self._enter_row(states, new, ctx)
             else:
                 self._swap_rows(states, new, old, ctx)
             if self._rewrite:
-                self.state.put("", self._one_rec)
+                self._put_one(self._one_rec)
         ctx.aggs = self._read(states)
         row = {} if self._all else new
         having = self._having
@@ -629,8 +723,38 @@ class ResultSet:
         return [new] if project is _identity else [project(new, ctx)]
 
     def _step_grouped(self, new: Row, old: Row | None) -> Rows:
-        """``step`` of a fully aggregated grouped result set."""
-        return self._process_grouped([new], [] if old is None else [old])[0]
+        """``step`` of a fully aggregated grouped result set (one event in, none out,
+        insert stream only: ``_process_grouped``'s first path, inlined)."""
+        if old is not None or self.want_old:
+            return self._process_grouped([new], [] if old is None else [old])[0]
+        if self._gone:
+            self._reclaim()
+        ctx = self.ctx
+        one = self.spec.hot.group_of_one
+        k = self._group_of(new) if one is None else one(new, ctx)
+        rec = self.groups.get(k)
+        if rec is None:
+            rec = self._record(k, new)
+            self._enter_row(rec[0], new, ctx)
+            if self._counted:
+                self._count(rec, k, 1)
+            self.state.put(k, rec)
+        else:
+            rec[1] = new
+            self._enter_row(rec[0], new, ctx)
+            if self._counted and len(rec) > 3:
+                # self._count(rec, k, 1), inlined
+                n = (rec[3] or 0) + 1
+                rec[3] = n
+                if n <= 0:
+                    self._gone.add(k)
+            if self._rewrite:
+                self.state.put(k, rec)
+        ctx.aggs = self._read(rec[0])
+        having = self._having
+        if having is not None and not having(new, ctx):
+            return []
+        return [self._projector(new, ctx)]
 
     def _process_agg_rows(self, new: Rows, old: Rows) -> Emit:
         """``process`` of an aggregated ungrouped result set with event properties."""
@@ -640,7 +764,7 @@ class ResultSet:
             states = self._record("", None)[0]
         self._update(states, new, old)
         if created or self._rewrite:
-            self.state.put("", self._one_rec)
+            self._put_one(self._one_rec)
         ctx = self.ctx
         ctx.aggs = self._read(states)
         project = self._projector
@@ -780,6 +904,62 @@ class ResultSet:
             out.old.extend(rows)
         return out
 
+    def touch_groups(self, new: Rows, old: Rows) -> Iterable[str]:
+        """``grouped(new, old)`` of a ``quiet`` result set for a caller that reads only
+        which groups the update touched (an output-last/all collector): the same
+        aggregation and state, without building the groups' rows, which only read values
+        and are built again at output time.  Returns the groups in the order ``grouped``
+        lists them in ``before``.  One row in: ``ctx.aggs`` as ``grouped`` leaves it;
+        otherwise as it was (the caller reads none: ``_Groups.quiet_many``)."""
+        ctx = self.ctx
+        one = self.spec.hot.group_of_one
+        counted = self._counted
+        if len(new) == 1 and not old:
+            row = new[0]
+            k = self._group_of(row) if one is None else one(row, ctx)
+            if self._gone:
+                self._reclaim()
+            rec = self.groups.get(k)
+            if rec is None:
+                rec = self._record(k, row)
+            rec[1] = row
+            states = rec[0]
+            self._enter_row(states, row, ctx)
+            if counted and len(rec) > 3:
+                # self._count(rec, k, 1), inlined
+                n = (rec[3] or 0) + 1
+                rec[3] = n
+                if n <= 0:
+                    self._gone.add(k)
+            self.state.put(k, rec)
+            ctx.aggs = self._read(states)
+            return (k,)
+        group_of = self._group_of if one is None else (lambda r: one(r, ctx))
+        keys_new = [group_of(r) for r in new]
+        keys_old = [group_of(r) for r in old]
+        if new and self._gone:
+            self._reclaim()
+        record = self._record
+        enter = self._enter_row
+        for r, k in zip(new, keys_new):
+            rec = record(k, r)
+            rec[1] = r
+            enter(rec[0], r, ctx)
+            if counted:
+                self._count(rec, k, 1)
+        leave = self._leave_row
+        for r, k in zip(old, keys_old):
+            rec = record(k, r)
+            leave(rec[0], r, ctx)
+            if counted:
+                self._count(rec, k, -1)
+        touched = dict.fromkeys(keys_new + keys_old)
+        put = self.state.put
+        groups = self.groups
+        for k in touched:
+            put(k, groups[k])
+        return touched
+
     def _before(self, key: str, row: Row) -> Rows:
         """A group's row before an update; a group not seen yet has empty aggregates
         (Esper posts e.g. ``sum`` null / ``count`` 0 on the remove stream for it)."""
@@ -815,6 +995,28 @@ class ResultSet:
         if self.spec.kind == GROUPED:
             return self._row_for(rec)
         return self._rows((rec[1],), self._results(rec)) if rec[1] is not None else []
+
+    def groups_rows(self, keys: Iterable[str]) -> Rows:
+        """``group_rows`` of each of ``keys`` in turn, as one list."""
+        self._begin()
+        if self.spec.kind != GROUPED:
+            return [r for k in keys for r in self.group_rows(k)]
+        ctx = self.ctx
+        read = self._read
+        project = self._projector
+        having = self.spec.having
+        groups = self.groups
+        out: Rows = []
+        for k in keys:
+            rec = groups.get(k)
+            if rec is None:
+                continue
+            # self._row_for(rec), inlined
+            ctx.aggs = read(rec[0])
+            row = rec[1] if rec[1] is not None else {}
+            if having is None or having(row, ctx):
+                out.append(project(row, ctx))
+        return out
 
     def snapshot(self, contents: Iterable[Row] | None, hashed: bool = False) -> Rows:
         """Rows describing the current state (``output snapshot``, iteration).

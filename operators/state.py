@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +157,12 @@ class MemoryNamespace:
     def delete(self, key: Key) -> None:
         self.data.pop(key, None)
 
+    def putter(self, key: Key) -> Callable[[Any], None]:
+        """``put(key, value)`` as a function of the value (a key written per event)."""
+        if type(self) is not MemoryNamespace:  # a subclass may put otherwise
+            return partial(self.put, key)
+        return partial(self.data.__setitem__, key)
+
     def items(self) -> Iterator[tuple[Key, Any]]:
         """Entries in key order (as a RocksDB scan would give them)."""
         return iter(sorted(self.entries(), key=lambda kv: encode_key(kv[0])))
@@ -234,7 +241,7 @@ class MemoryStore:
 class RocksNamespace:
     """A key prefix inside a RocksDB database; writes go through the codec."""
 
-    __slots__ = ("db", "prefix", "sink", "_put_value")
+    __slots__ = ("db", "prefix", "sink", "_put_value", "_own")
 
     def __init__(self, db: Any, prefix: bytes, sink: ChangelogSink | None) -> None:
         self.db = db
@@ -242,13 +249,33 @@ class RocksNamespace:
         self.sink = sink
         # a database that encodes values itself, later (a batch overlay), takes objects
         self._put_value = getattr(db, "put_value", None) if sink is None else None
+        self._own = prefix + b"\x00K"
+        """The prefix of this namespace's own keys."""
+
+    def _key(self, key: Key) -> bytes:
+        """The database key of ``key``: ``encode_key`` inlined for an int (a window's
+        sequence numbers) and a string (a group key), the keys written per event."""
+        t = type(key)
+        if t is int:
+            return self._own + b"\x02" + (key + _INT_OFFSET).to_bytes(8, "big")
+        if t is str:
+            return (self._own + b"\x03" + key.encode().replace(b"\x00", b"\x00\xff")
+                    + b"\x00\x00")
+        return self._own + encode_key(key)
 
     def get(self, key: Key, default: Any = None) -> Any:
-        raw = self.db.get(self.prefix + b"\x00K" + encode_key(key))
+        raw = self.db.get(self._key(key))
         return default if raw is None else decode_value(raw)
 
     def put(self, key: Key, value: Any) -> None:
-        k = self.prefix + b"\x00K" + encode_key(key)
+        t = type(key)
+        if t is int:
+            k = self._own + b"\x02" + (key + _INT_OFFSET).to_bytes(8, "big")
+        elif t is str:
+            k = (self._own + b"\x03" + key.encode().replace(b"\x00", b"\x00\xff")
+                 + b"\x00\x00")
+        else:
+            k = self._own + encode_key(key)
         if self._put_value is not None:
             self._put_value(k, value)
             return
@@ -257,8 +284,24 @@ class RocksNamespace:
         if self.sink is not None:
             self.sink(k, v)
 
+    def putter(self, key: Key) -> Callable[[Any], None]:
+        """``put(key, value)`` as a function of the value (a key written per event): the
+        key encoded once."""
+        if type(self) is not RocksNamespace:  # a subclass may put otherwise
+            return partial(self.put, key)
+        k = self._key(key)
+        if self._put_value is not None:
+            return partial(self._put_value, k)
+
+        def put(value: Any) -> None:
+            v = encode_value(value)
+            self.db[k] = v
+            if self.sink is not None:
+                self.sink(k, v)
+        return put
+
     def delete(self, key: Key) -> None:
-        k = self.prefix + b"\x00K" + encode_key(key)
+        k = self._key(key)
         self.db.delete(k)
         if self.sink is not None:
             self.sink(k, None)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
+from zlib import crc32
 
 from app.runtime.plan import OnDemandPlan, StatementPlan
 from app.runtime.timing import StatementTiming
@@ -83,6 +84,37 @@ def _inert(manager: Manager) -> bool:
 
 _FIXED_PROPS = (KeyedManager, HashManager, CategoryManager)
 """Context managers whose partition properties do not depend on when they are asked."""
+
+
+def _hash_bucket(manager: Any, type_name: str) -> Callable[[Row], int | None] | None:
+    """The bucket of an event of ``type_name`` in a hash context (``HashSpec.partition_of``
+    for one unfiltered built-in hash of the type, None for a null value), or None where
+    that does not apply."""
+    if type(manager) is not HashManager:
+        return None
+    items = [i for i in manager.spec.items if i.type_name == type_name]
+    if len(items) != 1 or items[0].filter is not None or items[0].user:
+        return None
+    expr = items[0].expr
+    mctx = manager.ctx
+    granularity = manager.spec.granularity
+    if items[0].function.lower() != "consistent_hash_crc32":
+        return None
+    prop = getattr(expr, "property_name", None)
+    if prop is not None:
+        def crc32_of_property(e: Row) -> int | None:
+            v = e.get(prop)  # expr(e, mctx), inlined: an event property
+            if v is None:
+                return None
+            return crc32(v.encode() if type(v) is str else str(v).encode()) % granularity
+        return crc32_of_property
+
+    def crc32_bucket(e: Row) -> int | None:
+        v = expr(e, mctx)
+        if v is None:
+            return None
+        return crc32(v.encode() if type(v) is str else str(v).encode()) % granularity
+    return crc32_bucket
 
 
 class Engine:
@@ -431,11 +463,13 @@ class Engine:
         if prio is not None:
             self._prio[key] = prio
         due = next_timer()
+        if self._due.get(key) != due:
+            self._set_due(key, due)
+
+    def _set_due(self, key: Any, due: int | None) -> None:
+        """``key``'s timer is due at ``due`` (None: not at all), where it was not."""
         if due is None:
-            if key in self._due:
-                del self._due[key]
-            return
-        if self._due.get(key) == due:
+            del self._due[key]
             return
         self._due[key] = due
         heapq.heappush(self._heap, (due, self._prio[key], key))
@@ -724,6 +758,8 @@ class Engine:
             return lambda e, now: self._to_statement(st, type_name, e, now, {}, None)
         if plan.context is None:
             key0 = st.key0
+            due_of = self._due.get
+            set_due = self._set_due
 
             def single(e: Row, now: int) -> None:
                 # deliver(0, e, now), inlined: the commonest statement, one call less
@@ -736,7 +772,10 @@ class Engine:
                     else:
                         emit(st, 0, new, old)
                 if p.timed:
-                    arm(key0, p.next_timer)
+                    # arm(key0, p.next_timer), inlined
+                    due = p.next_timer()
+                    if due_of(key0) != due:
+                        set_due(key0, due)
 
             def run(events: Iterable[Row], now: int) -> None:
                 # single() for each event, the pipeline stepping through them itself
@@ -773,8 +812,11 @@ class Engine:
             mctx = manager.ctx
             route = manager.route
 
+            kprop = getattr(key, "property_name", None)
+
             def keyed(e: Row, now: int) -> None:
-                k = key(e, mctx)
+                # key(e, mctx), inlined for an event property
+                k = e.get(kprop) if kprop is not None else key(e, mctx)
                 pid = pids.get(k) if type(k) is str else None
                 if pid is None:
                     for pid in route(type_name, e, now):
@@ -792,6 +834,33 @@ class Engine:
                 if p.timed:
                     arm(("p", name, pid), p.next_timer)
             return keyed
+        hashed = _hash_bucket(manager, type_name)
+        if hashed is not None:
+            route = manager.route
+            hmanager: HashManager = manager  # type: ignore[assignment]
+            here = hmanager.here
+            first_use = hmanager.by_first_use
+
+            def hashed_step(e: Row, now: int) -> None:
+                b = hashed(e)
+                pid = hmanager.ids.get(b) if b is not None else None
+                if pid is None or (first_use and b not in here):
+                    # a bucket's first event: ``route`` numbers it
+                    for pid in route(type_name, e, now):
+                        deliver(pid, e, now)
+                    return
+                # deliver(pid, e, now), inlined
+                p = pipelines.get(pid) or build(st, pid)
+                new, old = p.on_event(type_name, e, now)
+                if new or old:
+                    if plain and not var_writes:
+                        for listener in self.listeners:
+                            listener(name, new, old, pid)
+                    else:
+                        emit(st, pid, new, old)
+                if p.timed:
+                    arm(("p", name, pid), p.next_timer)
+            return hashed_step
         route = manager.route
 
         def routed(e: Row, now: int) -> None:

@@ -11,6 +11,7 @@ polls the same condition per group (``group_passes``).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from operators.base import PartitionCtx, StateNamespace
@@ -162,10 +163,15 @@ class Trigger:
         self.state = state
         self.book = book
         self.condition = make_condition(spec)
+        putter = getattr(state, "putter", None)
+        self._put_book = putter(KEY) if putter is not None else partial(state.put, KEY)
+        """``state.put(KEY, book)`` (written at each update), the key encoded once."""
+        self._timed_only = type(self.condition).on_update is Condition.on_update
+        """The condition never ends an interval at an update (a period or crontab)."""
 
     def save(self) -> None:
         """Persist the book (one key)."""
-        self.state.put(KEY, self.book)
+        self._put_book(self.book)
 
     def seq(self) -> int:
         """The next sequence number of the interval's collectors."""
@@ -247,6 +253,8 @@ class Trigger:
         b["count_remove_total"] += n_old
         if b["due"] is None:
             b["due"] = self.condition.arm(self, now_ms)
+        if self._timed_only:
+            return False
         return self.condition.on_update(self, n_new, n_old, now_ms)
 
     def interval_ended(self, now_ms: int) -> None:

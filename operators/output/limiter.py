@@ -41,10 +41,26 @@ class OutputLimiter:
         """Clear a unidirectional join's aggregation as each update arrives (Esper's
         buffered output view clears it per update at output time instead, its unordered
         output-last/all helpers not at all)."""
+        self._collects = (spec.limited and (spec.has_trigger or spec.when_terminated)
+                          and strategy.releases and not self.clears_fresh)
+        """``on_update`` counts and collects (the commonest limited statement's path)."""
 
     # -- entry points ----------------------------------------------------------
     def on_update(self, new: Rows, old: Rows, now_ms: int) -> Emit:
         """One update of the statement's data window (rows that passed ``where``)."""
+        if self._collects:
+            trigger = self.trigger
+            book = self.book
+            after_ok = book["after_done"] or trigger.after_ok(len(new), now_ms)
+            if not after_ok and self.rs_kind == SIMPLE:
+                trigger.save()
+                return [], []
+            book["updates"] += 1
+            self.strategy.collect(new, old)
+            if after_ok and trigger.count(len(new), len(old), now_ms):
+                return self._release(now_ms)
+            trigger.save()
+            return [], []
         spec = self.spec
         if self.clears_fresh:
             self.rs.clear_aggregates()

@@ -236,6 +236,14 @@ class _Groups(Strategy):
 
     def load(self) -> None:
         super().load()
+        spec = self.trigger.spec
+        self.quiet_many = self.rs.quiet and (
+            spec.when is None and spec.terminated_and is None and not spec.then_set
+            and not spec.terminated_set and spec.every_expr is None
+            and spec.every_events_expr is None)
+        """Whether an update of several rows may go through ``ResultSet.touch_groups``:
+        the result set's rows are not needed at once, and the output clause evaluates no
+        expression that could read the aggregation values of the last row built."""
         self.touched: dict[str, list] = {k[1]: v for k, v in self.state.items()
                                          if isinstance(k, tuple) and k and k[0] == "group"}
 
@@ -260,6 +268,13 @@ class GroupedLast(_Groups):
     current row, and its row before the interval as the remove stream."""
 
     def collect(self, new: Rows, old: Rows) -> None:
+        if self.rs.quiet and (self.quiet_many or (len(new) == 1 and not old)):
+            # no remove stream: a group's record is [seq, []]
+            touched = self.touched
+            for k in self.rs.touch_groups(new, old):
+                if k not in touched:
+                    self.touch(k, [self.trigger.seq(), []])
+            return
         g = self.rs.grouped(new, old)
         for k, before in g.before.items():
             if k not in self.touched:
@@ -276,8 +291,7 @@ class GroupedLast(_Groups):
             # hash map: its rows come in hash order before sorting (ties keep that order);
             # the remove rows, built as each group is first seen, in that order
             keys = self.rs.hash_order(keys)
-        for k in keys:
-            new.extend(self.rs.group_rows(k))
+        new.extend(self.rs.groups_rows(keys))
         return new, old
 
 
@@ -286,6 +300,13 @@ class GroupedAll(_Groups):
     interval as the remove stream."""
 
     def collect(self, new: Rows, old: Rows) -> None:
+        if self.rs.quiet and (self.quiet_many or (len(new) == 1 and not old)):
+            # no remove stream: a group's record is only ever [seq, []]
+            touched = self.touched
+            for k in self.rs.touch_groups(new, old):
+                if k not in touched:
+                    self.touch(k, [self.trigger.seq(), []])
+            return
         if self.irstream and self.rs.spec.having is not None and len(new) + len(old) > 1:
             # the remove-stream row is tried before each event's aggregation (Esper's
             # output-all helper), so the next event of the update may find one passing

@@ -291,7 +291,8 @@ class RowLog:
     is checkpointed (one copy of each row, fewer objects touched per event).
     """
 
-    __slots__ = ("ns", "refs", "_seqs", "rows", "stamps", "next_seq", "stamped", "_own")
+    __slots__ = ("ns", "refs", "_seqs", "rows", "stamps", "next_seq", "stamped", "_own",
+                 "_inline")
 
     def __init__(self, ns: StateNamespace, refs: RowRefs, stamped: bool = False) -> None:
         self.ns = ns
@@ -311,7 +312,9 @@ class RowLog:
         self.next_seq = seqs[-1] + 1 if seqs else 0
         contiguous = not seqs or seqs[-1] - seqs[0] == len(seqs) - 1
         self._seqs: deque[int] | None = None if contiguous else deque(seqs)
-        self._own = type(ns) is MemoryNamespace and type(refs) is RowRefs
+        self._inline = type(refs) is RowRefs
+        """Rows are stored as they are (``RowRefs.dump`` is the identity)."""
+        self._own = type(ns) is MemoryNamespace and self._inline
         if self._own:
             ns.own(self)  # type: ignore[union-attr]
 
@@ -357,9 +360,9 @@ class RowLog:
         if self.stamped:
             self.stamps.append(stamp)
             if not self._own:
-                self.ns.put(seq, [stamp, self.refs.dump(row)])
+                self.ns.put(seq, [stamp, row if self._inline else self.refs.dump(row)])
         elif not self._own:
-            self.ns.put(seq, self.refs.dump(row))
+            self.ns.put(seq, row if self._inline else self.refs.dump(row))
         return seq
 
     def popleft(self) -> Row:

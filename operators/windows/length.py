@@ -46,11 +46,19 @@ class LengthWindow(FifoWindow):
         """``on_events([row], [])`` for one arriving row: the row it expires, or None
         (the window never holds more than ``size`` rows after an update, so at most one)."""
         rows = self.rows
-        if self._own and self._seqs is None and not self.stamped:
-            # the log is its own state and numbers its rows implicitly (RowLog.append)
-            self.next_seq += 1
+        if self._seqs is None and not self.stamped:
+            # RowLog.append and popleft, inlined: rows numbered implicitly, oldest first
+            seq = self.next_seq
+            self.next_seq = seq + 1
             rows.append(row)
-            return rows.popleft() if len(rows) > self.size else None
+            if self._own:  # the log is its own state
+                return rows.popleft() if len(rows) > self.size else None
+            ns = self.ns
+            ns.put(seq, row if self._inline else self.refs.dump(row))
+            if len(rows) > self.size:
+                ns.delete(seq + 1 - len(rows))
+                return rows.popleft()
+            return None
         self.append(row)
         if len(rows) > self.size:
             return self.popleft()

@@ -28,20 +28,41 @@ class TimeWindow(FifoWindow):
 
     def on_events(self, new: Rows, old: Rows, now_ms: int) -> Emit:
         """Arriving rows are posted at once (Esper ref. 2.4: W1 enters at t+4s)."""
-        removed = remove_from_log(self.log, old) if old else []
-        append = self.log.append
+        removed = remove_from_log(self, old) if old else []
+        if len(new) == 1 and self._seqs is None:
+            # RowLog.append(row, now_ms), inlined: rows numbered implicitly
+            row = new[0]
+            seq = self.next_seq
+            self.next_seq = seq + 1
+            self.rows.append(row)
+            self.stamps.append(now_ms)
+            if not self._own:
+                self.ns.put(seq, [now_ms, row if self._inline else self.refs.dump(row)])
+            return new, removed
+        append = self.append
         for row in new:
             append(row, now_ms)
         return new, removed
 
     def on_time(self, now_ms: int) -> Emit:
         """Expire every row whose arrival + period <= now, together, as Esper fires them."""
-        log = self.log
-        stamps = log.stamps
+        stamps = self.stamps
         limit = now_ms - self.period
         expired = []
+        if self._seqs is None:
+            # RowLog.popleft for each, inlined: rows numbered implicitly, oldest first
+            rows = self.rows
+            first = self.next_seq - len(rows)
+            while stamps and stamps[0] <= limit:
+                stamps.popleft()
+                expired.append(rows.popleft())
+            if not self._own:
+                delete = self.ns.delete
+                for seq in range(first, first + len(expired)):
+                    delete(seq)
+            return [], expired
         while stamps and stamps[0] <= limit:
-            expired.append(log.popleft())
+            expired.append(self.popleft())
         return [], expired
 
     def next_timer(self) -> int | None:

@@ -32,7 +32,7 @@ from operators.aggregates import (
     swap_updater,
 )
 from operators.base import PartitionCtx
-from operators.pipeline import Pipeline, RowPipeline, StreamPipeline
+from operators.pipeline import LimitedPipeline, Pipeline, RowPipeline, StreamPipeline
 from operators.resultset import ResultSet, ResultSetSpec
 from operators.state import MemoryNamespace, MemoryStore, RocksStore
 
@@ -395,3 +395,138 @@ def test_row_updater_leaving_an_absent_row_stops_at_empty(aggregator: Any) -> No
         leave(fast, {"amount": amount}, ctx)
         slow = aggregator.leave(slow, amount)
     assert fast == [slow] and aggregator.result(slow) in (0, None)
+
+
+LIMITED = [
+    "select symbol, count(*), sum(amount) from T#time(2 sec) group by symbol "
+    "output last every 1 sec",
+    "select irstream symbol, count(*) from T#time(2 sec) group by symbol output last every 1 sec",
+    "select symbol, count(*) as n from T#time(2 sec) group by symbol output all every 1 sec",
+    "select symbol, count(*) from T#length(5) group by symbol having count(*) > 1 "
+    "output last every 3 events",
+    "select symbol, count(*) from T#time(2 sec) group by symbol "
+    "output after 4 events last every 1 sec",
+    "select * from T#length_batch(3) output every 2 events",
+    "select irstream count(*), sum(amount) from T#time_batch(1 sec) output snapshot every 1 sec",
+    "select symbol, sum(price) from T group by symbol output first every 1 sec",
+    "select symbol, amount from T(amount > 5) output last every 2 events",
+    "select rstream symbol, price from T#length(2) output every 1 sec",
+]
+
+
+def _fire(p: Pipeline, now: int) -> list:
+    """Every due timer of ``p`` up to ``now``, with what each posted."""
+    out = []
+    while (due := _any_timer(p)) is not None and due <= now:
+        out.append((due, p.on_time(due)))
+    return out
+
+
+@pytest.mark.parametrize("epl", LIMITED)
+def test_limited_pipeline_matches_general(epl: str) -> None:
+    """``LimitedPipeline.on_event`` posts what the general ``on_event`` posts, with the
+    same timers, outputs at timers and state."""
+    spec = _plan(epl).pipeline
+    store_fast, store_slow = MemoryStore(), MemoryStore()
+    fast = spec.build(store_fast.namespace("s"), PartitionCtx())
+    slow = spec.build(store_slow.namespace("s"), PartitionCtx())
+    assert isinstance(fast, LimitedPipeline)
+    rnd = random.Random(8)
+    now = 0
+    posted = 0
+    for step, row in enumerate(_rows(rnd, 300)):
+        if rnd.random() < 0.2:
+            now += rnd.choice([100, 500, 1500])
+            got_t, want_t = _fire(fast, now), _fire(slow, now)
+            assert got_t == want_t, step
+            posted += sum(len(n) + len(o) for _, (n, o) in want_t)
+        got = fast.on_event("T", row, now)
+        want = Pipeline.on_event(slow, "T", row, now)
+        assert got == want, step
+        posted += len(want[0]) + len(want[1])
+        assert fast.next_timer() == _any_timer(slow), step
+    assert posted, "nothing posted: the comparison would prove nothing"
+    assert store_fast.checkpoint() == store_slow.checkpoint()
+
+
+@pytest.mark.parametrize("epl", [
+    "select symbol, count(*) as n, sum(amount) as s from T#length(4) group by symbol",
+    "select count(*), symbol, avg(price) from T#time(1 sec) group by symbol",
+    "select symbol, amount, count(*) from T group by symbol, amount",
+])
+def test_touch_groups_is_grouped(epl: str) -> None:
+    """``ResultSet.touch_groups`` leaves the aggregation and the stored state that
+    ``grouped`` leaves and names the groups it touched in the same order, for one row
+    in (then ``ctx.aggs`` alike too) and for updates of several rows in and out (groups
+    emptied by leaving rows reclaimed alike)."""
+    spec = _plan(epl).pipeline.resultset
+    ns_fast, ns_slow = MemoryStore().namespace("s"), MemoryStore().namespace("s")
+    ctx_fast, ctx_slow = PartitionCtx(), PartitionCtx()
+    fast = spec.build(ns_fast, ctx_fast, False)
+    slow = spec.build(ns_slow, ctx_slow, False)
+    assert fast.quiet
+    rnd = random.Random(3)
+    live: list[dict[str, Any]] = []
+    for step in range(300):
+        new = _rows(rnd, rnd.choice([1, 1, 1, 2, 5]))
+        old = [live.pop(0) for _ in range(min(len(live), rnd.choice([0, 0, 1, 3])))]
+        if rnd.random() < 0.2:
+            new = []
+        live += new
+        keys = list(fast.touch_groups(new, old))
+        g = slow.grouped(new, old)
+        assert keys == list(g.before), step
+        if len(new) == 1 and not old:
+            assert ctx_fast.aggs == ctx_slow.aggs, step
+        assert fast.groups == slow.groups, step
+        assert dict(ns_fast.items()) == dict(ns_slow.items()), step
+
+
+@pytest.mark.parametrize("epl", [
+    "select irstream symbol, count(*) from T group by symbol",
+    "select symbol, count(*) from T group by symbol having count(*) > 1",
+    "select symbol, upper(symbol) as u, count(*) from T group by symbol",
+    "select symbol, count(*) from T group by symbol order by sum(amount)",
+])
+def test_enter_one_not_offered_where_rows_matter(epl: str) -> None:
+    """A remove stream, having, a computed column or an order-by key: the rows of each
+    update are needed or their building may do something, so no ``touch_groups``."""
+    spec = _plan(epl).pipeline.resultset
+    want_old = "irstream" in epl
+    assert not spec.build(MemoryStore().namespace("s"), PartitionCtx(), want_old).quiet
+
+
+KEYED_CATALOG = ["create context K partition by symbol from T"]
+
+
+@pytest.mark.parametrize("epl", [
+    "select count(*), sum(amount) from T",
+    "select sum(amount) as s, symbol, count(*) as n, price from T",
+    "select symbol, price, amount, count(*), avg(price) from T",
+    "select symbol from T",
+    "select symbol, price from T",
+    "select price, amount, symbol from T",
+    "context K select symbol, count(*) as n, sum(amount) as s, price from T",
+    "context K select context.key1 as key, price, symbol, count(*) from T",
+    "context K select symbol, price from T",
+])
+def test_plain_projection_matches_column_expressions(epl: str) -> None:
+    """The projection reading aggregates and properties directly gives the row the
+    column expressions give, with aggregation values at hand or not (an aggregate then
+    reads null)."""
+    catalog = Catalog.from_schemas(SCHEMA)
+    if epl.startswith("context K"):
+        plan_statement(catalog, KEYED_CATALOG[0], "ctx")
+    spec = plan_statement(catalog, epl, "s").pipeline.resultset
+    pairs = tuple((c.name, c.expr) for c in spec.columns)
+    general = ResultSetSpec._pairs_projector(pairs)
+    fast = spec.projector
+    assert fast.__name__ in ("one", "two", "three", "four", "many")
+    ctx = PartitionCtx()
+    ctx.props = {"symbol": "A", "key1": "A"}
+    rnd = random.Random(4)
+    for row in _rows(rnd, 30):
+        for aggs in (None, [rnd.randrange(9), rnd.random(), None][:len(spec.aggregates)]):
+            ctx.aggs = aggs
+            assert fast(row, ctx) == general(row, ctx)
+            assert list(fast(row, ctx)) == list(general(row, ctx))

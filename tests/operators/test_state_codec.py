@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from operators.state import decode_key, decode_value, encode_key, encode_value
+from operators.state import RocksNamespace, decode_key, decode_value, encode_key, encode_value
 
 
 @pytest.mark.parametrize(("value", "encoded"), [
@@ -55,3 +55,37 @@ def test_keys_sort_as_their_values() -> None:
     assert sorted(texts, key=encode_key) == texts
     assert sorted([("a", 2), ("a", 10), ("b", 1)], key=encode_key) == [
         ("a", 2), ("a", 10), ("b", 1)]
+
+
+class _Db(dict):
+    """A database recording writes (what ``RocksNamespace`` writes to)."""
+
+    def delete(self, key: bytes) -> None:
+        self[key] = None
+
+
+class _Overlay(_Db):
+    """A database taking objects, encoded later (the batch overlay's ``put_value``)."""
+
+    def put_value(self, key: bytes, value: Any) -> None:
+        self[key] = ("object", value)
+
+
+@pytest.mark.parametrize("db_type", [_Db, _Overlay])
+@pytest.mark.parametrize("key", [0, 7, -3, 2 ** 62, "", "g", "a\x00b", "\x00tagged", "é",
+                                 ("group", "k"), (1, "x"), None, 2.5, True])
+def test_namespace_keys_are_encode_key(db_type: type, key: Any) -> None:
+    """``RocksNamespace`` writes every key as ``encode_key`` spells it, whether put,
+    deleted or written through a ``putter``, with the changelog sink seeing the same."""
+    db = db_type()
+    sunk: list[tuple[bytes, bytes | None]] = []
+    sink = (lambda k, v: sunk.append((k, v))) if db_type is _Db else None
+    ns = RocksNamespace(db, b"P", sink)
+    want = b"P\x00K" + encode_key(key)
+    ns.put(key, {"v": 1})
+    assert list(db) == [want]
+    ns.putter(key)({"v": 2})
+    ns.delete(key)
+    assert list(db) == [want] and db[want] is None
+    if db_type is _Db:
+        assert sunk == [(want, b'{"v":1}'), (want, b'{"v":2}'), (want, None)]

@@ -31,11 +31,28 @@ DEPLOYMENTS = {
     "hash context": [
         "create context H coalesce by consistent_hash_crc32(k) from T granularity 4",
         "context H select k, sum(v) as total from T group by k"],
+    "hash context over a nullable double, two statements": [
+        "create context HX coalesce by consistent_hash_crc32(x) from T granularity 3",
+        "context HX select x, count(*) as n from T group by x",
+        "context HX select irstream k, sum(v) as total from T#length(2) group by k"],
+    "hash context, preallocated": [
+        "create context HP coalesce by consistent_hash_crc32(k) from T granularity 4 "
+        "preallocate",
+        "context HP select context.id as id, k, count(*) as n, v from T#length(3)"],
+    "hash context by hash_code": [
+        "create context HC coalesce by hash_code(k) from T granularity 3",
+        "context HC select k, count(*) as n from T group by k"],
     "category context": [
         "create context C group v < 5 as low, group v >= 3 as high from T",
         "context C select context.label as label, count(*) as n from T"],
     "time window and output": [
         "select k, count(*) as n from T#time(2 sec) group by k output every 1 sec"],
+    "time window, output last and all by group": [
+        "select k, count(*) as n, sum(x) as s from T#time(2 sec) group by k "
+        "output last every 1 sec",
+        "select k, count(*) as n from T#time(1 sec) group by k output all every 2 events",
+        "select irstream k, count(*) as n from T#time(2 sec) group by k "
+        "output last every 1 sec"],
     "insert into a stream read by another statement": [
         "insert into Big select k, v from T(v > 6)",
         "select k, count(*) as n from Big#length(2)"],
