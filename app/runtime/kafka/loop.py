@@ -86,7 +86,9 @@ CAUGHT_UP_ENV = "KEPL_CAUGHT_UP_MS"
 CAUGHT_UP_COMMIT_MS = 20
 """Once a consume call drained what was there, a checkpoint after this long already:
 rows become visible soon at moderate load, and a backlog still commits per interval.
-A drained batch that applied or forwarded a barrier commits at once (``_barrier_due``)."""
+A drained batch that applied or forwarded a barrier commits at once (``_barrier_due``).
+``KEPL_CAUGHT_UP_MS`` sets it (measured: 0, back-to-back transactions, loads the broker
+and raises latency at half the drain rate; docs/testing.md)."""
 CONSUME_BATCH = 2000
 CONSUME_TIMEOUT_S = 0.01
 """An idle loop's wait for records; the first record ends it (``reader.drain``: a batch
