@@ -40,6 +40,7 @@ import tempfile
 import threading
 import time
 import uuid
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from app.kafka import local_broker
 from app.runtime.kafka.config import AppConfig
+from app.runtime.kafka.loop import TRACE_ENV
 from app.runtime.kafka.runner import KafkaApp, WorkerProcess
 from app.runtime.kafka.topology import ensure_topics
 
@@ -291,6 +293,10 @@ class Run:
         (``watermarks_ms``: a watermark that often, for statements whose rows wait)."""
         topics = [self.config.output_topic(s) for s in self.kapp.topology.output_topics()]
         lat: list[float] = []
+        samples: list[tuple[float, float, float, int]] = []
+        trace = os.environ.get(TRACE_ENV)
+        if trace:
+            Path(trace).write_text("")
         stop = threading.Event()
         reader = Consumer({"bootstrap.servers": self.kapp.bootstrap,
                            "group.id": f"lat-{uuid.uuid4().hex}", "log_level": 3,
@@ -304,9 +310,15 @@ class Run:
                 for m in reader.consume(1000, 0.002):
                     if m.error() is None:
                         now = time.time() * 1000
-                        sent = orjson.loads(m.value()).get("sent")
+                        row = orjson.loads(m.value())
+                        sent = row.get("sent")
                         if sent and sent >= measure_from:
                             lat.append(now - sent)
+                            if trace:
+                                # the event's source partition: librdkafka's default
+                                # partitioner, CRC32 of the key
+                                samples.append((sent, m.timestamp()[1], now, zlib.crc32(
+                                    row["account"].encode()) % PARTITIONS))
 
         measure_from = time.time() * 1000 + 2000 + 1000
         th = threading.Thread(target=read)
@@ -335,6 +347,8 @@ class Run:
         stop.set()
         th.join()
         reader.close()
+        if trace:
+            self.breakdown = breakdown(samples, Path(trace))
         lat.sort()
         if not lat:
             return float("nan"), float("nan"), 0
@@ -351,6 +365,75 @@ class Run:
         self.kapp.delete_topics()
 
 
+STAGES = ("sent>consumed", "handle", ">ckpt start", "seal+produce", "send offsets",
+          "commit txn", "commit>visible")
+
+
+def breakdown(samples: list[tuple[float, float, float, int]], trace: Path
+              ) -> dict[str, list[float]]:
+    """Each row's latency in stages (ms, ``STAGES``), from the reader's (sent, row
+    timestamp, visible) and the worker's trace: a row's event is taken as consumed in the
+    first batch holding a record of its partition stamped at or after its send time, and
+    its checkpoint is the one during which the row was produced.  Returns p50 and p99
+    bands (the mean of each stage over the rows at 45-55 % and 98.5-99.5 % of latency),
+    and the checkpoints' steps."""
+    import bisect
+
+    batches: list[tuple[float, float, dict[int, int], int]] = []
+    ckpts: list[tuple[float, float, float, float]] = []
+    for line in trace.read_text().splitlines():
+        f = line.split()
+        if f[0] == "b":
+            batches.append((float(f[1]) * 1000, float(f[2]) * 1000,
+                            {int(p): int(ts) for p, ts in (kv.split(":") for kv in f[4:])},
+                            int(f[3])))
+        elif f[0] == "c":
+            marks = dict(kv.split("=") for kv in f[3:])
+            ckpts.append((float(f[1]) * 1000, float(marks["produced"]) * 1000,
+                          float(marks["offsets"]) * 1000, float(marks["committed"]) * 1000,
+                          float(marks["local"]) * 1000, float(f[2]) * 1000))
+    rows = []
+    # per input partition: the batches holding it, with the newest timestamp so far
+    newest: dict[int, tuple[list[int], list[int]]] = {}
+    for i, b in enumerate(batches):
+        for p, ts in b[2].items():
+            stamps, at = newest.setdefault(p, ([], []))
+            stamps.append(max(ts, stamps[-1]) if stamps else ts)
+            at.append(i)
+    starts = [c[0] for c in ckpts]
+    for sent, stamp, seen, part in samples:
+        stamps, at = newest.get(part, ([], []))
+        k = bisect.bisect_left(stamps, sent)
+        j = bisect.bisect_right(starts, stamp) - 1
+        if k >= len(stamps) or j < 0:
+            continue
+        t_in, t_out, _, _ = batches[at[k]]
+        start, produced, offsets, committed = ckpts[j][:4]
+        rows.append((seen - sent, [t_in - sent, t_out - t_in, start - t_out,
+                                   produced - start, offsets - produced,
+                                   committed - offsets, seen - committed]))
+    rows.sort(key=lambda r: r[0])
+    out: dict[str, list[float]] = {}
+    for name, lo, top in (("p50", 0.45, 0.55), ("p99", 0.985, 0.995)):
+        band = rows[int(lo * len(rows)):max(int(lo * len(rows)) + 1, int(top * len(rows)))]
+        if band:
+            out[name] = [statistics.mean(r[1][k] for r in band) for k in range(len(STAGES))]
+    steps = {"ckpt total": (0, 5), "ckpt seal+produce": (0, 1), "ckpt send offsets": (1, 2),
+             "ckpt commit txn": (2, 3), "ckpt local writes": (3, 4)}
+    for label, (a, b) in steps.items():
+        d = sorted(c[b] - c[a] for c in ckpts)
+        if d:
+            out[f"{label} p50/p99"] = [d[len(d) // 2], d[int(0.99 * (len(d) - 1))]]
+    gaps = sorted(b[0] - a[5] for a, b in zip(ckpts, ckpts[1:]))
+    if gaps:
+        out["between ckpts p50/p99"] = [gaps[len(gaps) // 2],
+                                        gaps[int(0.99 * (len(gaps) - 1))]]
+    sizes = sorted(b[3] for b in batches)
+    if sizes:
+        out["batch p50/p99"] = [sizes[len(sizes) // 2], sizes[int(0.99 * (len(sizes) - 1))]]
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=200_000)
@@ -365,6 +448,8 @@ def main() -> None:
                     help="skip the drain runs (latency at 2k, 10k and 20k ev/s)")
     ap.add_argument("--half-rate", type=float, default=0.0,
                     help="with --latency-only: the rate taken for half the drain rate")
+    ap.add_argument("--rates", default="2000,10000,half",
+                    help="latency rates, comma-separated (ev/s; 'half': half the drain rate)")
     ap.add_argument("--charts", default=str(DEFAULT_DIR),
                     help="directory of the PNG charts (default docs/img; '' for none)")
     args = ap.parse_args()
@@ -374,7 +459,8 @@ def main() -> None:
           f"{ACCOUNTS} keys, broker {bs}, {os.cpu_count()} cores\n", flush=True)
 
     base = f"bench-base-{uuid.uuid4().hex[:8]}"
-    ensure_topics(bs, {base: (PARTITIONS, {})})
+    # the backlog is stamped near time 0: no time retention, or the broker deletes it
+    ensure_topics(bs, {base: (PARTITIONS, {"retention.ms": "-1"})})
     produce_backlog(bs, base, n)
     raw = raw_rate(bs, base, n)
     rows: list[tuple[str, float]] = [("confluent-kafka consume(1000) + JSON + count/sum", raw)]
@@ -448,13 +534,19 @@ def main() -> None:
             # 2k and 10k ev/s, and half the drain rate (the bench's own producer and
             # reader then share the 2 cores with the worker and the broker)
             half = best.get(name, args.half_rate * 2 or 20000.0) / 2
-            for rate in (2000.0, 10000.0, half):
+            for rate in [half if r == "half" else float(r) for r in args.rates.split(",")]:
                 p50, p99, got = run.latency(rate, 5.0, job.get("watermarks_ms", 0))
                 latencies.append((name, rate, p50, p99))
                 wm = (f"  (watermark every {job['watermarks_ms']} ms)"
                       if job.get("watermarks_ms") else "")
                 print(f"{name:<34} {rate:>9,.0f} {p50:>8.1f} {p99:>8.1f} {got:>7}{wm}",
                       flush=True)
+                for band, values in getattr(run, "breakdown", {}).items():
+                    if band in ("p50", "p99"):
+                        print(f"    {band} stages: " + ", ".join(
+                            f"{st} {v:.1f}" for st, v in zip(STAGES, values)))
+                    else:
+                        print(f"    {band}: " + " / ".join(f"{v:.1f}" for v in values))
         finally:
             run.close()
     if args.charts and latencies:

@@ -129,6 +129,9 @@ class Sink:
     def flush(self) -> None:
         pass
 
+    def offer_offsets(self, offsets: list[Any], consumer: Any) -> None:
+        pass
+
     def commit(self, offsets: list[Any], consumer: Any) -> None:
         for topic, value, p, cb in self.pending:
             if cb is not None:

@@ -25,6 +25,7 @@ import logging
 import re
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -124,6 +125,11 @@ class OutputLog(Protocol):
 
     def flush(self) -> None: ...
 
+    def offer_offsets(self, offsets: list[Any], consumer: Any) -> None:
+        """The input offsets the coming ``commit`` will carry, known before the
+        checkpoint's records are produced: a transaction may start sending them now."""
+        ...
+
     def commit(self, offsets: list[Any], consumer: Any) -> None: ...
 
     def abort(self) -> None: ...
@@ -206,6 +212,9 @@ class _Producer:
     def rows_landed(self) -> None:
         pass
 
+    def offer_offsets(self, offsets: list[Any], consumer: Any) -> None:
+        pass
+
     def commit(self, offsets: list[Any], consumer: Any) -> None:
         raise NotImplementedError
 
@@ -275,6 +284,9 @@ class Transactional(_Producer):
     """``exactly_once``: one Kafka transaction per checkpoint."""
 
     exactly_once = True
+    _pool: ThreadPoolExecutor | None = None
+    _early: tuple[list[Any], Future[None]] | None = None
+    """Offsets being sent early (``offer_offsets``) and the send."""
 
     def __init__(self, bootstrap: str, transactional_id: str) -> None:
         super().__init__(bootstrap, transactional_id)
@@ -288,22 +300,60 @@ class Transactional(_Producer):
                 raise
             raise denied from None
 
+    def close(self) -> None:
+        super().close()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+
     def begin(self) -> None:
         _RefusedTopic.topic = None
         self._guard("begin_transaction", self.producer.begin_transaction)
         self.open = True
 
+    def offer_offsets(self, offsets: list[Any], consumer: Any) -> None:
+        """Send ``offsets`` to the transaction on a thread of its own: the two round
+        trips to the coordinators (AddOffsetsToTxn, TxnOffsetCommit) overlap the
+        checkpoint's produce step instead of following it (librdkafka's produce and
+        transactional calls may run on different threads; the GIL is released while
+        it waits).  ``commit`` waits for it and sends again, the usual way, if it
+        failed."""
+        if not offsets:
+            return
+        self._settle_early()
+        if not self.open:
+            self.begin()
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="kepl-offsets")
+        self._early = (offsets, self._pool.submit(
+            self.producer.send_offsets_to_transaction, offsets,
+            consumer.consumer_group_metadata(), 30))
+
+    def _settle_early(self) -> list[Any] | None:
+        """Wait for offsets sent early; they, or None if none were sent or it failed
+        (the error comes again from the commit's own send)."""
+        early, self._early = self._early, None
+        if early is None:
+            return None
+        offsets, sent = early
+        try:
+            sent.result()
+        except Exception:  # noqa: BLE001 - sent again with the commit's error handling
+            return None
+        return offsets
+
     def commit(self, offsets: list[Any], consumer: Any) -> None:
         """Commit the checkpoint with the input ``offsets`` (TopicPartitions with the
         next offset to read and metadata)."""
+        sent = self._settle_early()
         if not self.open and not offsets:
             return
         if not self.open:
             self.begin()
-        if offsets:
+        if offsets and offsets is not sent:
             self._guard("send_offsets_to_transaction",
                         lambda: self.producer.send_offsets_to_transaction(
                             offsets, consumer.consumer_group_metadata(), 30))
+        self.offsets_sent = time.time()
         self._guard("commit_transaction", lambda: self.producer.commit_transaction(30))
         if self.errors:  # a record failed although the commit went through
             errs, self.errors = self.errors, []
@@ -313,6 +363,7 @@ class Transactional(_Producer):
 
     def abort(self) -> None:
         """Drop the open checkpoint (its records become invisible to read_committed)."""
+        self._settle_early()
         if not self.open:
             return
         super().abort()
@@ -436,7 +487,9 @@ class CheckpointRound:
     2. produce its dead letters, rows, changelog record and progress, and the progress
        of lanes that saw a watermark;
     3. input offsets, held back to the oldest waiting record (and the committed ones
-       again when none moved: the broker checks the group generation with them);
+       again when none moved: the broker checks the group generation with them),
+       worked out before step 1 and offered to the output then (``offer_offsets``:
+       a transaction sends them while steps 1-2 run);
     4. commit;
     5. write each sealed partition's batch to RocksDB with its changelog offset;
     6. write the next snapshot part of partitions writing a snapshot, in a transaction
@@ -456,6 +509,8 @@ class CheckpointRound:
         self.on_dead = on_dead
         self.seam = seam or NoSeam()
         self.parts_per_round = parts_per_round
+        self.marks: dict[str, float] = {}
+        """Wall-clock times of the last round's steps (the worker's latency trace)."""
 
     def run(self, parts: dict[tuple[str, int], Any], lane_progress: list[tuple[str, Any]],
             inputs: Inputs, consumer: Any) -> RoundResult:
@@ -463,6 +518,17 @@ class CheckpointRound:
         progress of lanes (``(key, (t, id))``).  ``Rewind``: the transaction was aborted
         (nothing of it is committed locally); ``Fenced``: the worker must stop."""
         out, names, result = self.out, self.names, RoundResult()
+        marks = self.marks
+        marks["start"] = time.time()
+        # step 3's offsets first (sealing and producing do not move them): a transaction
+        # sends them while this thread produces
+        holds: dict[str, int] = {}
+        for part in parts.values():
+            for via, off in part.hold().items():
+                if off < holds.get(via, off + 1):
+                    holds[via] = off
+        offsets = inputs.offsets(holds)
+        out.offer_offsets(offsets, consumer)
         cl_offsets: dict[tuple[str, int], int] = {}
         sealed: list[tuple[tuple[str, int], Any, int]] = []
         for key, part in parts.items():
@@ -493,16 +559,13 @@ class CheckpointRound:
                 self._progress(f"{key[0]}/{part.partition}", part.barrier)
         for key, barrier in lane_progress:
             self._progress(key, barrier)
-        holds: dict[str, int] = {}
-        for part in parts.values():
-            for via, off in part.hold().items():
-                if off < holds.get(via, off + 1):
-                    holds[via] = off
-        offsets = inputs.offsets(holds)
         fence = offsets or (inputs.committed_offsets() if out.open else [])
         if sealed:
             self.seam.at("before_flush")
+        marks["produced"] = time.time()
         out.commit(fence, consumer)
+        marks["committed"] = time.time()
+        marks["offsets"] = getattr(out, "offsets_sent", 0.0)
         if sealed:
             self.seam.at("after_flush")
         inputs.mark_committed(offsets)
@@ -523,6 +586,7 @@ class CheckpointRound:
                 break
             self._snapshot_parts(writing, inputs, consumer)
             rounds += 1
+        marks["local"] = time.time()
         return result
 
     def _progress(self, key: str, barrier: Any) -> None:

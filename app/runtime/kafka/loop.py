@@ -82,10 +82,13 @@ log = logging.getLogger("kepl.worker")
 COMMIT_INTERVAL_ENV = "KEPL_COMMIT_INTERVAL_MS"
 DEFAULT_COMMIT_INTERVAL_MS = 100
 """A checkpoint at least this often while input keeps coming (Kafka Streams' EOS value)."""
+CAUGHT_UP_ENV = "KEPL_CAUGHT_UP_MS"
 CAUGHT_UP_COMMIT_MS = 20
 """Once a consume call drained what was there, a checkpoint after this long already:
 rows become visible soon at moderate load, and a backlog still commits per interval.
-A drained batch that applied or forwarded a barrier commits at once (``_barrier_due``)."""
+A drained batch that applied or forwarded a barrier commits at once (``_barrier_due``).
+``KEPL_CAUGHT_UP_MS`` sets it (measured: 0, back-to-back transactions, loads the broker
+and raises latency at half the drain rate; docs/testing.md)."""
 CONSUME_BATCH = 2000
 CONSUME_TIMEOUT_S = 0.01
 """An idle loop's wait for records; the first record ends it (``reader.drain``: a batch
@@ -93,6 +96,9 @@ is what is there then, so a record waits for no timeout before it is handled).""
 MAX_CHECKPOINT_RECORDS = 50_000
 """Input records per checkpoint at most (bounds a changelog record)."""
 EXIT_FENCED = 3
+TRACE_ENV = "KEPL_LATENCY_TRACE"
+"""A file: each consume batch and checkpoint appended as a line of wall-clock times
+(``tests/bench/bench_kafka.py --trace`` breaks a row's latency down with it)."""
 WATCH_EVERY_S = 1.0
 
 _FATAL = -150  # librdkafka RD_KAFKA_RESP_ERR__FATAL (static member fenced, and the like)
@@ -154,7 +160,9 @@ class Worker:
         self.hooks = hooks or WorkerHooks()
         interval = os.environ.get(COMMIT_INTERVAL_ENV, "").strip()
         self.interval_s = (int(interval) if interval else DEFAULT_COMMIT_INTERVAL_MS) / 1000
-        self.caught_up_s = min(self.interval_s, CAUGHT_UP_COMMIT_MS / 1000)
+        caught_up = os.environ.get(CAUGHT_UP_ENV, "").strip()
+        self.caught_up_s = min(self.interval_s,
+                               (int(caught_up) if caught_up else CAUGHT_UP_COMMIT_MS) / 1000)
         self.out = make_output(bootstrap, identity, config.processing_guarantee)
         self.consumer = Consumer(client.conf(consumer_config(bootstrap, config.app, identity)))
         self.wiring = Wiring(config, topology)
@@ -191,6 +199,8 @@ class Worker:
         self.since_commit = 0
         self.last_commit = self._last_watch = self._last_consumed = time.monotonic()
         self._callback_error: BaseException | None = None
+        trace = os.environ.get(TRACE_ENV, "").strip()
+        self.trace = open(trace, "a") if trace else None  # noqa: SIM115 - closed in close()
 
     # -- life cycle ------------------------------------------------------------------
     def run(self) -> None:
@@ -238,6 +248,8 @@ class Worker:
             pass
         self.out.close()
         self.assignment.close()
+        if self.trace is not None:
+            self.trace.close()
 
     def step(self) -> None:
         """One consume batch, then a checkpoint when one is due."""
@@ -249,7 +261,10 @@ class Worker:
         self.health.last_loop = now
         if msgs:
             self._last_consumed = now
+            t_in = time.time()
             self.handle(msgs)
+            if self.trace is not None:
+                self._trace_batch(msgs, t_in)
         if now - self._last_watch >= WATCH_EVERY_S:
             self._last_watch = now
             self.dead_log.tick(now)
@@ -263,6 +278,18 @@ class Worker:
                 or (len(msgs) < CONSUME_BATCH
                     and (elapsed >= self.caught_up_s or self._barrier_due()))):
             self.commit()
+
+    def _trace_batch(self, msgs: list[Any], t_in: float) -> None:
+        """A trace line: when the batch came and was handled, its size, and the newest
+        record timestamp per input partition in it."""
+        newest: dict[int, int] = {}
+        for m in msgs:
+            p, ts = m.partition(), m.timestamp()[1]
+            if ts > newest.get(p, -1):
+                newest[p] = ts
+        parts = " ".join(f"{p}:{ts}" for p, ts in sorted(newest.items()))
+        assert self.trace is not None
+        self.trace.write(f"b {t_in:.4f} {time.time():.4f} {len(msgs)} {parts}\n")
 
     def _barrier_due(self) -> bool:
         """A barrier waits for this checkpoint: one a lane or an engine partition applied
@@ -310,6 +337,7 @@ class Worker:
     def commit(self) -> None:
         """One checkpoint (``CheckpointRound``); an aborted one rewinds to the last."""
         t0 = time.monotonic()
+        w0 = time.time()
         lane_progress = self.intake.lane_progress
         lanes = [(f"{LANES}/{inp.topic}:{inp.partition}", (inp.cursor.now, inp.cursor.barrier))
                  for key in lane_progress
@@ -329,6 +357,9 @@ class Worker:
         stats["dead"] += done.dead
         stats["changelog_bytes"] += done.changelog_bytes
         now = time.monotonic()
+        if self.trace is not None:
+            marks = " ".join(f"{k}={v:.4f}" for k, v in self.round.marks.items())
+            self.trace.write(f"c {w0:.4f} {time.time():.4f} {marks}\n")
         self.collector.checkpointed(now)
         if self.metrics is not None:
             self.metrics.checkpointed(now - t0, stats, self.rows.counts)

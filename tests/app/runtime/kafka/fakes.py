@@ -95,6 +95,9 @@ class FakeOutput:
     def flush(self) -> None:
         pass
 
+    def offer_offsets(self, offsets: list[Any], consumer: Any) -> None:
+        pass
+
     def commit(self, offsets: list[Any], consumer: Any) -> None:
         if self.fail is not None:
             self.abort()

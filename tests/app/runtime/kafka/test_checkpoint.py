@@ -11,6 +11,7 @@ rows, deduplicated by id as readers do, and the state equal an uninterrupted run
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -192,6 +193,61 @@ def test_retriable_errors_are_retried_and_an_abortable_one_rewinds() -> None:
 
     with pytest.raises(Fenced, match="commit_transaction: fenced"):
         out._guard("commit_transaction", fenced)
+
+
+class _TxnProducer:
+    """A transactional producer's calls, with the thread each ran on."""
+
+    def __init__(self, fail_first_send: bool = False) -> None:
+        self.calls: list[tuple[str, Any, str]] = []
+        self.fail_first_send = fail_first_send
+
+    def begin_transaction(self) -> None:
+        self.calls.append(("begin", None, threading.current_thread().name))
+
+    def send_offsets_to_transaction(self, offsets: Any, meta: Any, timeout: float) -> None:
+        self.calls.append(("offsets", offsets, threading.current_thread().name))
+        if self.fail_first_send:
+            self.fail_first_send = False
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "slow", retriable=True))
+
+    def commit_transaction(self, timeout: float) -> None:
+        self.calls.append(("commit", None, threading.current_thread().name))
+
+
+def _transactional(producer: _TxnProducer) -> Transactional:
+    out = object.__new__(Transactional)
+    out.open, out.records, out.errors, out.producer = False, 0, [], producer
+    return out
+
+
+def test_offsets_offered_early_are_sent_once_on_another_thread_before_the_commit(
+) -> None:
+    producer = _TxnProducer()
+    out = _transactional(producer)
+    consumer = type("C", (), {"consumer_group_metadata": lambda self: "meta"})()
+    offsets = ["topic:0@5"]
+    out.offer_offsets(offsets, consumer)
+    out.commit(offsets, consumer)
+    me = threading.current_thread().name
+    assert [(what, arg) for what, arg, _ in producer.calls] == [
+        ("begin", None), ("offsets", offsets), ("commit", None)]
+    assert producer.calls[1][2] != me and producer.calls[2][2] == me
+    assert not out.open and out._early is None
+    out._pool.shutdown()
+
+
+def test_offsets_whose_early_send_failed_are_sent_again_by_the_commit() -> None:
+    producer = _TxnProducer(fail_first_send=True)
+    out = _transactional(producer)
+    consumer = type("C", (), {"consumer_group_metadata": lambda self: "meta"})()
+    offsets = ["topic:0@5"]
+    out.offer_offsets(offsets, consumer)
+    out.commit(offsets, consumer)
+    me = threading.current_thread().name
+    assert [(what, t == me) for what, _, t in producer.calls] == [
+        ("begin", True), ("offsets", False), ("offsets", True), ("commit", True)]
+    out._pool.shutdown()
 
 
 def test_a_crash_seam_names_a_point_and_a_count() -> None:
