@@ -113,7 +113,7 @@ class Snapshot(Strategy):
 
 class LastRow(Strategy):
     """``last`` without groups: the last insert and remove row of the interval; fully
-    aggregated, the last insert rows and the first remove rows (the state before)."""
+    aggregated, the current row and the first remove rows (the state before)."""
 
     @property
     def resets_unidirectional(self) -> bool:  # type: ignore[override]
@@ -150,7 +150,9 @@ class LastRow(Strategy):
             # Esper RowForAll output-last helper: when no state before an update of the
             # interval passed having, the remove row is the current row (having applied)
             old = self.rs.current_rows(False)
-        return list(self.kept.get("last_insert", [])), old
+        # the insert row is built at output time, as that helper does: a subquery or
+        # variable of the select clause reads its value then
+        return self.rs.current_rows(), old
 
     def holds(self) -> bool:
         return bool(self.kept)
