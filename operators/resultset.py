@@ -545,10 +545,10 @@ class ResultSet:
         return (self.hash_pairs or self.want_old
                 or len(new) != 1 or len(old) != 1)
 
-    def hash_order(self, keys: list[str]) -> list[str]:
+    def hash_order(self, keys: list[str], fresh: bool = False) -> list[str]:
         """Group keys (distinct, in the order they were put) in the order Esper's hash map
         iterates them (Esper ref. 2.12 output one row per group: the rows of one update
-        come in the group keys' hash order)."""
+        come in the group keys' hash order); ``fresh``: a new hash set of its own."""
         known = self._codes
         if len(known) > _CODES_KEPT:
             known.clear()
@@ -559,11 +559,11 @@ class ResultSet:
             for i, k in enumerate(keys):
                 if codes[i] is None:
                     codes[i] = known[k] = spread(multikey_hash(group_values(k), types))
-        cap = self.hash_capacity
+        cap = None if fresh else self.hash_capacity
         if cap is None and len(codes) == 2:  # a fresh table of 16 buckets
             return keys if codes[0] & 15 <= codes[1] & 15 else [keys[1], keys[0]]
         order, grown = hashmap_order(codes, cap or INITIAL_CAPACITY, spread_already=True)
-        if cap is not None:
+        if cap is not None and not fresh:
             self.hash_capacity = grown
         return [keys[i] for i in order]
 

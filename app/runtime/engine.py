@@ -269,7 +269,9 @@ class Engine:
                                                          now_ms=self.now_ms))
         except Exception:  # noqa: BLE001 - a probe that cannot build is not deferred
             return False
-        return not probe.timed and not any(True for _ in ns.items())
+        # state written at build (a #firsttime window's start) ties the pipeline to its
+        # creation time: it is built when its partition starts
+        return not probe.timed and ns.key_count() == 0
 
     def _undefer(self, st: _Stmt) -> None:
         """Build every deferred pipeline of a statement, its partitions in the order an

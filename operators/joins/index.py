@@ -12,6 +12,8 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from sortedcontainers import SortedDict
+
 from operators.base import Row
 
 KeyFn = Callable[[Row], Any]
@@ -87,6 +89,59 @@ class HashIndex:
         return self.size
 
 
+Bounds = tuple[Any, bool, Any, bool]
+"""A range lookup: low end, whether it is included, high end, whether it is included
+(an end None: unbounded)."""
+
+
+class SortedIndex:
+    """Rows in a sorted map of one key (relational-operator lookups): a lookup gives the
+    rows of the keys in range in ascending key order, rows of one key in arrival order,
+    as Esper's sorted event table (a tree map of linked hash sets) gives them.  A null
+    or NaN key is never found (the comparison is not true)."""
+
+    __slots__ = ("key", "tree", "size")
+
+    def __init__(self, key: KeyFn) -> None:
+        self.key = key
+        self.tree: SortedDict = SortedDict()
+        self.size = 0
+
+    def add(self, row: Row) -> None:
+        k = self.key(row)
+        if k is None or k != k:
+            return
+        b = self.tree.get(k)
+        if b is None:
+            self.tree[k] = [row]
+        else:
+            b.append(row)
+        self.size += 1
+
+    def remove(self, row: Row) -> None:
+        k = self.key(row)
+        if k is None or k != k:
+            return
+        b = self.tree.get(k)
+        if b is not None and _remove_first(b, row):
+            self.size -= 1
+            if not b:
+                del self.tree[k]
+
+    def get(self, bounds: Bounds | None) -> list[Row]:
+        if bounds is None:
+            return []
+        lo, lo_in, hi, hi_in = bounds
+        tree = self.tree
+        out: list[Row] = []
+        for k in tree.irange(lo, hi, (lo_in, hi_in)):
+            out.extend(tree[k])
+        return out
+
+    def __len__(self) -> int:
+        return self.size
+
+
 def _remove_first(rows: list[Row], row: Row) -> bool:
     """Remove ``row`` (the same object, else the first equal one): the oldest of equal
     rows leaves first, as every arrival-ordered window expires them."""
@@ -101,7 +156,7 @@ def _remove_first(rows: list[Row], row: Row) -> bool:
     return False
 
 
-def fill(index: ScanIndex | HashIndex, rows: Iterable[Row]) -> None:
+def fill(index: ScanIndex | HashIndex | SortedIndex, rows: Iterable[Row]) -> None:
     """Load a window's current rows (a rebuilt partition)."""
     for r in rows:
         index.add(r)

@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from operators.base import Emit, PartitionCtx, Row, Rows, StateNamespace, View
-from operators.joins.index import HashIndex, ScanIndex, fill
-from operators.joins.spec import JoinSpec, ViewBuilder, key_reader
+from operators.joins.index import HashIndex, ScanIndex, SortedIndex, fill
+from operators.joins.spec import JoinSpec, ViewBuilder, bounds_reader, key_reader
 
 
 class Join:
@@ -55,13 +55,15 @@ class Join:
         self.nw = spec.window_stream()
         """The named-window stream: its rows live in its scan index (primed by the
         runtime from the window's rows when the partition is built)."""
-        self.hashes = [HashIndex(d.key_fn(ctx, spec.nulls_match)) for d in spec.indexes]
+        self.hashes: list[HashIndex | SortedIndex] = [
+            (SortedIndex if d.sorted else HashIndex)(d.key_fn(ctx, spec.nulls_match))
+            for d in spec.indexes]
         scanned = {st.stream for path in spec.paths for st in path
                    if st.index is None and not streams[st.stream].table}
         if self.nw is not None:
             scanned.add(self.nw)
         self.scans = {j: ScanIndex() for j in sorted(scanned)}
-        self.maint: list[list[HashIndex | ScanIndex]] = [[] for _ in streams]
+        self.maint: list[list[HashIndex | SortedIndex | ScanIndex]] = [[] for _ in streams]
         for d, ix in zip(spec.indexes, self.hashes):
             self.maint[d.stream].append(ix)
         for j, ix in self.scans.items():
@@ -83,12 +85,14 @@ class Join:
     def _path_fn(self, i: int) -> list[tuple[str, Callable[[Row], list[Row]] | None,
                                              Callable[[Row], Any] | None]]:
         """For each step of stream ``i``'s path: the stream name, the candidate rows of a
-        partial row (index lookup) or None with a full scan."""
+        partial row (hash or sorted index lookup) or None with a full scan."""
         out: list[Any] = []
         for st in self.spec.paths[i]:
             name = self.names[st.stream]
             if st.index is None:
                 out.append((name, None, None))
+            elif st.bounds:
+                out.append((name, self.hashes[st.index].get, bounds_reader(st.bounds, self.ctx)))
             else:
                 out.append((name, self.hashes[st.index].get,
                             key_reader(st.lookup, self.ctx, self.spec.nulls_match)))

@@ -63,8 +63,13 @@ class IndexDef:
     stream: int
     key: tuple[Expr, ...]
     text: tuple[str, ...] = field(default=(), compare=False)
+    sorted: bool = False
+    """A sorted index on the one key (relational-operator lookups, ``Step.bounds``)."""
 
     def key_fn(self, ctx: PartitionCtx, nulls_match: bool = False) -> Callable[[Row], Any]:
+        if self.sorted:
+            e = self.key[0]
+            return lambda row: e(row, ctx)
         return key_reader(self.key, ctx, nulls_match)
 
 
@@ -84,6 +89,9 @@ class Step:
     """Outer joins: without a match the partial row goes on with this stream null."""
     sources: tuple[str, ...] = ()
     """Outer joins: the streams the lookup reads; one of them null finds nothing."""
+    bounds: tuple[tuple[str, Expr], ...] = ()
+    """A sorted index's lookup: (operator, value) pairs, each true of the keys found
+    (``key > value`` ...); the values read the partial row."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +138,11 @@ class JoinSpec:
                     how.append(f"{names[st.stream]} by primary key ({keys})")
                 elif st.index is None:
                     how.append(f"{names[st.stream]} by full scan (nested loop)")
+                elif st.bounds:
+                    idx = self.indexes[st.index]
+                    keys = " and ".join(f"{idx.text[0]} {op} {v}"
+                                        for (op, _), v in zip(st.bounds, st.text))
+                    how.append(f"{names[st.stream]} by sorted index on ({keys})")
                 else:
                     idx = self.indexes[st.index]
                     keys = ", ".join(f"{k} = {v}" for k, v in zip(idx.text, st.text))
@@ -169,3 +182,25 @@ def key_reader(exprs: tuple[Expr, ...], ctx: PartitionCtx,
                 parts.append(hashable(v))
         return tuple(parts)
     return many
+
+
+def bounds_reader(bounds: tuple[tuple[str, Expr], ...],
+                  ctx: PartitionCtx) -> Callable[[Row], Any]:
+    """A function giving the range a partial row looks up (``index.Bounds``): the
+    tightest of the bounds, None when a value is null or NaN (nothing is found)."""
+
+    def read(row: Row) -> Any:
+        lo: Any = None
+        hi: Any = None
+        lo_in = hi_in = True
+        for op, e in bounds:
+            v = e(row, ctx)
+            if v is None or v != v:
+                return None
+            if op in (">", ">="):
+                if lo is None or v > lo or (v == lo and op == ">"):
+                    lo, lo_in = v, op == ">="
+            elif hi is None or v < hi or (v == hi and op == "<"):
+                hi, hi_in = v, op == "<="
+        return lo, lo_in, hi, hi_in
+    return read

@@ -596,6 +596,12 @@ class MatchRecognizer:
                     del self.parts[key]
                 self._dirty.add(key)
         else:
+            if spec.partition_by:
+                # Esper 9's view marks the first n rows of the remove stream as found, n
+                # being how many of them it took out of its matched-event set, and its
+                # partitioned state drops the partial matches of those rows only
+                found = sum(1 for s, _ in removed if s is not None)
+                removed = removed[:found]
             for s, row in removed:
                 if s is None:
                     continue

@@ -113,7 +113,7 @@ class Snapshot(Strategy):
 
 class LastRow(Strategy):
     """``last`` without groups: the last insert and remove row of the interval; fully
-    aggregated, the last insert rows and the first remove rows (the state before)."""
+    aggregated, the current row and the first remove rows (the state before)."""
 
     @property
     def resets_unidirectional(self) -> bool:  # type: ignore[override]
@@ -150,7 +150,9 @@ class LastRow(Strategy):
             # Esper RowForAll output-last helper: when no state before an update of the
             # interval passed having, the remove row is the current row (having applied)
             old = self.rs.current_rows(False)
-        return list(self.kept.get("last_insert", [])), old
+        # the insert row is built at output time, as that helper does: a subquery or
+        # variable of the select clause reads its value then
+        return self.rs.current_rows(), old
 
     def holds(self) -> bool:
         return bool(self.kept)
@@ -296,8 +298,15 @@ class GroupedLast(_Groups):
 
 
 class GroupedAll(_Groups):
-    """``all``, fully aggregated grouped: every group ever seen, with its row before the
-    interval as the remove stream."""
+    """``all``, fully aggregated grouped: every group an event has entered, with its row
+    before the interval as the remove stream.  A group only events leaving reached (a
+    where clause let them out but not in) posts its remove-stream row in the interval it
+    is touched and never an insert-stream row: Esper's output-all helper keeps the groups
+    of the insert stream."""
+
+    def load(self) -> None:
+        super().load()
+        self.entered = _load_entered(self.state, self.rs)
 
     def collect(self, new: Rows, old: Rows) -> None:
         if self.rs.quiet and (self.quiet_many or (len(new) == 1 and not old)):
@@ -319,6 +328,7 @@ class GroupedAll(_Groups):
 
     def _collect(self, new: Rows, old: Rows) -> None:
         g = self.rs.grouped(new, old)
+        _enter(self.state, self.entered, g.keys_new)
         for k, before in g.before.items():
             rec = self.touched.get(k)
             if rec is None:
@@ -331,7 +341,13 @@ class GroupedAll(_Groups):
     def rows(self) -> Emit:
         new: Rows = []
         old: Rows = []
+        entered = self.entered
         for k in self.rs.group_keys():
+            if k not in entered:
+                rec = self.touched.get(k)
+                if self.irstream and rec is not None:
+                    old.extend(rec[1])
+                continue
             cur = self.rs.group_rows(k)
             new.extend(cur)
             if self.irstream:
@@ -340,7 +356,7 @@ class GroupedAll(_Groups):
         return new, old
 
     def standing(self) -> bool:
-        return bool(self.rs.group_keys())
+        return any(k in self.entered for k in self.rs.group_keys())
 
 
 class GroupedRowsLast(_Groups):
@@ -370,36 +386,50 @@ class GroupedRowsLast(_Groups):
 
 
 class GroupedRowsAll(Strategy):
-    """``all``, aggregated grouped: the rows of the interval's events in arrival order,
-    then, for every group none of whose events entered, its last event's row with the
-    current aggregates (each event, plus each group)."""
+    """``all``, aggregated grouped (Esper's output-all helper of that result set): the
+    rows of the interval's events in arrival order, after each update's rows a row for
+    each group events left in it (in hash order), then at output a row for every group
+    with no event entering or leaving in the interval.  A group's row reads its last
+    entered event with the current aggregates; a group no event ever entered (a where
+    clause let its events out but not in) has none."""
 
     resets_unidirectional = False
 
+    def load(self) -> None:
+        super().load()
+        self.entered = _load_entered(self.state, self.rs)
+
     def collect(self, new: Rows, old: Rows) -> None:
-        g = self.rs.grouped(new, old)
+        rs = self.rs
+        g = rs.grouped(new, old)
+        _enter(self.state, self.entered, g.keys_new)
         rows_new = g.rows_new or [[] for _ in g.keys_new]
         rows_old = g.rows_old or [[] for _ in g.keys_old]
-        self.push([[k, r] for k, r in zip(g.keys_new, rows_new)],
+        left = list(dict.fromkeys(g.keys_old))
+        if len(left) > 1:
+            left = rs.hash_order(left, fresh=True)
+        groups = [[k, rs.group_rows(k)] for k in left if k in self.entered]
+        self.push([[k, r] for k, r in zip(g.keys_new, rows_new)] + groups,
                   [[k, r] for k, r in zip(g.keys_old, rows_old)])
 
     def rows(self) -> Emit:
-        entered: set[str] = set()
+        seen: set[str] = set()
         new: Rows = []
         old: Rows = []
         for _, n, o in self.buffer:
             for k, rows in n:
-                entered.add(k)
+                seen.add(k)
                 new.extend(rows)
-            for _, rows in o:
+            for k, rows in o:
+                seen.add(k)
                 old.extend(rows)
         for k in self.rs.group_keys():
-            if k not in entered:
+            if k not in seen and k in self.entered:
                 new.extend(self.rs.group_rows(k))
         return new, old
 
     def standing(self) -> bool:
-        return bool(self.rs.group_keys())
+        return any(k in self.entered for k in self.rs.group_keys())
 
 
 class First(Strategy):
@@ -502,6 +532,24 @@ class FirstGrouped(Strategy):
         self.marks[key] = mark
         self.state.put(("first", key), mark)
         return passes
+
+
+def _load_entered(state: StateNamespace, rs: ResultSet) -> set[str]:
+    """The groups an event has entered (``output all``); a state kept before they were
+    recorded counts every group it knows."""
+    if not state.get("entered_kept"):
+        return set(rs.group_keys())
+    return {k[1] for k, _ in state.items() if isinstance(k, tuple) and k and k[0] == "entered"}
+
+
+def _enter(state: StateNamespace, entered: set[str], keys: list[str]) -> None:
+    """Record the groups of an update's entering events."""
+    if not state.get("entered_kept"):
+        state.put("entered_kept", True)
+    for k in keys:
+        if k not in entered:
+            entered.add(k)
+            state.put(("entered", k), True)
 
 
 def make_strategy(kind: str, rs_kind: str) -> type[Strategy]:

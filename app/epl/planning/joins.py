@@ -3,8 +3,10 @@
 Names are resolved against the streams first: an unqualified property becomes
 ``stream.property`` when exactly one stream has it (else the statement is ambiguous, as
 in Esper), so that every expression is compiled over join rows ``{stream: event}``.  The
-where clause's equalities between streams become hash indexes; streams with no such
-equality to what is already joined are scanned (a nested loop).  Esper reference
+where clause's equalities between streams become hash indexes; a stream with no such
+equality but relational operators (``<``, ``<=``, ``>``, ``>=``) comparing one of its
+properties with what is already joined gets a sorted index; other streams are scanned
+(a nested loop).  Esper reference
 "Joining Event Streams"; 002 "event indexes".
 """
 
@@ -17,6 +19,7 @@ from app.epl import ast
 from app.epl.errors import did_you_mean, verr
 from app.epl.expr import Scope, compile_expr, is_table_name, names_in, text_of
 from app.epl.planning.base import PlannerBase
+from app.epl.planning.java_types import java_box
 from app.epl.planning.subqueries import SubqueryEnv
 from app.epl.properties import path_error
 from app.epl.walk import conjuncts
@@ -137,7 +140,9 @@ def plan_join(planner: PlannerBase, node: ast.SelectStatement, name: str,
     if outer_kinds:
         spec = _outer_spec(streams, node.joins, scope)
     else:
-        spec = _join_spec(streams, node.where, scope, planner)
+        spec = _join_spec(streams, node.where, scope, planner,
+                          {f"{sname}.{p}": t for sname, pr in props.items()
+                           for p, t in pr.items()})
     select_kind, insert_into, insert_stream, select_stream = planner.streams_of(node, rs)
     pipeline = PipelineSpec(rs, output, None, None, where,
                             select_kind if select_stream is None else "irstream",
@@ -384,6 +389,31 @@ def _transitive(where: ast.Node | None,
     return out
 
 
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_NUMERIC = ("int", "long", "float", "double")
+
+
+def _ranges(where: ast.Node | None, names: frozenset[str], types: dict[str, str]
+            ) -> list[tuple[str, Any, str, frozenset[str], Any]]:
+    """Relational operators usable as sorted-index lookups: (indexed stream, its property,
+    operator as the property reads it, streams the other side reads, the other side).
+    Both sides are numbers, or both strings, so that the keys sort."""
+    out = []
+    for c in conjuncts(where):
+        if not (isinstance(c, ast.Binary) and c.op in _FLIP) or _calls(c):
+            continue
+        left, right = _streams_of(c.left, names), _streams_of(c.right, names)
+        for a, sa, b, sb, op in ((c.left, left, c.right, right, c.op),
+                                 (c.right, right, c.left, left, _FLIP[c.op])):
+            if not (isinstance(a, ast.Name) and len(a.parts) == 2 and len(sa) == 1 and sb
+                    and not (sa & sb)):
+                continue
+            ta, tb = java_box(a, types), java_box(b, types)
+            if (ta in _NUMERIC and tb in _NUMERIC) or ta == tb == "string":
+                out.append((a.parts[0], a, op, sb, b))
+    return out
+
+
 def _calls(node: ast.Node | None) -> list[Any]:
     """Aggregate-like calls are not index keys (a plain function call is fine)."""
     from app.epl.expr import has_aggregate
@@ -467,13 +497,16 @@ def _table_step(pick: int, pairs: list[tuple[Any, Any]], stream: JoinStream, sco
 
 
 def _join_spec(streams: list[JoinStream], where: ast.Node | None, scope: Scope,
-               planner: PlannerBase) -> JoinSpec:
+               planner: PlannerBase, types: dict[str, str]) -> JoinSpec:
     """Indexes and lookup paths.  An event of stream i joins the other streams in
     from-clause order, each through a hash index when the where clause equates it to
-    streams already joined (a nested loop otherwise).  With a unidirectional stream only
-    its events look up (the others' windows are only looked into)."""
+    streams already joined, else through a sorted index when it bounds one property of
+    the stream by them (Esper's sorted event table: rows come in ascending order of the
+    property), a nested loop otherwise.  With a unidirectional stream only its events
+    look up (the others' windows are only looked into)."""
     names = [s.name for s in streams]
     eqs = _equalities(where, frozenset(names)) if where is not None else []
+    ranges = _ranges(where, frozenset(names), types) if where is not None else []
     indexes: list[IndexDef] = []
     index_of: dict[tuple[int, tuple[str, ...]], int] = {}
     paths: list[tuple[Step, ...]] = []
@@ -511,7 +544,30 @@ def _join_spec(streams: list[JoinStream], where: ast.Node | None, scope: Scope,
                                   tuple(compile_expr(seen[t][1], scope) for t in ktexts),
                                   tuple(text_of(seen[t][1]) for t in ktexts)))
             else:
-                steps.append(Step(pick))
+                steps.append(_sorted_step(pick, ranges, names, bound, indexes, index_of,
+                                          scope))
             bound.add(names[pick])
         paths.append(tuple(steps))
     return JoinSpec(tuple(streams), tuple(indexes), tuple(paths))
+
+
+def _sorted_step(pick: int, ranges: list[tuple[str, Any, str, frozenset[str], Any]],
+                 names: list[str], bound: set[str], indexes: list[IndexDef],
+                 index_of: dict[tuple[int, tuple[str, ...]], int], scope: Scope) -> Step:
+    """A lookup of stream ``pick`` through a sorted index when the relational operators
+    relating it to the streams joined so far bound one of its properties; a scan when
+    there are none, or they bound several properties (Esper then keeps a composite index
+    whose lookup gives the rows in no defined order)."""
+    found = [(k, op, v) for s, k, op, need, v in ranges if s == names[pick] and need <= bound]
+    if len({text_of(k) for k, _, _ in found}) != 1:
+        return Step(pick)
+    ktext = text_of(found[0][0])
+    key = (pick, ("\x00sorted", ktext))
+    if key not in index_of:
+        escope = Scope("event", frozenset({names[pick]}), variables=scope.variables,
+                       tables=scope.tables)
+        index_of[key] = len(indexes)
+        indexes.append(IndexDef(pick, (compile_expr(found[0][0], escope),), (ktext,),
+                                sorted=True))
+    return Step(pick, index_of[key], text=tuple(text_of(v) for _, _, v in found),
+                bounds=tuple((op, compile_expr(v, scope)) for _, op, v in found))

@@ -1,5 +1,6 @@
 """Planning joins: name resolution over the streams, Esper's join rules, the join plan
-(hash index on equalities between streams, nested loop otherwise), and rows end to end."""
+(hash index on equalities between streams, sorted index on relational operators,
+nested loop otherwise), and rows end to end."""
 
 from __future__ import annotations
 
@@ -45,10 +46,34 @@ def test_equality_between_streams_plans_hash_indexes() -> None:
 
 
 def test_other_conditions_plan_a_nested_loop() -> None:
-    for cond in ("a.v < b.w", "a.k = b.k or a.v = b.w", "a.k = 'x'"):
+    for cond in ("a.k = b.k or a.v = b.w", "a.k = 'x'", "a.v < b.w + 0.5 * a.v",
+                 "a.k < b.w", "a.v < b.w and a.k > b.k"):
         lines = explain(f"select a.v, b.w {AB} where {cond}")
         assert lines[2:4] == ["  ->   event of a: lookup b by full scan (nested loop)",
                               "  ->   event of b: lookup a by full scan (nested loop)"], cond
+
+
+def test_relational_operators_plan_sorted_indexes() -> None:
+    lines = explain(f"select a.v, b.w {AB} where a.v < b.w and b.w <= a.v * 2")
+    assert lines[2:4] == [
+        "  ->   event of a: lookup b by sorted index on (b.w > a.v and b.w <= a.v * 2)",
+        "  ->   event of b: lookup a by sorted index on (a.v < b.w)"]
+
+
+def test_sorted_index_gives_rows_in_key_order() -> None:
+    """Esper's sorted event table: ascending key, arrival order among equal keys; null
+    keys and null lookups find nothing."""
+    events = [("A", {"k": k, "v": v}) for k, v in
+              (("x", 5), ("y", 3), ("z", None), ("u", 3))]
+    out = run("select a.k as k, b.k as bk from A#keepall as a, B#keepall as b "
+              "where a.v >= b.w", events + [("B", {"k": "n", "w": None}),
+                                             ("B", {"k": "p", "w": 3}),
+                                             ("B", {"k": "q", "w": 1}),
+                                             ("A", {"k": "t", "v": 4})])
+    assert [r for n, _ in out for r in n] == [
+        {"k": "y", "bk": "p"}, {"k": "u", "bk": "p"}, {"k": "x", "bk": "p"},
+        {"k": "y", "bk": "q"}, {"k": "u", "bk": "q"}, {"k": "x", "bk": "q"},
+        {"k": "t", "bk": "q"}, {"k": "t", "bk": "p"}]
 
 
 def test_three_streams_chain_their_lookups() -> None:
