@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -263,7 +263,13 @@ class RocksNamespace:
         if self.sink is not None:
             self.sink(k, None)
 
-    def _scan(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+    def _scan(self, prefix: bytes) -> Iterable[tuple[bytes, bytes]]:
+        scan = getattr(self.db, "scan", None)
+        if scan is not None:  # a batch overlay lists a whole prefix at once
+            return scan(prefix)
+        return self._walk(prefix)
+
+    def _walk(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         it = self.db.iter()
         it.seek(prefix)
         while it.valid():
