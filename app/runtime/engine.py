@@ -222,7 +222,7 @@ class Engine:
             timed = self._timer_index(st)
             if live and self.lazy and self._defers(st, timed):
                 base = self._seq
-                st.deferred = {pid: base + i for i, pid in enumerate(live, 1)}
+                st.deferred = dict(zip(live, range(base + 1, base + 1 + len(live))))
                 self._seq = base + len(live)
                 if timed:
                     self._load_timers(st)
