@@ -58,9 +58,14 @@ class _Stmt:
     """Timer key of the partition-0 pipeline (statements without a context)."""
     sub_types: frozenset = frozenset()
     """Event types only its subqueries read (not its from clause or trigger)."""
-    deferred: dict[Any, None] | None = None
+    deferred: dict[Any, int] | None = None
     """Context partitions live when the statement was deployed (a restore), in order,
-    whose pipelines are built at their first use instead (see ``_defers``)."""
+    whose pipelines are built at their first use or first due timer instead (see
+    ``_defers``), each with the build number an up-front build gives it (its timer
+    priority)."""
+    timers: Any = None
+    """The stored index of its partitions' pending timers (pid -> due time), for a
+    context statement that may be deferred though timed (see ``_timer_index``)."""
 
     def __post_init__(self) -> None:
         self.key0 = ("p", self.plan.name, 0)
@@ -119,6 +124,10 @@ def _hash_bucket(manager: Any, type_name: str) -> Callable[[Row], int | None] | 
 
 class Engine:
     """Deployed statements of one runtime (one Kafka partition, or the embedded runtime)."""
+
+    lazy = True
+    """Whether a restore may defer building context partitions (``_defers``); False
+    builds every one at deploy (the reference the lazy restore is tested against)."""
 
     def __init__(self, store: Any = None, now_ms: int = 0) -> None:
         self.store = store if store is not None else MemoryStore()
@@ -242,21 +251,31 @@ class Engine:
                 for t in types:
                     self._early.setdefault(t, []).append(st)
             live = c.manager.live()
-            if live and self._defers(st):
-                st.deferred = dict.fromkeys(live)
+            timed = self._timer_index(st)
+            if live and self.lazy and self._defers(st, timed):
+                base = self._seq
+                st.deferred = dict(zip(live, range(base + 1, base + 1 + len(live))))
+                self._seq = base + len(live)
+                if timed:
+                    self._load_timers(st)
             else:
                 for pid in live:
                     self._pipeline(st, pid)
+            if st.timers is not None and not timed:  # complete from here on
+                st.timers.child("on").put("on", True)
 
-    def _defers(self, st: _Stmt) -> bool:
+    def _defers(self, st: _Stmt, timed: bool = False) -> bool:
         """Whether the pipelines of a statement's live partitions may wait for their first
         use (a restore of many keys then builds none up front).  Only where building later
         is the same as building now: a query of a stream (no named window to prime from,
         no subquery of one) whose pipeline never has a timer (nothing is due before its
-        next event) and that sees no variable (a window's parameters are fixed at build),
-        in a context whose partition properties are fixed (keyed, hash, category: a nested
-        context numbers its partitions as their properties are first asked).  Its state
-        waits in the store meanwhile."""
+        next event) or whose pending timers are in the stored index (``timed``: each
+        partition is built when its timer is due), and that sees no variable (a window's
+        parameters are fixed at build), in a context whose partition properties are fixed
+        (keyed, hash, category: a nested context numbers its partitions as their
+        properties are first asked).  Its state waits in the store meanwhile."""
+        if timed:
+            return True
         plan = st.plan
         if (plan.kind != "query" or plan.window is not None
                 or type(self.contexts[plan.context or ""].manager) not in _FIXED_PROPS
@@ -273,23 +292,68 @@ class Engine:
         # creation time: it is built when its partition starts
         return not probe.timed and ns.key_count() == 0
 
+    def _timer_index(self, st: _Stmt) -> bool:
+        """Give a timed statement that could otherwise be deferred its index of pending
+        timers (``st.timers``, kept by ``_arm``); True if the stored index is complete
+        (written since the statement's first partition: its restore may be lazy)."""
+        plan = st.plan
+        if (plan.kind != "query" or plan.window is not None
+                or type(self.contexts[plan.context or ""].manager) not in _FIXED_PROPS
+                or plan.pipeline.subquery_windows() or len(self.variables)
+                or plan.context in self._ctx_var_decls):
+            return False
+        ns = MemoryNamespace()
+        try:
+            probe = plan.pipeline.build(ns, PartitionCtx(variables=self.variables,
+                                                         now_ms=self.now_ms))
+        except Exception:  # noqa: BLE001 - a probe that cannot build is not indexed
+            return False
+        if not probe.timed or any(True for _ in ns.items()):
+            return False
+        st.timers = self.store.namespace("s", plan.name, "timers")
+        return st.timers.child("on").get("on", False)
+
+    def _load_timers(self, st: _Stmt) -> None:
+        """Arm the stored due times of a deferred statement's partitions: each pipeline
+        is built when its timer comes up (``_fire_until``), with the priority an up-front
+        build gives it."""
+        deferred = st.deferred
+        assert deferred is not None
+        name = st.plan.name
+        for pid, due in st.timers.items():
+            seq = deferred.get(pid)
+            if seq is None:
+                continue
+            key = ("p", name, pid)
+            prio = (0, st.index, seq)
+            self._prio[key] = prio
+            self._due[key] = due
+            heapq.heappush(self._heap, (due, prio, key))
+
+    def _built(self, st: _Stmt, pid: Any) -> Pipeline | None:
+        """The pipeline of a partition, built now if it was deferred."""
+        p = st.pipelines.get(pid)
+        if p is None and st.deferred is not None and pid in st.deferred:
+            p = self._pipeline(st, pid)
+        return p
+
     def _undefer(self, st: _Stmt) -> None:
         """Build every deferred pipeline of a statement, its partitions in the order an
         eager restore gives them (the deployed ones first, then those started since)."""
         deferred = st.deferred
         if deferred is None:
             return
-        st.deferred = None
         built = st.pipelines
         rest = dict(built)
         built.clear()  # the same dict: event steps hold it
-        for pid in deferred:
+        for pid in list(deferred):
             p = rest.pop(pid, None)
             if p is None:
-                self._pipeline(st, pid)
+                self._pipeline(st, pid)  # with the build number ``deferred`` holds
             else:
                 built[pid] = p
         built.update(rest)
+        st.deferred = None
 
     def _deploy_on_subqueries(self, st: _Stmt) -> None:
         """An on-statement with subqueries: their streams' events and named windows' rows
@@ -356,9 +420,12 @@ class Engine:
             spec = st.plan.subqueries if st.plan.kind == "on" else st.plan.pipeline
             p = spec.build(ns, ctx)
             st.pipelines[pid] = p
-            self._seq += 1
+            seq = st.deferred.get(pid) if st.deferred is not None else None
+            if seq is None:
+                self._seq += 1
+                seq = self._seq
             if getattr(p, "timed", True):
-                self._arm(("p", st.plan.name, pid), p.next_timer, (0, st.index, self._seq))
+                self._arm(("p", st.plan.name, pid), p.next_timer, (0, st.index, seq))
             main = st.plan.kind == "query" and st.plan.window is not None
             subs = st.plan.kind in ("query", "on") and spec.subquery_windows()
             # a consumer rebuilt from its state mirrors what its windows posted since it
@@ -471,10 +538,26 @@ class Engine:
     def _set_due(self, key: Any, due: int | None) -> None:
         """``key``'s timer is due at ``due`` (None: not at all), where it was not."""
         if due is None:
-            del self._due[key]
+            if key in self._due:
+                del self._due[key]
+                self._index_timer(key, None)
+            return
+        if self._due.get(key) == due:
             return
         self._due[key] = due
         heapq.heappush(self._heap, (due, self._prio[key], key))
+        self._index_timer(key, due)
+
+    def _index_timer(self, key: tuple, due: int | None) -> None:
+        """Keep a partition's due time in its statement's stored timer index."""
+        if key[0] != "p":
+            return
+        timers = self.statements[key[1]].timers
+        if timers is not None:
+            if due is None:
+                timers.delete(key[2])
+            else:
+                timers.put(key[2], due)
 
     def next_timer(self) -> int | None:
         """The earliest due time of anything deployed (for runners that step time)."""
@@ -517,10 +600,18 @@ class Engine:
                 st = self.statements[key[1]]
                 p = st.pipelines.get(key[2])
                 if p is None:
+                    if st.deferred is not None and key[2] in st.deferred:
+                        # built from its state when its timer is due; the build arms the
+                        # same (due, priority), fired next in heap order
+                        self._pipeline(st, key[2])
+                        if key not in self._due:
+                            self._index_timer(key, None)
                     continue
                 new, old = p.on_time(due)
                 self._emit(st, key[2], new, old)
                 self._arm(key, p.next_timer, prio)
+                if key not in self._due:
+                    self._index_timer(key, None)
             self._notify_variables()
             self._drain()
         self.now_ms = to_ms
@@ -546,14 +637,14 @@ class Engine:
             if key[0] == "c":
                 q = limit if self._context_quiet(self.contexts[key[1]]) else due
             else:
-                p = self.statements[key[1]].pipelines.get(key[2])
+                p = self._built(self.statements[key[1]], key[2])
                 q = p.quiet_until(limit) if p is not None else limit
             horizon = min(horizon, q)
         if horizon <= top:
             return False
         for key, due in list(self._due.items()):
             if key[0] == "p" and due < horizon:
-                p = self.statements[key[1]].pipelines.get(key[2])
+                p = self._built(self.statements[key[1]], key[2])
                 if p is not None:
                     p.skip_to(horizon)
                     self._arm(key, p.next_timer)
@@ -977,13 +1068,14 @@ class Engine:
             if ch.kind == "end":
                 for st in c.statements:
                     if st.deferred is not None and ch.pid in st.deferred:
-                        del st.deferred[ch.pid]  # its pipeline ends as built from its state
                         if ch.pid not in st.pipelines:
                             self._pipeline(st, ch.pid)
+                        del st.deferred[ch.pid]  # its pipeline ends as built from its state
                     p = st.pipelines.pop(ch.pid, None)
                     if p is None:
                         continue
-                    self._due.pop(("p", st.plan.name, ch.pid), None)
+                    if self._due.pop(("p", st.plan.name, ch.pid), None) is not None:
+                        self._index_timer(("p", st.plan.name, ch.pid), None)
                     self._prio.pop(("p", st.plan.name, ch.pid), None)
                     new, old = p.terminate(now)
                     self._emit(st, ch.pid, new, old)

@@ -174,7 +174,8 @@ class _Loading:
     id: int
     part: int
     chain: int
-    held: list[tuple[int, ChangelogRecord, int]] = field(default_factory=list)
+    held: list[tuple[int, ChangelogRecord, bytes, int]] = field(default_factory=list)
+    """(offset, head, encoded record, where its writes start) of each batch held."""
 
 
 @dataclass
@@ -378,7 +379,7 @@ class EnginePartition:
         for offset, value in log.read(topic, p, max(marker, low)):
             if alive is not None:
                 alive()
-            rec = ChangelogRecord.decode(value)
+            rec, at = ChangelogRecord.decode_head(value)
             snap = rec.snapshot
             if need_snapshot:
                 if snap is not None and snap["part"] == 0:
@@ -389,7 +390,7 @@ class EnginePartition:
                     continue
                 elif snap is None:
                     if rec.prev == loading.chain:
-                        loading.held.append((offset, rec, len(value)))
+                        loading.held.append((offset, rec, value, at))
                         loading.chain = offset
                     continue
                 elif (snap["id"] == loading.id and snap["part"] == loading.part + 1
@@ -398,14 +399,14 @@ class EnginePartition:
                 else:  # not the next part: what was loaded is no complete snapshot
                     loading = None
                     continue
-                self.store.apply_writes(rec.writes)
+                self.store.apply_encoded(value, at, None)
                 loaded_any = True
                 if last_part(snap):
                     # the parts hold the state the snapshot began with; the batches
                     # written meanwhile follow it
-                    for held_offset, held, size in loading.held:
-                        self.store.apply_record(held.writes, held_offset)
-                        tally.passed(held, size)
+                    for held_offset, held, data, held_at in loading.held:
+                        self.store.apply_encoded(data, held_at, held_offset)
+                        tally.passed(held, len(data))
                     self.store.set_marker(offset)
                     tally.completed(snap)
                     current = offset
@@ -420,7 +421,7 @@ class EnginePartition:
             if rec.prev != current:  # written by a writer that had lost the partition
                 continue
             if snap is None:
-                self.store.apply_record(rec.writes, offset)
+                self.store.apply_encoded(value, at, offset)
             tally.passed(rec, len(value))
             current = offset
         if need_snapshot:

@@ -34,7 +34,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBatch, WriteOptions
+from rocksdict import (
+    BlockBasedOptions,
+    Cache,
+    Options,
+    Rdict,
+    ReadOptions,
+    WriteBatch,
+    WriteOptions,
+)
 
 from operators.state import RocksStore, encode_value
 
@@ -115,22 +123,7 @@ class _MergedIter:
     def seek(self, key: bytes) -> None:
         # Scans only happen when an operator instance is (re)built or cleared, so merging
         # eagerly for the sought prefix region is cheap enough and keeps this simple.
-        base: list[tuple[bytes, bytes]] = []
-        it = self._base.iter()
-        it.seek(key)
-        stop = _prefix_end(key)
-        while it.valid():
-            k = it.key()
-            if stop is not None and k >= stop:
-                break
-            base.append((k, it.value()))
-            it.next()
-        pending = self._overlay.pending_between(key, stop)
-        if pending:
-            merged = dict(base)
-            merged.update(pending)
-            base = sorted((k, v) for k, v in merged.items() if v is not None)
-        self._it = _ListIter(base)  # the database's order when nothing is pending
+        self._it = _ListIter(_merged(self._base, self._overlay, key))
         self._it.seek(key)
 
     def valid(self) -> bool:
@@ -144,6 +137,27 @@ class _MergedIter:
 
     def next(self) -> None:
         self._it.next()
+
+
+def _merged(base: Rdict, overlay: OverlayDB, prefix: bytes) -> list[tuple[bytes, bytes]]:
+    """The entries under ``prefix``, the uncommitted overlay laid on the database's."""
+    stop = _prefix_end(prefix)
+    entries = _range(base, prefix, stop)
+    pending = overlay.pending_between(prefix, stop)
+    if pending:
+        merged = dict(entries)
+        merged.update(pending)
+        entries = sorted((k, v) for k, v in merged.items() if v is not None)
+    return entries  # the database's order when nothing is pending
+
+
+def _range(base: Rdict, lo: bytes, hi: bytes | None) -> list[tuple[bytes, bytes]]:
+    """The committed entries with ``lo <= key < hi``, in key order: one call into
+    rocksdict for the whole range (a restore scans 10^6 context keys at once)."""
+    opt = ReadOptions()
+    if hi is not None:
+        opt.set_iterate_upper_bound(hi)
+    return list(base.items(from_key=lo, read_opt=opt))
 
 
 def _prefix_end(prefix: bytes) -> bytes | None:
@@ -255,6 +269,11 @@ class OverlayDB:
             self.transient.add(key)
         pending[key] = None
 
+    def scan(self, prefix: bytes) -> list[tuple[bytes, bytes]]:
+        """Every entry under ``prefix`` in key order, the overlay included (one list,
+        not a call per key)."""
+        return _merged(self.base, self, prefix)
+
     def iter(self) -> _MergedIter:
         return _MergedIter(self.base, self)
 
@@ -333,6 +352,14 @@ class PartitionStore(RocksStore):
     def apply_writes(self, writes: list[tuple[bytes, bytes | None]]) -> None:
         """Load a snapshot part: writes without moving the marker."""
         self._write(writes, None)
+
+    def apply_encoded(self, data: bytes, at: int, marker: int | None) -> None:
+        """``apply_record`` (``marker`` None: ``apply_writes``) of the writes encoded in
+        ``data`` from ``at`` (``ChangelogRecord.decode_head``)."""
+        wb = _batch(data, at)
+        if marker is not None:
+            wb.put(MARKER_KEY, str(marker).encode())
+        self.base.write(wb, _NO_WAL)
 
     def set_marker(self, marker: int) -> None:
         """Move the marker alone (records that change no state: snapshot parts)."""
@@ -420,27 +447,58 @@ class ChangelogRecord:
 
     @classmethod
     def decode(cls, data: bytes) -> ChangelogRecord:
+        rec, at = cls.decode_head(data)
+        rec.writes = list(_writes(data, at))
+        return rec
+
+    @classmethod
+    def decode_head(cls, data: bytes) -> tuple[ChangelogRecord, int]:
+        """The record without its writes, and where they start in ``data`` (a restore
+        hands them to ``PartitionStore.apply_encoded`` without building a list)."""
         if data[:4] != _MAGIC:
             raise ValueError("not a kepl changelog record")
-        unpack = _U32.unpack_from
-        (n,) = unpack(data, 4)
+        (n,) = _U32.unpack_from(data, 4)
         head = json.loads(data[8:8 + n])
-        i = 8 + n
-        (count,) = unpack(data, i)
+        return cls(head["prev"], head["meta"]), 8 + n
+
+
+def _writes(data: bytes, i: int) -> Iterator[tuple[bytes, bytes | None]]:
+    """The writes of an encoded record, from their count at ``i``."""
+    unpack = _U32.unpack_from
+    (count,) = unpack(data, i)
+    i += 4
+    for _ in range(count):
+        (kl,) = unpack(data, i)
+        k = data[i + 4:i + 4 + kl]
+        i += 4 + kl
+        (vl,) = unpack(data, i)
         i += 4
-        writes: list[tuple[bytes, bytes | None]] = []
-        for _ in range(count):
-            (kl,) = unpack(data, i)
-            k = data[i + 4:i + 4 + kl]
-            i += 4 + kl
-            (vl,) = unpack(data, i)
-            i += 4
-            if vl == _DELETED:
-                writes.append((k, None))
-            else:
-                writes.append((k, data[i:i + vl]))
-                i += vl
-        return cls(head["prev"], head["meta"], writes)
+        if vl == _DELETED:
+            yield k, None
+        else:
+            yield k, data[i:i + vl]
+            i += vl
+
+
+def _batch(data: bytes, i: int) -> WriteBatch:
+    """The writes of an encoded record, from their count at ``i``, as a write batch:
+    one pass with no tuple or list per write (a restore's inner loop)."""
+    wb = WriteBatch(raw_mode=True)
+    put, delete = wb.put, wb.delete
+    unpack = _U32.unpack_from
+    (count,) = unpack(data, i)
+    i += 4
+    for _ in range(count):
+        (kl,) = unpack(data, i)
+        j = i + 4 + kl
+        (vl,) = unpack(data, j)
+        if vl == _DELETED:
+            delete(data[i + 4:j])
+            i = j + 4
+        else:
+            i = j + 4 + vl
+            put(data[j - kl:j], data[j + 4:i])
+    return wb
 
 
 def entry_size(key: bytes, value: bytes | None) -> int:
