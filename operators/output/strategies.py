@@ -309,10 +309,13 @@ class GroupedAll(_Groups):
         self.entered = _load_entered(self.state, self.rs)
 
     def collect(self, new: Rows, old: Rows) -> None:
-        if self.rs.quiet and (self.quiet_many or (len(new) == 1 and not old)):
-            # no remove stream: a group's record is only ever [seq, []]
+        if self.rs.quiet and not old and (self.quiet_many or len(new) == 1):
+            # no remove stream: a group's record is only ever [seq, []]; every group
+            # touched is one an event entered
             touched = self.touched
-            for k in self.rs.touch_groups(new, old):
+            keys = list(self.rs.touch_groups(new, old))
+            _enter(self.state, self.entered, keys)
+            for k in keys:
                 if k not in touched:
                     self.touch(k, [self.trigger.seq(), []])
             return
