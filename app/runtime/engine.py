@@ -538,11 +538,8 @@ class Engine:
     def _set_due(self, key: Any, due: int | None) -> None:
         """``key``'s timer is due at ``due`` (None: not at all), where it was not."""
         if due is None:
-            if key in self._due:
-                del self._due[key]
-                self._index_timer(key, None)
-            return
-        if self._due.get(key) == due:
+            del self._due[key]
+            self._index_timer(key, None)
             return
         self._due[key] = due
         heapq.heappush(self._heap, (due, self._prio[key], key))
