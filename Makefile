@@ -43,7 +43,7 @@ lint: install
 	$(VENV)/bin/ruff check app operators schemas tests
 
 bench: install
-	$(PY) tests/bench/bench_embedded.py
+	PYTHONPATH=$(CURDIR) $(PY) tests/bench/bench_embedded.py
 
 KEYS ?= 1000000
 bench-keys: install
