@@ -481,6 +481,7 @@ def main() -> None:
     best: dict[str, float] = {}
     drains: dict[tuple[str, str, int], float] = {}
     cpus: dict[tuple[str, str, int], tuple[float, float]] = {}
+    brokers: dict[tuple[str, str, int], float] = {}
     for name, job in JOBS.items():
         if args.latency_only:
             break
@@ -500,6 +501,7 @@ def main() -> None:
                     best[name] = rate
                 drains[(name, guarantee, workers)] = rate
                 cpus[(name, guarantee, workers)] = (run.cpu[0], run.share)
+                brokers[(name, guarantee, workers)] = run.cpu[1]
                 vs_faust = f"{rate / fa:>7.2f}" if fa else f"{'-':>7}"
                 wcpu, bcpu, dt = run.cpu
                 print(f"{name:<34} {guarantee:<14} {workers:>7} {rate:>9,.0f} "
@@ -507,16 +509,19 @@ def main() -> None:
                       f"{bcpu / n * 1e4:>7.2f} {(wcpu + bcpu) / dt:>10.2f} "
                       f"{run.share:>14.2f}", flush=True)
 
-    # 2 vs 1 worker: the drain rates, and what the workers' CPU allows when each has a
-    # core: one worker's CPU seconds over the busiest of two workers'
+    # 2 vs 1 worker: the drain rates; what the workers' CPU allows when each has a core
+    # (one worker's CPU seconds over the busiest of two workers'); and the most two
+    # workers can drain here, where they and the broker share os.cpu_count() cores
     scaling = [(k[0], k[1], drains[(k[0], k[1], 2)] / r,
-                cpus[k][0] / (cpus[(k[0], k[1], 2)][0] * cpus[(k[0], k[1], 2)][1]))
+                cpus[k][0] / (cpus[(k[0], k[1], 2)][0] * cpus[(k[0], k[1], 2)][1]),
+                shared_ceiling(n, cpus[(k[0], k[1], 2)][0], brokers[(k[0], k[1], 2)]) / r)
                for k, r in drains.items() if k[2] == 1 and (k[0], k[1], 2) in drains]
     if scaling:
         print(f"\n{'2 workers / 1 worker':<34} {'guarantee':<14} {'drain rate':>10} "
-              f"{'CPU bound (a core per worker)':>30}")
-        for name, guarantee, ratio, bound in scaling:
-            print(f"{name:<34} {guarantee:<14} {ratio:>10.2f} {bound:>30.2f}", flush=True)
+              f"{'CPU bound (a core per worker)':>30} {'ceiling, broker on these cores':>31}")
+        for name, guarantee, ratio, bound, ceiling in scaling:
+            print(f"{name:<34} {guarantee:<14} {ratio:>10.2f} {bound:>30.2f} "
+                  f"{ceiling:>31.2f}", flush=True)
     if args.charts and drains:
         throughput_chart(Path(args.charts), n, raw, fa, drains)
     if args.no_latency:
@@ -555,6 +560,13 @@ def main() -> None:
              [f"{name}, {rate:,.0f} ev/s" for name, rate, _, _ in latencies],
              {"p50": [p50 for _, _, p50, _ in latencies],
               "p99": [p99 for _, _, _, p99 in latencies]}, "ms")
+
+
+def shared_ceiling(n: int, workers_cpu: float, broker_cpu: float) -> float:
+    """Events/s when every core of this machine runs the workers or the broker, at the CPU
+    seconds they spent on ``n`` events (the bench's own processes left out)."""
+    spent = workers_cpu + broker_cpu
+    return (os.cpu_count() or 1) * n / spent if spent > 0 else float("inf")
 
 
 def throughput_chart(where: Path, n: int, raw: float, faust: float | None,
