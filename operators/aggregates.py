@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from operators.bags import SortedBag
+from operators.bags import ExtremeBag, SortedBag
 
 
 class Aggregator:
@@ -155,12 +155,16 @@ class Avg(Sum):
 
 
 class _Sorted(Aggregator):
-    """Values kept sorted so that extremes and medians survive removal: a plain sorted
-    list while small (C-speed inserts), a ``SortedBag`` from ``BAG_FROM`` values on, so
-    that the cost per value stays O(log n) in a large window."""
+    """Values kept so that extremes and medians survive removal: a plain sorted list
+    while small (C-speed inserts), a bag (``bag``) from ``BAG_FROM`` values on, so that
+    the cost per value stays O(log n) in a large window."""
 
     def initial(self) -> Any:
         return []
+
+    def bag(self, values: Any) -> Any:
+        """The large-window state holding ``values``."""
+        return SortedBag(values)
 
     def enter(self, state: Any, value: Any) -> Any:
         if value is not None:
@@ -168,7 +172,7 @@ class _Sorted(Aggregator):
                 if len(state) < BAG_FROM:
                     insort(state, value)
                     return state
-                state = SortedBag(state)
+                state = self.bag(state)
             state.add(value)
             if state.changes is not None:
                 state.changes.add(value)
@@ -191,21 +195,31 @@ BAG_FROM = 1024
 """Size at which a sorted list becomes a ``SortedBag`` (and stays one)."""
 
 SORTED = (_Sorted,)
-"""Aggregators whose state is a ``SortedBag`` (stored per value by ``BagNamespace``)."""
+"""Aggregators whose large state is a bag (stored per value by ``BagNamespace``)."""
 
 
 class Min(_Sorted):
     name = "min"
 
+    def bag(self, values: Any) -> Any:
+        return ExtremeBag(values)
+
     def result(self, state: Any) -> Any:
-        return state[0] if state else None
+        if type(state) is list:
+            return state[0] if state else None
+        return state.extreme()
 
 
 class Max(_Sorted):
     name = "max"
 
+    def bag(self, values: Any) -> Any:
+        return ExtremeBag(values, greatest=True)
+
     def result(self, state: Any) -> Any:
-        return state[-1] if state else None
+        if type(state) is list:
+            return state[-1] if state else None
+        return state.extreme()
 
 
 class Median(_Sorted):

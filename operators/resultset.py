@@ -26,7 +26,7 @@ from operators.aggregates import (
     row_updater,
     swap_updater,
 )
-from operators.bags import BagNamespace, SortedBag
+from operators.bags import BAGS, BagNamespace
 from operators.base import Emit, Expr, PartitionCtx, Row, Rows, StateNamespace
 from operators.state import MemoryNamespace, RocksNamespace
 from operators.windows.java_order import (
@@ -412,7 +412,8 @@ class ResultSet:
                      if isinstance(a.aggregator, SORTED))
         if bags and type(state) is RocksNamespace:
             # min/max/median: one entry per distinct value, not the bag in every write
-            state = BagNamespace(state, bags)
+            state = BagNamespace(state, bags, {i: spec.aggregates[i].aggregator.bag
+                                               for i in bags})
         self.state = state
         self.ctx = ctx
         self.aggs = spec.aggregates
@@ -494,7 +495,7 @@ class ResultSet:
             states = rec[0]
             for i, a in enumerate(self.aggs):
                 st = states[i]
-                if type(st) is SortedBag:
+                if isinstance(st, BAGS):
                     # emptied in place so that a store keeping it per value deletes them
                     if st.changes is not None:
                         st.changes.update(st)
