@@ -113,10 +113,31 @@ def decode_value(data: bytes) -> Any:
 
 
 def _non_finite(value: Any) -> bool:
-    """Whether a value holds NaN or an infinity (orjson wrote ``null`` for it).  Their
-    repr is ``nan``/``inf``; a string holding those letters only costs the slower path."""
-    r = repr(value)
-    return "nan" in r or "inf" in r
+    """Whether a value holds NaN or an infinity (orjson wrote ``null`` for it): a walk
+    over its containers, asked only of values whose JSON holds a ``null``."""
+    t = type(value)
+    if t is float:
+        return value - value != 0.0  # inf - inf and nan - x are nan
+    if t is dict:
+        value = value.values()
+    elif t is not list and t is not tuple:
+        if isinstance(value, float):
+            return _non_finite(float(value))
+        plain = getattr(value, "plain", None)  # a bag, written as its list
+        if plain is not None:
+            return _non_finite(plain())
+        if isinstance(value, dict):
+            value = value.values()
+        elif not isinstance(value, (list, tuple)):
+            return False
+    for v in value:
+        t = type(v)
+        if t is float:
+            if v - v != 0.0:
+                return True
+        elif t is not str and t is not int and v is not None and _non_finite(v):
+            return True
+    return False
 
 
 class MemoryNamespace:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -89,3 +90,18 @@ def test_namespace_keys_are_encode_key(db_type: type, key: Any) -> None:
     assert list(db) == [want] and db[want] is None
     if db_type is _Db:
         assert sunk == [(want, b'{"v":1}'), (want, b'{"v":2}'), (want, None)]
+
+
+def test_non_finite_doubles_are_found_in_nested_state_and_bags() -> None:
+    """Values whose JSON holds ``null`` are searched for NaN and infinities, in lists,
+    tuples, dicts and bags (written as their list); anything else is what orjson wrote."""
+    from operators.bags import ExtremeBag, SortedBag
+
+    for value in ([[3, [1.5, 3]], {"a": math.inf}, 0, None], (None, [{"b": -math.inf}]),
+                  [None, SortedBag([1.0, float("nan")])], [None, ExtremeBag([math.inf])]):
+        assert encode_value(value)[:1] == b" "
+        assert repr(decode_value(encode_value(value))) == repr(
+            json.loads(json.dumps(value, default=lambda b: b.plain())))
+    for value in ([[3, [1.5, 3]], {"a": 2.0, "s": "inf"}, 0, None],
+                  [None, SortedBag([1.0]), ExtremeBag([2.0, -1.0])]):
+        assert encode_value(value)[:1] == b"["
