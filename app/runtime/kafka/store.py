@@ -249,7 +249,12 @@ class OverlayDB:
 
         ``encode_value`` inlined (its bytes exactly): an integer (a row counter) is
         written with ``%d``, a container by orjson, and only one whose JSON holds a
-        ``null`` is walked for NaN and infinities (about 2 values per event)."""
+        ``null`` is walked for NaN and infinities (about 2 values per event).
+
+        orjson's result is copied (``b"%b"``): orjson writes into a 1 KiB block from
+        the C heap and shrinks it, and thousands of such blocks held until the commit
+        cost about 1.2 us each in glibc's malloc, where a copy from Python's small
+        object allocator costs 0.05 and frees the block at once."""
         pending = self.pending
         get = pending.get
         dumps, plain, non_finite = orjson.dumps, _plain, _non_finite
@@ -265,6 +270,8 @@ class OverlayDB:
                 else:
                     if b"null" in out and non_finite(v):
                         out = encode_value(v)
+                    else:
+                        out = b"%b" % out  # a small copy: see the docstring
                 pending[k] = out
         self.values.clear()
         return pending
