@@ -299,6 +299,8 @@ class EnginePartition:
         self.store = PartitionStore(path)
         self.book = self.store.namespace("kepl")
         self.seq_ns = self.book.child("seq")
+        self._seq_puts: dict[tuple[str, str], Any] = {}
+        """``seq_ns.putter`` per (statement, context partition): its key encoded once."""
         self.cl_offset = -1
         self.outputs: list[OutRow] = []
         self.dead: list[DeadLetter] = []
@@ -826,8 +828,14 @@ class EnginePartition:
         if not self.touched:
             return None
         self.touched = False
+        puts, seqs = self._seq_puts, self.seqs
+        if len(puts) >= CP_CACHE:
+            puts.clear()
         for key in self.dirty_seqs:
-            self.seq_ns.put(key, self.seqs[key])
+            put = puts.get(key)
+            if put is None:
+                put = puts[key] = self.seq_ns.putter(key)
+            put(seqs[key])
         self.dirty_seqs.clear()
         self.book.put("meta", {"now": self.engine.now_ms, "applied": self.applied,
                                "barrier": list(self.barrier) if self.barrier else None,
