@@ -327,7 +327,7 @@ class EnginePartition:
         self.applied: dict[str, int] = {}
         self.barrier: tuple[int, str] | None = None
         self.seqs: dict[tuple[str, str], int] = {}
-        self.dirty_seqs: set[tuple[str, str]] = set()
+        self.dirty_seqs: dict[tuple[str, str], None] = {}
         self._cps: dict[Any, str] = {}
         """Context partition id -> its text (``_context_partition``), for this engine."""
         self.received: dict[str, int] = {}
@@ -443,7 +443,7 @@ class EnginePartition:
         b = meta.get("barrier")
         self.barrier = (int(b[0]), str(b[1])) if b else None
         self.seqs = {}
-        self.dirty_seqs = set()
+        self.dirty_seqs = {}
         self._cps = {}
         self.received = dict(self.applied)
         self.queues = [deque() for _ in self.upstreams]
@@ -801,7 +801,7 @@ class EnginePartition:
             seq += 1
             append(_new_tuple(OutRow, (stmt, "remove", cp, now, seq, row)))
         self.seqs[key] = seq
-        self.dirty_seqs.add(key)
+        self.dirty_seqs[key] = None
 
     def _on_split_rows(self, stmt: str, new: list, old: list) -> None:
         """Rows of a statement split by group key: numbered per group, the group's key
@@ -819,7 +819,7 @@ class EnginePartition:
                 seq += 1
                 self.outputs.append(OutRow(stmt, stream, cp, now, seq, row))
                 self.seqs[key] = seq
-                self.dirty_seqs.add(key)
+                self.dirty_seqs[key] = None
 
     # -- batch end -----------------------------------------------------------------
     def seal(self) -> ChangelogRecord | None:
