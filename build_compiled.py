@@ -70,9 +70,10 @@ def built_files() -> list[Path]:
 
 
 def clean() -> None:
-    for path in built_files():
+    paths = built_files()
+    for path in paths:
         path.unlink()
-    print(f"compile: removed {len(built_files()) or 'the'} compiled files")
+    print(f"compile: removed {len(paths)} compiled files")
 
 
 def build(jobs: int) -> int:
@@ -90,7 +91,7 @@ def build(jobs: int) -> int:
         return 0
     start = time.monotonic()
     extensions = [Extension(m[:-3].replace("/", "."), [m],
-                            extra_compile_args=["-O2", "-Wno-unused-function"])
+                            extra_compile_args=["-O2", "-g0", "-Wno-unused-function"])
                   for m in MODULES]
     os.chdir(ROOT)
     try:
