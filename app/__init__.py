@@ -1,0 +1,3 @@
+from operators.pure import install
+
+install()

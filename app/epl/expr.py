@@ -535,7 +535,7 @@ def time_period_ms(node: ast.TimePeriod) -> int:
         if ms is None:
             raise _err(f"time period '{text_of(node)}' must be constant here", node,
                        "write its amounts as numbers, as in '10 sec'")
-    elif (isinstance(node, ast.Literal) and isinstance(node.value, int | float)
+    elif (isinstance(node, ast.Literal) and isinstance(node.value, (int, float))
           and not isinstance(node.value, bool)):
         ms = node.value * 1000
     else:

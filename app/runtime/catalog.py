@@ -160,7 +160,7 @@ def _coerce_value(type_name: str, prop: str, t: str, v: Any) -> Any:
     if want is None:
         return v
     if want is float:
-        if isinstance(v, bool) or not isinstance(v, int | float):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise EventTypeError(f"{type_name}.{prop} must be a {t}, got {v!r}")
         try:
             f = float(v)

@@ -22,7 +22,7 @@ from operators.contexts.managers import key_text
 
 def pid_text(pid: Any) -> str:
     """A context partition id as text (a composite id as compact JSON)."""
-    if isinstance(pid, int | str):
+    if isinstance(pid, (int, str)):
         return str(pid)
     return json.dumps(pid, default=str, separators=(",", ":"))
 
