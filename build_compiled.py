@@ -1,7 +1,7 @@
 """Compiles kepl's hot modules with Cython into extensions beside their .py files (`make compile`).
 
 The .py files stay the source: nothing here is rewritten, an extension is only a faster copy,
-``operators.pure`` runs the source when ``KEPL_PURE`` is set or the source is newer, and a
+``app.pure`` runs the source when ``KEPL_PURE`` is set or the source is newer, and a
 machine without Cython or a C compiler skips this step with one line and runs the source.
 Run: python build_compiled.py [--clean] [--jobs N]
 """

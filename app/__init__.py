@@ -1,3 +1,3 @@
-from operators.pure import install
+from app.pure import install
 
 install()

@@ -1,4 +1,4 @@
-"""operators.pure: the .py source wins over a compiled extension when asked or when newer."""
+"""app.pure: the .py source wins over a compiled extension when asked or when newer."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from operators.pure import SourceFirst
+from app.pure import SourceFirst
 
 
 def _module(tmp_path: Path, ext_age: float | None) -> None:
