@@ -118,6 +118,44 @@ def broker_pid(bs: str) -> int | None:
     return local_broker._read_pid(local_broker.default_data_dir(int(port)))
 
 
+QUIET_CORES = 0.15
+"""The broker counts as idle below this CPU use (cores, over a second)."""
+QUIET_WAIT_S = 90.0
+
+
+def wait_quiet(bs: str) -> tuple[float, float]:
+    """Until the broker has been idle for two seconds running (at most ``QUIET_WAIT_S``):
+    (seconds waited, its CPU use in cores over the last second).  A latency run measures
+    the job alone: what earlier runs leave the broker doing (deleting their topics'
+    files, which it does a minute after the delete, cleaning compacted logs, expiring
+    the transactions and group members of killed workers) would otherwise be in it."""
+    pid = broker_pid(bs)
+    if pid is None:
+        return 0.0, float("nan")
+    t0 = time.monotonic()
+    calm = 0
+    while True:
+        c0 = cpu_seconds(pid)
+        time.sleep(1.0)
+        use = cpu_seconds(pid) - c0
+        calm = calm + 1 if use < QUIET_CORES else 0
+        waited = time.monotonic() - t0
+        if calm >= 2 or waited >= QUIET_WAIT_S:
+            return waited, use
+
+
+def delete_topic(bs: str, topic: str) -> None:
+    """Best effort: drop a topic the benchmark made (they would pile up on the broker)."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bs, "log_level": 0})
+    for fut in admin.delete_topics([topic], operation_timeout=10).values():
+        try:
+            fut.result()
+        except Exception:  # noqa: BLE001 - clean-up only
+            pass
+
+
 def event(i: int, sent_ms: int) -> tuple[bytes, bytes]:
     account = b"A%d" % ((i * 7919) % ACCOUNTS)
     return account, b'{"account":"%s","amount":%d.0,"sent":%d}' % (account, i % 400, sent_ms)
@@ -298,10 +336,14 @@ class Run:
         if trace:
             Path(trace).write_text("")
         stop = threading.Event()
+        wpid = self.workers[0].proc.pid if self.workers[0].proc is not None else None
+        bpid = broker_pid(self.kapp.bootstrap)
+        # the reader's long poll returns as soon as a commit makes rows visible; a short
+        # one (5 ms) only adds empty fetches, which cost the broker about 0.1 core
         reader = Consumer({"bootstrap.servers": self.kapp.bootstrap,
                            "group.id": f"lat-{uuid.uuid4().hex}", "log_level": 3,
                            "auto.offset.reset": "latest", "enable.auto.commit": False,
-                           "isolation.level": "read_committed", "fetch.wait.max.ms": 5})
+                           "isolation.level": "read_committed", "fetch.wait.max.ms": 100})
         reader.assign([TopicPartition(t, p, -1) for t in topics for p in range(16)
                        if p < self._partitions(t)])
 
@@ -324,9 +366,11 @@ class Run:
         th = threading.Thread(target=read)
         th.start()
         time.sleep(1.0)
-        p = Producer({"bootstrap.servers": self.kapp.bootstrap, "linger.ms": 1,
+        # the client's default linger (5 ms): 1 ms multiplied the produce requests
+        p = Producer({"bootstrap.servers": self.kapp.bootstrap, "linger.ms": 5,
                       "log_level": 3})
         topic = self.config.topic_of("Withdrawal")
+        c0 = cpu_seconds(wpid), cpu_seconds(bpid)
         t0 = time.perf_counter()
         i = 0
         ticks = 0
@@ -344,6 +388,10 @@ class Run:
             time.sleep(0.002)
         p.flush(30)
         time.sleep(1.0)
+        dt = time.perf_counter() - t0
+        # the worker's and the broker's CPU (cores) over the run, and the machine's load
+        self.usage = ((cpu_seconds(wpid) - c0[0]) / dt, (cpu_seconds(bpid) - c0[1]) / dt,
+                      os.getloadavg()[0])
         stop.set()
         th.join()
         reader.close()
@@ -380,7 +428,7 @@ def breakdown(samples: list[tuple[float, float, float, int]], trace: Path
     import bisect
 
     batches: list[tuple[float, float, dict[int, int], int]] = []
-    ckpts: list[tuple[float, float, float, float]] = []
+    ckpts: list[tuple[float, ...]] = []
     for line in trace.read_text().splitlines():
         f = line.split()
         if f[0] == "b":
@@ -391,7 +439,8 @@ def breakdown(samples: list[tuple[float, float, float, int]], trace: Path
             marks = dict(kv.split("=") for kv in f[3:])
             ckpts.append((float(f[1]) * 1000, float(marks["produced"]) * 1000,
                           float(marks["offsets"]) * 1000, float(marks["committed"]) * 1000,
-                          float(marks["local"]) * 1000, float(f[2]) * 1000))
+                          float(marks["local"]) * 1000, float(f[2]) * 1000,
+                          float(marks.get("snapshot", marks["local"])) * 1000))
     rows = []
     # per input partition: the batches holding it, with the newest timestamp so far
     newest: dict[int, tuple[list[int], list[int]]] = {}
@@ -419,7 +468,8 @@ def breakdown(samples: list[tuple[float, float, float, int]], trace: Path
         if band:
             out[name] = [statistics.mean(r[1][k] for r in band) for k in range(len(STAGES))]
     steps = {"ckpt total": (0, 5), "ckpt seal+produce": (0, 1), "ckpt send offsets": (1, 2),
-             "ckpt commit txn": (2, 3), "ckpt local writes": (3, 4)}
+             "ckpt commit txn": (2, 3), "ckpt local writes": (3, 6),
+             "ckpt snapshot parts": (6, 4)}
     for label, (a, b) in steps.items():
         d = sorted(c[b] - c[a] for c in ckpts)
         if d:
@@ -473,6 +523,7 @@ def main() -> None:
     else:
         print(f"{'faust-streaming agent, take(1000), same job':<58} {fa:>9,.0f} ev/s  "
               f"{fa / raw:.2f}x raw", flush=True)
+    delete_topic(bs, base)
 
     print(f"\n{'kepl job':<34} {'guarantee':<14} {'workers':>7} {'ev/s':>9} {'x raw':>6} "
           f"{'x faust':>7} {'cpu s/10k ev: workers':>22} {'broker':>7} {'cores busy':>10} "
@@ -534,6 +585,8 @@ def main() -> None:
                 args.latency_only and any(name.startswith(j)
                                           for j in job_prefixes(args.jobs)))):
             continue
+        waited, idle = wait_quiet(bs)
+        print(f"  (broker idle at {idle:.2f} cores after {waited:.0f} s)", flush=True)
         run = Run(bs, job, "exactly_once", 1)
         try:
             # 2k and 10k ev/s, and half the drain rate (the bench's own producer and
@@ -546,6 +599,9 @@ def main() -> None:
                       if job.get("watermarks_ms") else "")
                 print(f"{name:<34} {rate:>9,.0f} {p50:>8.1f} {p99:>8.1f} {got:>7}{wm}",
                       flush=True)
+                wcpu, bcpu, load = run.usage
+                print(f"    cores busy: worker {wcpu:.2f}, broker {bcpu:.2f}; "
+                      f"load average {load:.1f}")
                 for band, values in getattr(run, "breakdown", {}).items():
                     if band in ("p50", "p99"):
                         print(f"    {band} stages: " + ", ".join(

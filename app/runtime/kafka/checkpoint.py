@@ -576,6 +576,7 @@ class CheckpointRound:
             if key not in done_keys:
                 part.committed_unchanged()
         result.sealed = len(sealed)
+        marks["snapshot"] = time.time()
         for _key, part, _size in sealed:
             if part.snapshot_due():
                 part.start_snapshot()

@@ -90,6 +90,15 @@ A drained batch that applied or forwarded a barrier commits at once (``_barrier_
 ``KEPL_CAUGHT_UP_MS`` sets it (measured: 0, back-to-back transactions, loads the broker
 and raises latency at half the drain rate; docs/testing.md)."""
 CONSUME_BATCH = 2000
+LIVE_BATCH = 500
+"""The consume batch while the input is live (``LIVE_LAG_MS``): a checkpoint follows
+each batch handled, so that the rows of events that came during a checkpoint wait for
+the handling of about the next 25 ms of events, not for 2,000 events and another batch."""
+LIVE_LAG_MS = 250
+"""Input is live while a batch's last record was stamped (CreateTime) less than this
+before it was consumed; an older stamp (a backlog, or records stamped with event time)
+keeps the throughput pacing: batches of ``CONSUME_BATCH``, a checkpoint per
+``KEPL_COMMIT_INTERVAL_MS`` until a batch drains what was there."""
 CONSUME_TIMEOUT_S = 0.01
 """An idle loop's wait for records; the first record ends it (``reader.drain``: a batch
 is what is there then, so a record waits for no timeout before it is handled)."""
@@ -102,6 +111,13 @@ TRACE_ENV = "KEPL_LATENCY_TRACE"
 WATCH_EVERY_S = 1.0
 
 _FATAL = -150  # librdkafka RD_KAFKA_RESP_ERR__FATAL (static member fenced, and the like)
+
+
+def live(msgs: list[Any], now_s: float) -> bool:
+    """Whether a batch consumed at ``now_s`` is live input: its last record was stamped
+    less than ``LIVE_LAG_MS`` before (a record without a timestamp is not)."""
+    kind, ts = msgs[-1].timestamp()
+    return kind != 0 and now_s * 1000 - ts < LIVE_LAG_MS
 
 
 def consumer_config(bootstrap: str, app: str, identity: str) -> dict[str, Any]:
@@ -197,6 +213,8 @@ class Worker:
         """An engine partition changed as it loaded (a new version's reset or rebuild):
         a checkpoint is due even before any input comes."""
         self.since_commit = 0
+        self.live = False
+        """The last batch's records were fresh (``LIVE_LAG_MS``)."""
         self.last_commit = self._last_watch = self._last_consumed = time.monotonic()
         self._callback_error: BaseException | None = None
         trace = os.environ.get(TRACE_ENV, "").strip()
@@ -253,7 +271,8 @@ class Worker:
 
     def step(self) -> None:
         """One consume batch, then a checkpoint when one is due."""
-        msgs = drain(self.consumer, CONSUME_TIMEOUT_S, CONSUME_BATCH)
+        most = LIVE_BATCH if self.live else CONSUME_BATCH
+        msgs = drain(self.consumer, CONSUME_TIMEOUT_S, most)
         if self._callback_error is not None:
             err, self._callback_error = self._callback_error, None
             raise err
@@ -262,6 +281,7 @@ class Worker:
         if msgs:
             self._last_consumed = now
             t_in = time.time()
+            self.live = live(msgs, t_in)
             self.handle(msgs)
             if self.trace is not None:
                 self._trace_batch(msgs, t_in)
@@ -273,11 +293,16 @@ class Worker:
         if not (self.out.open or self.intake.lane_progress or self.inputs.dirty()
                 or self.loaded_changes):
             return
-        elapsed = time.monotonic() - self.last_commit
-        if (elapsed >= self.interval_s or self.since_commit >= MAX_CHECKPOINT_RECORDS
-                or (len(msgs) < CONSUME_BATCH
-                    and (elapsed >= self.caught_up_s or self._barrier_due()))):
+        if self._checkpoint_due(len(msgs) < most, time.monotonic() - self.last_commit):
             self.commit()
+
+    def _checkpoint_due(self, drained: bool, elapsed: float) -> bool:
+        """Whether to checkpoint now, ``elapsed`` seconds after the last one: each
+        interval, or at the record bound; sooner (``caught_up_s``, or at once for a
+        barrier) once a batch drained what was there or while the input is live."""
+        return (elapsed >= self.interval_s or self.since_commit >= MAX_CHECKPOINT_RECORDS
+                or ((drained or self.live)
+                    and (elapsed >= self.caught_up_s or self._barrier_due())))
 
     def _trace_batch(self, msgs: list[Any], t_in: float) -> None:
         """A trace line: when the batch came and was handled, its size, and the newest

@@ -299,6 +299,8 @@ class EnginePartition:
         self.store = PartitionStore(path)
         self.book = self.store.namespace("kepl")
         self.seq_ns = self.book.child("seq")
+        self._seq_puts: dict[tuple[str, str], Any] = {}
+        """``seq_ns.putter`` per (statement, context partition): its key encoded once."""
         self.cl_offset = -1
         self.outputs: list[OutRow] = []
         self.dead: list[DeadLetter] = []
@@ -325,7 +327,7 @@ class EnginePartition:
         self.applied: dict[str, int] = {}
         self.barrier: tuple[int, str] | None = None
         self.seqs: dict[tuple[str, str], int] = {}
-        self.dirty_seqs: set[tuple[str, str]] = set()
+        self.dirty_seqs: dict[tuple[str, str], None] = {}
         self._cps: dict[Any, str] = {}
         """Context partition id -> its text (``_context_partition``), for this engine."""
         self.received: dict[str, int] = {}
@@ -452,7 +454,7 @@ class EnginePartition:
         b = meta.get("barrier")
         self.barrier = (int(b[0]), str(b[1])) if b else None
         self.seqs = {}
-        self.dirty_seqs = set()
+        self.dirty_seqs = {}
         self._cps = {}
         self.received = dict(self.applied)
         self.queues = [deque() for _ in self.upstreams]
@@ -810,7 +812,7 @@ class EnginePartition:
             seq += 1
             append(_new_tuple(OutRow, (stmt, "remove", cp, now, seq, row)))
         self.seqs[key] = seq
-        self.dirty_seqs.add(key)
+        self.dirty_seqs[key] = None
 
     def _on_split_rows(self, stmt: str, new: list, old: list) -> None:
         """Rows of a statement split by group key: numbered per group, the group's key
@@ -828,7 +830,7 @@ class EnginePartition:
                 seq += 1
                 self.outputs.append(OutRow(stmt, stream, cp, now, seq, row))
                 self.seqs[key] = seq
-                self.dirty_seqs.add(key)
+                self.dirty_seqs[key] = None
 
     # -- batch end -----------------------------------------------------------------
     def seal(self) -> ChangelogRecord | None:
@@ -837,8 +839,14 @@ class EnginePartition:
         if not self.touched:
             return None
         self.touched = False
+        puts, seqs = self._seq_puts, self.seqs
+        if len(puts) >= CP_CACHE:
+            puts.clear()
         for key in self.dirty_seqs:
-            self.seq_ns.put(key, self.seqs[key])
+            put = puts.get(key)
+            if put is None:
+                put = puts[key] = self.seq_ns.putter(key)
+            put(seqs[key])
         self.dirty_seqs.clear()
         self.book.put("meta", {"now": self.engine.now_ms, "applied": self.applied,
                                "barrier": list(self.barrier) if self.barrier else None,

@@ -146,7 +146,7 @@ def rebuild(part: EnginePartition, names: list[str], source: RetainedInput,
             seq = part.seq_ns.get(key, 0)
         seq += 1
         part.seqs[key] = seq
-        part.dirty_seqs.add(key)
+        part.dirty_seqs[key] = None
         part.outputs.append(r._replace(seq=seq))
     part.rebuilt = (f"rebuilt {', '.join(names)} in {g.name}[{part.partition}] from its "
                     f"retained input: {replayed} records, {len(rows)} rows in "

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 from rocksdict import (
     BlockBasedOptions,
     Cache,
@@ -44,7 +45,7 @@ from rocksdict import (
     WriteOptions,
 )
 
-from operators.state import RocksStore, encode_value
+from operators.state import RocksStore, _non_finite, _plain, encode_value
 
 MARKER_KEY = b"\xffkepl.changelog.offset"
 """Local-only key: offset of the last changelog record reflected in this database."""
@@ -76,6 +77,10 @@ _DEFERRED = object()
 _DELETED = 0xFFFFFFFF
 _U32 = struct.Struct(">I")
 _MAGIC = b"KCL1"
+_LENS = [_U32.pack(n) for n in range(1024)]
+"""The packed lengths of keys and most values, built once (record encoding)."""
+_DELETED_LEN = _U32.pack(_DELETED)
+_I64 = 1 << 63
 
 
 class _ListIter:
@@ -240,11 +245,34 @@ class OverlayDB:
         self.values[key] = value
 
     def materialize(self) -> dict[bytes, bytes | None]:
-        """Encode the deferred values; the pending writes as bytes."""
+        """Encode the deferred values; the pending writes as bytes.
+
+        ``encode_value`` inlined (its bytes exactly): an integer (a row counter) is
+        written with ``%d``, a container by orjson, and only one whose JSON holds a
+        ``null`` is walked for NaN and infinities (about 2 values per event).
+
+        orjson's result is copied (``b"%b"``): orjson writes into a 1 KiB block from
+        the C heap and shrinks it, and thousands of such blocks held until the commit
+        cost about 1.2 us each in glibc's malloc, where a copy from Python's small
+        object allocator costs 0.05 and frees the block at once."""
         pending = self.pending
+        get = pending.get
+        dumps, plain, non_finite = orjson.dumps, _plain, _non_finite
         for k, v in self.values.items():
-            if pending.get(k) is _DEFERRED:
-                pending[k] = encode_value(v)
+            if get(k) is _DEFERRED:
+                if type(v) is int and -_I64 <= v < _I64:
+                    pending[k] = b"%d" % v
+                    continue
+                try:
+                    out = dumps(v, default=plain)
+                except TypeError:
+                    out = encode_value(v)
+                else:
+                    if b"null" in out and non_finite(v):
+                        out = encode_value(v)
+                    else:
+                        out = b"%b" % out  # a small copy: see the docstring
+                pending[k] = out
         self.values.clear()
         return pending
 
@@ -339,8 +367,13 @@ class PartitionStore(RocksStore):
 
     def commit(self, marker: int, writes: list[tuple[bytes, bytes | None]] | None = None
                ) -> None:
-        """Write the overlay (or its ``batch_writes``) and the changelog marker atomically."""
-        self._write(self.pending.items() if writes is None else writes, marker)
+        """Write the overlay (or its ``batch_writes``) and the changelog marker atomically.
+
+        The writes go into the batch in key order (a copy: the record keeps its own):
+        RocksDB's memtable inserts keys in ascending order from where the last one
+        landed, while a batch's keys come in event order, scattered over its context
+        partitions (about 20 % less time in RocksDB for the keyed job)."""
+        self._write(sorted(self.pending.items() if writes is None else writes), marker)
         self.db.reset()
 
     def rollback(self) -> None:
@@ -457,15 +490,16 @@ class ChangelogRecord:
         head = json.dumps({"prev": self.prev, "meta": self.meta},
                           separators=(",", ":")).encode()
         parts = [_MAGIC, _U32.pack(len(head)), head, _U32.pack(len(self.writes))]
-        pack = _U32.pack
+        # lengths below 1024 (every key, most values) come from a table: no pack call
+        lens, n, pack, deleted = _LENS, len(_LENS), _U32.pack, _DELETED_LEN
         for k, v in self.writes:
-            parts.append(pack(len(k)))
-            parts.append(k)
+            kn = len(k)
             if v is None:
-                parts.append(pack(_DELETED))
+                parts += (lens[kn] if kn < n else pack(kn), k, deleted)
             else:
-                parts.append(pack(len(v)))
-                parts.append(v)
+                vn = len(v)
+                parts += (lens[kn] if kn < n else pack(kn), k,
+                          lens[vn] if vn < n else pack(vn), v)
         return b"".join(parts)
 
     @classmethod

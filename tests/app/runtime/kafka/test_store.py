@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import random
+import struct
 from pathlib import Path
 
-from app.runtime.kafka.store import PartitionStore
-from operators.state import RocksStore
+from app.runtime.kafka.store import ChangelogRecord, PartitionStore
+from operators.state import RocksStore, decode_value, encode_value
 from operators.state import encode_key as _ek
 
 
@@ -193,3 +195,59 @@ def test_a_bulk_load_holds_what_a_plain_load_holds_and_ends_compacted(tmp_path: 
     assert bulk_loaded.marker() == plain.marker() == len(records) - 1
     for store in stores.values():
         store.close()
+
+
+class _Bag:
+    """A state object written as its ``plain()`` list (as a sorted bag is)."""
+
+    def __init__(self, items: list) -> None:
+        self.items = items
+
+    def plain(self) -> list:
+        return self.items
+
+
+_VALUES = [
+    0, 1, -1, 2, (1 << 63) - 1, -(1 << 63), 1 << 63, -(1 << 63) - 1, 1 << 64, 10 ** 30,
+    True, False, None, 0.5, -0.0, 1e300, float("nan"), float("inf"), float("-inf"),
+    "", "a\u00e9\u2603", "x" * 2000, [], {}, [[22, [2200.0, 22]], None, 0],
+    [[1, [float("nan"), 1]], None, 0], {"account": "A0", "amount": 0.0, "sent": 0},
+    {"a": None, "b": [1, None, float("-inf")]}, [0, {"k": "v", "n": None}], {1: "int key"},
+    (1, 2), [1 << 70], _Bag([3, 1, 2]), _Bag([float("nan")]), [_Bag([None, 2.5])],
+]
+
+
+def test_deferred_values_encode_to_encode_values_bytes(tmp_path: Path) -> None:
+    """The overlay's inlined encoding writes exactly ``encode_value``'s bytes."""
+    store = PartitionStore(tmp_path / "db")
+    ns = store.namespace("s", "v")
+    for i, v in enumerate(_VALUES):
+        ns.put(i, v)
+    pending = store.pending
+    assert [pending[ns._key(i)] for i in range(len(_VALUES))] == [
+        encode_value(v) for v in _VALUES]
+    store.commit(0)
+    for i, v in enumerate(_VALUES):
+        got = ns.get(i)
+        assert repr(got) == repr(decode_value(encode_value(v)))
+    store.close()
+
+
+def _encode_plainly(rec: ChangelogRecord) -> bytes:
+    """A changelog record's layout written out one ``struct.pack`` at a time."""
+    head = json.dumps({"prev": rec.prev, "meta": rec.meta}, separators=(",", ":")).encode()
+    out = b"KCL1" + struct.pack(">I", len(head)) + head + struct.pack(">I", len(rec.writes))
+    for k, v in rec.writes:
+        out += struct.pack(">I", len(k)) + k
+        out += struct.pack(">I", 0xFFFFFFFF) if v is None else struct.pack(">I", len(v)) + v
+    return out
+
+
+def test_changelog_record_bytes_pinned_for_short_and_long_entries() -> None:
+    writes = [(b"k", b"v"), (b"gone", None), (b"", b""), (b"x" * 1023, b"y" * 1024),
+              (b"z" * 1024, b"w" * 70000), (b"k2" * 600, None)]
+    rec = ChangelogRecord(41, {"group": "g", "partition": 3, "now": 7}, writes)
+    data = rec.encode()
+    assert data == _encode_plainly(rec)
+    again = ChangelogRecord.decode(data)
+    assert (again.prev, again.meta, again.writes) == (41, rec.meta, writes)
