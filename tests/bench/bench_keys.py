@@ -14,7 +14,9 @@ tests) and committed to the local database.  It prints:
 - state bytes per key and per windowed event (the committed database's entries);
 - restore of the ``--keys`` partition into an empty directory, from the changelog alone
   and from a snapshot (parts written, the records before them deleted), in keys/s
-  (goal >= 100k keys/s), and the memory the restored partition holds.
+  (goal >= 100k keys/s), the compaction work the restore leaves behind (level-0 files
+  and RocksDB's estimate of the bytes pending compaction), and the memory the restored
+  partition holds.
 
 Times are CPU seconds of the process (RocksDB's background threads included), so that
 a loaded machine moves them less than wall-clock time; the wall-clock rate is printed
@@ -75,6 +77,8 @@ class Run:
         self.part.restore(self.log)
         self.offset = 0
         self.changelog_bytes = 0
+        self.left = (0, 0)
+        """Level-0 files and bytes pending compaction the last restore left."""
 
     def feed(self, keys: list[int]) -> float:
         """Apply one event per key (in batches); returns the seconds taken."""
@@ -123,6 +127,9 @@ class Run:
         fresh.restore(self.log)
         dt = _clock() - t0
         wall = time.perf_counter() - w0
+        db = fresh.store.base
+        self.left = (int(db.property_value("rocksdb.num-files-at-level0")),
+                     int(db.property_value("rocksdb.estimate-pending-compaction-bytes")))
         fresh.close()
         return dt, wall
 
@@ -168,10 +175,12 @@ def measure(label: str, statements: list[dict[str, str]], keys: int, events: int
     if restore:
         out["restore_changelog_s"], out["restore_changelog_wall"] = run.restore_into(
             tmp / "r1")
+        out["restore_changelog_left"] = run.left
         shutil.rmtree(tmp / "r1")
         out["snapshot_bytes"] = run.snapshot()
         out["restore_snapshot_s"], out["restore_snapshot_wall"] = run.restore_into(
             tmp / "r2")
+        out["restore_snapshot_left"] = run.left
         shutil.rmtree(tmp / "r2")
         if memory:
             out["restore_peak"], out["restore_held"] = run.restore_memory(tmp / "r3")
@@ -223,7 +232,9 @@ def main() -> None:
                 wall = large[f"restore_{how}_wall"]
                 print(f"  restore {keys:,} keys from the {how}: {s:.2f} s = "
                       f"{rate:,.0f} keys/s (wall {keys / wall:,.0f} keys/s){extra} "
-                      f"({verdict} the goal >= 100k keys/s)")
+                      f"({verdict} the goal >= 100k keys/s); left to compact: "
+                      f"{large[f'restore_{how}_left'][0]} level-0 files, "
+                      f"{large[f'restore_{how}_left'][1] / 1e6:,.1f} MB")
             if "restore_held" in large:
                 print(f"  memory of the restore from the snapshot (Python heap): peak "
                       f"{large['restore_peak'] / 1e6:,.0f} MB, the restored partition "

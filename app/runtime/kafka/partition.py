@@ -373,6 +373,18 @@ class EnginePartition:
             marker = -1
         if marker < 0:
             self.store.wipe()
+            self.store.begin_bulk()
+        try:
+            self._replay(log, low, marker, alive)
+        finally:
+            self.store.end_bulk()
+        self.load()
+
+    def _replay(self, log: ChangelogLog, low: int, marker: int,
+                alive: Callable[[], None] | None) -> None:
+        """Apply the changelog records after ``marker`` (a snapshot first when the
+        database is empty and the log starts after 0)."""
+        topic, p = self.changelog_topic, self.partition
         need_snapshot = marker < 0 and low > 0
         loading: _Loading | None = None
         loaded_any = False
@@ -433,7 +445,6 @@ class EnginePartition:
         self.cl_offset = current
         self.since_snapshot = tally.since
         self.snapshot_bytes = tally.snapshot_bytes
-        self.load()
 
     def load(self) -> None:
         """(Re)build the Engine and the bookkeeping from the committed state."""

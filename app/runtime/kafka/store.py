@@ -325,6 +325,8 @@ class PartitionStore(RocksStore):
         self.base = self._open()
         self.db = OverlayDB(self.base)
         self.sink = None
+        self.bulk = False
+        """Loading an empty database (``begin_bulk``): no compaction until ``end_bulk``."""
 
     def _open(self) -> Rdict:
         opts = Options(raw_mode=True)
@@ -389,10 +391,29 @@ class PartitionStore(RocksStore):
     def apply_encoded(self, data: bytes, at: int, marker: int | None) -> None:
         """``apply_record`` (``marker`` None: ``apply_writes``) of the writes encoded in
         ``data`` from ``at`` (``ChangelogRecord.decode_head``)."""
-        wb = _batch(data, at)
+        wb = _batch(data, at) if marker is None else _sorted_batch(data, at)
         if marker is not None:
             wb.put(MARKER_KEY, str(marker).encode())
         self.base.write(wb, _NO_WAL)
+
+    def begin_bulk(self) -> None:
+        """A restore into an empty database starts: background compactions wait.
+
+        Changelog keys arrive in random order, so level compactions would rewrite the
+        same key ranges again and again while the load goes on (about 3 s of CPU at
+        10^6 keys); ``end_bulk`` instead merges the flushed files once."""
+        self.bulk = True
+        self.base.set_options({"disable_auto_compactions": "true"})
+
+    def end_bulk(self) -> None:
+        """The load is over: flush and compact the whole key range into one sorted run
+        (the work is done now, not left to come due later), then compact as usual."""
+        if not self.bulk:
+            return
+        self.bulk = False
+        self.base.flush()
+        self.base.compact_range(None, None)
+        self.base.set_options({"disable_auto_compactions": "false"})
 
     def set_marker(self, marker: int) -> None:
         """Move the marker alone (records that change no state: snapshot parts)."""
@@ -427,6 +448,8 @@ class PartitionStore(RocksStore):
         Rdict.destroy(str(self.path))
         self.base = self._open()
         self.db.base = self.base
+        if self.bulk:
+            self.base.set_options({"disable_auto_compactions": "true"})
 
     def close(self) -> None:
         self.base.close()
@@ -532,6 +555,39 @@ def _batch(data: bytes, i: int) -> WriteBatch:
         else:
             i = j + 4 + vl
             put(data[j - kl:j], data[j + 4:i])
+    return wb
+
+
+def _sorted_batch(data: bytes, i: int) -> WriteBatch:
+    """``_batch`` with the writes in key order.  A batch record lists its keys in the
+    order the batch first wrote them (a keyed context's keys at random); RocksDB's
+    skiplist memtable inserts keys in order in about half the time (each insert starts
+    where the previous one ended), which pays for the sort (10^6-key restore: 3.6 s of
+    inserts -> 1.9 s).  Snapshot parts are in key order already and go through
+    ``_batch``.  A key is written at most once per record; were it twice, the last
+    write wins here as in the batch."""
+    unpack = _U32.unpack_from
+    (count,) = unpack(data, i)
+    i += 4
+    writes: dict[bytes, bytes | None] = {}
+    for _ in range(count):
+        (kl,) = unpack(data, i)
+        j = i + 4 + kl
+        (vl,) = unpack(data, j)
+        if vl == _DELETED:
+            writes[data[i + 4:j]] = None
+            i = j + 4
+        else:
+            i = j + 4 + vl
+            writes[data[j - kl:j]] = data[j + 4:i]
+    wb = WriteBatch(raw_mode=True)
+    put, delete = wb.put, wb.delete
+    for k in sorted(writes):
+        v = writes[k]
+        if v is None:
+            delete(k)
+        else:
+            put(k, v)
     return wb
 
 

@@ -141,6 +141,62 @@ def test_min_max_median_of_large_windows_restore_from_their_entries(tmp_path: Pa
     store.close()
 
 
+def _encoded_batches(seed: int, n: int) -> list[bytes]:
+    """``n`` changelog records of random puts, overwrites and deletes."""
+    from app.runtime.kafka.store import ChangelogRecord
+
+    rnd = random.Random(seed)
+    out = []
+    for i in range(n):
+        writes: dict[bytes, bytes | None] = {}
+        for _ in range(rnd.randrange(1, 40)):
+            k = b"k%05d" % rnd.randrange(500)
+            writes[k] = None if rnd.random() < 0.2 else b"v%d" % rnd.randrange(10**6)
+        out.append(ChangelogRecord(i - 1, {}, list(writes.items())).encode())
+    return out
+
+
+def test_a_bulk_load_holds_what_a_plain_load_holds_and_ends_compacted(tmp_path: Path
+                                                                       ) -> None:
+    """``begin_bulk``/``end_bulk`` around a restore, and the encoded writes applied in
+    key order, change when and how RocksDB works, not what it holds: the same entries
+    and marker as the records' decoded writes applied in order with compactions on,
+    and afterwards every entry in one sorted run (no flushed file left for a later
+    compaction) with automatic compactions back on."""
+    from app.runtime.kafka.store import ChangelogRecord
+
+    records = _encoded_batches(7, 300)
+    stores = {}
+    for bulk in (False, True):
+        store = PartitionStore(tmp_path / f"db{bulk}")
+        if bulk:
+            store.begin_bulk()
+            store.wipe()  # a snapshot restore may wipe midway: still loading in bulk
+            assert store.base.property_value("rocksdb.num-files-at-level0") == "0"
+        for offset, data in enumerate(records):
+            if bulk:  # a restore: the encoded writes go to RocksDB in key order
+                _, at = ChangelogRecord.decode_head(data)
+                store.apply_encoded(data, at, offset)
+            else:  # the writes decoded to a list, applied in their recorded order
+                store.apply_record(ChangelogRecord.decode(data).writes, offset)
+            if bulk and offset % 50 == 49:
+                store.base.flush()  # several flushed files, none compacted meanwhile
+        if bulk:
+            assert int(store.base.property_value("rocksdb.num-files-at-level0")) == 6
+            store.end_bulk()
+            levels = [int(store.base.property_value(f"rocksdb.num-files-at-level{i}"))
+                      for i in range(7)]
+            assert sum(levels) == 1 and levels[0] == 0
+            assert not store.bulk
+        stores[bulk] = store
+    plain, bulk_loaded = stores[False], stores[True]
+    assert list(bulk_loaded.state_items()) == list(plain.state_items())
+    assert list(plain.state_items())  # something was loaded
+    assert bulk_loaded.marker() == plain.marker() == len(records) - 1
+    for store in stores.values():
+        store.close()
+
+
 class _Bag:
     """A state object written as its ``plain()`` list (as a sorted bag is)."""
 
