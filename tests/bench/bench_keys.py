@@ -8,9 +8,12 @@ state path without a broker: a batch of events is applied, sealed into a changel
 appended to an in-memory changelog (``TruncLog``, the broker-free log of the checkpoint
 tests) and committed to the local database.  It prints:
 
-- per-event cost of a keyed context ``#length(100)`` count/sum and of a ``group by``
-  count/sum (no context) once ``--small`` and ``--keys`` keys are held, and the ratio
-  (target: within 25%);
+- per-event cost of a keyed context ``#length(100)`` count/sum, a keyed context
+  ``#time(10 sec)`` count/sum and a ``group by`` count/sum (no context) once ``--small``
+  and ``--keys`` keys are held, and the ratio (target: within 25%).  The timed events do
+  the same work at both sizes: each enters a window that is not full (no removal at
+  either size), and a time window has been filled for a whole span, so each event also
+  expires about one;
 - state bytes per key and per windowed event (the committed database's entries);
 - restore of the ``--keys`` partition into an empty directory, from the changelog alone
   and from a snapshot (parts written, the records before them deleted), in keys/s
@@ -164,14 +167,18 @@ class Run:
 def measure(label: str, statements: list[dict[str, str]], keys: int, events: int,
             batch: int, tmp: Path, restore: bool, memory: bool = True
             ) -> dict[str, float]:
-    """Fill ``keys`` keys (one event each), then time ``events`` events over random keys."""
+    """Fill ``keys`` keys (one event each; a time window for a whole span), then time
+    ``events`` events over random keys."""
     path = tmp / f"db-{keys}"
     ms = MS_PER_EVENT.get(label, 0.0)
     run = Run(group(statements), path, batch, ms)
     fill = list(range(keys))
     random.Random(2).shuffle(fill)
-    if keys * WINDOW * 2 <= 400_000:  # few keys: fill their windows, removals measured
-        fill = fill * (WINDOW * 2)
+    # the same work per timed event at both sizes: a length window is filled with one
+    # event per key (full windows at 10^3 keys only would time a removal there alone);
+    # a time window for a whole span first, so expiries are timed at both sizes
+    if ms:
+        fill = fill * -(-int(SPAN_S * 1000 / ms) // keys)
     fill_s = run.feed(fill)
     rnd = random.Random(3)
     probe = [rnd.randrange(keys) for _ in range(events)]
