@@ -627,16 +627,14 @@ class Engine:
         top = self.next_timer()
         if top is None or top >= limit:
             return False
+        if self._quiet_until(self._heap[0][2], top, limit) <= top:
+            # the next firing does something, so the scan below could skip nothing: one
+            # look instead of one per pending timer (a keyed #time window has one per key)
+            return False
         horizon = limit
         for key, due in list(self._due.items()):
-            if due >= horizon:
-                continue
-            if key[0] == "c":
-                q = limit if self._context_quiet(self.contexts[key[1]]) else due
-            else:
-                p = self._built(self.statements[key[1]], key[2])
-                q = p.quiet_until(limit) if p is not None else limit
-            horizon = min(horizon, q)
+            if due < horizon:
+                horizon = min(horizon, self._quiet_until(key, due, limit))
         if horizon <= top:
             return False
         for key, due in list(self._due.items()):
@@ -653,6 +651,14 @@ class Engine:
                     self._apply(c, [change])
                 self._arm(key, c.manager.next_timer)
         return True
+
+    def _quiet_until(self, key: Any, due: int, limit: int) -> int:
+        """Until when the holder of timer ``key`` (due at ``due``) stays idle, at most
+        ``limit`` (``_skip_quiet``)."""
+        if key[0] == "c":
+            return limit if self._context_quiet(self.contexts[key[1]]) else due
+        p = self._built(self.statements[key[1]], key[2])
+        return p.quiet_until(limit) if p is not None else limit
 
     def _context_quiet(self, c: _Ctx) -> bool:
         """Whether a context's starts and ends can be jumped: its manager can, every live

@@ -138,3 +138,32 @@ def test_epoch_jump_context_ids_and_times() -> None:
     rows = [r for e in log[2:] for r in e[3]]
     assert rows == [{"id": m - 1, "st": 1000 * m, "et": 1000 * m + 3500, "v": 1}
                     for m in range(j - 2, j + 1)]
+
+
+def test_a_look_for_an_idle_stretch_reads_one_timer_when_the_next_firing_outputs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A keyed #time window arms a timer per key; while the next one expires events,
+    nothing can be skipped, and looking costs one timer, not one per key (here the
+    timers' due times fall in the order they were armed, the worst case for a scan)."""
+    catalog = Catalog.from_schemas(SCHEMAS)
+    engine = Engine()
+    engine.deploy(plan_statement(catalog, "create context ByK partition by k from W", "c"))
+    engine.deploy(plan_statement(
+        catalog, "context ByK select k, count(*) as c from W#time(1 sec)", "s"))
+    for i in range(400):
+        engine.send("W", {"k": f"K{i}", "v": i})
+    for i in reversed(range(400)):
+        engine.advance_time(500 + 399 - i)
+        engine.send("W", {"k": f"K{i}", "v": i})
+    engine.advance_time(1000)  # re-armed in key order, due 1899 (K0) down to 1500 (K399)
+    rows: list[tuple[Any, ...]] = []
+    engine.listeners.append(lambda st, new, old, pid: rows.extend(
+        (r["k"], r["c"]) for r in new))
+    looked: list[Any] = []
+    quiet_until = Engine._quiet_until
+    monkeypatch.setattr(Engine, "_quiet_until",
+                        lambda self, key, due, limit: looked.append(key) or quiet_until(
+                            self, key, due, limit))
+    engine.advance_time(5000)
+    assert sorted(rows) == sorted((f"K{i}", 0) for i in range(400))
+    assert looked and len(looked) <= 400 // 32 + 1  # one per look (every 32+ firings)
