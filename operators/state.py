@@ -89,13 +89,20 @@ def encode_value(value: Any) -> bytes:
     """The one value codec: compact JSON (orjson).  What orjson cannot write as it is
     (NaN and infinities, integer dict keys, integers beyond 64 bits) is written by the
     standard library after a leading space, which ``decode_value`` reads the same way."""
+    if type(value) is int and -_I64 <= value < _I64:
+        return b"%d" % value  # a row counter: orjson's bytes without its call
     try:
         out = orjson.dumps(value, default=_plain)
     except TypeError:
         return b" " + json.dumps(value, separators=(",", ":"), default=_plain).encode()
     if b"null" in out and _non_finite(value):
         return b" " + json.dumps(value, separators=(",", ":"), default=_plain).encode()
-    return out
+    # a small copy: orjson writes into a 1 KiB C-heap block and shrinks it, and
+    # thousands of those held until a commit cost about 1.2 us each in glibc's malloc
+    return b"%b" % out
+
+
+_I64 = 1 << 63
 
 
 def _plain(value: Any) -> Any:

@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
 from rocksdict import (
     BlockBasedOptions,
     Cache,
@@ -45,7 +44,7 @@ from rocksdict import (
     WriteOptions,
 )
 
-from operators.state import RocksStore, _non_finite, _plain, encode_value
+from operators.state import RocksStore, encode_value
 
 MARKER_KEY = b"\xffkepl.changelog.offset"
 """Local-only key: offset of the last changelog record reflected in this database."""
@@ -80,7 +79,6 @@ _MAGIC = b"KCL1"
 _LENS = [_U32.pack(n) for n in range(1024)]
 """The packed lengths of keys and most values, built once (record encoding)."""
 _DELETED_LEN = _U32.pack(_DELETED)
-_I64 = 1 << 63
 
 
 class _ListIter:
@@ -245,34 +243,12 @@ class OverlayDB:
         self.values[key] = value
 
     def materialize(self) -> dict[bytes, bytes | None]:
-        """Encode the deferred values; the pending writes as bytes.
-
-        ``encode_value`` inlined (its bytes exactly): an integer (a row counter) is
-        written with ``%d``, a container by orjson, and only one whose JSON holds a
-        ``null`` is walked for NaN and infinities (about 2 values per event).
-
-        orjson's result is copied (``b"%b"``): orjson writes into a 1 KiB block from
-        the C heap and shrinks it, and thousands of such blocks held until the commit
-        cost about 1.2 us each in glibc's malloc, where a copy from Python's small
-        object allocator costs 0.05 and frees the block at once."""
+        """Encode the deferred values; the pending writes as bytes."""
         pending = self.pending
-        get = pending.get
-        dumps, plain, non_finite = orjson.dumps, _plain, _non_finite
+        get, encode = pending.get, encode_value
         for k, v in self.values.items():
             if get(k) is _DEFERRED:
-                if type(v) is int and -_I64 <= v < _I64:
-                    pending[k] = b"%d" % v
-                    continue
-                try:
-                    out = dumps(v, default=plain)
-                except TypeError:
-                    out = encode_value(v)
-                else:
-                    if b"null" in out and non_finite(v):
-                        out = encode_value(v)
-                    else:
-                        out = b"%b" % out  # a small copy: see the docstring
-                pending[k] = out
+                pending[k] = encode(v)
         self.values.clear()
         return pending
 
