@@ -91,9 +91,10 @@ A drained batch that applied or forwarded a barrier commits at once (``_barrier_
 and raises latency at half the drain rate; docs/testing.md)."""
 CONSUME_BATCH = 2000
 LIVE_BATCH = 500
-"""The consume batch while the input is live (``LIVE_LAG_MS``): a checkpoint follows
-each batch handled, so that the rows of events that came during a checkpoint wait for
-the handling of about the next 25 ms of events, not for 2,000 events and another batch."""
+"""The first consume batch while the input is live (``LIVE_LAG_MS``): a checkpoint
+follows each batch handled, so that the rows of events that came during a checkpoint
+wait for the handling of about the next 25 ms of events, not for 2,000 events and
+another batch.  A full batch doubles the next one (``next_live_batch``)."""
 LIVE_LAG_MS = 250
 """Input is live while a batch's last record was stamped (CreateTime) less than this
 before it was consumed; an older stamp (a backlog, or records stamped with event time)
@@ -118,6 +119,18 @@ def live(msgs: list[Any], now_s: float) -> bool:
     less than ``LIVE_LAG_MS`` before (a record without a timestamp is not)."""
     kind, ts = msgs[-1].timestamp()
     return kind != 0 and now_s * 1000 - ts < LIVE_LAG_MS
+
+
+def next_live_batch(most: int, got: int) -> int:
+    """The next live consume batch after one of ``got`` records at most ``most``: a full
+    batch means records were waiting, so the next takes twice as many (up to
+    ``CONSUME_BATCH``: a checkpoint per batch costs less per record); a batch under a
+    quarter full halves it again (down to ``LIVE_BATCH``)."""
+    if got >= most:
+        return min(most * 2, CONSUME_BATCH)
+    if got * 4 < most:
+        return max(most // 2, LIVE_BATCH)
+    return most
 
 
 def consumer_config(bootstrap: str, app: str, identity: str) -> dict[str, Any]:
@@ -215,6 +228,8 @@ class Worker:
         self.since_commit = 0
         self.live = False
         """The last batch's records were fresh (``LIVE_LAG_MS``)."""
+        self.live_batch = LIVE_BATCH
+        """The consume batch while live (``next_live_batch``)."""
         self.last_commit = self._last_watch = self._last_consumed = time.monotonic()
         self._callback_error: BaseException | None = None
         trace = os.environ.get(TRACE_ENV, "").strip()
@@ -271,7 +286,7 @@ class Worker:
 
     def step(self) -> None:
         """One consume batch, then a checkpoint when one is due."""
-        most = LIVE_BATCH if self.live else CONSUME_BATCH
+        most = self.live_batch if self.live else CONSUME_BATCH
         msgs = drain(self.consumer, CONSUME_TIMEOUT_S, most)
         if self._callback_error is not None:
             err, self._callback_error = self._callback_error, None
@@ -282,6 +297,8 @@ class Worker:
             self._last_consumed = now
             t_in = time.time()
             self.live = live(msgs, t_in)
+            if self.live:
+                self.live_batch = next_live_batch(self.live_batch, len(msgs))
             self.handle(msgs)
             if self.trace is not None:
                 self._trace_batch(msgs, t_in)

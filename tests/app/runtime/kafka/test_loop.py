@@ -5,7 +5,14 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from app.runtime.kafka.loop import LIVE_LAG_MS, Worker, live
+from app.runtime.kafka.loop import (
+    CONSUME_BATCH,
+    LIVE_BATCH,
+    LIVE_LAG_MS,
+    Worker,
+    live,
+    next_live_batch,
+)
 
 
 class _Msg:
@@ -54,3 +61,16 @@ def test_live_input_checkpoints_after_each_batch_a_backlog_per_interval() -> Non
     # live input: a full batch checkpoints too, once caught_up_s passed
     assert live_input._checkpoint_due(False, 0.05)
     assert not live_input._checkpoint_due(False, 0.01)
+
+
+def test_a_full_live_batch_doubles_the_next_up_to_the_backlog_batch() -> None:
+    sizes = [LIVE_BATCH]
+    for _ in range(4):  # records keep waiting: each batch comes back full
+        sizes.append(next_live_batch(sizes[-1], sizes[-1]))
+    assert sizes == [500, 1000, 2000, 2000, 2000]
+    assert CONSUME_BATCH == 2000
+    # half full: kept; under a quarter: halved, never below LIVE_BATCH
+    assert next_live_batch(2000, 1000) == 2000
+    assert next_live_batch(2000, 499) == 1000
+    assert next_live_batch(1000, 10) == 500
+    assert next_live_batch(500, 1) == 500
