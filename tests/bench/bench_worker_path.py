@@ -1,7 +1,8 @@
 """The worker's own cost per record, without a broker (prints figures, not a test).
 
 A real ``loop.Worker`` of the jobs of ``bench_kafka.py`` owns every partition; its
-consumer, producer and changelog are in memory: consumed records are built once up front,
+consumer, producer and changelog are in memory: consumed records are built once up front
+(each consume batch in runs of one partition's records, as librdkafka's fetches give them),
 what the worker produces (rows, changelog records, repartition bundles) is kept, and
 bundles are consumed back on the next step as a worker owning the repartition topic
 would.  Each step is ``Worker.handle`` of one consume batch followed by a checkpoint
@@ -245,7 +246,10 @@ class Harness:
             value = b'{"account":"%s","amount":%d.0,"sent":%d}' % (account, i % 400, 0)
             msgs.append(Msg(self.topic, p, offs[p], value, account, 1 + i // 20))
             offs[p] += 1
-        return [msgs[i:i + batch] for i in range(0, len(msgs), batch)]
+        # a consume batch holds runs of one partition's records, as librdkafka's fetches
+        # hand them over (a batch of 2,000 from 4 partitions: one or two runs)
+        return [sorted(msgs[i:i + batch], key=Msg.partition)
+                for i in range(0, len(msgs), batch)]
 
     def step(self, msgs: list[Msg]) -> None:
         """One consume batch (with the bundles the last checkpoint produced) and a

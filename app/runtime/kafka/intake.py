@@ -113,6 +113,64 @@ class Intake:
         self.bundles.clear()
         return True
 
+    def source_run(self, msgs: list[Any], i: int, topic: str) -> int:
+        """``source`` of ``msgs[i]`` and of the records after it while they are the
+        commonest kind: the same source partition, fed to engine partitions directly
+        alone (no lane, no routing, nothing poisoned), without headers, JSON of the
+        topic's one type.  What is looked up per partition is looked up once; any other
+        record ends the run and takes ``source``.  Returns the index after the run."""
+        m = msgs[i]
+        p = m.partition()
+        key = (topic, p)
+        inp = self._held.get(key)
+        one = self._one_type.get(topic)
+        direct = self.direct_of[topic]
+        if (inp is None or inp.cursor is None or one is None or not direct or self.poison
+                or inp.lane is not None or self.routes[topic]):
+            self.source(m, topic)
+            return i + 1
+        type_name, coerce = one
+        upstream = self.upstream_names.get(key) or self.upstream_names.setdefault(
+            key, f"{topic}:{p}")
+        staged: list[Any] | None = None
+        cur = inp.cursor
+        stats = self.stats
+        n = len(msgs)
+        j = i
+        while j < n:
+            m = msgs[j]
+            if (m.error() is not None or m.headers() or m.partition() != p
+                    or m.topic() != topic):
+                break
+            try:
+                event = _loads(m.value())
+                if type(event) is not dict:
+                    break
+                event = coerce(event)
+            except Exception:  # noqa: BLE001 - ``source`` dead-letters it, saying why
+                break
+            off = m.offset()
+            expected = inp.position
+            inp.position = off + 1
+            if expected is not None and off > expected:
+                self.lost.gap(key, expected, off)
+            if off > cur.applied:
+                cur.applied = off
+            stats["events"] += 1
+            ts = m.timestamp()[1]
+            if staged is None:
+                pending = self.pending
+                staged = [pending.setdefault((g.name, p), []).append
+                          for g in direct if type_name in g.types]
+            for append in staged:
+                append(InRecord("event", upstream, off, type_name, ts, None, event, b"",
+                                upstream, off))
+            j += 1
+        if j == i:
+            self.source(msgs[i], topic)
+            return i + 1
+        return j
+
     def source(self, m: Any, topic: str) -> None:
         """A record of a source topic."""
         p = m.partition()

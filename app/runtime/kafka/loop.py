@@ -351,8 +351,10 @@ class Worker:
     def handle(self, msgs: list[Any]) -> None:
         """Dispatch one consume batch to the intake (source or repartition records)."""
         sources = self.wiring.sources
-        source, repartitioned = self.intake.source, self.intake.repartitioned
-        for m in msgs:
+        source_run, repartitioned = self.intake.source_run, self.intake.repartitioned
+        i, n = 0, len(msgs)
+        while i < n:
+            m = msgs[i]
             err = m.error()
             if err is not None:
                 denied = consumer_refused(err.code(), m.topic(), self.config.app)
@@ -361,12 +363,14 @@ class Worker:
                 if err.fatal() or err.code() == _FATAL:
                     raise Fenced(f"consumer: {err.str()}")
                 log.warning("consumer: %s", err.str())
+                i += 1
                 continue
             topic = m.topic()
             if topic in sources:
-                source(m, topic)
+                i = source_run(msgs, i, topic)
             else:
                 repartitioned(m, topic)
+                i += 1
         self.since_commit += len(msgs)
         self._hand_over()
 

@@ -191,3 +191,83 @@ def test_a_poison_record_is_noted_and_then_dead_lettered_by_every_room() -> None
         (CONFIG.output_topic("big"), None), (CONFIG.dlq_topic, b"engine error: boom"),
         (CONFIG.output_topic("big"), None)]
     assert stats == {"events": 2, "dead": 1}
+
+
+@dataclass
+class PMsg(Msg):
+    """A consumed record of a given partition."""
+
+    p: int = 0
+
+    def partition(self) -> int:
+        return self.p
+
+    def error(self) -> None:
+        return None
+
+
+class Gaps:
+    def __init__(self) -> None:
+        self.seen: list[tuple[Any, int, int]] = []
+
+    def gap(self, key: Any, expected: int, off: int) -> None:
+        self.seen.append((key, expected, off))
+
+
+STATEFUL = AppConfig.from_dict({
+    "app": "unit", "schemas": {"Withdrawal": {"account": "string", "amount": "double"}},
+    "statements": [
+        {"name": "ctx", "epl": "create context ByAccount partition by account from Withdrawal"},
+        {"name": "w", "epl": "context ByAccount select count(*) as cnt "
+                             "from Withdrawal#length(20)"}],
+    "context_partitions": {"ByAccount": "source"}})
+STATEFUL_TOPIC = STATEFUL.source_topics[0]
+
+
+def stateful_intake() -> tuple[Intake, Produced, dict[str, int], Gaps]:
+    topology = Topology.plan(STATEFUL, {STATEFUL_TOPIC: 2})
+    wiring = Wiring(STATEFUL, topology)
+    out, stats, gaps, inputs = Produced(), {"events": 0, "dead": 0}, Gaps(), Inputs()
+    for p, applied in ((0, -1), (1, 3)):
+        cur = LaneCursor(applied=applied)
+        inputs.add(Input(STATEFUL_TOPIC, p, True, cursor=cur, committed_cursor=cur.copy()))
+    take = Intake(topology, wiring, inputs, {}, out, STATEFUL.dlq_topic,
+                  DeadLetterLog(STATEFUL.dlq_topic), lost=gaps, stats=stats)  # type: ignore[arg-type]
+    return take, out, stats, gaps
+
+
+def test_a_run_of_one_partitions_records_is_taken_as_one_record_at_a_time() -> None:
+    # Msg.topic() answers TOPIC: the records here say the stateful app's topic instead
+    def m(off: int, data: bytes | None, p: int = 0, hdrs: Any = None) -> PMsg:
+        msg = PMsg(off, data, hdrs, p)
+        msg.topic = lambda: STATEFUL_TOPIC  # type: ignore[method-assign]
+        return msg
+
+    batch = [m(0, event("a", 1.0)), m(1, event("b", 2.0)), m(2, b"not json"),
+             m(4, event("c", 3.0)),  # offset 3 never came: a gap
+             m(5, b'{"t": 900, "id": "w"}', hdrs=[(H_CONTROL, b"watermark")]),
+             m(6, b"[1]"), m(7, event("d", 4.0)),
+             m(2, event("e", 5.0), p=1),  # read again (applied 3): staged again
+             m(4, event("f", 6.0), p=1),  # offset 3 of partition 1 never came
+             m(8, event("g", 7.0))]
+    one, out1, stats1, gaps1 = stateful_intake()
+    for msg in batch:
+        one.source(msg, STATEFUL_TOPIC)
+    run, out2, stats2, gaps2 = stateful_intake()
+    i = 0
+    while i < len(batch):
+        i = run.source_run(batch, i, STATEFUL_TOPIC)
+
+    def staged(take: Intake) -> dict[Any, list[tuple[Any, ...]]]:
+        return {k: [(r.kind, r.upstream, r.offset, r.type_name, r.ts, r.seq, r.payload,
+                     r.via, r.via_offset) for r in recs] for k, recs in take.pending.items()}
+
+    assert staged(run) == staged(one)
+    assert [r.offset for r in run.pending[("ByAccount", 0)]] == [0, 1, 4, 5, 7, 8]
+    assert [r.offset for r in run.pending[("ByAccount", 1)]] == [2, 4]
+    assert stats2 == stats1 == {"events": 7, "dead": 2}
+    assert out2.records == out1.records and len(out1.records) == 2
+    assert gaps2.seen == gaps1.seen == [((STATEFUL_TOPIC, 0), 3, 4), ((STATEFUL_TOPIC, 1), 3, 4)]
+    for p in (0, 1):
+        a, b = one.inputs.get((STATEFUL_TOPIC, p)), run.inputs.get((STATEFUL_TOPIC, p))
+        assert (b.position, b.cursor.applied) == (a.position, a.cursor.applied)
