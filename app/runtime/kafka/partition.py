@@ -92,10 +92,6 @@ class ChangelogLog(Protocol):
         ...
 
 
-CP_CACHE = 1 << 16
-"""Context partition texts an engine partition keeps (then it starts over)."""
-
-
 @dataclass(frozen=True)
 class SnapshotPolicy:
     """When a partition writes a snapshot into its changelog, and how it is split.
@@ -300,7 +296,8 @@ class EnginePartition:
         self.book = self.store.namespace("kepl")
         self.seq_ns = self.book.child("seq")
         self._seq_puts: dict[tuple[str, str], Any] = {}
-        """``seq_ns.putter`` per (statement, context partition): its key encoded once."""
+        """``seq_ns.putter`` per (statement, context partition): its key encoded once
+        (an entry per entry of ``seqs``, which keeps every row counter it read)."""
         self.cl_offset = -1
         self.outputs: list[OutRow] = []
         self.dead: list[DeadLetter] = []
@@ -329,7 +326,9 @@ class EnginePartition:
         self.seqs: dict[tuple[str, str], int] = {}
         self.dirty_seqs: dict[tuple[str, str], None] = {}
         self._cps: dict[Any, str] = {}
-        """Context partition id -> its text (``_context_partition``), for this engine."""
+        """Context partition id -> its text (``_context_partition``), for this engine: one
+        entry per context partition that emitted, as ``seqs`` (random keys over 10^6
+        context partitions missed a bounded cache nearly always)."""
         self.received: dict[str, int] = {}
         self.queues: list[deque[InRecord]] = [deque() for _ in upstreams]
         self.barriers_queued = [0] * len(upstreams)
@@ -818,8 +817,6 @@ class EnginePartition:
         else:
             text = pid_text(pid)
         # an id names the same partition for the engine's lifetime (ids are not reused)
-        if len(self._cps) >= CP_CACHE:
-            self._cps.clear()
         self._cps[pid] = text
         return text
 
@@ -871,8 +868,6 @@ class EnginePartition:
             return None
         self.touched = False
         puts, seqs = self._seq_puts, self.seqs
-        if len(puts) >= CP_CACHE:
-            puts.clear()
         for key in self.dirty_seqs:
             put = puts.get(key)
             if put is None:

@@ -21,8 +21,9 @@ from app.runtime.kafka.router import H_ID, H_NONFINITE, H_STREAM, H_TIME
 from app.runtime.kafka.topology import Topology
 
 _REMOVE = (H_STREAM, b"remove")
-PREFIX_CACHE = 1 << 16
-"""Context partitions whose id prefix and key ``of_partition`` keeps (then it starts over)."""
+PREFIX_CACHE = 1 << 20
+"""Context partitions whose id prefix and key ``of_partition`` keeps (then it starts
+over): 10^6 keys of a keyed context fit, about 150 MB at most."""
 
 
 class RowWriter:
