@@ -558,6 +558,8 @@ class Pipeline:
                         n, o = self._recognize(list(new), list(old), now_ms)
                         out_new += n
                         out_old += o
+                        if self.mr.failed:
+                            self.mr.lose_timer(now_ms)
                 elif new or old or isinstance(emitted, ForcedEmit):
                     n, o = self._finish(list(new), list(old), now_ms)
                     out_new += n
