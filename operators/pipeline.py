@@ -214,7 +214,8 @@ class Pipeline:
         self._batch_view = isinstance(self.view, BatchWindow)
         self._flush_view = bool(getattr(self.view, "posts_before_clearing", False))
         """A window that empties itself at once on a timer (``#time_accum``) and, as in
-        Esper, forgets its rows only after posting them."""
+        Esper, forgets its rows only after posting them (only the timer's flush: a named
+        window's remove stream leaves it at once)."""
         self._released: Rows | None = None
         """The batch a batch window releases (or the rows a flushing window drops) in the
         update being processed: what an output snapshot in that update sees (Esper's view
@@ -280,8 +281,7 @@ class Pipeline:
     def _finish(self, new: Rows, old: Rows, now_ms: int, fresh: bool = False) -> Emit:
         """Where clause, then result set and output.  ``fresh``: aggregate these rows
         alone (a unidirectional join's triggering event, see ``_fresh_aggregates``)."""
-        released = (new if self._batch_view and new
-                    else old if self._flush_view and old and not new else None)
+        released = new if self._batch_view and new else None
         if self.where is not None:
             ctx = self.ctx
             w = self.where
@@ -561,7 +561,12 @@ class Pipeline:
                         if self.mr.failed:
                             self.mr.lose_timer(now_ms)
                 elif new or old or isinstance(emitted, ForcedEmit):
-                    n, o = self._finish(list(new), list(old), now_ms)
+                    if self._flush_view and old and not new:
+                        self._released = list(old)
+                    try:
+                        n, o = self._finish(list(new), list(old), now_ms)
+                    finally:
+                        self._released = None
                     out_new += n
                     out_old += o
         if subs_after:
