@@ -159,7 +159,8 @@ class Pipeline:
 
     __slots__ = ("spec", "ctx", "state", "type_name", "filter", "view", "matcher", "rs", "out",
                  "limited", "kind", "_shaped", "where", "_timers", "join",
-                 "_fresh_aggregates", "_batch_view", "_released", "subs", "sub_by_type",
+                 "_fresh_aggregates", "_batch_view", "_flush_view", "_released", "subs",
+                 "sub_by_type",
                  "main_types", "prior", "mr", "timed", "_timer_parts")
 
     def __init__(self, spec: PipelineSpec, state: StateNamespace, ctx: PartitionCtx) -> None:
@@ -211,10 +212,15 @@ class Pipeline:
         one output row per event; Esper clears the aggregation before each join
         result)."""
         self._batch_view = isinstance(self.view, BatchWindow)
+        self._flush_view = bool(getattr(self.view, "posts_before_clearing", False))
+        """A window that empties itself at once on a timer (``#time_accum``) and, as in
+        Esper, forgets its rows only after posting them (only the timer's flush: a named
+        window's remove stream leaves it at once)."""
         self._released: Rows | None = None
-        """The batch a batch window releases in the update being processed: what an output
-        snapshot in that update sees (Esper's view posts before it starts the next batch,
-        so its iterator still returns the released one)."""
+        """The batch a batch window releases (or the rows a flushing window drops) in the
+        update being processed: what an output snapshot in that update sees (Esper's view
+        posts before it starts the next batch or clears, so its iterator still returns
+        them)."""
         self._timers = _TIMERS_ANY
         """Which parts can have timers (the engine asks ``next_timer`` after each event)."""
         if self.matcher is None and self.join is None and self.mr is None \
@@ -552,8 +558,15 @@ class Pipeline:
                         n, o = self._recognize(list(new), list(old), now_ms)
                         out_new += n
                         out_old += o
+                        if self.mr.failed:
+                            self.mr.lose_timer(now_ms)
                 elif new or old or isinstance(emitted, ForcedEmit):
-                    n, o = self._finish(list(new), list(old), now_ms)
+                    if self._flush_view and old and not new:
+                        self._released = list(old)
+                    try:
+                        n, o = self._finish(list(new), list(old), now_ms)
+                    finally:
+                        self._released = None
                     out_new += n
                     out_old += o
         if subs_after:

@@ -365,7 +365,9 @@ class GroupedUpdate:
     ``before``: each touched group's row before the update (fully aggregated grouped,
     when old rows are wanted); ``after``: its row after; ``keys_new``/``keys_old``: the
     group of each entering/leaving event; ``rows_new``/``rows_old``: each event's rows
-    (aggregated grouped with event properties).
+    (aggregated grouped with event properties); ``passed``: with a ``passes`` test, the
+    groups whose event passed it, in order, each with its remove row at that event (and
+    ``after``, ``new`` only for these groups).
     """
 
     before: dict[str, Rows]
@@ -376,6 +378,7 @@ class GroupedUpdate:
     rows_old: list[Rows] = field(default_factory=list)
     new: Rows = field(default_factory=list)
     old: Rows = field(default_factory=list)
+    passed: dict[str, Rows] = field(default_factory=dict)
 
 
 def group_values(key: str) -> list:
@@ -850,8 +853,16 @@ class ResultSet:
             out_old.extend(touched[k])
         return out_new, out_old
 
-    def grouped(self, new: Rows, old: Rows) -> GroupedUpdate:
-        """Apply one update to a grouped result set, keeping what output policies need."""
+    def grouped(self, new: Rows, old: Rows,
+                passes: Callable[[str, bool], bool] | None = None) -> GroupedUpdate:
+        """Apply one update to a grouped result set, keeping what output policies need.
+
+        ``passes(group, entering)`` is asked for each event, entering ones first, just
+        before the event is aggregated: a group's first passing event records the group's
+        remove row as it stands then, with that event's properties (Esper's row-per-group
+        ``output first`` helper builds it between one event's aggregation and the next)."""
+        if passes is not None:
+            return self._grouped_passing(new, old, passes)
         self._begin()
         kind = self.spec.kind
         want_old = self.want_old
@@ -903,6 +914,47 @@ class ResultSet:
             rows = self._rows((r,), self._results(self.groups[k]), False)
             out.rows_old.append(rows)
             out.old.extend(rows)
+        return out
+
+    def _grouped_passing(self, new: Rows, old: Rows,
+                         passes: Callable[[str, bool], bool]) -> GroupedUpdate:
+        """``grouped`` with a ``passes`` test (fully aggregated grouped statements)."""
+        self._begin()
+        keys_new = [self._group_of(r) for r in new]
+        keys_old = [self._group_of(r) for r in old]
+        touched = dict.fromkeys(keys_new + keys_old, [])
+        out = GroupedUpdate(touched, keys_new, keys_old)
+        passed = out.passed
+        reps: dict[str, Row] = {}
+        counted = self._counted
+        reclaim = bool(new and self._gone)
+        for entering, rows, keys in ((True, new, keys_new), (False, old, keys_old)):
+            for r, k in zip(rows, keys):
+                if passes(k, entering):
+                    reps[k] = r
+                    if k not in passed:
+                        rec = self.groups.get(k)
+                        states = (rec[0] if rec is not None
+                                  else [a.aggregator.initial() for a in self.aggs])
+                        passed[k] = self._row_for([states, r], False)
+                if reclaim:
+                    # Esper's grouped aggregation drops its emptied groups as the first
+                    # event enters (see _reclaim)
+                    self._reclaim()
+                    reclaim = False
+                rec = self._record(k, r)
+                if entering:
+                    rec[1] = r
+                self._apply(rec, r, entering)
+                if counted:
+                    self._count(rec, k, 1 if entering else -1)
+        for k in touched:
+            self.state.put(k, self.groups[k])
+        for k in passed:
+            # the insert row too takes its properties from the group's last passing event
+            rows_after = self._row_for([self.groups[k][0], reps[k]])
+            out.after[k] = rows_after
+            out.new.extend(rows_after)
         return out
 
     def touch_groups(self, new: Rows, old: Rows) -> Iterable[str]:

@@ -4,7 +4,8 @@ its value, ``exists``, ``[not] in`` and ``any``/``some``/``all`` comparisons.
 Each reads the running subquery of the partition (``ctx.subqueries[i]``), which the
 planner registered through ``scope.subqueries``.  Nulls follow Esper's three-valued
 rules: an empty subquery makes ``in`` false, ``not in`` true, ``any`` false and ``all``
-true; otherwise a null operand, or no decision but a null row value, gives null.
+true; otherwise a null operand, or no decision but a null row value, gives null (a
+relational ``any`` only when no row value is non-null).
 """
 
 from __future__ import annotations
@@ -59,6 +60,11 @@ def compile_subquery(node: ast.Subquery | ast.Exists | ast.InSubquery | ast.Quan
         cmp, want_all = (_COMPARE["!="], True) if node.negated else (_COMPARE["="], False)
     else:
         cmp, want_all = _COMPARE[node.op], node.quantifier == "all"
+    # Esper: a relational 'any' (<, <=, >, >=) is null only when every row value is null;
+    # once one is not, it is false when none compares true ('=' and '!=' stay null on a
+    # null row value, as 'all' does)
+    null_only_all_null = not want_all and not isinstance(node, ast.InSubquery) \
+        and node.op in ("<", "<=", ">", ">=")
 
     def quantified(r: Any, c: PartitionCtx) -> Any:
         vals = c.subqueries[i].values(r, c)
@@ -68,10 +74,15 @@ def compile_subquery(node: ast.Subquery | ast.Exists | ast.InSubquery | ast.Quan
         if v is None:
             return None
         has_null = False
+        has_value = False
         for x in vals:
             if x is None:
                 has_null = True
-            elif cmp(v, x) != want_all:
-                return not want_all
+            else:
+                has_value = True
+                if cmp(v, x) != want_all:
+                    return not want_all
+        if null_only_all_null:
+            return None if not has_value else False
         return None if has_null else want_all
     return quantified

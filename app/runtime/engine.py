@@ -15,6 +15,7 @@ import logging
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from time import perf_counter
 from typing import Any
 from zlib import crc32
@@ -170,6 +171,9 @@ class Engine:
         self._steps: dict[str, tuple[Callable[[Row, int], None], ...] | None] = {}
         """Per event type: one step per statement that reads it, or None when an event
         of the type may start or end a context partition (see ``_fast_steps``)."""
+        self._unread: dict[str, tuple[KeyedManager, ...]] = {}
+        """Per event type: the keyed contexts that list it though none of their
+        statements reads it (see ``_unread_keyed``)."""
         self.timing: StatementTiming | None = None
         """Sampled processing time per statement (None: not measured; ``timing``)."""
 
@@ -177,6 +181,7 @@ class Engine:
     def deploy(self, plan: StatementPlan) -> None:
         """Add a statement (a context declaration, a schema, or a query)."""
         self._steps.clear()
+        self._unread.clear()
         if plan.kind == "variable":
             decl = plan.var_decl or VariableDecl(plan.variable or plan.name, "object",
                                                  plan.initial)
@@ -325,10 +330,20 @@ class Engine:
             if seq is None:
                 continue
             key = ("p", name, pid)
-            prio = (0, st.index, seq)
+            prio = (0, st.index, self._timer_order(st, pid, seq))
             self._prio[key] = prio
             self._due[key] = due
             heapq.heappush(self._heap, (due, prio, key))
+
+    def _timer_order(self, st: _Stmt, pid: Any, seq: int) -> int:
+        """Where a partition's timers come among the statement's timers due at the same
+        time: the reference product runs them by agent instance, whose id is a keyed
+        context's partition id (``context.id``, in the order keys first came, by any type
+        the context lists); otherwise the order the pipelines were built in."""
+        if st.plan.context is not None and type(
+                self.contexts[st.plan.context].manager) is KeyedManager:
+            return pid
+        return seq
 
     def _built(self, st: _Stmt, pid: Any) -> Pipeline | None:
         """The pipeline of a partition, built now if it was deferred."""
@@ -425,7 +440,8 @@ class Engine:
                 self._seq += 1
                 seq = self._seq
             if getattr(p, "timed", True):
-                self._arm(("p", st.plan.name, pid), p.next_timer, (0, st.index, seq))
+                self._arm(("p", st.plan.name, pid), p.next_timer,
+                          (0, st.index, self._timer_order(st, pid, seq)))
             main = st.plan.kind == "query" and st.plan.window is not None
             subs = st.plan.kind in ("query", "on") and spec.subquery_windows()
             # a consumer rebuilt from its state mirrors what its windows posted since it
@@ -813,8 +829,24 @@ class Engine:
                 _inert(c.manager) for c in self.contexts.values()):
             steps = tuple(self._named_step(st, type_name)
                           for st in self.by_type.get(type_name, ()))
+            steps = tuple(partial(m.route, type_name)
+                          for m in self._unread_keyed(type_name)) + steps
         self._steps[type_name] = steps
         return steps
+
+    def _unread_keyed(self, type_name: str) -> tuple[KeyedManager, ...]:
+        """The keyed contexts that list ``type_name`` though none of their statements
+        reads it.  Its event still allocates its key's partition there (Esper ref. 4.2.2
+        Keyed Segmented Context: a partition per key value of any listed type), which
+        numbers it (``context.id``) before keys that come later."""
+        found = self._unread.get(type_name)
+        if found is None:
+            read = {st.plan.context for st in self.by_type.get(type_name, ())}
+            found = tuple(c.manager for c in self.contexts.values()
+                          if type(c.manager) is KeyedManager and c.name not in read
+                          and type_name in c.manager.by_type)  # type: ignore[attr-defined]
+            self._unread[type_name] = found
+        return found  # type: ignore[return-value]
 
     def _named_step(self, st: _Stmt, type_name: str) -> Callable[[Row, int], None]:
         """``_step``, tagged with its statement's name (``_run_steps_timed``)."""
@@ -988,6 +1020,8 @@ class Engine:
                     self._seen.add((st.plan.name, pid))
                     self._deliver(st, pid, type_name, event, now)
         started: dict[str, list[Any]] = {}
+        for m in self._unread_keyed(type_name):
+            m.route(type_name, event, now)
         for c in self.contexts.values():
             changes = c.manager.on_event(type_name, event, now)
             if changes:

@@ -540,6 +540,15 @@ class MatchRecognizer:
     def next_timer(self) -> int | None:
         return self.due
 
+    def lose_timer(self, now_ms: int) -> None:
+        """The data window's timer update failed here (``failed``): Esper 9 runs the timer
+        callbacks a statement has due at one time in one go, the window's first, so the
+        interval's callback due now is taken off the schedule and never runs.  The held
+        matches stay, and only a match held while none is re-arms it (``_sched_add``)."""
+        if self.due == now_ms:
+            self.due = None
+            self._save_sched()
+
     def on_time(self, now_ms: int) -> Rows:
         """The interval of held matches passed: output the best of each first row."""
         if self.due is None or now_ms < self.due:

@@ -486,18 +486,16 @@ class FirstGrouped(Strategy):
                                        if isinstance(k, tuple) and k and k[0] == "first"}
 
     def first(self, new: Rows, old: Rows, now_ms: int, after_ok: bool) -> Emit:
+        grouped = self.rs.spec.kind == GROUPED
+        if grouped and after_ok and self.rs.spec.having is None:
+            return self._first_rows(new, old, now_ms)
         g = self.rs.grouped(new, old)
         if not after_ok:
             return [], []
-        grouped = self.rs.spec.kind == GROUPED
         out_new: Rows = []
         out_old: Rows = []
         passed: set[str] = set()
-        b = self.trigger.book
-        b["count_insert"] += len(new)
-        b["count_remove"] += len(old)
-        b["count_insert_total"] += len(new)
-        b["count_remove_total"] += len(old)
+        self._count(new, old)
         events: list[tuple[str, bool, Any]]
         if grouped:
             events = [(k, True, g.after.get(k, [])) for k in g.keys_new]
@@ -526,6 +524,23 @@ class FirstGrouped(Strategy):
                 # the insert stream too (output by statement kind, appendix samples)
                 out_new.extend(rows)
         return out_new, out_old
+
+    def _first_rows(self, new: Rows, old: Rows, now_ms: int) -> Emit:
+        """Fully aggregated grouped without having: each event is tested as it is
+        aggregated, so a passing group's remove row holds the events aggregated before it
+        in the same update (Esper's row-per-group output-first helper)."""
+        self._count(new, old)
+        g = self.rs.grouped(new, old, lambda k, is_new: self._passes(k, is_new, now_ms))
+        if not self.irstream:
+            return g.new, []
+        return g.new, [r for rows in g.passed.values() for r in rows]
+
+    def _count(self, new: Rows, old: Rows) -> None:
+        b = self.trigger.book
+        b["count_insert"] += len(new)
+        b["count_remove"] += len(old)
+        b["count_insert_total"] += len(new)
+        b["count_remove_total"] += len(old)
 
     def _passes(self, key: str, is_new: bool, now_ms: int) -> bool:
         mark = self.marks.get(key)

@@ -13,6 +13,11 @@ class TimeAccumWindow(TimeWindow):
     """A time window whose rows all leave together ``period`` after the last arrival
     (each arrival pushes the expiry out)."""
 
+    posts_before_clearing = True
+    """Esper ref. 14.3.8 time-accumulating window: Esper's view posts the flushed rows as
+    the remove stream and only then clears, so an output snapshot taken in that update
+    still lists them."""
+
     def on_time(self, now_ms: int) -> Emit:
         """No arrival for ``period``: the whole window leaves, oldest first."""
         due = self.next_timer()

@@ -169,8 +169,6 @@ def shape(r: random.Random) -> Shape:
     outputs = OUTPUTS + (["when_terminated"] if context in TERMINATING else [])
     output = r.choice(outputs + ["none"])
     stream = r.choice(STREAMS) if r.random() < 0.5 else ""
-    if output == "first" and agg == "grouped" and stream == "rstream ":
-        stream = ""  # not generated: README, deviations (grouped 'output first' of rstream)
     sel, tail = _select(r, agg, window != "none", context, output)
     s = Shape(window, window_text, agg, output, stream.strip() or "istream", context)
     ctx = _context(r, context)

@@ -79,8 +79,6 @@ def _aggregated_select(r: random.Random, agg: str, key: str, pool: list[str],
 
 
 def _fix_stream(agg: str, output: str, stream: str) -> str:
-    if output == "first" and agg == "grouped" and stream == "rstream ":
-        return ""  # not generated: grouped 'output first' of the remove stream (deviations)
     return stream
 
 
