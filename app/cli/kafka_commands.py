@@ -604,7 +604,8 @@ def cmd_demo(args: argparse.Namespace, bootstrap: str) -> int:
     from app.runtime.kafka.worker import create_topics
 
     given = Path(args.file) if args.file else DEMO_FILE
-    data_dir = Path(".kepl") / f"demo-{int(time.time())}"
+    # absolute: the worker runs from the project's root, the demo from anywhere
+    data_dir = (Path(".kepl") / f"demo-{int(time.time())}").resolve()
     file = demo_file(load_statement_file(given), data_dir)
     sf = load_statement_file(file)
     cfg = _config(sf)
@@ -612,7 +613,9 @@ def cmd_demo(args: argparse.Namespace, bootstrap: str) -> int:
           flush=True)
     info = start(port=args.port)
     bootstrap = info.bootstrap
-    print(f"kepl demo: broker up ({bootstrap}); creating topics", flush=True)
+    ours = info.started_in_s is not None  # stopped at the end; one already up goes on
+    print(f"kepl demo: broker up ({bootstrap}{'' if ours else ', already running'}); "
+          "creating topics", flush=True)
     for line in create_topics(cfg, bootstrap):
         print(f"  {line}", flush=True)
     worker = subprocess.Popen(
@@ -693,6 +696,10 @@ def cmd_demo(args: argparse.Namespace, bootstrap: str) -> int:
             worker.wait(20)
         except subprocess.TimeoutExpired:
             worker.kill()
-        print("kepl demo: stopping the broker", flush=True)
-        stop(port=args.port)
+        if ours:
+            print("kepl demo: stopping the broker", flush=True)
+            stop(port=args.port)
+        else:
+            print(f"kepl demo: the broker at {bootstrap} was running before the demo; "
+                  "it goes on (kepl kafka stop stops it)", flush=True)
     return 0

@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 import uuid
@@ -413,3 +414,39 @@ def test_the_demo_runs_an_app_of_its_own(tmp_path: Path) -> None:
     assert [demo.output_topic(s.name) for s in demo.statements] == [
         "kepl.bank-demo.out.large_withdrawals", "kepl.bank-demo.out.last_five"]
     assert demo.statements == bank.statements
+
+
+def test_the_demo_leaves_a_broker_that_was_already_running(tmp_path: Path) -> None:
+    """``kepl demo`` stops the local broker it started, never one that was up before it."""
+    from app.kafka import local_broker
+
+    port = local_broker.free_port_pair()
+    local_broker.start(port=port, wait_s=90, die_with_parent=True)
+    try:
+        root = Path(__file__).resolve().parents[3]
+        demo = subprocess.Popen(
+            [sys.executable, "-m", "app.cli.main", "demo", "--port", str(port)],
+            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env={**os.environ, "PYTHONPATH": str(root)})
+        assert demo.stdout is not None
+        # Ctrl-C after 90 s at the latest: a demo that shows no row must not hang the test
+        deadline = threading.Timer(90, demo.send_signal, [signal.SIGINT])
+        deadline.start()
+        lines = []
+        for line in demo.stdout:  # until the first output row
+            lines.append(line.rstrip("\n"))
+            if line.startswith("{"):
+                break
+        deadline.cancel()
+        demo.send_signal(signal.SIGINT)
+        rest, _ = demo.communicate(timeout=60)
+        lines += rest.splitlines()
+        assert any(line.startswith('{"statement": ') for line in lines), lines
+        bootstrap = f"127.0.0.1:{port}"
+        assert f"kepl demo: broker up ({bootstrap}, already running); creating topics" in lines
+        assert lines[-1] == (f"kepl demo: the broker at {bootstrap} was running before the "
+                             "demo; it goes on (kepl kafka stop stops it)")
+        assert demo.returncode == 0
+        assert local_broker.status(port=port).running
+    finally:
+        local_broker.stop(port=port)
