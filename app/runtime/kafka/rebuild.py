@@ -140,13 +140,7 @@ def rebuild(part: EnginePartition, names: list[str], source: RetainedInput,
         scratch.close()
         shutil.rmtree(path, ignore_errors=True)
     for r in rows:  # row ids continue after the statement's last ones
-        key = (r.statement, r.context_partition)
-        seq = part.seqs.get(key)
-        if seq is None:
-            seq = part.seq_ns.get(key, 0)
-        seq += 1
-        part.seqs[key] = seq
-        part.dirty_seqs[key] = None
+        seq = part.next_seq((r.statement, r.context_partition))
         part.outputs.append(r._replace(seq=seq))
     part.rebuilt = (f"rebuilt {', '.join(names)} in {g.name}[{part.partition}] from its "
                     f"retained input: {replayed} records, {len(rows)} rows in "
