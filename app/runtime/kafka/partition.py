@@ -216,6 +216,8 @@ class OutRow(NamedTuple):
     time: int
     seq: int
     row: Any
+    counter: RowCounter | None = None
+    """Its row counter (the id's prefix and the record key, encoded once)."""
 
 
 _new_tuple = tuple.__new__
@@ -223,9 +225,10 @@ _new_tuple = tuple.__new__
 
 class RowCounter:
     """The row counter of one (statement, context partition): the seq of its last row
-    (``statement/context_partition/seq`` ids), and whether the batch moved it."""
+    (``statement/context_partition/seq`` ids), whether the batch moved it, and what an
+    output record of its rows repeats (the id's prefix, the key), encoded once."""
 
-    __slots__ = ("key", "seq", "dirty", "put")
+    __slots__ = ("key", "seq", "dirty", "put", "id_prefix", "record_key")
 
     def __init__(self, key: tuple[str, str], seq: int) -> None:
         self.key = key
@@ -233,6 +236,19 @@ class RowCounter:
         self.dirty = False
         self.put: Callable[[int], None] | None = None
         """``seq_ns.putter(key)``: the key encoded once, at the first seal that writes it."""
+        self.record_key = key[1].encode()
+        self.id_prefix = b"%s/%s/" % (key[0].encode(), self.record_key)
+
+    def __eq__(self, other: object) -> bool:
+        """Counters of the same (statement, context partition) are equal: rows compare
+        by what they are, not by the engine that numbered them."""
+        return isinstance(other, RowCounter) and other.key == self.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __repr__(self) -> str:
+        return f"RowCounter({self.key!r})"
 
 
 @dataclass(frozen=True)
@@ -841,9 +857,8 @@ class EnginePartition:
             c = self.counters[key] = RowCounter(key, self.seq_ns.get(key, 0))
         return c
 
-    def next_seq(self, key: tuple[str, str]) -> int:
-        """The seq of one more row of (statement, context partition text)."""
-        c = self.counter(key)
+    def next_seq(self, c: RowCounter) -> int:
+        """The seq of one more row of a row counter's (statement, context partition)."""
         c.seq += 1
         if not c.dirty:
             c.dirty = True
@@ -864,10 +879,10 @@ class EnginePartition:
         append = self.outputs.append
         for row in new:  # OutRow(...) without its Python-level __new__
             seq += 1
-            append(_new_tuple(OutRow, (stmt, "insert", text, now, seq, row)))
+            append(_new_tuple(OutRow, (stmt, "insert", text, now, seq, row, c)))
         for row in old:
             seq += 1
-            append(_new_tuple(OutRow, (stmt, "remove", text, now, seq, row)))
+            append(_new_tuple(OutRow, (stmt, "remove", text, now, seq, row, c)))
         c.seq = seq
         if not c.dirty:
             c.dirty = True
@@ -882,8 +897,9 @@ class EnginePartition:
         for stream, rows in (("insert", new), ("remove", old)):
             for row in rows:
                 cp = key_of(row)
-                seq = self.next_seq((stmt, cp))
-                self.outputs.append(OutRow(stmt, stream, cp, now, seq, row))
+                c = self.counter((stmt, cp))
+                seq = self.next_seq(c)
+                self.outputs.append(OutRow(stmt, stream, cp, now, seq, row, c))
 
     # -- batch end -----------------------------------------------------------------
     def seal(self) -> ChangelogRecord | None:

@@ -140,8 +140,8 @@ def rebuild(part: EnginePartition, names: list[str], source: RetainedInput,
         scratch.close()
         shutil.rmtree(path, ignore_errors=True)
     for r in rows:  # row ids continue after the statement's last ones
-        seq = part.next_seq((r.statement, r.context_partition))
-        part.outputs.append(r._replace(seq=seq))
+        c = part.counter((r.statement, r.context_partition))
+        part.outputs.append(r._replace(seq=part.next_seq(c), counter=c))
     part.rebuilt = (f"rebuilt {', '.join(names)} in {g.name}[{part.partition}] from its "
                     f"retained input: {replayed} records, {len(rows)} rows in "
                     f"{perf_counter() - t0:.3f} s")

@@ -21,9 +21,6 @@ from app.runtime.kafka.router import H_ID, H_NONFINITE, H_STREAM, H_TIME
 from app.runtime.kafka.topology import Topology
 
 _REMOVE = (H_STREAM, b"remove")
-PREFIX_CACHE = 1 << 20
-"""Context partitions whose id prefix and key ``of_partition`` keeps (then it starts
-over): 10^6 keys of a keyed context fit, about 150 MB at most."""
 
 
 class RowWriter:
@@ -39,8 +36,6 @@ class RowWriter:
         """Output topic -> the encoder of its non-JSON rows (``formats``)."""
         self.out = out
         self.counts: dict[str, int] = {}
-        self._prefixes: dict[tuple[str, str], tuple[bytes, bytes]] = {}
-        """(statement, context partition) -> (``kepl.id`` prefix, record key)."""
 
     def row(self, stmt: str, stream: str, cp: str, now: int, seq: int, row: Any,
             p: int) -> None:
@@ -62,15 +57,13 @@ class RowWriter:
     def of_partition(self, part: EnginePartition) -> None:
         """Produce an engine partition's output rows (the checkpoint's step 2): the
         records ``row`` would produce, with what repeats from row to row of a statement
-        and context partition (the id's prefix, the key, the topic) worked out once."""
+        and context partition worked out once (the topic here, the id's prefix and the key by
+        the row counter)."""
         outputs = part.outputs
         if not outputs:
             return
         p = part.partition
         produce = self.out.produce
-        prefixes = self._prefixes
-        if len(prefixes) >= PREFIX_CACHE:
-            prefixes.clear()
         dumps, non_finite = _dumps, codec._non_finite
         counts: dict[str, int] = {}
         last: Any = None
@@ -78,18 +71,18 @@ class RowWriter:
         q = 0
         stmtb = b""
         time_of: dict[int, tuple[bytes, bytes]] = {}
-        for stmt, stream, cp, now, seq, row in outputs:
+        for stmt, stream, cp, now, seq, row, c in outputs:
             if stmt is not last:
                 last = stmt
                 topic, parts, stmtb = self.meta[stmt]
                 enc = self.encoders.get(topic)
                 q = p % parts
             counts[stmt] = counts.get(stmt, 0) + 1
-            pk = (stmt, cp)
-            pre = prefixes.get(pk)
-            if pre is None:
-                cpb = cp.encode()
-                pre = prefixes[pk] = (b"%s/%s/" % (stmtb, cpb), cpb)
+            if c is not None:
+                id_prefix, key = c.id_prefix, c.record_key
+            else:
+                key = cp.encode()
+                id_prefix = b"%s/%s/" % (stmtb, key)
             nonfinite = None
             if enc is None:
                 try:
@@ -103,12 +96,12 @@ class RowWriter:
             t = time_of.get(now)
             if t is None:
                 t = time_of[now] = (H_TIME, b"%d" % now)
-            headers = [(H_ID, pre[0] + b"%d" % seq), t]
+            headers = [(H_ID, id_prefix + b"%d" % seq), t]
             if stream != "insert":
                 headers.append(_REMOVE)
             if nonfinite is not None:
                 headers.append((H_NONFINITE, nonfinite))
-            produce(topic, data, q, headers, pre[1])
+            produce(topic, data, q, headers, key)
         total = self.counts
         for stmt, n in counts.items():
             total[stmt] = total.get(stmt, 0) + n

@@ -69,7 +69,7 @@ def run(tmp: Path, rnd: random.Random, crash_rate: float) -> list[tuple[str, dic
             continue
         if rec is not None:
             log.records.append(rec.encode())
-            for stmt, _stream, cp, _t, seq, row in part.outputs:
+            for stmt, _stream, cp, _t, seq, row, _c in part.outputs:
                 if dedupe.fresh(f"{stmt}/{cp}/{seq}"):
                     rows.append((stmt, row))
         committed = min(pos + len(batch), part.hold().get("in", len(arrival)))

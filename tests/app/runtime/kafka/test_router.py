@@ -159,7 +159,7 @@ def run_partitions(tmp: Path, cfg: AppConfig, routed: dict[int, dict[str, list[I
             n = rnd.randint(1, 3)
             part.run(lanes[u][heads[u]:heads[u] + n])
             heads[u] += n
-        for stmt, stream, cp, _t, _seq, row in part.outputs:
+        for stmt, stream, cp, _t, _seq, row, _c in part.outputs:
             assert (stmt, stream, cp) == ("s0", "insert", str(q))
             rows.setdefault(cp, []).append(row)
         part.close()

@@ -117,7 +117,7 @@ def run_partitions(tmp: Path, topo: Topology, name: str,
             n = rnd.randint(1, 3)
             part.run(lanes[u][heads[u]:heads[u] + n])
             heads[u] += n
-        for stmt, stream, cp, t, seq, row in part.outputs:
+        for stmt, stream, cp, t, seq, row, _c in part.outputs:
             rows.setdefault(cp, []).append((stream, row, t, f"{stmt}/{cp}/{seq}"))
         part.close()
     return rows

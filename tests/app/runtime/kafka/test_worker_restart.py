@@ -315,7 +315,7 @@ def run_with_crashes(tmp: Path, arrival: list[InRecord], rnd: random.Random,
         return part
 
     def publish(outputs: list) -> None:
-        for stmt, stream, cp, _t, seq, row in outputs:
+        for stmt, stream, cp, _t, seq, row, _c in outputs:
             if dedupe.fresh(f"{stmt}/{cp}/{seq}"):
                 rows.append((stream, [row["cnt"], row["total"]]))
 
