@@ -10,7 +10,7 @@ would.  Each step is ``Worker.handle`` of one consume batch followed by a checkp
 ``--profile`` the Python calls per event and the top functions (cProfile).
 
 Run: .venv/bin/python -m tests.bench.bench_worker_path [--events 100000] [--batch 2000]
-[--jobs PREFIXES] [--watermark-every 10000] [--profile] [--repeat 3]
+[--jobs PREFIXES] [--watermark-every 10000] [--profile] [--repeat 3] [--accounts 1000]
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from tests.app.runtime.kafka.fakes import TruncLog
 
 args_sort = ["tottime", 25]
 SOURCE_PARTITIONS = 4
-ACCOUNTS = 1000
+ACCOUNTS = [1000]
+"""Distinct keys of the stream (``--accounts``)."""
 SCHEMAS = {"Withdrawal": {"account": "string", "amount": "double", "sent": "long"}}
 KEYED = "create context ByAccount partition by account from Withdrawal"
 HASHED = ("create context ByHash coalesce by consistent_hash_crc32(account) from Withdrawal "
@@ -241,7 +242,7 @@ class Harness:
                     msgs.append(Msg(self.topic, p, offs[p], value, None, self.t,
                                     [(H_CONTROL, b"watermark")]))
                     offs[p] += 1
-            account = b"A%d" % ((i * 7919) % ACCOUNTS)
+            account = b"A%d" % ((i * 7919) % ACCOUNTS[0])
             p = i % SOURCE_PARTITIONS
             value = b'{"account":"%s","amount":%d.0,"sent":%d}' % (account, i % 400, 0)
             msgs.append(Msg(self.topic, p, offs[p], value, account, 1 + i // 20))
@@ -275,7 +276,9 @@ def run_job(name: str, job: dict[str, Any], n: int, batch: int, every: int,
             profile: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         h = Harness(job, Path(tmp))
-        warm = h.batches(n // 10, batch, min(every, n // 10))
+        # every key has its context partition before the timed events (7919 is prime)
+        size = max(n // 10, ACCOUNTS[0])
+        warm = h.batches(size, batch, min(every, size))
         for b in warm:
             h.step(b)
         h.finish()
@@ -317,10 +320,13 @@ def main() -> None:
                     help="a watermark into every source partition per this many events")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--accounts", type=int, default=ACCOUNTS[0],
+                    help="distinct keys (the warm-up gives each its context partition)")
     ap.add_argument("--sort", default="tottime", help="cProfile order (with --profile)")
     ap.add_argument("--top", type=int, default=25)
     args = ap.parse_args()
     args_sort[:] = [args.sort, args.top]
+    ACCOUNTS[0] = args.accounts
     for _ in range(args.repeat):
         for name, job in JOBS.items():
             if args.jobs and not any(name.startswith(j) for j in args.jobs.split(",")):
