@@ -345,17 +345,17 @@ class GroupedAll(_Groups):
         new: Rows = []
         old: Rows = []
         entered = self.entered
+        for k in entered:
+            new.extend(self.rs.group_rows(k))
+        if not self.irstream:
+            return new, old
         for k in self.rs.group_keys():
+            rec = self.touched.get(k)
             if k not in entered:
-                rec = self.touched.get(k)
-                if self.irstream and rec is not None:
+                if rec is not None:
                     old.extend(rec[1])
                 continue
-            cur = self.rs.group_rows(k)
-            new.extend(cur)
-            if self.irstream:
-                rec = self.touched.get(k)
-                old.extend(rec[1] if rec is not None else cur)
+            old.extend(rec[1] if rec is not None else self.rs.group_rows(k))
         return new, old
 
     def standing(self) -> bool:
@@ -426,8 +426,8 @@ class GroupedRowsAll(Strategy):
             for k, rows in o:
                 seen.add(k)
                 old.extend(rows)
-        for k in self.rs.group_keys():
-            if k not in seen and k in self.entered:
+        for k in self.entered:
+            if k not in seen:
                 new.extend(self.rs.group_rows(k))
         return new, old
 
@@ -552,22 +552,30 @@ class FirstGrouped(Strategy):
         return passes
 
 
-def _load_entered(state: StateNamespace, rs: ResultSet) -> set[str]:
-    """The groups an event has entered (``output all``); a state kept before they were
-    recorded counts every group it knows."""
+def _load_entered(state: StateNamespace, rs: ResultSet) -> dict[str, int]:
+    """The groups an event has entered (``output all``), in the order they first did; a
+    state kept before they were recorded counts every group it knows."""
     if not state.get("entered_kept"):
-        return set(rs.group_keys())
-    return {k[1] for k, _ in state.items() if isinstance(k, tuple) and k and k[0] == "entered"}
+        return {k: i for i, k in enumerate(rs.group_keys())}
+    found = [(k[1], v) for k, v in state.items()
+             if isinstance(k, tuple) and k and k[0] == "entered"]
+    # a record kept without its number (True) keeps the result set's order of the group
+    found.sort(key=lambda kv: (kv[1] is True, kv[1] if kv[1] is not True
+                               else rs.group_seq(kv[0])))
+    return {k: i for i, (k, _) in enumerate(found)}
 
 
-def _enter(state: StateNamespace, entered: set[str], keys: list[str]) -> None:
-    """Record the groups of an update's entering events."""
+def _enter(state: StateNamespace, entered: dict[str, int], keys: list[str]) -> None:
+    """Record the groups of an update's entering events, each with its place: Esper's
+    output-all helpers list groups in the order an entering event first reached them (a
+    linked map of the insert stream's groups), whatever the remove stream touched before."""
     if not state.get("entered_kept"):
         state.put("entered_kept", True)
     for k in keys:
         if k not in entered:
-            entered.add(k)
-            state.put(("entered", k), True)
+            n = len(entered)
+            entered[k] = n
+            state.put(("entered", k), n)
 
 
 def make_strategy(kind: str, rs_kind: str) -> type[Strategy]:
