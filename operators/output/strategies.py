@@ -331,15 +331,34 @@ class GroupedAll(_Groups):
 
     def _collect(self, new: Rows, old: Rows) -> None:
         g = self.rs.grouped(new, old)
+        if self.irstream and not self.touched:
+            # the interval's first update: the groups entered so far post the rows they
+            # hold now first (``_place``)
+            self.state.put("entered_before", len(self.entered))
         _enter(self.state, self.entered, g.keys_new)
         for k, before in g.before.items():
             rec = self.touched.get(k)
             if rec is None:
-                self.touch(k, [self.trigger.seq(), before])
+                self.touch(k, [self.trigger.seq(), before, self._place(k, before, True)])
             elif not rec[1] and before:
                 # Esper's output-all helper keeps trying a group's remove-stream row until
                 # one passes having (RowPerGroupOutputAllHelperImpl)
-                self.touch(k, [rec[0], before])
+                self.touch(k, [rec[0], before, self._place(k, before, False)])
+
+    def _place(self, key: str, before: Rows, first: bool) -> list[int] | None:
+        """Where a group's remove-stream row goes in the output: Esper's output-all helper
+        takes, at the interval's first update, the rows of the groups entered before it
+        that pass having, in the order they entered; then each other group's row as it
+        first passes, in that order."""
+        if not before or not self.irstream:
+            return None
+        n = self.entered.get(key)
+        before_interval = self.state.get("entered_before")
+        if before_interval is None:
+            before_interval = len(self.entered)  # a state kept mid-interval without it
+        if first and n is not None and n < before_interval:
+            return [0, n]
+        return [1, self.trigger.seq()]
 
     def rows(self) -> Emit:
         new: Rows = []
@@ -349,13 +368,18 @@ class GroupedAll(_Groups):
             new.extend(self.rs.group_rows(k))
         if not self.irstream:
             return new, old
+        placed: list[tuple[list[int], Rows]] = []
         for k in self.rs.group_keys():
             rec = self.touched.get(k)
-            if k not in entered:
-                if rec is not None:
-                    old.extend(rec[1])
-                continue
-            old.extend(rec[1] if rec is not None else self.rs.group_rows(k))
+            if rec is None:
+                if k in entered:
+                    placed.append(([0, entered[k]], self.rs.group_rows(k)))
+            elif rec[1]:
+                at = rec[2] if len(rec) > 2 and rec[2] is not None else [0, entered.get(k, 0)]
+                placed.append((at, rec[1]))
+        placed.sort(key=lambda p: p[0])
+        for _, rows in placed:
+            old.extend(rows)
         return new, old
 
     def standing(self) -> bool:
