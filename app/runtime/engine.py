@@ -155,6 +155,8 @@ class Engine:
         self._prio: dict[Any, tuple] = {}
         self._seq = 0
         self._queue: deque[tuple[str, Row]] = deque()
+        self._held: list[tuple[str, Rows, Rows, list[tuple[_Stmt, Any, Any, bool]]]] = []
+        """Named-window changes not yet handed to their consumers (``_window_changed``)."""
         self._busy = False
         self._excluded: set[tuple[str, Any]] = set()
         self.windows: dict[str, _Stmt] = {}
@@ -593,8 +595,18 @@ class Engine:
     def _fire_until(self, to_ms: int) -> None:
         """The timers of ``advance_time``."""
         budget, fired = _SKIP_CHECK, 0
-        while self._heap and self._heap[0][0] <= to_ms:
-            if fired >= budget and self.skip_idle:
+        follow = False  # the timers fired at now_ms set off something still to follow
+        while True:
+            top = self.next_timer()
+            if follow and top != self.now_ms:
+                # Esper runs every timer due at one time first, then what they set off
+                # (named-window changes to consumers, inserted events: ``_follow``)
+                follow = False
+                self._drain()
+                continue
+            if top is None or top > to_ms:
+                break
+            if fired >= budget and self.skip_idle and not follow:
                 fired = 0
                 budget = _SKIP_CHECK if self._skip_quiet(to_ms + 1) else min(
                     budget * 2, _SKIP_MAX)
@@ -626,7 +638,7 @@ class Engine:
                 if key not in self._due:
                     self._index_timer(key, None)
             self._notify_variables()
-            self._drain()
+            follow = bool(self._queue or self._held)
         self.now_ms = to_ms
 
     # -- idle clock jumps ------------------------------------------------------
@@ -724,9 +736,7 @@ class Engine:
         try:
             self._process(type_name, event)
             self._notify_variables()
-            while self._queue:
-                self._process(*self._queue.popleft())
-                self._notify_variables()
+            self._follow()
         finally:
             self._busy = False
 
@@ -766,6 +776,7 @@ class Engine:
             queue = self._queue
             var_changes = self._var_changes
             var_writes = self._var_writes
+            held = self._held
             now = self.now_ms
             if len(steps) == 1:
                 step = steps[0]
@@ -775,13 +786,13 @@ class Engine:
                     return
                 for e in events:
                     step(e, now)
-                    if queue or var_changes or var_writes:
+                    if queue or var_changes or var_writes or held:
                         self._settle()
                 return
             for e in events:
                 for step in steps:
                     step(e, now)
-                if queue or var_changes or var_writes:
+                if queue or var_changes or var_writes or held:
                     self._settle()
         finally:
             self._busy = False
@@ -806,7 +817,7 @@ class Engine:
                     t0 = perf_counter()
                     step(e, now)
                     timing.add(name, perf_counter() - t0)
-                if self._queue or self._var_changes or self._var_writes:
+                if self._queue or self._var_changes or self._var_writes or self._held:
                     self._settle()
         finally:
             self._busy = False
@@ -815,8 +826,17 @@ class Engine:
         """After an event: variable writes post and react, inserted events follow (as
         ``send`` does after each event)."""
         self._notify_variables()
-        while self._queue:
-            self._process(*self._queue.popleft())
+        self._follow()
+
+    def _follow(self) -> None:
+        """What an event or the timers due at one time set off, in Esper's order: the
+        named-window changes reach their consumers, then each inserted event is processed
+        (and the window changes it made reach theirs)."""
+        while self._held or self._queue:
+            if self._held:
+                self._dispatch_windows()
+            else:
+                self._process(*self._queue.popleft())
             self._notify_variables()
 
     def _fast_steps(self, type_name: str) -> tuple[Callable[[Row, int], None], ...] | None:
@@ -1001,9 +1021,7 @@ class Engine:
             return
         self._busy = True
         try:
-            while self._queue:
-                self._process(*self._queue.popleft())
-                self._notify_variables()
+            self._follow()
         finally:
             self._busy = False
 
@@ -1195,30 +1213,64 @@ class Engine:
                 for listener in self.listeners:
                     listener(st.plan.name, ln, lo, pid)
         if st.plan.kind == "window":
-            now = self.now_ms
-            window = st.plan.window or ""
-            for rst in self.sub_readers.get(window, ()):
-                for rpid in self._reader_pids(rst, st.plan.context, pid):
-                    rp = rst.pipelines.get(rpid)
-                    if rp is not None:
-                        rp.on_subquery_rows(window, new, old)
-            for cst in self.consumers.get(window, ()):
-                cctx = cst.plan.context
-                if cctx is None:
-                    cpids: list[Any] = [0]
-                elif cctx == st.plan.context:
-                    cpids = [pid]  # same context: the partition's own window (Esper ref. 4.6)
-                else:
-                    cpids = list(self.contexts[cctx].manager.live())
-                for cpid in cpids:
-                    p = self._pipeline(cst, cpid)
-                    n, o = p.on_rows(new, old, now)
-                    self._emit(cst, cpid, n, o)
-                    self._arm(("p", cst.plan.name, cpid), p.next_timer)
+            self._window_changed(st, pid, new, old)
         target = st.plan.insert_into
         if target is not None:
             for r in st.plan.routed(new, old):
                 self._queue.append((target, r))
+
+    def _window_changed(self, st: _Stmt, pid: Any, new: Rows, old: Rows) -> None:
+        """Hold a named window's insert and remove stream for the consumers it has now
+        (statements selecting from it, subqueries reading it) until the event or the
+        timers that changed it are done (``_follow``): Esper dispatches a named window's
+        changes to its consumers only then, so a statement that the same event or a timer
+        due at the same time runs still sees the window as it was."""
+        window = st.plan.window or ""
+        to: list[tuple[_Stmt, Any, Any, bool]] = []
+        for rst in self.sub_readers.get(window, ()):
+            for rpid in self._reader_pids(rst, st.plan.context, pid):
+                rp = rst.pipelines.get(rpid)
+                if rp is not None:
+                    to.append((rst, rpid, rp, True))
+        for cst in self.consumers.get(window, ()):
+            cctx = cst.plan.context
+            if cctx is None:
+                cpids: list[Any] = [0]
+            elif cctx == st.plan.context:
+                cpids = [pid]  # same context: the partition's own window (Esper ref. 4.6)
+            else:
+                cpids = list(self.contexts[cctx].manager.live())
+            for cpid in cpids:
+                to.append((cst, cpid, self._pipeline(cst, cpid), False))
+        if to:
+            self._held.append((window, new, old, to))
+
+    def _dispatch_windows(self) -> None:
+        """Hand the held named-window changes to their consumers, in the order they were
+        made; a consumer that more than one change reaches takes them as one update (Esper
+        merges the changes dispatched to one consumer at the same time)."""
+        held = list(self._held)
+        self._held.clear()
+        merged: dict[tuple[str, Any, str, bool], list[Any]] = {}
+        for window, new, old, to in held:
+            for cst, cpid, p, sub in to:
+                key = (cst.plan.name, cpid, window, sub)
+                got = merged.get(key)
+                if got is None:
+                    merged[key] = [cst, cpid, p, sub, window, list(new), list(old)]
+                else:
+                    got[5].extend(new)
+                    got[6].extend(old)
+        now = self.now_ms
+        for cst, cpid, p, sub, window, new, old in merged.values():
+            if cst.pipelines.get(cpid) is not p:
+                continue  # the partition ended meanwhile
+            if sub:
+                p.on_subquery_rows(window, new, old)
+                continue
+            n, o = p.on_rows(new, old, now)
+            self._emit(cst, cpid, n, o)
+            self._arm(("p", cst.plan.name, cpid), p.next_timer)
 
     def _reader_pids(self, reader: _Stmt, window_ctx: str | None, pid: Any) -> list[Any]:
         """Partitions of a statement that see a change of a named window's partition

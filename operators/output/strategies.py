@@ -331,31 +331,55 @@ class GroupedAll(_Groups):
 
     def _collect(self, new: Rows, old: Rows) -> None:
         g = self.rs.grouped(new, old)
+        if self.irstream and not self.touched:
+            # the interval's first update: the groups entered so far post the rows they
+            # hold now first (``_place``)
+            self.state.put("entered_before", len(self.entered))
         _enter(self.state, self.entered, g.keys_new)
         for k, before in g.before.items():
             rec = self.touched.get(k)
             if rec is None:
-                self.touch(k, [self.trigger.seq(), before])
+                self.touch(k, [self.trigger.seq(), before, self._place(k, before, True)])
             elif not rec[1] and before:
                 # Esper's output-all helper keeps trying a group's remove-stream row until
                 # one passes having (RowPerGroupOutputAllHelperImpl)
-                self.touch(k, [rec[0], before])
+                self.touch(k, [rec[0], before, self._place(k, before, False)])
+
+    def _place(self, key: str, before: Rows, first: bool) -> list[int] | None:
+        """Where a group's remove-stream row goes in the output: Esper's output-all helper
+        takes, at the interval's first update, the rows of the groups entered before it
+        that pass having, in the order they entered; then each other group's row as it
+        first passes, in that order."""
+        if not before or not self.irstream:
+            return None
+        n = self.entered.get(key)
+        before_interval = self.state.get("entered_before")
+        if before_interval is None:
+            before_interval = len(self.entered)  # a state kept mid-interval without it
+        if first and n is not None and n < before_interval:
+            return [0, n]
+        return [1, self.trigger.seq()]
 
     def rows(self) -> Emit:
         new: Rows = []
         old: Rows = []
         entered = self.entered
+        for k in entered:
+            new.extend(self.rs.group_rows(k))
+        if not self.irstream:
+            return new, old
+        placed: list[tuple[list[int], Rows]] = []
         for k in self.rs.group_keys():
-            if k not in entered:
-                rec = self.touched.get(k)
-                if self.irstream and rec is not None:
-                    old.extend(rec[1])
-                continue
-            cur = self.rs.group_rows(k)
-            new.extend(cur)
-            if self.irstream:
-                rec = self.touched.get(k)
-                old.extend(rec[1] if rec is not None else cur)
+            rec = self.touched.get(k)
+            if rec is None:
+                if k in entered:
+                    placed.append(([0, entered[k]], self.rs.group_rows(k)))
+            elif rec[1]:
+                at = rec[2] if len(rec) > 2 and rec[2] is not None else [0, entered.get(k, 0)]
+                placed.append((at, rec[1]))
+        placed.sort(key=lambda p: p[0])
+        for _, rows in placed:
+            old.extend(rows)
         return new, old
 
     def standing(self) -> bool:
@@ -426,8 +450,8 @@ class GroupedRowsAll(Strategy):
             for k, rows in o:
                 seen.add(k)
                 old.extend(rows)
-        for k in self.rs.group_keys():
-            if k not in seen and k in self.entered:
+        for k in self.entered:
+            if k not in seen:
                 new.extend(self.rs.group_rows(k))
         return new, old
 
@@ -552,22 +576,30 @@ class FirstGrouped(Strategy):
         return passes
 
 
-def _load_entered(state: StateNamespace, rs: ResultSet) -> set[str]:
-    """The groups an event has entered (``output all``); a state kept before they were
-    recorded counts every group it knows."""
+def _load_entered(state: StateNamespace, rs: ResultSet) -> dict[str, int]:
+    """The groups an event has entered (``output all``), in the order they first did; a
+    state kept before they were recorded counts every group it knows."""
     if not state.get("entered_kept"):
-        return set(rs.group_keys())
-    return {k[1] for k, _ in state.items() if isinstance(k, tuple) and k and k[0] == "entered"}
+        return {k: i for i, k in enumerate(rs.group_keys())}
+    found = [(k[1], v) for k, v in state.items()
+             if isinstance(k, tuple) and k and k[0] == "entered"]
+    # a record kept without its number (True) keeps the result set's order of the group
+    found.sort(key=lambda kv: (kv[1] is True, kv[1] if kv[1] is not True
+                               else rs.group_seq(kv[0])))
+    return {k: i for i, (k, _) in enumerate(found)}
 
 
-def _enter(state: StateNamespace, entered: set[str], keys: list[str]) -> None:
-    """Record the groups of an update's entering events."""
+def _enter(state: StateNamespace, entered: dict[str, int], keys: list[str]) -> None:
+    """Record the groups of an update's entering events, each with its place: Esper's
+    output-all helpers list groups in the order an entering event first reached them (a
+    linked map of the insert stream's groups), whatever the remove stream touched before."""
     if not state.get("entered_kept"):
         state.put("entered_kept", True)
     for k in keys:
         if k not in entered:
-            entered.add(k)
-            state.put(("entered", k), True)
+            n = len(entered)
+            entered[k] = n
+            state.put(("entered", k), n)
 
 
 def make_strategy(kind: str, rs_kind: str) -> type[Strategy]:

@@ -63,6 +63,12 @@ DEPLOYMENTS = {
     "initiated context (events start partitions)": [
         "create context I initiated by T(v > 7) terminated after 3 sec",
         "context I select context.id as id, count(*) as n from T"],
+    "named window changed by an on-delete, read by a subquery and a consumer": [
+        "create window W#keepall as U",
+        "insert into W select k, v from T(v < 3)",
+        "on T(v > 6) as t delete from W as w where w.k = t.k",
+        "select t.k as k, (select count(*) from W) as n from T as t",
+        "select count(*) as n from W"],
     "keyed context with a terminating condition": [
         "create context KT partition by k from T terminated by U",
         "context KT select k, count(*) as n from T"],
