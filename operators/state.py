@@ -182,6 +182,10 @@ class MemoryNamespace:
     def put(self, key: Key, value: Any) -> None:
         self.data[key] = value
 
+    def put_new(self, key: Key, value: Any) -> None:
+        """``put`` of a key never written before (a window's next sequence number)."""
+        self.put(key, value)
+
     def delete(self, key: Key) -> None:
         self.data.pop(key, None)
 
@@ -269,7 +273,7 @@ class MemoryStore:
 class RocksNamespace:
     """A key prefix inside a RocksDB database; writes go through the codec."""
 
-    __slots__ = ("db", "prefix", "sink", "_put_value", "_own")
+    __slots__ = ("db", "prefix", "sink", "_put_value", "_put_new", "_own")
 
     def __init__(self, db: Any, prefix: bytes, sink: ChangelogSink | None) -> None:
         self.db = db
@@ -277,6 +281,7 @@ class RocksNamespace:
         self.sink = sink
         # a database that encodes values itself, later (a batch overlay), takes objects
         self._put_value = getattr(db, "put_value", None) if sink is None else None
+        self._put_new = getattr(db, "put_new", None) if sink is None else None
         self._own = prefix + b"\x00K"
         """The prefix of this namespace's own keys."""
 
@@ -311,6 +316,17 @@ class RocksNamespace:
         self.db[k] = v
         if self.sink is not None:
             self.sink(k, v)
+
+    def put_new(self, key: Key, value: Any) -> None:
+        """``put`` of a key the database does not hold (a window's next sequence number):
+        a batch overlay then drops a delete of it in the same batch without a lookup."""
+        put_new = self._put_new
+        if put_new is None:
+            self.put(key, value)
+        elif type(key) is int:
+            put_new(self._own + b"\x02" + (key + _INT_OFFSET).to_bytes(8, "big"), value)
+        else:
+            put_new(self._key(key), value)
 
     def putter(self, key: Key) -> Callable[[Any], None]:
         """``put(key, value)`` as a function of the value (a key written per event): the

@@ -360,9 +360,9 @@ class RowLog:
         if self.stamped:
             self.stamps.append(stamp)
             if not self._own:
-                self.ns.put(seq, [stamp, row if self._inline else self.refs.dump(row)])
+                self.ns.put_new(seq, [stamp, row if self._inline else self.refs.dump(row)])
         elif not self._own:
-            self.ns.put(seq, row if self._inline else self.refs.dump(row))
+            self.ns.put_new(seq, row if self._inline else self.refs.dump(row))
         return seq
 
     def popleft(self) -> Row:

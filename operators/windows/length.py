@@ -54,7 +54,7 @@ class LengthWindow(FifoWindow):
             if self._own:  # the log is its own state
                 return rows.popleft() if len(rows) > self.size else None
             ns = self.ns
-            ns.put(seq, row if self._inline else self.refs.dump(row))
+            ns.put_new(seq, row if self._inline else self.refs.dump(row))
             if len(rows) > self.size:
                 ns.delete(seq + 1 - len(rows))
                 return rows.popleft()

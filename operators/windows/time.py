@@ -37,7 +37,7 @@ class TimeWindow(FifoWindow):
             self.rows.append(row)
             self.stamps.append(now_ms)
             if not self._own:
-                self.ns.put(seq, [now_ms, row if self._inline else self.refs.dump(row)])
+                self.ns.put_new(seq, [now_ms, row if self._inline else self.refs.dump(row)])
             return new, removed
         append = self.append
         for row in new:

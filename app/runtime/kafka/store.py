@@ -180,6 +180,9 @@ class OverlayDB:
     ``transient`` holds the keys deleted after a put of the same batch: only for those
     can the delete be a no-op for the database (a row that entered and left a window
     within the batch), so only those are looked up when the batch's writes are taken.
+    A key put with ``put_new`` (``fresh``: the database cannot hold it, a window's next
+    sequence number) needs no lookup: its delete in the same batch is dropped
+    (``vanished`` counts them).
 
     ``put_value`` keeps a value unencoded (``_DEFERRED`` in ``pending``, the object in
     ``values``) until ``materialize``; operators store the objects they keep (the
@@ -192,6 +195,8 @@ class OverlayDB:
         self.pending: dict[bytes, Any] = {}
         self.values: dict[bytes, Any] = {}
         self.transient: set[bytes] = set()
+        self.fresh: set[bytes] = set()
+        self.vanished = 0
         self._order: list[bytes] = []
         """Pending keys in key order, as of the last scan."""
         self._recent: list[bytes] = []
@@ -202,6 +207,8 @@ class OverlayDB:
         self.pending.clear()
         self.values.clear()
         self.transient.clear()
+        self.fresh.clear()
+        self.vanished = 0
         self._order.clear()
         self._recent.clear()
 
@@ -242,6 +249,15 @@ class OverlayDB:
         pending[key] = _DEFERRED
         self.values[key] = value
 
+    def put_new(self, key: bytes, value: Any) -> None:
+        """``put_value`` of a key the database does not hold."""
+        pending = self.pending
+        if key not in pending:
+            self._recent.append(key)
+        pending[key] = _DEFERRED
+        self.values[key] = value
+        self.fresh.add(key)
+
     def materialize(self) -> dict[bytes, bytes | None]:
         """Encode the deferred values; the pending writes as bytes."""
         pending = self.pending
@@ -270,7 +286,10 @@ class OverlayDB:
         if old is _MISSING:
             self._recent.append(key)
         elif old is not None:
-            self.transient.add(key)
+            if key in self.fresh:
+                self.vanished += 1
+            else:
+                self.transient.add(key)
         pending[key] = None
 
     def scan(self, prefix: bytes) -> list[tuple[bytes, bytes]]:
@@ -327,13 +346,19 @@ class PartitionStore(RocksStore):
         entered and left a window) leaves no trace in the changelog.
 
         Only keys put before their delete in this batch may be absent from the database;
-        they are looked up in one multi-get, every other delete is kept as it is (no read
-        per delete: the cost of a batch does not grow with the size of the state)."""
+        they are looked up in one multi-get (those put with ``put_new`` need none), every
+        other delete is kept as it is (no read per delete: the cost of a batch does not
+        grow with the size of the state)."""
         pending = self.pending
-        transient = [k for k in self.db.transient if pending.get(k, b"") is None]
+        db = self.db
+        transient = [k for k in db.transient if pending.get(k, b"") is None]
         if not transient:
-            return list(pending.items())
-        gone = {k for k, v in zip(transient, self.base.get(transient)) if v is None}
+            if not db.vanished:
+                return list(pending.items())
+            gone = db.fresh
+        else:
+            gone = {k for k, v in zip(transient, self.base.get(transient)) if v is None}
+            gone.update(db.fresh)
         return [(k, v) for k, v in pending.items() if v is not None or k not in gone]
 
     def marker(self) -> int:

@@ -26,6 +26,9 @@ class Counting:
         self.counter[0] += 1
         self.ns.put(key, value)
 
+    def put_new(self, key: Any, value: Any) -> None:
+        self.put(key, value)
+
     def delete(self, key: Any) -> None:
         self.counter[0] += 1
         self.ns.delete(key)

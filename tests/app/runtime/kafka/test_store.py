@@ -56,6 +56,33 @@ def test_batch_writes_drop_rows_that_came_and_went_within_the_batch(tmp_path: Pa
     store.close()
 
 
+def test_a_new_key_put_and_deleted_in_the_batch_leaves_no_trace_without_a_lookup(
+        tmp_path: Path) -> None:
+    store = PartitionStore(tmp_path / "db")
+    ns = store.namespace("w")
+    ns.put(1, "kept")
+    store.commit(0)
+    ns.put_new(2, "came and went")
+    ns.delete(2)
+    ns.put_new(3, "stays")
+    ns.put_new(4, "came, went, came back")
+    ns.delete(4)
+    ns.put(4, "back")
+    ns.delete(1)
+    base, store.base = store.base, None  # a lookup would fail: none is needed
+    writes = dict(store.batch_writes())
+    store.base = base
+    key = {k: ns.prefix + b"\x00K" + _ek(k) for k in (1, 2, 3, 4)}
+    assert writes == {key[1]: None, key[3]: b'"stays"', key[4]: b'"back"'}
+    store.commit(1, store.batch_writes())
+    assert [(k, v) for k, v in ns.items()] == [(3, "stays"), (4, "back")]
+    ns.put_new(5, "next batch")
+    ns.delete(3)  # put in an earlier batch: its delete is kept
+    assert dict(store.batch_writes()) == {key[3]: None, ns.prefix + b"\x00K" + _ek(5):
+                                          b'"next batch"'}
+    store.close()
+
+
 def test_rollback_forgets_the_batch_and_its_scan_index(tmp_path: Path) -> None:
     store = PartitionStore(tmp_path / "db")
     ns = store.namespace("w")
@@ -72,16 +99,25 @@ def test_rollback_forgets_the_batch_and_its_scan_index(tmp_path: Path) -> None:
 
 
 def test_random_batches_match_a_plain_rocksdb_store(tmp_path: Path) -> None:
-    """Puts, deletes, scans and commits in random order leave the same keys and values
-    as the same writes straight into RocksDB."""
+    """Puts (of new keys too), deletes, scans and commits in random order leave the same
+    keys and values as the same writes straight into RocksDB."""
     rnd = random.Random(11)
     store = PartitionStore(tmp_path / "overlay")
     plain = RocksStore(tmp_path / "plain")
+    next_new: dict[int, int] = {}
     for step in range(3000):
         path = ("p", rnd.randrange(6))
         key = rnd.randrange(40)
         roll = rnd.random()
-        if roll < 0.5:
+        if roll < 0.1:
+            fresh = next_new[path[1]] = next_new.get(path[1], 100) + 1
+            store.namespace(*path).put_new(fresh, step)
+            plain.namespace(*path).put_new(fresh, step)
+        elif roll < 0.15:
+            gone = rnd.randrange(101, next_new.get(path[1], 100) + 2)
+            store.namespace(*path).delete(gone)
+            plain.namespace(*path).delete(gone)
+        elif roll < 0.5:
             store.namespace(*path).put(key, step)
             plain.namespace(*path).put(key, step)
         elif roll < 0.8:
