@@ -422,11 +422,12 @@ class PartitionStore(RocksStore):
 
     def _write(self, writes: Any, marker: int | None) -> None:
         wb = WriteBatch(raw_mode=True)
+        put, delete = wb.put, wb.delete
         for k, v in writes:
             if v is None:
-                wb.delete(k)
+                delete(k)
             else:
-                wb.put(k, v)
+                put(k, v)
         if marker is not None:
             wb.put(MARKER_KEY, str(marker).encode())
         self.base.write(wb, _NO_WAL)
