@@ -206,7 +206,8 @@ class Metrics:
             self._took(part.group.name, part)
             if part.sizes is None:  # a scan over the first checkpoints, then each batch
                 part.sizes = StateSizes()
-            part.sizes.step(part.store.base)
+            if not part.sizes.complete:
+                part.sizes.step(part.store.flushed())
             for stmt, n in part.sizes.bytes.items():
                 sizes[stmt] = sizes.get(stmt, 0) + n
         for inp in worker.inputs:

@@ -937,7 +937,7 @@ class EnginePartition:
         self._check_offset(offset)
         sealed = self.sealed
         if self.sizes is not None and sealed is not None:
-            self.sizes.apply(self.store.base, sealed.writes)
+            self.sizes.apply(self.store.committed, sealed.writes)
         self.store.commit(offset, sealed.writes if sealed is not None else None)
         if sealed is not None:
             self.since_snapshot += len(sealed.encode()) if size is None else size

@@ -32,6 +32,7 @@ from bisect import bisect_left, insort
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from rocksdict import (
@@ -70,6 +71,12 @@ _NO_WAL.disable_wal = True
 """Batches skip RocksDB's write-ahead log: the changelog topic is the log.  After a crash
 the database is as of its last memtable flush, a consistent batch boundary with its
 marker, and the worker replays the changelog records after that marker."""
+
+BEHIND_COMMITS = 50
+"""Commits whose writes may wait before they go into RocksDB (``PartitionStore.commit``):
+a restart replays at most this many changelog records more."""
+BEHIND_KEYS = 1 << 17
+"""Keys that may wait (about 10 MB of state values)."""
 
 _MISSING = object()
 _DEFERRED = object()
@@ -143,7 +150,10 @@ class _MergedIter:
 
 
 def _merged(base: Rdict, overlay: OverlayDB, prefix: bytes) -> list[tuple[bytes, bytes]]:
-    """The entries under ``prefix``, the uncommitted overlay laid on the database's."""
+    """The entries under ``prefix``, the uncommitted overlay laid on the database's
+    (committed writes still ``behind`` are written to the database first)."""
+    if overlay.behind:
+        overlay.flush_behind()
     stop = _prefix_end(prefix)
     entries = _range(base, prefix, stop)
     pending = overlay.pending_between(prefix, stop)
@@ -192,6 +202,14 @@ class OverlayDB:
 
     def __init__(self, base: Rdict) -> None:
         self.base = base
+        self.behind: dict[bytes, bytes | None] = {}
+        """Committed writes not in ``base`` yet (``PartitionStore.flush`` writes them)."""
+        self.flush_behind: Any = None
+        """Writes ``behind`` into ``base``: a scan reads the database as committed."""
+        self.unwritten: set[bytes] = set()
+        """Keys ``behind`` that ``base`` does not hold (put with ``put_new``)."""
+        self.cancel: list[bytes] = []
+        """Keys of ``unwritten`` the batch deleted: they need not reach ``base`` at all."""
         self.pending: dict[bytes, Any] = {}
         self.values: dict[bytes, Any] = {}
         self.transient: set[bytes] = set()
@@ -209,6 +227,7 @@ class OverlayDB:
         self.transient.clear()
         self.fresh.clear()
         self.vanished = 0
+        self.cancel.clear()
         self._order.clear()
         self._recent.clear()
 
@@ -239,7 +258,24 @@ class OverlayDB:
         if key in pending:
             v = pending[key]
             return encode_value(self.values[key]) if v is _DEFERRED else v
-        return self.base.get(key)
+        return self.committed(key)
+
+    def committed(self, key: bytes) -> bytes | None:
+        """The committed value of ``key`` (the batch's writes left out)."""
+        v = self.behind.get(key, _MISSING)
+        return self.base.get(key) if v is _MISSING else v
+
+    def committed_many(self, keys: list[bytes]) -> list[bytes | None]:
+        """``committed`` of each of ``keys``: one multi-get for those not ``behind``."""
+        behind = self.behind
+        if not behind:
+            return self.base.get(keys)
+        out = [behind.get(k, _MISSING) for k in keys]
+        missing = [k for k, v in zip(keys, out) if v is _MISSING]
+        if missing:
+            found = iter(self.base.get(missing))
+            out = [next(found) if v is _MISSING else v for v in out]
+        return out
 
     def put_value(self, key: bytes, value: Any) -> None:
         """Put an object, encoded at ``materialize``."""
@@ -285,6 +321,8 @@ class OverlayDB:
         old = pending.get(key, _MISSING)
         if old is _MISSING:
             self._recent.append(key)
+            if key in self.unwritten:
+                self.cancel.append(key)
         elif old is not None:
             if key in self.fresh:
                 self.vanished += 1
@@ -319,6 +357,11 @@ class PartitionStore(RocksStore):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.base = self._open()
         self.db = OverlayDB(self.base)
+        self.db.flush_behind = self.flush
+        self.committed = SimpleNamespace(get=self.db.committed_many)
+        """Reads the committed values of keys (``get(keys)``), those ``behind`` too."""
+        self.behind_marker: int | None = None
+        self.behind_commits = 0
         self.sink = None
         self.bulk = False
         """Loading an empty database (``begin_bulk``): no compaction until ``end_bulk``."""
@@ -357,25 +400,64 @@ class PartitionStore(RocksStore):
                 return list(pending.items())
             gone = db.fresh
         else:
-            gone = {k for k, v in zip(transient, self.base.get(transient)) if v is None}
+            gone = {k for k, v in zip(transient, db.committed_many(transient)) if v is None}
             gone.update(db.fresh)
         return [(k, v) for k, v in pending.items() if v is not None or k not in gone]
 
     def marker(self) -> int:
         """Offset of the last changelog record this database reflects (-1: none)."""
+        self.flush()
         raw = self.base.get(MARKER_KEY)
         return -1 if raw is None else int(raw)
 
     def commit(self, marker: int, writes: list[tuple[bytes, bytes | None]] | None = None
                ) -> None:
-        """Write the overlay (or its ``batch_writes``) and the changelog marker atomically.
+        """Commit the overlay (or its ``batch_writes``) as of changelog record ``marker``.
 
-        The writes go into the batch in key order (a copy: the record keeps its own):
-        RocksDB's memtable inserts keys in ascending order from where the last one
-        landed, while a batch's keys come in event order, scattered over its context
-        partitions (about 20 % less time in RocksDB for the keyed job)."""
-        self._write(sorted(self.pending.items() if writes is None else writes), marker)
+        The writes join those committed before and not yet in the database (``behind``,
+        which reads see): a row put into a window and deleted some batches later, before
+        they reach the database, never costs RocksDB a put or a delete.  ``flush`` writes
+        them with the marker atomically, every ``BEHIND_COMMITS`` commits, at
+        ``BEHIND_KEYS`` keys, and before anything reads the database itself (a scan,
+        the marker, a snapshot)."""
+        db = self.db
+        behind = db.behind
+        behind.update(self.pending if writes is None else writes)
+        unwritten = db.unwritten
+        for k in db.cancel:
+            # deleted before it reached the database (unless a scan flushed it meanwhile)
+            if k in unwritten and behind.get(k, b"") is None:
+                del behind[k]
+                unwritten.discard(k)
+        if db.fresh:
+            unwritten |= db.fresh
+        self.behind_marker = marker
+        self.behind_commits += 1
         self.db.reset()
+        if self.behind_commits >= BEHIND_COMMITS or len(behind) >= BEHIND_KEYS:
+            self.flush()
+
+    def flushed(self) -> Rdict:
+        """The database, every committed write in it."""
+        self.flush()
+        return self.base
+
+    def flush(self) -> None:
+        """Write the committed writes ``behind`` and their marker in one batch.
+
+        In key order (a copy: the record keeps its own): RocksDB's memtable inserts keys
+        in ascending order from where the last one landed, while a batch's keys come in
+        event order, scattered over its context partitions (about 20 % less time in
+        RocksDB for the keyed job)."""
+        marker = self.behind_marker
+        if marker is None:
+            return
+        behind = self.db.behind
+        self._write(sorted(behind.items()), marker)
+        behind.clear()
+        self.db.unwritten.clear()
+        self.behind_marker = None
+        self.behind_commits = 0
 
     def rollback(self) -> None:
         """Forget every write since the last commit."""
@@ -383,15 +465,18 @@ class PartitionStore(RocksStore):
 
     def apply_record(self, writes: list[tuple[bytes, bytes | None]], marker: int) -> None:
         """Replay one changelog record (recovery), atomically with its marker."""
+        self.flush()
         self._write(writes, marker)
 
     def apply_writes(self, writes: list[tuple[bytes, bytes | None]]) -> None:
         """Load a snapshot part: writes without moving the marker."""
+        self.flush()
         self._write(writes, None)
 
     def apply_encoded(self, data: bytes, at: int, marker: int | None) -> None:
         """``apply_record`` (``marker`` None: ``apply_writes``) of the writes encoded in
         ``data`` from ``at`` (``ChangelogRecord.decode_head``)."""
+        self.flush()
         wb = _batch(data, at) if marker is None else _sorted_batch(data, at)
         if marker is not None:
             wb.put(MARKER_KEY, str(marker).encode())
@@ -403,6 +488,7 @@ class PartitionStore(RocksStore):
         Changelog keys arrive in random order, so level compactions would rewrite the
         same key ranges again and again while the load goes on (about 3 s of CPU at
         10^6 keys); ``end_bulk`` instead merges the flushed files once."""
+        self.flush()
         self.bulk = True
         self.base.set_options({"disable_auto_compactions": "true"})
 
@@ -417,7 +503,8 @@ class PartitionStore(RocksStore):
         self.base.set_options({"disable_auto_compactions": "false"})
 
     def set_marker(self, marker: int) -> None:
-        """Move the marker alone (records that change no state: snapshot parts)."""
+        """Move the marker (records that change no state: snapshot parts)."""
+        self.flush()
         self._write((), marker)
 
     def _write(self, writes: Any, marker: int | None) -> None:
@@ -435,6 +522,7 @@ class PartitionStore(RocksStore):
     def state_items(self) -> Iterator[tuple[bytes, bytes]]:
         """Every committed key and value except the marker, in key order, as of this call:
         the RocksDB iterator is created here and sees no later write (a snapshot)."""
+        self.flush()
         it = self.base.iter()
         it.seek_to_first()
         return _entries(it)
@@ -446,6 +534,10 @@ class PartitionStore(RocksStore):
         ``OverlayDB`` (which namespaces hold) is kept and points at the new one.
         """
         self.rollback()
+        self.db.behind.clear()
+        self.db.unwritten.clear()
+        self.behind_marker = None
+        self.behind_commits = 0
         self.base.close()
         Rdict.destroy(str(self.path))
         self.base = self._open()
@@ -454,6 +546,7 @@ class PartitionStore(RocksStore):
             self.base.set_options({"disable_auto_compactions": "true"})
 
     def close(self) -> None:
+        self.flush()
         self.base.close()
 
 

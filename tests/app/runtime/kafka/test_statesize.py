@@ -70,9 +70,9 @@ def test_a_scan_in_steps_between_batches_counts_each_key_once(tmp_path: Path,
         assert sizes.complete or batch < 4 + keys // step + 2
         send_batch(e, batch)
         writes = store.batch_writes()
-        sizes.apply(store.base, writes)
+        sizes.apply(store.committed, writes)
         store.commit(batch, writes)
-        sizes.step(store.base, step)
+        sizes.step(store.flushed(), step)
         if sizes.complete:
             assert sizes.bytes == full_count(store)
         batch += 1

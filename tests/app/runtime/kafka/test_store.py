@@ -7,7 +7,9 @@ import random
 import struct
 from pathlib import Path
 
-from app.runtime.kafka.store import ChangelogRecord, PartitionStore
+import pytest
+
+from app.runtime.kafka.store import BEHIND_COMMITS, MARKER_KEY, ChangelogRecord, PartitionStore
 from operators.state import RocksStore, decode_value, encode_value
 from operators.state import encode_key as _ek
 
@@ -69,9 +71,9 @@ def test_a_new_key_put_and_deleted_in_the_batch_leaves_no_trace_without_a_lookup
     ns.delete(4)
     ns.put(4, "back")
     ns.delete(1)
-    base, store.base = store.base, None  # a lookup would fail: none is needed
+    base, store.db.base = store.db.base, None  # a lookup would fail: none is needed
     writes = dict(store.batch_writes())
-    store.base = base
+    store.db.base = base
     key = {k: ns.prefix + b"\x00K" + _ek(k) for k in (1, 2, 3, 4)}
     assert writes == {key[1]: None, key[3]: b'"stays"', key[4]: b'"back"'}
     store.commit(1, store.batch_writes())
@@ -81,6 +83,48 @@ def test_a_new_key_put_and_deleted_in_the_batch_leaves_no_trace_without_a_lookup
     assert dict(store.batch_writes()) == {key[3]: None, ns.prefix + b"\x00K" + _ek(5):
                                           b'"next batch"'}
     store.close()
+
+
+def test_committed_writes_wait_behind_and_a_row_that_came_and_went_never_reaches_rocksdb(
+        tmp_path: Path) -> None:
+    store = PartitionStore(tmp_path / "db")
+    ns = store.namespace("w")
+    key = {k: ns.prefix + b"\x00K" + _ek(k) for k in range(8)}
+    ns.put(0, "agg")
+    ns.put_new(1, "row 1")
+    ns.put_new(2, "row 2")
+    store.commit(5, store.batch_writes())
+    assert store.base.get(key[1]) is None and store.base.get(MARKER_KEY) is None
+    assert ns.get(1) == "row 1"  # reads see what is behind
+    ns.delete(1)  # a row put in an earlier batch, not in RocksDB yet
+    ns.put(0, "agg 2")
+    ns.put_new(3, "row 3")
+    store.commit(6, store.batch_writes())
+    assert store.db.behind == {key[0]: b'"agg 2"', key[2]: b'"row 2"', key[3]: b'"row 3"'}
+    assert store.marker() == 6  # the marker flushes: RocksDB holds the committed state
+    assert store.db.behind == {}
+    assert [store.base.get(key[k]) for k in range(4)] == [b'"agg 2"', None, b'"row 2"',
+                                                          b'"row 3"']
+    ns.delete(2)  # in RocksDB now: the delete waits behind, then goes in
+    store.commit(7, store.batch_writes())
+    assert store.db.behind == {key[2]: None}
+    assert [k for k, _ in ns.items()] == [0, 3]  # a scan flushes first
+    assert store.base.get(key[2]) is None and store.db.behind == {}
+    store.close()
+
+
+def test_writes_behind_go_into_rocksdb_every_so_many_commits(tmp_path: Path) -> None:
+    path = tmp_path / "db"
+    store = PartitionStore(path)
+    ns = store.namespace("w")
+    for i in range(BEHIND_COMMITS + 3):
+        ns.put(0, i)
+        store.commit(i, store.batch_writes())
+    store.base.close()  # a crash: what was behind is lost, the changelog has it
+    again = PartitionStore(path)
+    assert again.marker() == BEHIND_COMMITS - 1
+    assert again.namespace("w").get(0) == BEHIND_COMMITS - 1
+    again.close()
 
 
 def test_rollback_forgets_the_batch_and_its_scan_index(tmp_path: Path) -> None:
@@ -98,10 +142,11 @@ def test_rollback_forgets_the_batch_and_its_scan_index(tmp_path: Path) -> None:
     store.close()
 
 
-def test_random_batches_match_a_plain_rocksdb_store(tmp_path: Path) -> None:
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_random_batches_match_a_plain_rocksdb_store(tmp_path: Path, seed: int) -> None:
     """Puts (of new keys too), deletes, scans and commits in random order leave the same
     keys and values as the same writes straight into RocksDB."""
-    rnd = random.Random(11)
+    rnd = random.Random(seed)
     store = PartitionStore(tmp_path / "overlay")
     plain = RocksStore(tmp_path / "plain")
     next_new: dict[int, int] = {}
