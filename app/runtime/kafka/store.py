@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+import zlib
 from bisect import bisect_left, insort
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -361,7 +362,8 @@ class PartitionStore(RocksStore):
         self.committed = SimpleNamespace(get=self.db.committed_many)
         """Reads the committed values of keys (``get(keys)``), those ``behind`` too."""
         self.behind_marker: int | None = None
-        self.behind_commits = 0
+        # partitions of one worker flush at different commits, not all in the same one
+        self.behind_commits = zlib.crc32(str(self.path).encode()) % BEHIND_COMMITS
         self.sink = None
         self.bulk = False
         """Loading an empty database (``begin_bulk``): no compaction until ``end_bulk``."""
