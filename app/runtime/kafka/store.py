@@ -78,6 +78,12 @@ BEHIND_COMMITS = 50
 a restart replays at most this many changelog records more."""
 BEHIND_KEYS = 1 << 17
 """Keys that may wait (about 10 MB of state values)."""
+BEHIND_KEPT = 0.75
+"""Waiting pays when fewer writes reach RocksDB: at a flush that writes more than this
+share of the writes it took, commits write through for ``THROUGH_COMMITS`` (a state
+whose keys are each written once, e.g. 10^5 keys seen once each, would only pay for a
+large dictionary)."""
+THROUGH_COMMITS = 500
 
 _MISSING = object()
 _DEFERRED = object()
@@ -364,6 +370,12 @@ class PartitionStore(RocksStore):
         self.behind_marker: int | None = None
         # partitions of one worker flush at different commits, not all in the same one
         self.behind_commits = zlib.crc32(str(self.path).encode()) % BEHIND_COMMITS
+        self.behind_limit = BEHIND_COMMITS
+        """Commits to a flush: ``BEHIND_COMMITS``, or 1 while writing through."""
+        self.staged = 0
+        """Writes taken since the last flush."""
+        self.through = 0
+        """Commits left to write through."""
         self.sink = None
         self.bulk = False
         """Loading an empty database (``begin_bulk``): no compaction until ``end_bulk``."""
@@ -419,12 +431,14 @@ class PartitionStore(RocksStore):
         The writes join those committed before and not yet in the database (``behind``,
         which reads see): a row put into a window and deleted some batches later, before
         they reach the database, never costs RocksDB a put or a delete.  ``flush`` writes
-        them with the marker atomically, every ``BEHIND_COMMITS`` commits, at
-        ``BEHIND_KEYS`` keys, and before anything reads the database itself (a scan,
-        the marker, a snapshot)."""
+        them with the marker atomically, every ``BEHIND_COMMITS`` commits (each commit
+        while waiting does not pay: ``BEHIND_KEPT``), at ``BEHIND_KEYS`` keys, and before
+        anything reads the database itself (a scan, the marker, a snapshot)."""
         db = self.db
         behind = db.behind
-        behind.update(self.pending if writes is None else writes)
+        writes = self.pending if writes is None else writes
+        self.staged += len(writes)
+        behind.update(writes)
         unwritten = db.unwritten
         for k in db.cancel:
             # deleted before it reached the database (unless a scan flushed it meanwhile)
@@ -436,7 +450,7 @@ class PartitionStore(RocksStore):
         self.behind_marker = marker
         self.behind_commits += 1
         self.db.reset()
-        if self.behind_commits >= BEHIND_COMMITS or len(behind) >= BEHIND_KEYS:
+        if self.behind_commits >= self.behind_limit or len(behind) >= BEHIND_KEYS:
             self.flush()
 
     def flushed(self) -> Rdict:
@@ -456,10 +470,18 @@ class PartitionStore(RocksStore):
             return
         behind = self.db.behind
         self._write(sorted(behind.items()), marker)
+        if self.through:
+            self.through -= 1
+            if not self.through:
+                self.behind_limit = BEHIND_COMMITS
+        elif self.staged >= 1000 and len(behind) > BEHIND_KEPT * self.staged:
+            self.behind_limit = 1
+            self.through = THROUGH_COMMITS
         behind.clear()
         self.db.unwritten.clear()
         self.behind_marker = None
         self.behind_commits = 0
+        self.staged = 0
 
     def rollback(self) -> None:
         """Forget every write since the last commit."""
@@ -540,6 +562,7 @@ class PartitionStore(RocksStore):
         self.db.unwritten.clear()
         self.behind_marker = None
         self.behind_commits = 0
+        self.staged = 0
         self.base.close()
         Rdict.destroy(str(self.path))
         self.base = self._open()

@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from app.runtime.kafka.store import BEHIND_COMMITS, MARKER_KEY, ChangelogRecord, PartitionStore
+from app.runtime.kafka.store import (
+    BEHIND_COMMITS,
+    MARKER_KEY,
+    THROUGH_COMMITS,
+    ChangelogRecord,
+    PartitionStore,
+)
 from operators.state import RocksStore, decode_value, encode_value
 from operators.state import encode_key as _ek
 
@@ -127,6 +133,33 @@ def test_writes_behind_go_into_rocksdb_every_so_many_commits(tmp_path: Path) -> 
     assert again.marker() == BEHIND_COMMITS - 1
     assert again.namespace("w").get(0) == BEHIND_COMMITS - 1
     again.close()
+
+
+def test_commits_write_through_while_waiting_does_not_pay(tmp_path: Path) -> None:
+    """Keys written once each (nothing to cancel or overwrite): after a flush that wrote
+    almost everything it took, each commit goes into RocksDB, for a while."""
+    store = PartitionStore(tmp_path / "db")
+    store.behind_commits = 0
+    ns = store.namespace("w")
+    key = 0
+    for c in range(BEHIND_COMMITS):
+        for _ in range(40):
+            key += 1
+            ns.put(key, "once")
+        store.commit(c, store.batch_writes())
+    assert store.behind_limit == 1 and store.through == THROUGH_COMMITS
+    ns.put(0, "next")
+    store.commit(BEHIND_COMMITS, store.batch_writes())
+    assert store.db.behind == {} and store.base.get(MARKER_KEY) == b"%d" % BEHIND_COMMITS
+    for c in range(BEHIND_COMMITS + 1, BEHIND_COMMITS + THROUGH_COMMITS):
+        ns.put(0, c)
+        store.commit(c, store.batch_writes())
+    assert store.behind_limit == BEHIND_COMMITS  # waiting is tried again
+    for c in range(BEHIND_COMMITS + THROUGH_COMMITS, 2 * BEHIND_COMMITS + THROUGH_COMMITS):
+        ns.put(0, c)  # one key rewritten: waiting pays
+        store.commit(c, store.batch_writes())
+    assert store.behind_limit == BEHIND_COMMITS
+    store.close()
 
 
 def test_rollback_forgets_the_batch_and_its_scan_index(tmp_path: Path) -> None:
