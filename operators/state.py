@@ -266,17 +266,31 @@ class MemoryStore:
         return store
 
 
+_LOOK = object()
+"""``RocksNamespace``'s ``put_value`` not given: looked up on the database."""
+
+
+def _put_value_of(db: Any, sink: ChangelogSink | None) -> Any:
+    """The database's ``put_value`` (it encodes values itself), unless a sink needs the
+    encoded bytes; None otherwise."""
+    return getattr(db, "put_value", None) if sink is None else None
+
+
 class RocksNamespace:
     """A key prefix inside a RocksDB database; writes go through the codec."""
 
     __slots__ = ("db", "prefix", "sink", "_put_value", "_own")
 
-    def __init__(self, db: Any, prefix: bytes, sink: ChangelogSink | None) -> None:
+    def __init__(self, db: Any, prefix: bytes, sink: ChangelogSink | None,
+                 put_value: Any = _LOOK) -> None:
         self.db = db
         self.prefix = prefix
         self.sink = sink
-        # a database that encodes values itself, later (a batch overlay), takes objects
-        self._put_value = getattr(db, "put_value", None) if sink is None else None
+        # a database that encodes values itself, later (a batch overlay), takes objects;
+        # ``put_value``: its bound method, which namespaces of one store share (a key's
+        # namespaces would otherwise each hold one)
+        self._put_value = (put_value if put_value is not _LOOK
+                           else _put_value_of(db, sink))
         self._own = prefix + b"\x00K"
         """The prefix of this namespace's own keys."""
 
@@ -366,7 +380,8 @@ class RocksNamespace:
         return (decode_value(v) for v in raws)
 
     def child(self, name: Any) -> RocksNamespace:
-        return RocksNamespace(self.db, self.prefix + encode_key(name), self.sink)
+        return RocksNamespace(self.db, self.prefix + encode_key(name), self.sink,
+                              self._put_value)
 
     def clear(self) -> None:
         for k, _ in list(self._scan(self.prefix)):
@@ -391,7 +406,11 @@ class RocksStore:
         self.sink = sink
 
     def namespace(self, *path: Any) -> RocksNamespace:
-        return RocksNamespace(self.db, encode_key(tuple(path)) if path else b"", self.sink)
+        db, sink = self.db, self.sink
+        cached = self.__dict__.get("_put_value_cache")
+        if cached is None or cached[0] is not db or cached[1] is not sink:
+            cached = self._put_value_cache = (db, sink, _put_value_of(db, sink))
+        return RocksNamespace(db, encode_key(tuple(path)) if path else b"", sink, cached[2])
 
     def apply(self, key: bytes, value: bytes | None) -> None:
         """Replay one changelog record (recovery)."""
