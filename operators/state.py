@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -147,6 +148,9 @@ def _non_finite(value: Any) -> bool:
     return False
 
 
+_NO_CHILDREN: Mapping[Any, Any] = MappingProxyType({})
+
+
 class MemoryNamespace:
     """A namespace held in a Python dict; values are stored as given (no copy).
 
@@ -159,7 +163,8 @@ class MemoryNamespace:
     def __init__(self, name: tuple = ()) -> None:
         self.name = name
         self.data: dict[Key, Any] = {}
-        self.children: dict[Any, MemoryNamespace] = {}
+        self.children: dict[Any, MemoryNamespace] = _NO_CHILDREN  # type: ignore[assignment]
+        """Child namespaces by name; a leaf (most of them) shares one empty mapping."""
         self.owner: Any = None
 
     def own(self, owner: Any) -> None:
@@ -202,6 +207,8 @@ class MemoryNamespace:
     def child(self, name: Any) -> MemoryNamespace:
         ns = self.children.get(name)
         if ns is None:
+            if self.children is _NO_CHILDREN:
+                self.children = {}
             ns = self.children[name] = MemoryNamespace((*self.name, name))
         return ns
 
@@ -211,7 +218,7 @@ class MemoryNamespace:
         self.owner = None
         for ns in self.children.values():
             ns.clear()
-        self.children.clear()
+        self.children = _NO_CHILDREN  # type: ignore[assignment]
 
     def key_count(self) -> int:
         return len(self.entries()) + sum(ns.key_count() for ns in self.children.values())
@@ -279,7 +286,7 @@ def _put_value_of(db: Any, sink: ChangelogSink | None) -> Any:
 class RocksNamespace:
     """A key prefix inside a RocksDB database; writes go through the codec."""
 
-    __slots__ = ("db", "prefix", "sink", "_put_value", "_own")
+    __slots__ = ("db", "prefix", "sink", "_put_value", "_own", "_unread")
 
     def __init__(self, db: Any, prefix: bytes, sink: ChangelogSink | None,
                  put_value: Any = _LOOK) -> None:
@@ -293,6 +300,8 @@ class RocksNamespace:
                            else _put_value_of(db, sink))
         self._own = prefix + b"\x00K"
         """The prefix of this namespace's own keys."""
+        self._unread: list[Any] | None = None
+        """See ``unread``: [nothing written yet, the namespaces marked]."""
 
     def _key(self, key: Key) -> bytes:
         """The database key of ``key``: ``encode_key`` inlined for an int (a window's
@@ -331,6 +340,9 @@ class RocksNamespace:
         key encoded once."""
         if type(self) is not RocksNamespace:  # a subclass may put otherwise
             return partial(self.put, key)
+        return self._fast_putter(key)
+
+    def _fast_putter(self, key: Key) -> Callable[[Any], None]:
         k = self._key(key)
         if self._put_value is not None:
             return partial(self._put_value, k)
@@ -383,6 +395,24 @@ class RocksNamespace:
         return RocksNamespace(self.db, self.prefix + encode_key(name), self.sink,
                               self._put_value)
 
+    def unread(self) -> Callable[[], None]:
+        """Mark this namespace as a context partition's that has never held state (its
+        key first came since the store was loaded) while its pipeline is built: the
+        operators' reads of their state then find nothing without asking the database
+        (each a scan of the batch overlay and a seek), until anything under it is
+        written.  Returns the function that ends this (the namespaces stay as they are
+        otherwise)."""
+        marked: list[Any] = [True, self]
+        self.__class__ = _UnreadNamespace
+        self._unread = marked
+
+        def settle() -> None:
+            for ns in marked[1:]:
+                ns.__class__ = RocksNamespace
+                ns._unread = None
+            marked.clear()
+        return settle
+
     def clear(self) -> None:
         for k, _ in list(self._scan(self.prefix)):
             self.db.delete(k)
@@ -391,6 +421,54 @@ class RocksNamespace:
 
     def key_count(self) -> int:
         return sum(1 for _ in self._scan(self.prefix))
+
+
+class _UnreadNamespace(RocksNamespace):
+    """A ``RocksNamespace`` under ``RocksNamespace.unread`` (the same object, its class
+    switched back by the function ``unread`` returns)."""
+
+    __slots__ = ()
+
+    def get(self, key: Key, default: Any = None) -> Any:
+        if self._unread[0]:  # type: ignore[index]
+            return default
+        return RocksNamespace.get(self, key, default)
+
+    def items(self) -> Iterator[tuple[Key, Any]]:
+        if self._unread[0]:  # type: ignore[index]
+            return iter(())
+        return RocksNamespace.items(self)
+
+    def values(self) -> Iterator[Any]:
+        if self._unread[0]:  # type: ignore[index]
+            return iter(())
+        return RocksNamespace.values(self)
+
+    def put(self, key: Key, value: Any) -> None:
+        self._unread[0] = False  # type: ignore[index]
+        RocksNamespace.put(self, key, value)
+
+    def putter(self, key: Key) -> Callable[[Any], None]:
+        self._unread[0] = False  # type: ignore[index]
+        return self._fast_putter(key)
+
+    def delete(self, key: Key) -> None:
+        self._unread[0] = False  # type: ignore[index]
+        RocksNamespace.delete(self, key)
+
+    def clear(self) -> None:
+        self._unread[0] = False  # type: ignore[index]
+        RocksNamespace.clear(self)
+
+    def child(self, name: Any) -> RocksNamespace:
+        ns = RocksNamespace(self.db, self.prefix + encode_key(name), self.sink,
+                            self._put_value)
+        marked = self._unread
+        if marked:  # still building
+            ns.__class__ = _UnreadNamespace
+            ns._unread = marked
+            marked.append(ns)
+        return ns
 
 
 class RocksStore:
