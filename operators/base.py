@@ -8,7 +8,7 @@ wall clock and keep all state in the state namespace they were given.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -46,7 +46,7 @@ class PartitionCtx:
     """Built-in output-condition properties (count_insert, last_output_timestamp, ...)."""
     tables: dict[str, Any] = field(default_factory=dict)
     """Table instances a statement reads or aggregates into, by name (Esper ref. 4.7)."""
-    subqueries: list[Any] = field(default_factory=list)
+    subqueries: Sequence[Any] = ()
     """Running subqueries of the statement's partition, by index (Esper "Subqueries")."""
     is_new: bool = True
     """False while the result set projects remove-stream rows: istream() reads it and

@@ -7,14 +7,17 @@ built from its spec.  The pipeline knows nothing of Kafka or of how time is supp
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from operators.base import Emit, Expr, PartitionCtx, Row, Rows, StateNamespace, View, ViewSpec
 from operators.joins.join import Join
 from operators.joins.spec import JoinSpec
 from operators.output import OutputLimiter, OutputSpec
+from operators.output.limiter import PASS_THROUGH, PassThrough
 from operators.prior import MatchPrior, MatchPriorSpec, Prior, PriorSpec
 from operators.resultset import ResultSet, ResultSetSpec
 from operators.subquery.subquery import Subquery
@@ -96,6 +99,11 @@ class PipelineSpec:
     def types(self) -> frozenset[str]:
         """Event types this pipeline consumes (its subqueries' streams included)."""
         return self.main_types() | self.subquery_types()
+
+    @cached_property
+    def from_types(self) -> frozenset[str]:
+        """``main_types()``, computed once (each context partition's pipeline holds it)."""
+        return self.main_types()
 
     def main_types(self) -> frozenset[str]:
         """Event types of the from clause."""
@@ -187,20 +195,26 @@ class Pipeline:
         self.join: Join | None = (
             Join(spec.join, state.child("join"), ctx, self._build_view)
             if spec.join is not None else None)
-        self.subs = [Subquery(sq, state.child(f"sq{i}"), ctx, self._build_view)
-                     for i, sq in enumerate(spec.subqueries)]
-        ctx.subqueries = self.subs
-        self.sub_by_type: dict[str, list[Any]] = {}
-        for sub in self.subs:
-            if sub.spec.source == "stream":
-                self.sub_by_type.setdefault(sub.spec.type_name, []).append(sub)
-        self.main_types = spec.main_types()
+        self.subs: list[Subquery] = _NO_SUBS  # type: ignore[assignment]
+        self.sub_by_type: dict[str, list[Any]] = _NO_SUBS_BY_TYPE  # type: ignore[assignment]
+        if spec.subqueries:
+            self.subs = [Subquery(sq, state.child(f"sq{i}"), ctx, self._build_view)
+                         for i, sq in enumerate(spec.subqueries)]
+            ctx.subqueries = self.subs
+            self.sub_by_type = {}
+            for sub in self.subs:
+                if sub.spec.source == "stream":
+                    self.sub_by_type.setdefault(sub.spec.type_name, []).append(sub)
+        self.main_types = spec.from_types
         self.rs: ResultSet = spec.resultset.build(
             state.child("rs"), ctx, want_old=spec.stream_kind != "istream")
         fresh = bool(spec.join is not None and spec.join.unidirectional
                      and spec.resultset.aggregates)
-        self.out = OutputLimiter(spec.output, state.child("out"), ctx, self.rs,
-                                 self._contents, spec.stream_kind, fresh)
+        # a statement without an output clause keeps nothing per partition for its output
+        self.out: OutputLimiter | PassThrough = (
+            OutputLimiter(spec.output, state.child("out"), ctx, self.rs, self._contents,
+                          spec.stream_kind, fresh)
+            if spec.output.limited else PASS_THROUGH)
         self.limited = spec.output.limited
         self.kind = spec.stream_kind
         self._shaped = bool(spec.distinct or spec.resultset.order_by
@@ -232,10 +246,11 @@ class Pipeline:
                 self._timers = _TIMERS_VIEW
         self.timed = self._timers != _TIMERS_NONE
         """Whether ``next_timer`` can ever give a time (the engine asks it after each event)."""
-        self._timer_parts = tuple(
+        self._timer_parts = () if self._timers != _TIMERS_ANY else tuple(
             part.next_timer for part in (self.view, self.matcher, self.join, self.mr,
                                          self.out, *self.subs) if part is not None)
-        """The ``next_timer`` of each part (the parts never change), for ``next_timer``."""
+        """The ``next_timer`` of each part (the parts never change), for ``next_timer``
+        (only asked when any part may have a timer)."""
 
     @staticmethod
     def _build_view(view: ViewSpec, state: StateNamespace, ctx: PartitionCtx) -> View:
@@ -632,6 +647,10 @@ class Pipeline:
         """Current result rows (Esper's iterator / ``kepl query``)."""
         return self._snapshot()
 
+
+_NO_SUBS: tuple[Subquery, ...] = ()
+_NO_SUBS_BY_TYPE: Mapping[str, list[Any]] = MappingProxyType({})
+"""The subqueries of a statement without any (shared: read, never changed)."""
 
 _TIMERS_NONE, _TIMERS_VIEW, _TIMERS_ANY = 0, 1, 2
 """No part ever sets a timer / only the data window can / look at every part."""

@@ -41,6 +41,8 @@ SIMPLE, AGG_ALL, AGG_ROWS, GROUPED, GROUPED_ROWS = (
 
 _CODES_KEPT = 1 << 16
 """How many group keys' hash codes a result set keeps before starting over."""
+_NO_GONE: frozenset[str] = frozenset()
+"""The dropped groups of a result set that does not count its groups' events (shared)."""
 
 SORT_KEY = "\x00order"
 """Prefix of the hidden columns holding order-by keys; no EPL name can start with it."""
@@ -431,8 +433,10 @@ class ResultSet:
         self._counted = self.refcounted and spec.kind in (GROUPED, GROUPED_ROWS)
         """Whether a group record holds, at index 3, how many of its events are in (Esper
         counts them and drops a group whose count falls to zero), None once dropped."""
-        self._gone: set[str] = {k for k, v in self.groups.items()
-                                if len(v) > 3 and v[3] is not None and v[3] <= 0}
+        gone = {k for k, v in self.groups.items()
+                if len(v) > 3 and v[3] is not None and v[3] <= 0}
+        self._gone: set[str] = (gone if gone or self._counted
+                                else _NO_GONE)  # type: ignore[assignment]
         """Groups whose count fell to zero, dropped at the next event entering a group."""
         one = self.groups.get("")
         self._one_rec: list | None = one
@@ -456,7 +460,7 @@ class ResultSet:
         """The table size of a hash map kept across updates (Esper's buffered default
         output empties one map per update, its table staying grown), or None: a fresh
         map per update."""
-        self._codes: dict[str, int] = {}
+        self._codes: dict[str, int] | None = None
         """Java hash code (spread, ``HashMap.hash``) of each group key met in a
         multi-group update, computed once."""
         putter = getattr(state, "putter", None)
@@ -554,7 +558,9 @@ class ResultSet:
         iterates them (Esper ref. 2.12 output one row per group: the rows of one update
         come in the group keys' hash order); ``fresh``: a new hash set of its own."""
         known = self._codes
-        if len(known) > _CODES_KEPT:
+        if known is None:
+            known = self._codes = {}
+        elif len(known) > _CODES_KEPT:
             known.clear()
         get = known.get
         codes = [get(k) for k in keys]

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -147,6 +148,9 @@ def _non_finite(value: Any) -> bool:
     return False
 
 
+_NO_CHILDREN: Mapping[Any, Any] = MappingProxyType({})
+
+
 class MemoryNamespace:
     """A namespace held in a Python dict; values are stored as given (no copy).
 
@@ -159,7 +163,8 @@ class MemoryNamespace:
     def __init__(self, name: tuple = ()) -> None:
         self.name = name
         self.data: dict[Key, Any] = {}
-        self.children: dict[Any, MemoryNamespace] = {}
+        self.children: dict[Any, MemoryNamespace] = _NO_CHILDREN  # type: ignore[assignment]
+        """Child namespaces by name; a leaf (most of them) shares one empty mapping."""
         self.owner: Any = None
 
     def own(self, owner: Any) -> None:
@@ -206,6 +211,8 @@ class MemoryNamespace:
     def child(self, name: Any) -> MemoryNamespace:
         ns = self.children.get(name)
         if ns is None:
+            if self.children is _NO_CHILDREN:
+                self.children = {}
             ns = self.children[name] = MemoryNamespace((*self.name, name))
         return ns
 
@@ -215,7 +222,7 @@ class MemoryNamespace:
         self.owner = None
         for ns in self.children.values():
             ns.clear()
-        self.children.clear()
+        self.children = _NO_CHILDREN  # type: ignore[assignment]
 
     def key_count(self) -> int:
         return len(self.entries()) + sum(ns.key_count() for ns in self.children.values())
@@ -270,20 +277,35 @@ class MemoryStore:
         return store
 
 
+_LOOK = object()
+"""``RocksNamespace``'s ``put_value`` not given: looked up on the database."""
+
+
+def _put_value_of(db: Any, sink: ChangelogSink | None) -> Any:
+    """The database's ``put_value`` (it encodes values itself), unless a sink needs the
+    encoded bytes; None otherwise."""
+    return getattr(db, "put_value", None) if sink is None else None
+
+
 class RocksNamespace:
     """A key prefix inside a RocksDB database; writes go through the codec."""
 
-    __slots__ = ("db", "prefix", "sink", "_put_value", "_put_new", "_own")
+    __slots__ = ("db", "prefix", "sink", "_put_value", "_own", "_unread")
 
-    def __init__(self, db: Any, prefix: bytes, sink: ChangelogSink | None) -> None:
+    def __init__(self, db: Any, prefix: bytes, sink: ChangelogSink | None,
+                 put_value: Any = _LOOK) -> None:
         self.db = db
         self.prefix = prefix
         self.sink = sink
-        # a database that encodes values itself, later (a batch overlay), takes objects
-        self._put_value = getattr(db, "put_value", None) if sink is None else None
-        self._put_new = getattr(db, "put_new", None) if sink is None else None
+        # a database that encodes values itself, later (a batch overlay), takes objects;
+        # ``put_value``: its bound method, which namespaces of one store share (a key's
+        # namespaces would otherwise each hold one)
+        self._put_value = (put_value if put_value is not _LOOK
+                           else _put_value_of(db, sink))
         self._own = prefix + b"\x00K"
         """The prefix of this namespace's own keys."""
+        self._unread: list[Any] | None = None
+        """See ``unread``: [nothing written yet, the namespaces marked]."""
 
     def _key(self, key: Key) -> bytes:
         """The database key of ``key``: ``encode_key`` inlined for an int (a window's
@@ -319,20 +341,24 @@ class RocksNamespace:
 
     def put_new(self, key: Key, value: Any) -> None:
         """``put`` of a key the database does not hold (a window's next sequence number):
-        a batch overlay then drops a delete of it in the same batch without a lookup."""
-        put_new = self._put_new
-        if put_new is None:
+        a batch overlay (a database that takes objects: ``put_value``) then drops a delete
+        of it in the same batch without a lookup."""
+        if self._put_value is None:
             self.put(key, value)
         elif type(key) is int:
-            put_new(self._own + b"\x02" + (key + _INT_OFFSET).to_bytes(8, "big"), value)
+            self.db.put_new(self._own + b"\x02" + (key + _INT_OFFSET).to_bytes(8, "big"),
+                            value)
         else:
-            put_new(self._key(key), value)
+            self.db.put_new(self._key(key), value)
 
     def putter(self, key: Key) -> Callable[[Any], None]:
         """``put(key, value)`` as a function of the value (a key written per event): the
         key encoded once."""
         if type(self) is not RocksNamespace:  # a subclass may put otherwise
             return partial(self.put, key)
+        return self._fast_putter(key)
+
+    def _fast_putter(self, key: Key) -> Callable[[Any], None]:
         k = self._key(key)
         if self._put_value is not None:
             return partial(self._put_value, k)
@@ -382,7 +408,26 @@ class RocksNamespace:
         return (decode_value(v) for v in raws)
 
     def child(self, name: Any) -> RocksNamespace:
-        return RocksNamespace(self.db, self.prefix + encode_key(name), self.sink)
+        return RocksNamespace(self.db, self.prefix + encode_key(name), self.sink,
+                              self._put_value)
+
+    def unread(self) -> Callable[[], None]:
+        """Mark this namespace as a context partition's that has never held state (its
+        key first came since the store was loaded) while its pipeline is built: the
+        operators' reads of their state then find nothing without asking the database
+        (each a scan of the batch overlay and a seek), until anything under it is
+        written.  Returns the function that ends this (the namespaces stay as they are
+        otherwise)."""
+        marked: list[Any] = [True, self]
+        self.__class__ = _UnreadNamespace
+        self._unread = marked
+
+        def settle() -> None:
+            for ns in marked[1:]:
+                ns.__class__ = RocksNamespace
+                ns._unread = None
+            marked.clear()
+        return settle
 
     def clear(self) -> None:
         for k, _ in list(self._scan(self.prefix)):
@@ -392,6 +437,58 @@ class RocksNamespace:
 
     def key_count(self) -> int:
         return sum(1 for _ in self._scan(self.prefix))
+
+
+class _UnreadNamespace(RocksNamespace):
+    """A ``RocksNamespace`` under ``RocksNamespace.unread`` (the same object, its class
+    switched back by the function ``unread`` returns)."""
+
+    __slots__ = ()
+
+    def get(self, key: Key, default: Any = None) -> Any:
+        if self._unread[0]:  # type: ignore[index]
+            return default
+        return RocksNamespace.get(self, key, default)
+
+    def items(self) -> Iterator[tuple[Key, Any]]:
+        if self._unread[0]:  # type: ignore[index]
+            return iter(())
+        return RocksNamespace.items(self)
+
+    def values(self) -> Iterator[Any]:
+        if self._unread[0]:  # type: ignore[index]
+            return iter(())
+        return RocksNamespace.values(self)
+
+    def put(self, key: Key, value: Any) -> None:
+        self._unread[0] = False  # type: ignore[index]
+        RocksNamespace.put(self, key, value)
+
+    def put_new(self, key: Key, value: Any) -> None:
+        self._unread[0] = False  # type: ignore[index]
+        RocksNamespace.put_new(self, key, value)
+
+    def putter(self, key: Key) -> Callable[[Any], None]:
+        self._unread[0] = False  # type: ignore[index]
+        return self._fast_putter(key)
+
+    def delete(self, key: Key) -> None:
+        self._unread[0] = False  # type: ignore[index]
+        RocksNamespace.delete(self, key)
+
+    def clear(self) -> None:
+        self._unread[0] = False  # type: ignore[index]
+        RocksNamespace.clear(self)
+
+    def child(self, name: Any) -> RocksNamespace:
+        ns = RocksNamespace(self.db, self.prefix + encode_key(name), self.sink,
+                            self._put_value)
+        marked = self._unread
+        if marked:  # still building
+            ns.__class__ = _UnreadNamespace
+            ns._unread = marked
+            marked.append(ns)
+        return ns
 
 
 class RocksStore:
@@ -407,7 +504,11 @@ class RocksStore:
         self.sink = sink
 
     def namespace(self, *path: Any) -> RocksNamespace:
-        return RocksNamespace(self.db, encode_key(tuple(path)) if path else b"", self.sink)
+        db, sink = self.db, self.sink
+        cached = self.__dict__.get("_put_value_cache")
+        if cached is None or cached[0] is not db or cached[1] is not sink:
+            cached = self._put_value_cache = (db, sink, _put_value_of(db, sink))
+        return RocksNamespace(db, encode_key(tuple(path)) if path else b"", sink, cached[2])
 
     def apply(self, key: bytes, value: bytes | None) -> None:
         """Replay one changelog record (recovery)."""

@@ -435,7 +435,16 @@ class Engine:
             ctx = self._ctx(st, pid)
             ns = self.store.namespace("s", st.plan.name, repr(pid))
             spec = st.plan.subqueries if st.plan.kind == "on" else st.plan.pipeline
-            p = spec.build(ns, ctx)
+            unread = getattr(ns, "unread", None)
+            if (unread is not None and st.plan.context is not None
+                    and self.contexts[st.plan.context].manager.new_since_load(pid)):
+                settle = unread()  # a new key's operators have no state to read
+                try:
+                    p = spec.build(ns, ctx)
+                finally:
+                    settle()
+            else:
+                p = spec.build(ns, ctx)
             st.pipelines[pid] = p
             seq = st.deferred.get(pid) if st.deferred is not None else None
             if seq is None:

@@ -56,6 +56,11 @@ class Manager:
         """Partitions currently alive, in creation order."""
         return []
 
+    def new_since_load(self, pid: Pid) -> bool:
+        """Whether ``pid`` was allocated since this manager read its state, so that no
+        state of it can be stored (False where that is not known)."""
+        return False
+
 
 # -- keyed ------------------------------------------------------------------
 
@@ -143,6 +148,11 @@ class KeyedManager(Manager):
         self.pids = {k[0] if len(k) == 1 and type(k[0]) is str else _hashable(k): pid
                      for pid, k in entries}
         self.next_id = state.get("next", 0)
+        self.loaded_next = self.next_id
+        """The first id allocated since the state was read (ids only grow)."""
+
+    def new_since_load(self, pid: Pid) -> bool:
+        return type(pid) is int and pid >= self.loaded_next
 
     def key_of(self, type_name: str, event: Row) -> list | None:
         item = self.by_type.get(type_name)
@@ -441,6 +451,10 @@ class HashManager(Manager):
         self.ctx = ctx
         self.state = state
         self.ids: dict[int, int] = {int(b): i for b, i in (state.get("ids") or [])}
+        self.loaded_next = max(self.ids.values(), default=-1) + 1
+        """Above the ids the state held: an id allocated since is the count of ids then
+        (or a bucket, all preallocated at once into an empty state), an id from this
+        one on is new."""
         here = state.get("here")
         if here is None and spec.owned in self.ids:
             here = [spec.owned]  # a state written before the ids followed first use
@@ -499,6 +513,9 @@ class HashManager(Manager):
             self.here.add(bucket)
             self.state.put("here", sorted(self.here))
         return [pid]
+
+    def new_since_load(self, pid: Pid) -> bool:
+        return type(pid) is int and pid >= self.loaded_next
 
     def live(self) -> list[Pid]:
         if self.by_first_use:

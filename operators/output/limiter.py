@@ -14,6 +14,41 @@ from operators.output.strategies import Buffered, Snapshot, make_strategy
 from operators.resultset import AGG_ALL, SIMPLE, ResultSet
 
 
+class PassThrough:
+    """The output of a statement without an output clause: rows pass as the result set
+    gives them (``Pipeline`` does not call it for them), no timer, nothing to flush or
+    keep, so one instance serves every context partition of every such statement."""
+
+    __slots__ = ()
+
+    def arm(self, now_ms: int) -> None:
+        return None
+
+    def next_timer(self) -> int | None:
+        return None
+
+    def on_time(self, now_ms: int) -> Emit:
+        return [], []
+
+    def on_terminate(self, now_ms: int) -> Emit:
+        return [], []
+
+    def on_variables_changed(self, now_ms: int) -> Emit:
+        return [], []
+
+    def idle(self) -> bool:
+        return True
+
+    def terminate_quiet(self) -> bool:
+        return True
+
+    def skip_to(self, limit: int) -> None:
+        return None
+
+
+PASS_THROUGH = PassThrough()
+
+
 class OutputLimiter:
     """Runs a limited statement's result set and decides what to post and when, as
     Esper's output process views do; an unlimited statement's rows pass through."""
