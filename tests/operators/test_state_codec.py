@@ -71,6 +71,9 @@ class _Overlay(_Db):
     def put_value(self, key: bytes, value: Any) -> None:
         self[key] = ("object", value)
 
+    def put_new(self, key: bytes, value: Any) -> None:
+        self[key] = ("new", value)
+
 
 @pytest.mark.parametrize("db_type", [_Db, _Overlay])
 @pytest.mark.parametrize("key", [0, 7, -3, 2 ** 62, "", "g", "a\x00b", "\x00tagged", "é",
@@ -90,6 +93,19 @@ def test_namespace_keys_are_encode_key(db_type: type, key: Any) -> None:
     assert list(db) == [want] and db[want] is None
     if db_type is _Db:
         assert sunk == [(want, b'{"v":1}'), (want, b'{"v":2}'), (want, None)]
+
+
+@pytest.mark.parametrize("key", [0, 7, -3, 2 ** 62, "g", ("group", "k")])
+def test_a_new_key_is_written_as_encode_key_and_as_new_where_the_database_takes_it(
+        key: Any) -> None:
+    want = b"P\x00K" + encode_key(key)
+    overlay = _Overlay()
+    RocksNamespace(overlay, b"P", None).put_new(key, {"v": 1})
+    assert overlay == {want: ("new", {"v": 1})}
+    plain = _Db()
+    sunk: list[tuple[bytes, bytes | None]] = []
+    RocksNamespace(plain, b"P", lambda k, v: sunk.append((k, v))).put_new(key, {"v": 1})
+    assert plain == {want: b'{"v":1}'} and sunk == [(want, b'{"v":1}')]
 
 
 def test_non_finite_doubles_are_found_in_nested_state_and_bags() -> None:
