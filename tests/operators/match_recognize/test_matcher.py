@@ -195,3 +195,14 @@ def test_an_out_of_sequence_remove_steps_the_window_again(mode: str, tmp_path: P
     assert run(epl, mode, tmp_path, ("e1", "x", 0), ("e2", "y", 12), ("e3", "x", 6),
                ("e4", "x", 7), ("e5", "x", 3)) == [
         {"a": "e2", "b": "e3"}, {"a": "e2", "b": "e4"}, {"a": "e2", "b": "e5"}]
+
+
+def test_an_equal_event_that_never_matched_is_not_the_matched_one(tmp_path: Path) -> None:
+    epl = ("select * from T#length(3) match_recognize (measures B.v as b, C.v as c "
+           "pattern (B C) define B as B.v <= 2, C as C.v >= 2)")
+    # the first ("e", "x", 3) never matched; when it leaves, the equal one that did is
+    # still in the window: no out-of-sequence restart steps ("f", "x", 2) twice
+    d = Driver(epl, "memory", tmp_path)
+    assert d.send(("e", "x", 3), ("d", "x", 0), ("e", "x", 3)) == [{"b": 0, "c": 3}]
+    assert d.send(("f", "x", 2)) == []
+    assert d.send(("g", "x", 5)) == [{"b": 2, "c": 5}]
