@@ -101,9 +101,18 @@ class MatchRecognizer:
         self.schedule: list[list[Any]] = sched["s"] if sched else []
         """[[first event time, [matches]], ...] sorted by time."""
         self.due: int | None = sched["d"] if sched else None
-        self._matched_index: dict[bytes, list[int]] = {}
-        for s, row in sorted(self.matched.items()):
-            self._matched_index.setdefault(_fp(row), []).append(s)
+        self._by_id: dict[int, list[int]] = {}
+        """Matched events by the identity of their row, oldest first: a window posts a
+        leaving event as the object it posted on arrival, and Esper's set of matched
+        events tells events apart by identity, so an equal event that never matched is
+        not one of them."""
+        for s, row in self.matched.items():
+            self._by_id.setdefault(id(row), []).append(s)
+        self._restored: dict[bytes, list[int]] = {}
+        """Matched events read back from the state, by value: their rows may be copies of
+        the window's, so a leaving event not found by identity is looked up here."""
+        for s, row in self.matched.items():
+            self._restored.setdefault(_fp(row), []).append(s)
         self._dirty: set[str] = set()
         self.failed = False
         """Whether the last update failed as Esper 9's view does (see ``_hold``): the
@@ -306,9 +315,13 @@ class MatchRecognizer:
         part["cur"] = nxt
         if matched and spec.bound and retain:
             # a set of events (Esper: a linked hash set): an event seen again keeps its place
-            if eid not in self.matched:
+            known = self.matched.get(eid)
+            if known is None:
                 self._order.append(eid)
-                self._matched_index.setdefault(_fp(row), []).append(eid)
+            if known is not row:
+                if known is not None:
+                    self._unmap(known, eid)
+                self._by_id.setdefault(id(row), []).append(eid)
             self.matched[eid] = row
             self.ns.put(("w", eid), row)
         return terms
@@ -582,12 +595,11 @@ class MatchRecognizer:
         first = self._first()
         out_of_sequence = False
         for row in old:
-            seqs = self._matched_index.get(_fp(row))
-            s = seqs.pop(0) if seqs else None
+            s = self._find(row, self._restored)
             if s is not None:
                 if first is not None and s != first:
                     out_of_sequence = True
-                self.matched.pop(s, None)
+                self._unmap(self.matched.pop(s), s)
                 self.ns.delete(("w", s))
                 first = self._first()
             removed.append((s, row))
@@ -623,6 +635,42 @@ class MatchRecognizer:
                 if not part["cur"] and not spec.prev_depth:
                     del self.parts[key]
 
+    def _unmap(self, row: Row, s: int) -> None:
+        ids = self._by_id.get(id(row))
+        if ids and s in ids:
+            ids.remove(s)
+            if not ids:
+                del self._by_id[id(row)]
+
+    def _find(self, row: Row, restored: dict[bytes, list[int]],
+              taken: set[int] | None = None) -> int | None:
+        """The id of the matched event ``row`` is, if any (the oldest one not ``taken``):
+        by identity, else by value among those read back from the state, taking it out
+        of ``restored``."""
+        matched = self.matched
+        s = next((i for i in self._by_id.get(id(row), ())
+                  if matched.get(i) is row and (taken is None or i not in taken)), None)
+        if s is not None:
+            if restored:
+                fp = _fp(row)
+                seqs = restored.get(fp)
+                if seqs and s in seqs:
+                    seqs.remove(s)
+            return s
+        if not restored:
+            return None
+        fp = _fp(row)
+        seqs = restored.get(fp)
+        s = None
+        while seqs:
+            first = seqs.pop(0)
+            if first in matched:
+                s = first
+                break
+        if seqs is not None and not seqs:
+            del restored[fp]
+        return s
+
     def _first(self) -> int | None:
         """The oldest matched event still in the window (amortised O(1))."""
         order, live = self._order, self.matched
@@ -641,7 +689,8 @@ class MatchRecognizer:
             part["cur"] = []
             self._dirty.add(key)
         rows = list(self.window_rows()) if self.window_rows is not None else []
-        ids = {k: list(v) for k, v in self._matched_index.items() if v}
+        restored = {k: list(v) for k, v in self._restored.items()}
+        taken: set[int] = set()
         coming = {id(r): eid for r, eid in zip(new, eids)}
         sink: list[Entry] = []
         self.seq = 0
@@ -650,8 +699,11 @@ class MatchRecognizer:
             self.seq += 1
             eid = coming.get(id(row))
             if eid is None:
-                seqs = ids.get(_fp(row))
-                eid = seqs.pop(0) if seqs else -self.seq
+                eid = self._find(row, restored, taken)
+                if eid is None:
+                    eid = -self.seq
+                else:
+                    taken.add(eid)
             key = self._key(row)
             part = self.parts.get(key)
             if part is None:

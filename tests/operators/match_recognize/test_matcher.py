@@ -11,6 +11,7 @@ import pytest
 
 from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog
+from app.runtime.engine import Engine
 from operators.base import PartitionCtx, Rows
 from operators.state import MemoryStore, RocksStore
 
@@ -195,3 +196,39 @@ def test_an_out_of_sequence_remove_steps_the_window_again(mode: str, tmp_path: P
     assert run(epl, mode, tmp_path, ("e1", "x", 0), ("e2", "y", 12), ("e3", "x", 6),
                ("e4", "x", 7), ("e5", "x", 3)) == [
         {"a": "e2", "b": "e3"}, {"a": "e2", "b": "e4"}, {"a": "e2", "b": "e5"}]
+
+
+def test_an_equal_event_that_never_matched_is_not_the_matched_one(tmp_path: Path) -> None:
+    epl = ("select * from T#length(3) match_recognize (measures B.v as b, C.v as c "
+           "pattern (B C) define B as B.v <= 2, C as C.v >= 2)")
+    # the first ("e", "x", 3) never matched; when it leaves, the equal one that did is
+    # still in the window: no out-of-sequence restart steps ("f", "x", 2) twice
+    d = Driver(epl, "memory", tmp_path)
+    assert d.send(("e", "x", 3), ("d", "x", 0), ("e", "x", 3)) == [{"b": 0, "c": 3}]
+    assert d.send(("f", "x", 2)) == []
+    assert d.send(("g", "x", 5)) == [{"b": 2, "c": 5}]
+
+
+def _engine_rows(epl: str, events: list[dict[str, Any]]) -> Rows:
+    """The rows the engine posts for the events, sent as they are (not copied)."""
+    engine = Engine()
+    rows: Rows = []
+    engine.listeners.append(lambda s, new, old, p: rows.extend(new))
+    engine.deploy(plan_statement(Catalog.from_schemas(SCHEMA), epl, "q"))
+    for e in events:
+        engine.send("T", e)
+    return rows
+
+
+def test_one_object_sent_twice_is_two_events() -> None:
+    epl = ("select * from T#length(3) match_recognize (measures A.id as a, B.id as b, "
+           "C.id as c pattern (A B C) define A as A.v > 10, B as B.v > 10, C as C.v < 10)")
+    x = {"id": "x", "k": "k", "v": 12}
+    # the same row object twice leaves the window twice, oldest first, as two equal
+    # events do (no out-of-sequence restart on the first remove)
+    events = [x, x, {"id": "y", "k": "k", "v": 11}, {"id": "z", "k": "k", "v": 1},
+              {"id": "w", "k": "k", "v": 13}, {"id": "u", "k": "k", "v": 14},
+              {"id": "t", "k": "k", "v": 2}]
+    copies = [dict(e) for e in events]
+    assert _engine_rows(epl, events) == _engine_rows(epl, copies) == [
+        {"a": "x", "b": "y", "c": "z"}, {"a": "w", "b": "u", "c": "t"}]
