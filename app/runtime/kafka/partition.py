@@ -1015,9 +1015,11 @@ class EnginePartition:
         if w is None or w.pending is None:
             raise RuntimeError("no snapshot part was written")
         self._check_offset(offset)
-        self.store.set_marker(offset)
-        self.cl_offset = offset
         size, last = w.pending
+        # the last part lets the records before the snapshot go: RocksDB's marker must
+        # not stay before them
+        self.store.set_marker(offset, durable=last)
+        self.cl_offset = offset
         w.pending = None
         w.bytes += size
         if w.part == 0:

@@ -73,9 +73,14 @@ _NO_WAL.disable_wal = True
 the database is as of its last memtable flush, a consistent batch boundary with its
 marker, and the worker replays the changelog records after that marker."""
 
-BEHIND_COMMITS = 50
-"""Commits whose writes may wait before they go into RocksDB (``PartitionStore.commit``):
-a restart replays at most this many changelog records more."""
+BEHIND_WRITES = 1 << 18
+"""Writes committed (``PartitionStore.commit``) that may wait before they go into RocksDB:
+a restart replays at most about this many more from the changelog.  Counted in writes,
+not commits, so that a window row's chance to leave before its flush does not depend on
+how many events a checkpoint holds (a live input commits every few hundred events, a
+backlog every few thousand)."""
+BEHIND_COMMITS = 1000
+"""Commits whose writes may wait at most (bounds the changelog records a restart reads)."""
 BEHIND_KEYS = 1 << 17
 """Keys that may wait (about 10 MB of state values)."""
 BEHIND_KEPT = 0.75
@@ -368,10 +373,12 @@ class PartitionStore(RocksStore):
         self.committed = SimpleNamespace(get=self.db.committed_many)
         """Reads the committed values of keys (``get(keys)``), those ``behind`` too."""
         self.behind_marker: int | None = None
-        # partitions of one worker flush at different commits, not all in the same one
-        self.behind_commits = zlib.crc32(str(self.path).encode()) % BEHIND_COMMITS
+        self.behind_commits = 0
         self.behind_limit = BEHIND_COMMITS
         """Commits to a flush: ``BEHIND_COMMITS``, or 1 while writing through."""
+        # partitions of one worker flush at different commits, not all in the same one
+        self.due = BEHIND_WRITES - zlib.crc32(str(self.path).encode()) % (BEHIND_WRITES // 2)
+        """Writes left to take before the next flush."""
         self.staged = 0
         """Writes taken since the last flush."""
         self.through = 0
@@ -438,6 +445,7 @@ class PartitionStore(RocksStore):
         behind = db.behind
         writes = self.pending if writes is None else writes
         self.staged += len(writes)
+        self.due -= len(writes)
         behind.update(writes)
         unwritten = db.unwritten
         for k in db.cancel:
@@ -450,7 +458,8 @@ class PartitionStore(RocksStore):
         self.behind_marker = marker
         self.behind_commits += 1
         self.db.reset()
-        if self.behind_commits >= self.behind_limit or len(behind) >= BEHIND_KEYS:
+        if (self.due <= 0 or self.behind_commits >= self.behind_limit
+                or len(behind) >= BEHIND_KEYS):
             self.flush()
 
     def flushed(self) -> Rdict:
@@ -482,6 +491,7 @@ class PartitionStore(RocksStore):
         self.behind_marker = None
         self.behind_commits = 0
         self.staged = 0
+        self.due = BEHIND_WRITES
 
     def rollback(self) -> None:
         """Forget every write since the last commit."""
@@ -526,8 +536,13 @@ class PartitionStore(RocksStore):
         self.base.compact_range(None, None)
         self.base.set_options({"disable_auto_compactions": "false"})
 
-    def set_marker(self, marker: int) -> None:
-        """Move the marker (records that change no state: snapshot parts)."""
+    def set_marker(self, marker: int, durable: bool = True) -> None:
+        """Move the marker (records that change no state: snapshot parts).  Not
+        ``durable``: the marker waits with the writes behind it for their flush (a
+        restart then replays from an earlier record)."""
+        if not durable:
+            self.behind_marker = marker
+            return
         self.flush()
         self._write((), marker)
 
@@ -563,6 +578,7 @@ class PartitionStore(RocksStore):
         self.behind_marker = None
         self.behind_commits = 0
         self.staged = 0
+        self.due = BEHIND_WRITES
         self.base.close()
         Rdict.destroy(str(self.path))
         self.base = self._open()

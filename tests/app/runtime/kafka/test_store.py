@@ -11,6 +11,7 @@ import pytest
 
 from app.runtime.kafka.store import (
     BEHIND_COMMITS,
+    BEHIND_WRITES,
     MARKER_KEY,
     THROUGH_COMMITS,
     ChangelogRecord,
@@ -94,7 +95,6 @@ def test_a_new_key_put_and_deleted_in_the_batch_leaves_no_trace_without_a_lookup
 def test_committed_writes_wait_behind_and_a_row_that_came_and_went_never_reaches_rocksdb(
         tmp_path: Path) -> None:
     store = PartitionStore(tmp_path / "db")
-    store.behind_commits = 0  # no flush at the next commits
     ns = store.namespace("w")
     key = {k: ns.prefix + b"\x00K" + _ek(k) for k in range(8)}
     ns.put(0, "agg")
@@ -123,7 +123,6 @@ def test_committed_writes_wait_behind_and_a_row_that_came_and_went_never_reaches
 def test_writes_behind_go_into_rocksdb_every_so_many_commits(tmp_path: Path) -> None:
     path = tmp_path / "db"
     store = PartitionStore(path)
-    store.behind_commits = 0  # each database starts its count elsewhere: from 0 here
     ns = store.namespace("w")
     for i in range(BEHIND_COMMITS + 3):
         ns.put(0, i)
@@ -135,11 +134,51 @@ def test_writes_behind_go_into_rocksdb_every_so_many_commits(tmp_path: Path) -> 
     again.close()
 
 
+def test_writes_behind_go_into_rocksdb_after_so_many_writes(tmp_path: Path) -> None:
+    """The flush comes after ``BEHIND_WRITES`` writes however the commits split them:
+    a live input's small checkpoints wait as long, in events, as a backlog's large ones."""
+    path = tmp_path / "db"
+    store = PartitionStore(path)
+    store.due = 100  # as if 100 writes were left to the flush
+    ns = store.namespace("w")
+    key = 0
+    for c in range(4):
+        for _ in range(30):
+            key += 1
+            ns.put(key, c)
+        store.commit(c, store.batch_writes())
+        assert store.base.get(MARKER_KEY) == (b"3" if c == 3 else None)
+    assert store.db.behind == {} and store.due == BEHIND_WRITES
+    store.close()
+
+
+def test_a_marker_that_need_not_be_durable_waits_with_the_writes_behind(
+        tmp_path: Path) -> None:
+    path = tmp_path / "db"
+    store = PartitionStore(path)
+    ns = store.namespace("w")
+    ns.put(1, "a")
+    store.commit(7, store.batch_writes())
+    store.set_marker(8, durable=False)  # a snapshot part other than the last
+    assert store.base.get(MARKER_KEY) is None and store.db.behind
+    store.set_marker(9, durable=False)
+    store.base.close()  # a crash: the database is as of its last flush
+    again = PartitionStore(path)
+    assert again.marker() == -1 and again.namespace("w").get(1) is None
+    ns = again.namespace("w")
+    ns.put(1, "a")
+    again.commit(7, again.batch_writes())
+    again.set_marker(8, durable=False)
+    again.set_marker(9)  # the last part: the marker and the writes behind it go in
+    assert again.base.get(MARKER_KEY) == b"9" and again.db.behind == {}
+    assert again.base.get(ns.prefix + b"\x00K" + _ek(1)) == b'"a"'
+    again.close()
+
+
 def test_commits_write_through_while_waiting_does_not_pay(tmp_path: Path) -> None:
     """Keys written once each (nothing to cancel or overwrite): after a flush that wrote
     almost everything it took, each commit goes into RocksDB, for a while."""
     store = PartitionStore(tmp_path / "db")
-    store.behind_commits = 0
     ns = store.namespace("w")
     key = 0
     for c in range(BEHIND_COMMITS):
