@@ -32,6 +32,9 @@ class Manager:
     """Base of all context managers."""
 
     name: str = ""
+    loaded_next: int | None = None
+    """The first partition id allocated since the manager read its state (ids only
+    grow), where the manager numbers its partitions so; None where it does not."""
 
     def deploy(self, now_ms: int) -> list[Change]:
         """The context is created at ``now_ms`` (``@now``, preallocate, crontab inside)."""
@@ -59,7 +62,8 @@ class Manager:
     def new_since_load(self, pid: Pid) -> bool:
         """Whether ``pid`` was allocated since this manager read its state, so that no
         state of it can be stored (False where that is not known)."""
-        return False
+        first = self.loaded_next
+        return first is not None and type(pid) is int and pid >= first
 
 
 # -- keyed ------------------------------------------------------------------
@@ -149,10 +153,6 @@ class KeyedManager(Manager):
                      for pid, k in entries}
         self.next_id = state.get("next", 0)
         self.loaded_next = self.next_id
-        """The first id allocated since the state was read (ids only grow)."""
-
-    def new_since_load(self, pid: Pid) -> bool:
-        return type(pid) is int and pid >= self.loaded_next
 
     def key_of(self, type_name: str, event: Row) -> list | None:
         item = self.by_type.get(type_name)
@@ -513,9 +513,6 @@ class HashManager(Manager):
             self.here.add(bucket)
             self.state.put("here", sorted(self.here))
         return [pid]
-
-    def new_since_load(self, pid: Pid) -> bool:
-        return type(pid) is int and pid >= self.loaded_next
 
     def live(self) -> list[Pid]:
         if self.by_first_use:
