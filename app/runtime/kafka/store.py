@@ -377,8 +377,8 @@ class PartitionStore(RocksStore):
         self.behind_limit = BEHIND_COMMITS
         """Commits to a flush: ``BEHIND_COMMITS``, or 1 while writing through."""
         # partitions of one worker flush at different commits, not all in the same one
-        self.due = BEHIND_WRITES - zlib.crc32(str(self.path).encode()) % (BEHIND_WRITES // 2)
-        """Writes left to take before the next flush."""
+        self.flush_at = BEHIND_WRITES - zlib.crc32(str(self.path).encode()) % (BEHIND_WRITES // 2)
+        """Writes taken (``staged``) at which the next flush comes."""
         self.staged = 0
         """Writes taken since the last flush."""
         self.through = 0
@@ -445,7 +445,6 @@ class PartitionStore(RocksStore):
         behind = db.behind
         writes = self.pending if writes is None else writes
         self.staged += len(writes)
-        self.due -= len(writes)
         behind.update(writes)
         unwritten = db.unwritten
         for k in db.cancel:
@@ -458,7 +457,7 @@ class PartitionStore(RocksStore):
         self.behind_marker = marker
         self.behind_commits += 1
         self.db.reset()
-        if (self.due <= 0 or self.behind_commits >= self.behind_limit
+        if (self.staged >= self.flush_at or self.behind_commits >= self.behind_limit
                 or len(behind) >= BEHIND_KEYS):
             self.flush()
 
@@ -491,7 +490,7 @@ class PartitionStore(RocksStore):
         self.behind_marker = None
         self.behind_commits = 0
         self.staged = 0
-        self.due = BEHIND_WRITES
+        self.flush_at = BEHIND_WRITES
 
     def rollback(self) -> None:
         """Forget every write since the last commit."""
@@ -578,7 +577,7 @@ class PartitionStore(RocksStore):
         self.behind_marker = None
         self.behind_commits = 0
         self.staged = 0
-        self.due = BEHIND_WRITES
+        self.flush_at = BEHIND_WRITES
         self.base.close()
         Rdict.destroy(str(self.path))
         self.base = self._open()

@@ -139,7 +139,7 @@ def test_writes_behind_go_into_rocksdb_after_so_many_writes(tmp_path: Path) -> N
     a live input's small checkpoints wait as long, in events, as a backlog's large ones."""
     path = tmp_path / "db"
     store = PartitionStore(path)
-    store.due = 100  # as if 100 writes were left to the flush
+    store.flush_at = 100  # as if the flush came after 100 writes
     ns = store.namespace("w")
     key = 0
     for c in range(4):
@@ -148,7 +148,7 @@ def test_writes_behind_go_into_rocksdb_after_so_many_writes(tmp_path: Path) -> N
             ns.put(key, c)
         store.commit(c, store.batch_writes())
         assert store.base.get(MARKER_KEY) == (b"3" if c == 3 else None)
-    assert store.db.behind == {} and store.due == BEHIND_WRITES
+    assert store.db.behind == {} and store.flush_at == BEHIND_WRITES
     store.close()
 
 
