@@ -77,7 +77,7 @@ def decode_key(data: bytes) -> Key:
             while data[j + 1] != 0:
                 j = data.index(b"\x00", j + 2)
             text = data[i:j]
-            if b"\x00" in text:
+            if text.find(b"\x00") >= 0:
                 text = text.replace(b"\x00\xff", b"\x00")
             parts.append(text.decode())
             i = j + 2
@@ -97,8 +97,10 @@ def encode_value(value: Any) -> bytes:
     except TypeError:
         return b" " + json.dumps(value, separators=(",", ":"), default=_plain).encode()
     # NaN and infinities read back as None: a value equal to its reading holds none (an
-    # aggregation's record holds a None, so this comes up per write; the walk costs 5x)
-    if b"null" in out and orjson.loads(out) != value and _non_finite(value):
+    # aggregation's record holds a None, so this comes up per write; the walk costs 5x).
+    # find, not ``in``: ``bytes in bytes`` first tries its operand as an integer, and
+    # the TypeError raised and cleared costs more than the search
+    if out.find(b"null") >= 0 and orjson.loads(out) != value and _non_finite(value):
         return b" " + json.dumps(value, separators=(",", ":"), default=_plain).encode()
     # a small copy: orjson writes into a 1 KiB C-heap block and shrinks it, and
     # thousands of those held until a commit cost about 1.2 us each in glibc's malloc

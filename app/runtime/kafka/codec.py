@@ -72,7 +72,7 @@ def encode_row(row: Any) -> tuple[bytes, bytes | None]:
         out = orjson.dumps(row, default=str)
     except TypeError:
         return _encode_row_slow(row)
-    if b"null" in out and _non_finite(row):
+    if out.find(b"null") >= 0 and _non_finite(row):
         if type(row) is dict:
             fields = [k for k, v in row.items() if _non_finite(v)]
             fixed = {k: _as_strings(v) if k in fields else v for k, v in row.items()}
@@ -135,7 +135,7 @@ def dumps(value: Any) -> bytes:
         out = orjson.dumps(value, default=str)
     except TypeError:
         return json.dumps(value, default=str, separators=(",", ":")).encode()
-    if b"null" in out and _non_finite(value):
+    if out.find(b"null") >= 0 and _non_finite(value):
         return json.dumps(value, default=str, separators=(",", ":")).encode()
     return out
 

@@ -87,7 +87,7 @@ class RowWriter:
             if enc is None:
                 try:
                     data = dumps(row, default=str)
-                    if b"null" in data and non_finite(row):
+                    if data.find(b"null") >= 0 and non_finite(row):
                         data, nonfinite = codec.encode_row(row)
                 except TypeError:
                     data, nonfinite = codec.encode_row(row)
