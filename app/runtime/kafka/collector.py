@@ -8,10 +8,10 @@ checkpoint no collection runs either: the young generation's threshold is raised
 once, before it freezes.  A checkpoint's input records and output rows stay alive until
 it commits, so at 700 every one of them was traversed once or twice by collections that
 found nothing; at the checkpoint they are gone, and only the state they left is
-traversed.  A full
-collection still runs every ``KEPL_GC_FULL_S`` seconds (default 600), for cyclic garbage
-among frozen objects.  Every ``KEPL_TRIM_S`` seconds (default 30) free C heap pages go
-back to the kernel (``memory.trim``), so that the resident size follows what is held.
+traversed.  A full collection still runs every ``KEPL_GC_FULL_S`` seconds (default 600),
+for cyclic garbage among frozen objects.  Every ``KEPL_TRIM_S`` seconds (default 30) free
+C heap pages go back to the kernel (``memory.trim``), so that the resident size follows
+what is held.
 """
 
 from __future__ import annotations
