@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 KEPL   := $(VENV)/bin/kepl
 
-.PHONY: demo test install lint bench bench-kafka bench-keys bench-formats bench-barrier bench-startup nexmark nexmark-kafka soak chaos chaos-cluster spark-cluster test-cluster scenarios oracle oracle-generated broker-start broker-stop clean chart-test image compile compile-clean
+.PHONY: demo test install bytecode lint bench bench-kafka bench-keys bench-formats bench-barrier bench-startup nexmark nexmark-kafka soak chaos chaos-cluster spark-cluster test-cluster scenarios oracle oracle-generated broker-start broker-stop clean chart-test image compile compile-clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,10 +14,16 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-demo: install
+# kepl's own modules as bytecode, brought up to date (only changed files are compiled
+# again): where PYTHONDONTWRITEBYTECODE is set, every process would otherwise compile
+# them from source as it starts (importing the worker: 0.53 s -> 0.19 s here)
+bytecode: install
+	@$(PY) -m compileall -q -j 0 app operators schemas tests > /dev/null
+
+demo: bytecode
 	$(KEPL) demo
 
-test: install
+test: bytecode
 	$(PY) -m pytest -q -p no:cacheprovider
 
 scenarios: install
