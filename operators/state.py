@@ -96,11 +96,15 @@ def encode_value(value: Any) -> bytes:
         out = orjson.dumps(value, default=_plain)
     except TypeError:
         return b" " + json.dumps(value, separators=(",", ":"), default=_plain).encode()
-    # NaN and infinities read back as None: a value equal to its reading holds none (an
-    # aggregation's record holds a None, so this comes up per write; the walk costs 5x).
-    # find, not ``in``: ``bytes in bytes`` first tries its operand as an integer, and
+    # NaN and infinities are written as ``null`` as None is, one each.  An aggregation's
+    # record holds a None at its top level, so its JSON holds one ``null`` on every
+    # write: as many as the top level's Nones say none is NaN or infinite.  More are
+    # looked at: a value equal to its reading holds neither (the walk costs 5x that).
+    # count, not ``in``: ``bytes in bytes`` first tries its operand as an integer, and
     # the TypeError raised and cleared costs more than the search
-    if out.find(b"null") >= 0 and orjson.loads(out) != value and _non_finite(value):
+    nulls = out.count(b"null")
+    if (nulls and nulls != _top_nones(value) and orjson.loads(out) != value
+            and _non_finite(value)):
         return b" " + json.dumps(value, separators=(",", ":"), default=_plain).encode()
     # a small copy: orjson writes into a 1 KiB C-heap block and shrinks it, and
     # thousands of those held until a commit cost about 1.2 us each in glibc's malloc
@@ -122,6 +126,16 @@ def decode_value(data: bytes) -> Any:
     if data[:1] == b" ":
         return json.loads(data)
     return orjson.loads(data)
+
+
+def _top_nones(value: Any) -> int:
+    """How many of a list's or a dict's own items are None (0 for anything else)."""
+    t = type(value)
+    if t is list:
+        return value.count(None)
+    if t is dict:
+        return [*value.values()].count(None)
+    return 0
 
 
 def _non_finite(value: Any) -> bool:

@@ -114,10 +114,14 @@ def test_non_finite_doubles_are_found_in_nested_state_and_bags() -> None:
     from operators.bags import ExtremeBag, SortedBag
 
     for value in ([[3, [1.5, 3]], {"a": math.inf}, 0, None], (None, [{"b": -math.inf}]),
-                  [None, SortedBag([1.0, float("nan")])], [None, ExtremeBag([math.inf])]):
+                  [None, SortedBag([1.0, float("nan")])], [None, ExtremeBag([math.inf])],
+                  # as many top-level Nones as some nulls, and one null more
+                  [None, None, math.nan], {"a": None, "b": -math.inf}, [None, [None, math.inf]],
+                  [[1, [math.nan, 1]], None, 7]):
         assert encode_value(value)[:1] == b" "
         assert repr(decode_value(encode_value(value))) == repr(
             json.loads(json.dumps(value, default=lambda b: b.plain())))
     for value in ([[3, [1.5, 3]], {"a": 2.0, "s": "inf"}, 0, None],
-                  [None, SortedBag([1.0]), ExtremeBag([2.0, -1.0])]):
+                  [None, SortedBag([1.0]), ExtremeBag([2.0, -1.0])],
+                  [[1, [2.5, 1]], None, 7], [None, "null", [None]], [None, None]):
         assert encode_value(value)[:1] == b"["
