@@ -190,6 +190,8 @@ class Pipeline:
                    if spec.match_recognize is not None else None)
         if self.mr is not None and self.view is not None:
             self.mr.window_rows = getattr(self.view, "replay_order", self.view.contents)
+            if s is not None and s.view is not None and s.view.oldest_first:
+                self.mr.relink(self.view.posted())
         self.matcher: Matcher | None = (
             spec.pattern.build(state.child("pattern"), ctx) if spec.pattern is not None else None)
         self.join: Join | None = (

@@ -119,6 +119,30 @@ class MatchRecognizer:
         data window before it then does not finish the update either."""
         self._failed_ids: list[int] = []
 
+    def relink(self, posted: Rows) -> None:
+        """Give the matched events read back from the state the identity of the window's
+        rows, which are other copies of them (a restore): ``posted`` is the data window's
+        posted rows, oldest first, of a window that posts every event the matcher numbers
+        and takes them back oldest first (length, time, batches, keep-all, first-N).  Its
+        rows are then the events numbered up to ``eid``, one each, so a matched event's id
+        says which row it is, however many equal rows the window holds.  Where the rows do
+        not bear that out (a failed update pending, a value that differs) the matched
+        events stay told apart by value (``_find``)."""
+        if not self._restored or self.ns.get("resend"):
+            return
+        last = len(posted) - 1 - self.eid
+        linked: dict[int, Row] = {}
+        for s, row in self.matched.items():
+            i = last + s
+            if not 0 <= i < len(posted) or posted[i] != row:
+                return
+            linked[s] = posted[i]
+        self.matched = linked
+        self._by_id = {}
+        for s, row in linked.items():
+            self._by_id.setdefault(id(row), []).append(s)
+        self._restored = {}
+
     # ------------------------------------------------------------------ events
 
     def on_events(self, new: Rows, old: Rows, now_ms: int) -> Rows:

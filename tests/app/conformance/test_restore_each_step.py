@@ -66,13 +66,7 @@ class Restoring:
         self.engine.send(type_name, event)
 
 
-KNOWN_RESTORE_BUGS: dict[str, str] = {
-    "match_recognize_window_equal_events": (
-        "match_recognize tells the events it holds apart from equal ones by identity; "
-        "events read back from a checkpoint are copies, told apart by value, so an "
-        "equal event that never matched is taken for the matched one when it leaves "
-        "(docs/epl.md, match_recognize)"),
-}
+KNOWN_RESTORE_BUGS: dict[str, str] = {}
 """Scenarios whose output still differs when the runtime is rebuilt before each step:
 each one is a bug to fix, marked strict so that the fix has to remove it here."""
 

@@ -232,3 +232,33 @@ def test_one_object_sent_twice_is_two_events() -> None:
     copies = [dict(e) for e in events]
     assert _engine_rows(epl, events) == _engine_rows(epl, copies) == [
         {"a": "x", "b": "y", "c": "z"}, {"a": "w", "b": "u", "c": "t"}]
+
+
+@pytest.mark.parametrize("mode", ["memory-checkpoint", "rocks-reopen"])
+def test_restored_matched_events_are_the_windows_rows_again(mode: str, tmp_path: Path
+                                                            ) -> None:
+    """Read back from the state, the matched events and a length window's rows are
+    separate copies; each matched event's number says which row it is, so they are made
+    the same objects again, the matched one among equal rows included."""
+    d = Driver("select * from T#length(4) match_recognize (measures B.v as b, C.v as c "
+               "pattern (B C) define B as B.v <= 2, C as C.v >= 2)", mode, tmp_path)
+    assert d.send(("a", "x", 3), ("b", "x", 0), ("c", "x", 3)) == [{"b": 0, "c": 3}]
+    d._restart()
+    rows, mr = d.pipe.view.posted(), d.pipe.mr
+    assert [r["id"] for r in rows] == ["a", "b", "c"]
+    assert sorted(mr.matched) == [2, 3] and mr.matched[3] is rows[2] and mr._restored == {}
+    assert mr.matched[2] is rows[1]
+
+
+def test_matched_events_over_a_window_out_of_arrival_order_stay_told_apart_by_value(
+        tmp_path: Path) -> None:
+    """A window that takes rows back out of arrival order (``#unique``) gives the
+    numbers no position: the restored matched events keep their lookup by value."""
+    d = Driver("select * from T#unique(id) match_recognize (measures B.v as b, C.v as c "
+               "pattern (B C) define B as B.v <= 2, C as C.v >= 2)", "rocks-reopen",
+               tmp_path)
+    assert d.send(("a", "x", 3), ("b", "x", 0), ("c", "x", 3)) == [{"b": 0, "c": 3}]
+    d._restart()
+    mr = d.pipe.mr
+    assert sorted(mr.matched) == [2, 3] and mr._restored != {}
+    assert all(r is not w for r in mr.matched.values() for w in d.pipe.view.posted())
