@@ -134,9 +134,11 @@ class Intake:
             key, f"{topic}:{p}")
         staged: list[Any] | None = None
         cur = inp.cursor
-        stats = self.stats
         n = len(msgs)
         j = i
+        # the input's position and the cursor move once, after the run
+        expected = inp.position
+        off = -1
         while j < n:
             m = msgs[j]
             if (m.error() is not None or m.headers() or m.partition() != p
@@ -150,13 +152,9 @@ class Intake:
             except Exception:  # noqa: BLE001 - ``source`` dead-letters it, saying why
                 break
             off = m.offset()
-            expected = inp.position
-            inp.position = off + 1
             if expected is not None and off > expected:
                 self.lost.gap(key, expected, off)
-            if off > cur.applied:
-                cur.applied = off
-            stats["events"] += 1
+            expected = off + 1
             ts = m.timestamp()[1]
             if staged is None:
                 pending = self.pending
@@ -169,6 +167,10 @@ class Intake:
         if j == i:
             self.source(msgs[i], topic)
             return i + 1
+        inp.position = expected
+        if off > cur.applied:
+            cur.applied = off
+        self.stats["events"] += j - i
         return j
 
     def source(self, m: Any, topic: str) -> None:
