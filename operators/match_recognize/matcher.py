@@ -101,13 +101,11 @@ class MatchRecognizer:
         self.schedule: list[list[Any]] = sched["s"] if sched else []
         """[[first event time, [matches]], ...] sorted by time."""
         self.due: int | None = sched["d"] if sched else None
-        self._by_id: dict[int, list[int]] = {}
+        self._by_id: dict[int, list[int]] = self._ids_by_row()
         """Matched events by the identity of their row, oldest first: a window posts a
         leaving event as the object it posted on arrival, and Esper's set of matched
         events tells events apart by identity, so an equal event that never matched is
         not one of them."""
-        for s, row in self.matched.items():
-            self._by_id.setdefault(id(row), []).append(s)
         self._restored: dict[bytes, list[int]] = {}
         """Matched events read back from the state, by value: their rows may be copies of
         the window's, so a leaving event not found by identity is looked up here."""
@@ -138,10 +136,15 @@ class MatchRecognizer:
                 return
             linked[s] = posted[i]
         self.matched = linked
-        self._by_id = {}
-        for s, row in linked.items():
-            self._by_id.setdefault(id(row), []).append(s)
+        self._by_id = self._ids_by_row()
         self._restored = {}
+
+    def _ids_by_row(self) -> dict[int, list[int]]:
+        """``_by_id`` of the matched events as they are now."""
+        by_id: dict[int, list[int]] = {}
+        for s, row in self.matched.items():
+            by_id.setdefault(id(row), []).append(s)
+        return by_id
 
     # ------------------------------------------------------------------ events
 
