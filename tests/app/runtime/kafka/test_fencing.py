@@ -59,8 +59,8 @@ def test_a_fenced_zombie_exits_with_one_line_and_writes_nothing(kafka_bootstrap:
         rows = reader.read_available()
         assert [r.row["cnt"] for r in rows] == list(range(1, 251))
         assert reader.duplicates == 0
-        assert zombie_proc.returncode == EXIT_FENCED
         log = kapp.workdir.joinpath("worker.log").read_text()
+        assert zombie_proc.returncode == EXIT_FENCED, log
         lines = log.splitlines()
         fenced = [line for line in lines if "CRITICAL" in line or "FATAL" in line]
         assert len(fenced) == 1, log
