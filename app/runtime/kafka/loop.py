@@ -114,6 +114,20 @@ WATCH_EVERY_S = 1.0
 _FATAL = -150  # librdkafka RD_KAFKA_RESP_ERR__FATAL (static member fenced, and the like)
 
 
+def fatal_kafka_error(e: BaseException) -> str | None:
+    """What a Kafka client's fatal error says (None for any other exception): raised by
+    a call the checkpoint does not wrap (a produce, a rebalance callback), it means the
+    same as ``Fenced``: this client may never write again."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    if not isinstance(e, KafkaException) or not e.args:
+        return None
+    err = e.args[0]
+    if not isinstance(err, KafkaError) or not (err.fatal() or err.code() == _FATAL):
+        return None
+    return f"kafka client: {err.str()}"
+
+
 def live(msgs: list[Any], now_s: float) -> bool:
     """Whether a batch consumed at ``now_s`` is live input: its last record was stamped
     less than ``LIVE_LAG_MS`` before (a record without a timestamp is not)."""
@@ -254,12 +268,21 @@ class Worker:
         except Interrupted:
             log.warning("stopped while restoring: the next worker restores again")
         except Fenced as e:
-            log.critical("worker stops: %s (another worker owns its partitions now)", e)
-            record_exit(self.data_dir, EXIT_FENCED)
-            sys.stderr.flush()
-            os._exit(EXIT_FENCED)
+            self._exit_fenced(str(e))
+        except Exception as e:
+            reason = fatal_kafka_error(e)
+            if reason is None:
+                raise
+            self._exit_fenced(reason)
         finally:
             self.close()
+
+    def _exit_fenced(self, reason: str) -> None:
+        """Stop at once, in one line: another incarnation owns the partitions now."""
+        log.critical("worker stops: %s (another worker owns its partitions now)", reason)
+        record_exit(self.data_dir, EXIT_FENCED)
+        sys.stderr.flush()
+        os._exit(EXIT_FENCED)
 
     def _guarded(self, callback: Callable[[Any, list[Any]], None]
                  ) -> Callable[[Any, list[Any]], None]:
