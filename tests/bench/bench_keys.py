@@ -13,7 +13,8 @@ tests) and committed to the local database.  It prints:
   and ``--keys`` keys are held, and the ratio (target: within 25%).  The timed events do
   the same work at both sizes: each enters a window that is not full (no removal at
   either size), and a time window has been filled for a whole span, so each event also
-  expires about one.  The cost is the median batch's (the mean is printed beside it);
+  expires about one.  The two sizes are held at once and timed in alternating rounds
+  (``measure``).  The cost is the median batch's (the mean is printed beside it);
 - state bytes per key and per windowed event (the committed database's entries);
 - restore of the ``--keys`` partition into an empty directory, from the changelog alone
   and from a snapshot (parts written, the records before them deleted), in keys/s
@@ -22,9 +23,9 @@ tests) and committed to the local database.  It prints:
   partition holds.
 
 Each batch ends as a worker's checkpoint does, with its garbage collector step
-(``collector.Collector``).  Times are CPU seconds of the process (RocksDB's background threads included), so that
-a loaded machine moves them less than wall-clock time; the wall-clock rate is printed
-beside the restore rates.
+(``collector.Collector``).  Times are CPU seconds of the process (RocksDB's background
+threads included), so that a loaded machine moves them less than wall-clock time; the
+wall-clock rate is printed beside the restore rates.
 """
 
 from __future__ import annotations
@@ -184,14 +185,16 @@ class Run:
         self.part.close()
 
 
-def measure(label: str, statements: list[dict[str, str]], keys: int, events: int,
-            batch: int, tmp: Path, restore: bool, memory: bool = True
-            ) -> dict[str, float]:
-    """Fill ``keys`` keys (one event each; a time window for a whole span), then time
-    ``events`` events over random keys."""
-    path = tmp / f"db-{keys}"
+ROUNDS = 10
+"""Rounds of timed events, the two sizes alternating (see ``measure``)."""
+
+
+def _filled(label: str, statements: list[dict[str, str]], keys: int, batch: int,
+            tmp: Path) -> tuple[Run, float, int]:
+    """A partition holding ``keys`` keys (one event each; a time window for a whole
+    span), the CPU seconds the fill took and its events."""
     ms = MS_PER_EVENT.get(label, 0.0)
-    run = Run(group(statements), path, batch, ms)
+    run = Run(group(statements), tmp / f"db-{keys}", batch, ms)
     fill = list(range(keys))
     random.Random(2).shuffle(fill)
     # the same work per timed event at both sizes: a length window is filled with one
@@ -199,38 +202,65 @@ def measure(label: str, statements: list[dict[str, str]], keys: int, events: int
     # a time window for a whole span first, so expiries are timed at both sizes
     if ms:
         fill = fill * -(-int(SPAN_S * 1000 / ms) // keys)
-    fill_s = run.feed(fill)
+    return run, run.feed(fill), len(fill)
+
+
+def measure(label: str, statements: list[dict[str, str]], sizes: tuple[int, int],
+            events: int, batch: int, tmp: Path, restore: bool, memory: bool = True
+            ) -> list[dict[str, float]]:
+    """Fill a partition of each of the two ``sizes`` (key counts), then time ``events``
+    events over random keys of each, in ``ROUNDS`` rounds that alternate the sizes, so
+    that both see the same machine (a shared machine's speed moved the figures of
+    separate runs by half).  The first batch of each round is not counted: it finds
+    the small partition's state out of the cache, where the other size's round left it.
+    The restores are of the larger partition."""
+    filled = [_filled(label, statements, keys, batch, tmp) for keys in sizes]
     rnd = random.Random(3)
-    probe = [rnd.randrange(keys) for _ in range(events)]
+    probes = [[rnd.randrange(keys) for _ in range(events)] for keys in sizes]
     gc.collect()
-    dt = run.feed(probe)
-    total_events = len(fill) + len(probe)
-    held = (min(total_events, keys * WINDOW) if "length" in label
-            else min(total_events, int(SPAN_S * 1000 / ms)) if ms else 0)
-    state = run.state_bytes()
-    # the median batch: a batch that another process or a RocksDB flush slowed down does
-    # not move it (the mean of 50,000 events moved by a third from run to run here)
-    out = {"keys": keys, "us": statistics.median(run.batch_us), "mean_us": dt / events * 1e6,
-           "fill_us": fill_s / len(fill) * 1e6,
-           "state": state, "per_key": state / keys,
-           "per_event": state / held if held else 0.0,
-           "changelog_per_event": run.changelog_bytes / total_events}
+    step = -(-events // ROUNDS)
+    timed: list[list[float]] = [[] for _ in sizes]
+    seconds = [0.0 for _ in sizes]
+    for i in range(0, events, step):
+        for n, (run, _, _) in enumerate(filled):
+            seconds[n] += run.feed(probes[n][i:i + step])
+            timed[n].extend(run.batch_us[1:])
+    outs = []
+    for n, (run, fill_s, fill_len) in enumerate(filled):
+        keys = sizes[n]
+        ms = MS_PER_EVENT.get(label, 0.0)
+        total_events = fill_len + events
+        held = (min(total_events, keys * WINDOW) if "length" in label
+                else min(total_events, int(SPAN_S * 1000 / ms)) if ms else 0)
+        state = run.state_bytes()
+        # the median batch: a batch that another process or a RocksDB flush slowed down
+        # does not move it (the mean of 50,000 events moved by a third from run to run)
+        outs.append({"keys": keys, "us": statistics.median(timed[n]),
+                     "mean_us": seconds[n] / events * 1e6,
+                     "fill_us": fill_s / fill_len * 1e6,
+                     "state": state, "per_key": state / keys,
+                     "per_event": state / held if held else 0.0,
+                     "changelog_per_event": run.changelog_bytes / total_events})
+    small, large = filled[0][0], filled[1][0]
+    small.close()
+    shutil.rmtree(tmp / f"db-{sizes[0]}")
+    out = outs[1]
     if restore:
-        out["restore_changelog_s"], out["restore_changelog_wall"] = run.restore_into(
+        out["restore_changelog_s"], out["restore_changelog_wall"] = large.restore_into(
             tmp / "r1")
-        out["restore_changelog_left"] = run.left
+        out["restore_changelog_left"] = large.left
         shutil.rmtree(tmp / "r1")
-        out["snapshot_bytes"] = run.snapshot()
-        out["restore_snapshot_s"], out["restore_snapshot_wall"] = run.restore_into(
+        out["snapshot_bytes"] = large.snapshot()
+        out["restore_snapshot_s"], out["restore_snapshot_wall"] = large.restore_into(
             tmp / "r2")
-        out["restore_snapshot_left"] = run.left
+        out["restore_snapshot_left"] = large.left
         shutil.rmtree(tmp / "r2")
         if memory:
-            out["restore_peak"], out["restore_held"] = run.restore_memory(tmp / "r3")
+            out["restore_peak"], out["restore_held"] = large.restore_memory(tmp / "r3")
             shutil.rmtree(tmp / "r3")
-    run.close()
-    shutil.rmtree(path)
-    return out
+    large.close()
+    shutil.rmtree(tmp / f"db-{sizes[1]}")
+    return outs
 
 
 def main() -> None:
@@ -251,10 +281,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         for label, statements in STATEMENTS.items():
-            small = measure(label, statements, args.small, args.events, args.batch, tmp,
-                            False)
-            large = measure(label, statements, args.keys, args.events, args.batch, tmp,
-                            not args.no_restore, not args.no_memory)
+            small, large = measure(label, statements, (args.small, args.keys), args.events,
+                                   args.batch, tmp, not args.no_restore, not args.no_memory)
             ratio = large["us"] / small["us"]
             print(f"\n{label}")
             for r in (small, large):
