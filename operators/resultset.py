@@ -423,18 +423,23 @@ class ResultSet:
         self.ctx = ctx
         self.aggs = spec.aggregates
         self.groups: dict[str, list] = {}
-        loaded = [(k, v) for k, v in state.items()]
+        loaded = list(state.items())
         # a record is [aggregation states, representative row, first-seen sequence]; groups
         # keep first-seen order across restores (output all/last list them in that order)
-        loaded.sort(key=lambda kv: kv[1][2] if len(kv[1]) > 2 else -1)
-        for k, v in loaded:
-            self.groups[k] = v
-        self.next_seq = max((v[2] for v in self.groups.values() if len(v) > 2), default=-1) + 1
+        try:
+            seqs = [v[2] for _, v in loaded]
+        except IndexError:  # a record without its sequence comes first
+            seqs = [v[2] if len(v) > 2 else -1 for _, v in loaded]
+        if loaded:
+            # one pass per step over 10^6 groups; the sort is stable, as a sort of the
+            # records by sequence would be
+            self.groups.update(map(loaded.__getitem__,
+                                   sorted(range(len(loaded)), key=seqs.__getitem__)))
+        self.next_seq = max(seqs, default=-1) + 1
         self._counted = self.refcounted and spec.kind in (GROUPED, GROUPED_ROWS)
         """Whether a group record holds, at index 3, how many of its events are in (Esper
         counts them and drops a group whose count falls to zero), None once dropped."""
-        gone = {k for k, v in self.groups.items()
-                if len(v) > 3 and v[3] is not None and v[3] <= 0}
+        gone = {k for k, v in loaded if len(v) > 3 and v[3] is not None and v[3] <= 0}
         self._gone: set[str] = (gone if gone or self._counted
                                 else _NO_GONE)  # type: ignore[assignment]
         """Groups whose count fell to zero, dropped at the next event entering a group."""

@@ -128,6 +128,16 @@ def decode_value(data: bytes) -> Any:
     return orjson.loads(data)
 
 
+def _decode_values(raws: list[bytes]) -> list[Any]:
+    """``decode_value`` of each, in one ``orjson`` call when each is orjson's (none
+    written by the standard library after a space; a ", " inside a string only costs the
+    slow way)."""
+    joined = b",".join(raws)
+    if not joined.startswith(b" ") and b", " not in joined:
+        return orjson.loads(b"[" + joined + b"]")
+    return [decode_value(v) for v in raws]
+
+
 def _top_nones(value: Any) -> int:
     """How many of a list's or a dict's own items are None (0 for anything else)."""
     t = type(value)
@@ -411,19 +421,18 @@ class RocksNamespace:
             it.next()
 
     def items(self) -> Iterator[tuple[Key, Any]]:
-        own = self.prefix + b"\x00K"
-        for k, v in list(self._scan(own)):
-            yield decode_key(k[len(own) :]), decode_value(v)
+        """(key, value) in key order, read at once (a result set loads 10^6 groups): the
+        values as ``values`` decodes them, a key of one text without a zero byte (a group
+        key) sliced out of its bytes."""
+        entries = list(self._scan(self.prefix + b"\x00K"))
+        n = len(self.prefix) + 2
+        keys = [k[n + 1:-2].decode() if k[n] == 3 and k.find(b"\x00", n) == len(k) - 2
+                else decode_key(k[n:]) for k, _ in entries]
+        return zip(keys, _decode_values([v for _, v in entries]))
 
     def values(self) -> Iterator[Any]:
-        """Values in key order, the keys not decoded (a large namespace loads faster):
-        all of them in one ``orjson`` call when each is orjson's (none written by the
-        standard library after a space; a ", " inside a string only costs the slow way)."""
-        raws = [v for _, v in self._scan(self.prefix + b"\x00K")]
-        joined = b",".join(raws)
-        if not joined.startswith(b" ") and b", " not in joined:
-            return iter(orjson.loads(b"[" + joined + b"]"))
-        return (decode_value(v) for v in raws)
+        """Values in key order, the keys not decoded (a large namespace loads faster)."""
+        return iter(_decode_values([v for _, v in self._scan(self.prefix + b"\x00K")]))
 
     def child(self, name: Any) -> RocksNamespace:
         return RocksNamespace(self.db, self.prefix + encode_key(name), self.sink,

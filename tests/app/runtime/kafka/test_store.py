@@ -44,6 +44,32 @@ def test_scans_see_pending_writes_in_key_order(tmp_path: Path) -> None:
     store.close()
 
 
+def test_a_namespace_reads_every_key_shape_back_at_once(tmp_path: Path) -> None:
+    """``items`` slices a key of one text without a zero byte out of its bytes and decodes
+    the others; values written by the standard library (NaN) decode as before."""
+    store = PartitionStore(tmp_path / "db")
+    ns = store.namespace("s", "q", "rs")
+    other = store.namespace("s", "q", "rt")  # a neighbour's keys are not read
+    other.put("a", 0)
+    keys = ["IBM", "", "a\x00b", "\x00", "é€", ("IBM", 2), ("", None), 7, -3, 2.5, None,
+            "tail\x00"]
+    for i, k in enumerate(keys):
+        ns.put(k, [i, {"k": str(k)}, i])
+    ns.put("nan", [float("nan")])
+    store.commit(0)
+    ns.put("pending", [1])  # the overlay too
+    got = list(ns.items())
+    want = sorted([(k, [i, {"k": str(k)}, i]) for i, k in enumerate(keys)]
+                  + [("pending", [1])], key=lambda kv: _ek(kv[0]))
+    assert [k for k, _ in got if k != "nan"] == [k for k, _ in want]
+    assert all(type(a) is type(b) for (a, _), (b, _) in zip(
+        [kv for kv in got if kv[0] != "nan"], want))
+    assert [v for k, v in got if k != "nan"] == [v for _, v in want]
+    nan = dict((k, v) for k, v in got if k == "nan")["nan"]
+    assert nan[0] != nan[0]
+    assert list(ns.values())[:3] == [v for k, v in got][:3]
+
+
 def test_batch_writes_drop_rows_that_came_and_went_within_the_batch(tmp_path: Path) -> None:
     store = PartitionStore(tmp_path / "db")
     ns = store.namespace("w")
