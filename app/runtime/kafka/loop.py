@@ -123,9 +123,14 @@ def fatal_kafka_error(e: BaseException) -> str | None:
     if not isinstance(e, KafkaException) or not e.args:
         return None
     err = e.args[0]
-    if not isinstance(err, KafkaError) or not (err.fatal() or err.code() == _FATAL):
+    if not isinstance(err, KafkaError) or not _fatal(err):
         return None
     return f"kafka client: {err.str()}"
+
+
+def _fatal(err: Any) -> bool:
+    """Whether a client error means the client may never write again."""
+    return bool(err.fatal()) or err.code() == _FATAL
 
 
 def live(msgs: list[Any], now_s: float) -> bool:
@@ -383,7 +388,7 @@ class Worker:
                 denied = consumer_refused(err.code(), m.topic(), self.config.app)
                 if denied is not None:
                     raise denied
-                if err.fatal() or err.code() == _FATAL:
+                if _fatal(err):
                     raise Fenced(f"consumer: {err.str()}")
                 log.warning("consumer: %s", err.str())
                 i += 1
