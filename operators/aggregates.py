@@ -9,7 +9,6 @@ is the number itself (one object less per group on the hot path).
 
 from __future__ import annotations
 
-import json
 import math
 import zlib
 from bisect import bisect_left, insort
@@ -19,6 +18,7 @@ from typing import Any
 import orjson
 
 from operators.bags import ExtremeBag, SortedBag
+from operators.json_text import scalar_text
 
 
 class Aggregator:
@@ -70,7 +70,7 @@ class Count(CountStar):
 
 
 def _dkey(value: Any) -> str:
-    return json.dumps(value, sort_keys=True)
+    return scalar_text(value, sort_keys=True)
 
 
 class Distinct(Aggregator):

@@ -28,6 +28,7 @@ from operators.aggregates import (
 )
 from operators.bags import BAGS, BagNamespace
 from operators.base import Emit, Expr, PartitionCtx, Row, Rows, StateNamespace
+from operators.json_text import array_text
 from operators.state import MemoryNamespace, RocksNamespace
 from operators.windows.java_order import (
     INITIAL_CAPACITY,
@@ -394,7 +395,7 @@ def group_key(values: tuple) -> str:
     """State key of a group: a lone string value as is, anything else as tagged JSON."""
     if len(values) == 1 and type(values[0]) is str and not values[0].startswith("\x00"):
         return values[0]
-    return "\x00" + json.dumps(values, default=str)
+    return "\x00" + array_text(values, str)
 
 
 class ResultSet:
@@ -1106,8 +1107,14 @@ class ResultSet:
                     out.extend(self._row_for(rec))
                 return out
             seen: dict[str, Row] = {}
-            for r in rows:
-                seen.setdefault(self._group_of(r), r)
+            one = self.spec.hot.group_of_one
+            if one is None:
+                for r in rows:
+                    seen.setdefault(self._group_of(r), r)
+            else:
+                ctx = self.ctx
+                for r in rows:
+                    seen.setdefault(one(r, ctx), r)
             keys = self.hash_order(list(seen)) if (hashed or self.spec.join) and len(
                 seen) > 1 else seen
             for k in keys:
@@ -1129,10 +1136,19 @@ class ResultSet:
     def order(self, rows: Rows) -> Rows:
         """Apply order by / limit to a batch of output rows."""
         spec = self.spec
-        if spec.order_by:
+        if spec.order_by and len(rows) > 1:
             ctx = self.ctx
             for expr, desc in reversed(spec.order_by):
-                rows = sorted(rows, key=lambda r, e=expr: _sort_key(e(r, ctx)), reverse=desc)
+                prop = getattr(expr, "property_name", None)
+                if prop is not None:
+                    values = [r.get(prop) for r in rows]
+                else:
+                    values = [expr(r, ctx) for r in rows]
+                if None in values:
+                    values = [_sort_key(v) for v in values]
+                # a stable sort by each key from the last: ties keep the earlier keys' order
+                order = sorted(range(len(rows)), key=values.__getitem__, reverse=desc)
+                rows = [rows[i] for i in order]
         if spec.limit is not None:
             rows = rows[spec.offset: spec.offset + spec.limit]
         if spec.sort_columns:

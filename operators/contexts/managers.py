@@ -8,13 +8,13 @@ Partition ids are ints (nested contexts: tuples); ``props(pid)`` gives ``context
 
 from __future__ import annotations
 
-import json
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from operators.base import Expr, PartitionCtx, Row, StateNamespace
+from operators.json_text import array_text
 
 Pid = Any
 
@@ -174,7 +174,7 @@ class KeyedManager(Manager):
             self.next_id += 1
             self.pids[hk] = pid
             self.keys[pid] = key
-            self.state.put(("k", json.dumps(key)), [pid, key])
+            self.state.put(("k", array_text(key)), [pid, key])
             self.state.put("next", self.next_id)
         return [pid]
 
@@ -350,7 +350,7 @@ def _hashable(key: list) -> Any:
     """In-memory map key of a context key (a lone string is used as is)."""
     if len(key) == 1 and isinstance(key[0], str):
         return key[0]
-    return json.dumps(key)
+    return array_text(key)
 
 
 # -- hash -------------------------------------------------------------------

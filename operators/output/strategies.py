@@ -91,13 +91,33 @@ class Strategy:
         raise NotImplementedError
 
 
+def _quiet_many(strategy: Strategy) -> bool:
+    """Whether an update of several rows may go through ``ResultSet.touch_groups``: the
+    result set's rows are not needed at once, and the output clause evaluates no
+    expression that could read the aggregation values of the last row built."""
+    spec = strategy.trigger.spec
+    return strategy.rs.quiet and (
+        spec.when is None and spec.terminated_and is None and not spec.then_set
+        and not spec.terminated_set and spec.every_expr is None
+        and spec.every_events_expr is None)
+
+
 class Snapshot(Strategy):
     """``snapshot``: the window's rows through the result set, no remove stream."""
 
     idle_row = False
 
+    def load(self) -> None:
+        super().load()
+        self.quiet_many = _quiet_many(self)
+
     def collect(self, new: Rows, old: Rows) -> None:
-        self.rs.process(new, old)
+        # the rows are built from the window at output time: an update only aggregates
+        rs = self.rs
+        if rs.quiet and (self.quiet_many or (len(new) == 1 and not old)):
+            rs.touch_groups(new, old)
+        else:
+            rs.process(new, old)
 
     def rows(self) -> Emit:
         if self.fresh and self.rs.spec.kind == AGG_ALL:
@@ -238,14 +258,7 @@ class _Groups(Strategy):
 
     def load(self) -> None:
         super().load()
-        spec = self.trigger.spec
-        self.quiet_many = self.rs.quiet and (
-            spec.when is None and spec.terminated_and is None and not spec.then_set
-            and not spec.terminated_set and spec.every_expr is None
-            and spec.every_events_expr is None)
-        """Whether an update of several rows may go through ``ResultSet.touch_groups``:
-        the result set's rows are not needed at once, and the output clause evaluates no
-        expression that could read the aggregation values of the last row built."""
+        self.quiet_many = _quiet_many(self)
         self.touched: dict[str, list] = {k[1]: v for k, v in self.state.items()
                                          if isinstance(k, tuple) and k and k[0] == "group"}
 
