@@ -10,8 +10,7 @@ instance given that JSON (``set_state(state)``, else its attributes are set from
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
@@ -27,16 +26,25 @@ _TIMER_FAILURES: ContextVar[list[str] | None] = ContextVar("kepl_timer_failures"
                                                            default=None)
 
 
-@contextmanager
-def failures_as_null() -> Iterator[list[str]]:
+class TimerFailures:
     """While timers fire there is no event to dead-letter: a user function failing
-    then answers null (an aggregation keeps its state) and the failure is listed here."""
-    failures: list[str] = []
-    token = _TIMER_FAILURES.set(failures)
-    try:
-        yield failures
-    finally:
-        _TIMER_FAILURES.reset(token)
+    then answers null (an aggregation keeps its state) and the failure is listed in the
+    list ``with`` gives (a class, not a generator: entered at every clock move)."""
+
+    __slots__ = ("failures", "token")
+
+    def __enter__(self) -> list[str]:
+        self.failures: list[str] = []
+        self.token = _TIMER_FAILURES.set(self.failures)
+        return self.failures
+
+    def __exit__(self, *exc: object) -> None:
+        _TIMER_FAILURES.reset(self.token)
+
+
+def failures_as_null() -> TimerFailures:
+    """A ``with`` block in which user-function failures are listed, not raised."""
+    return TimerFailures()
 
 
 def failed(error: UserFunctionError) -> None:
