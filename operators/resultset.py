@@ -348,15 +348,21 @@ def _group_of_one(expr: Expr) -> Callable[[Row, PartitionCtx], str]:
         def group_of_property(row: Row, ctx: PartitionCtx) -> str:
             # expr(row, ctx), inlined: an event property
             v = row.get(prop)
-            if type(v) is str and not v.startswith("\x00"):
+            t = type(v)
+            if t is str and not v.startswith("\x00"):
                 return v
+            if t is int:
+                return f"\x00[{v}]"  # group_key((v,)), inlined
             return group_key((v,))
         return group_of_property
 
     def group_of_one(row: Row, ctx: PartitionCtx) -> str:
         v = expr(row, ctx)
-        if type(v) is str and not v.startswith("\x00"):
+        t = type(v)
+        if t is str and not v.startswith("\x00"):
             return v
+        if t is int:
+            return f"\x00[{v}]"
         return group_key((v,))
     return group_of_one
 
@@ -997,6 +1003,16 @@ class ResultSet:
                     self._gone.add(k)
             self.state.put(k, rec)
             ctx.aggs = self._read(states)
+            return (k,)
+        if not new and len(old) == 1:
+            # one row leaving (a time window's expiry): the general path for it
+            row = old[0]
+            k = self._group_of(row) if one is None else one(row, ctx)
+            rec = self._record(k, row)
+            self._leave_row(rec[0], row, ctx)
+            if counted:
+                self._count(rec, k, -1)
+            self.state.put(k, rec)
             return (k,)
         group_of = self._group_of if one is None else (lambda r: one(r, ctx))
         keys_new = [group_of(r) for r in new]

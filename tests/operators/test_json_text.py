@@ -52,3 +52,14 @@ class _Int(int):
 
 def test_a_subclass_of_a_scalar_takes_json_dumps_path() -> None:
     assert array_text((_Int(3),)) == json.dumps((_Int(3),)) == "[3]"
+
+
+@given(SCALARS)
+def test_a_group_by_property_takes_the_key_group_key_gives(value: object) -> None:
+    from app.epl.expr import _property
+    from operators.resultset import _group_of_one, group_key
+
+    expected = value if type(value) is str and not value.startswith("\x00") else group_key(
+        (value,))
+    assert _group_of_one(_property("p"))({"p": value}, None) == expected  # type: ignore[arg-type]
+    assert _group_of_one(lambda r, c: r["p"])({"p": value}, None) == expected  # type: ignore[arg-type]
