@@ -118,28 +118,34 @@ def event_coercer(catalog: Catalog, type_name: str) -> Callable[[dict], dict]:
         raise EventTypeError(f"unknown event type '{type_name}'")
     names = tuple(props)
     limit = catalog.string_limit(type_name) or 0
-    checks: list[tuple[str, type, int]] = []
-    for p, t in props.items():
-        want = JSON_TYPES.get(t)
-        if want is not None:
-            checks.append((p, want, INT_BITS.get(t, 0) if want is int else limit))
+    wants = tuple(JSON_TYPES.get(t) for t in props.values())
+    types = wants if None not in wants else None  # each property's exact type, in order
+    floats = tuple(p for p, w in zip(names, wants) if w is float)
+    ranged = tuple((p, -(1 << (INT_BITS.get(t, 64) - 1)), 1 << (INT_BITS.get(t, 64) - 1))
+                   for p, t, w in zip(names, props.values(), wants) if w is int)
+    texts = tuple(p for p, w in zip(names, wants) if w is str) if limit else ()
+    checks = tuple((p, w) for p, w in zip(names, wants) if w is not None)
 
     def coerce(event: dict) -> dict:
         if type(event) is dict and tuple(event) == names:
-            for p, want, bits in checks:
-                v = event[p]
-                if type(v) is not want:
-                    break
-                if want is float:
-                    if v - v != 0.0:  # NaN or an infinity
-                        break
-                elif want is int:
-                    if bits and not -(1 << (bits - 1)) <= v < (1 << (bits - 1)):
-                        break
-                elif bits and want is str and len(v) > bits:  # bits: the string limit
-                    break
+            if types is not None:
+                if tuple(map(type, event.values())) != types:
+                    return coerce_event(catalog, type_name, event)
             else:
-                return event
+                for p, want in checks:
+                    if type(event[p]) is not want:
+                        return coerce_event(catalog, type_name, event)
+            for p in floats:
+                v = event[p]
+                if v - v != 0.0:  # NaN or an infinity
+                    return coerce_event(catalog, type_name, event)
+            for p, lo, hi in ranged:
+                if not lo <= event[p] < hi:
+                    return coerce_event(catalog, type_name, event)
+            for p in texts:
+                if len(event[p]) > limit:
+                    return coerce_event(catalog, type_name, event)
+            return event
         return coerce_event(catalog, type_name, event)
 
     return coerce

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from app.runtime.catalog import Catalog, EventTypeError, coerce_event, event_coercer
 
@@ -90,3 +92,27 @@ def test_strings_longer_than_the_limit_are_refused() -> None:
     # 0: no limit
     free = Catalog.from_schemas({"F": {"s": "string"}}, string_limits(0))
     assert event_coercer(free, "F")({"s": long_ok * 7}) == {"s": long_ok * 7}
+
+
+_ANY_VALUE = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70),
+                       st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=6))
+_TYPES = ["string", "long", "int", "short", "byte", "double", "float", "boolean"]
+
+
+@given(st.lists(st.sampled_from(_TYPES), min_size=1, max_size=5), st.data())
+def test_coercer_agrees_with_coerce_event_on_any_event_in_schema_order(
+        types: list[str], data: st.DataObject) -> None:
+    schema = {f"p{i}": t for i, t in enumerate(types)}
+    catalog = Catalog.from_schemas({"E": schema}, max_string_length={"*": 3})
+    event = {p: data.draw(_ANY_VALUE) for p in schema}
+    try:
+        want: Any = coerce_event(catalog, "E", dict(event))
+    except EventTypeError as e:
+        want = str(e)
+    try:
+        got: Any = event_coercer(catalog, "E")(dict(event))
+    except EventTypeError as e:
+        got = str(e)
+    assert got == want
+    if isinstance(want, dict):
+        assert [type(v) for v in got.values()] == [type(v) for v in want.values()]
