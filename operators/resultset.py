@@ -177,7 +177,19 @@ class ResultSetSpec:
 
     @staticmethod
     def _pairs_projector(pairs: tuple[tuple[str, Any], ...]) -> Callable[[Row, PartitionCtx], Row]:
-        """Each column's expression evaluated in turn."""
+        """Each column's expression evaluated in turn; an event property is read from the
+        row itself (``row.get``, what its expression does) without calling the expression."""
+        props = tuple(getattr(e, "property_name", None) for _, e in pairs)
+        if len(pairs) > 3 and None not in props:
+            names = tuple(n for n, _ in pairs)
+            return lambda row, ctx: dict(zip(names, map(row.get, props)))
+        if len(pairs) > 3 and any(p is not None for p in props):
+            cols = tuple((n, p, e) for (n, e), p in zip(pairs, props))
+
+            def project_reads(row: Row, ctx: PartitionCtx) -> Row:
+                get = row.get
+                return {n: e(row, ctx) if p is None else get(p) for n, p, e in cols}
+            return project_reads
         if len(pairs) == 2:
             (n0, e0), (n1, e1) = pairs
             return lambda row, ctx: {n0: e0(row, ctx), n1: e1(row, ctx)}

@@ -530,3 +530,25 @@ def test_plain_projection_matches_column_expressions(epl: str) -> None:
             ctx.aggs = aggs
             assert fast(row, ctx) == general(row, ctx)
             assert list(fast(row, ctx)) == list(general(row, ctx))
+
+
+@pytest.mark.parametrize("columns", [
+    ("a", "b", "c", "d"),                 # event properties only
+    ("a", "b * 2", "c", "d", "a + b"),    # mixed with expressions
+    ("a", "b", "c"),                      # three columns: the lambda of three
+])
+def test_a_projection_reading_properties_gives_each_expression_s_value(
+        columns: tuple[str, ...]) -> None:
+    from app.epl.expr import _property
+    from operators.resultset import ResultSetSpec
+
+    scope = Scope("event")
+    pairs = tuple((f"c{i}", _property(text) if text.isalpha() else
+                   compile_expr(parse_expression(text), scope))
+                  for i, text in enumerate(columns))
+    project = ResultSetSpec._pairs_projector(pairs)
+    for row in ({"a": 1, "b": 2, "c": "x", "d": 1.5}, {"a": 3, "c": None}, {}):
+        want = {name: expr(row, None) for name, expr in pairs}
+        got = project(row, None)  # type: ignore[arg-type]
+        assert got == want
+        assert list(got) == list(want)
