@@ -42,6 +42,7 @@ HASHED = ("create context ByHash coalesce by consistent_hash_crc32(account) from
 KEYED_SELECT = ("context ByAccount select account, count(*) as cnt, sum(amount) as total, "
                 "sent from Withdrawal#length(100)")
 JOBS: dict[str, dict[str, Any]] = {
+    "lane, a row per event": {"statements": ["select account, amount from Withdrawal"]},
     "keyed routed (4)": {"statements": [KEYED, KEYED_SELECT],
                                      "context_partitions": {"ByAccount": 4}},
     "keyed source-partitioned": {"statements": [KEYED, KEYED_SELECT],

@@ -271,3 +271,67 @@ def test_a_run_of_one_partitions_records_is_taken_as_one_record_at_a_time() -> N
     for p in (0, 1):
         a, b = one.inputs.get((STATEFUL_TOPIC, p)), run.inputs.get((STATEFUL_TOPIC, p))
         assert (b.position, b.cursor.applied) == (a.position, a.cursor.applied)
+
+
+LANE_ONLY = AppConfig.from_dict({
+    "app": "unit", "schemas": {"Withdrawal": {"account": "string", "amount": "double"}},
+    "statements": [
+        {"name": "big", "epl": "select account, amount from Withdrawal(amount > 100)"}]})
+LANE_TOPIC = LANE_ONLY.source_topics[0]
+
+
+def lane_intake() -> tuple[Intake, Produced, dict[str, int], Gaps]:
+    topology = Topology.plan(LANE_ONLY, {LANE_TOPIC: 2})
+    wiring = Wiring(LANE_ONLY, topology)
+    out, stats, gaps, inputs = Produced(), {"events": 0, "dead": 0}, Gaps(), Inputs()
+    for p, applied in ((0, -1), (1, 3)):
+        cur = LaneCursor(applied=applied)
+        inp = inputs.add(Input(LANE_TOPIC, p, True, cursor=cur, committed_cursor=cur.copy()))
+        inp.lane = Lane(wiring.lane_plans[LANE_TOPIC], p, cur,
+                        RowWriter(out, LANE_ONLY, topology).row)
+        engine_send = inp.lane.engine.send
+
+        def send(type_name: str, event: dict[str, Any], real: Any = engine_send) -> None:
+            if event["account"] == "boom":
+                raise ZeroDivisionError("boom")
+            real(type_name, event)
+        inp.lane.engine.send = send  # type: ignore[method-assign]
+    take = Intake(topology, wiring, inputs, {}, out, LANE_ONLY.dlq_topic,
+                  DeadLetterLog(LANE_ONLY.dlq_topic), lost=gaps, stats=stats)  # type: ignore[arg-type]
+    return take, out, stats, gaps
+
+
+def test_a_run_of_a_lanes_records_gives_what_one_record_at_a_time_gives() -> None:
+    def m(off: int, data: bytes | None, p: int = 0, hdrs: Any = None) -> PMsg:
+        msg = PMsg(off, data, hdrs, p)
+        msg.topic = lambda: LANE_TOPIC  # type: ignore[method-assign]
+        return msg
+
+    batch = [m(0, event("a", 150.0)), m(1, event("boom", 500.0)), m(2, event("b", 1.0)),
+             m(3, b"not json"),
+             m(5, event("c", 300.0)),  # offset 4 never came: a gap
+             m(6, b'{"t": 900, "id": "w"}', hdrs=[(H_CONTROL, b"watermark")]),
+             m(7, event("d", 200.0)),
+             m(3, event("e", 400.0), p=1),  # read again (applied 3): no row again
+             m(4, event("f", 600.0), p=1),
+             m(8, event("boom", 1.0)), m(9, event("g", 101.0))]
+    one, out1, stats1, gaps1 = lane_intake()
+    for msg in batch:
+        one.source(msg, LANE_TOPIC)
+    run, out2, stats2, gaps2 = lane_intake()
+    i = 0
+    while i < len(batch):
+        i = run.source_run(batch, i, LANE_TOPIC)
+
+    assert out2.records == out1.records
+    assert [(t == LANE_ONLY.dlq_topic, v[:16], h.get(H_ERROR, b"")[:12])
+            for t, v, h in out1.records] == [
+        (False, b'{"account":"a","', b""), (True, b'{"account": "boo', b"engine error"),
+        (True, b"not json", b"not JSON: Ex"), (False, b'{"account":"c","', b""),
+        (False, b'{"account":"d","', b""), (False, b'{"account":"f","', b""),
+        (True, b'{"account": "boo', b"engine error"), (False, b'{"account":"g","', b"")]
+    assert stats2 == stats1 == {"events": 8, "dead": 3}
+    assert gaps2.seen == gaps1.seen == [((LANE_TOPIC, 0), 4, 5)]
+    for p in (0, 1):
+        a, b = one.inputs.get((LANE_TOPIC, p)), run.inputs.get((LANE_TOPIC, p))
+        assert (b.position, b.cursor.applied) == (a.position, a.cursor.applied)
