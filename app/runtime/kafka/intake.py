@@ -17,6 +17,7 @@ from there on every room skips it and it is dead-lettered instead (``hand_over``
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from orjson import loads as _loads
@@ -47,6 +48,19 @@ from app.runtime.kafka.wiring import Wiring
 log = logging.getLogger("kepl.worker")
 
 _W = b"watermark"
+
+
+def _plain_event(m: Any, p: int, topic: str, coerce: Callable[[dict], dict]) -> dict | None:
+    """The event of a record of a run (partition ``p`` of ``topic``, no error, no headers,
+    a JSON object its type's check takes), or None: the record ends the run and
+    ``source`` takes it, dead-lettering it if it is bad."""
+    if m.error() is not None or m.headers() or m.partition() != p or m.topic() != topic:
+        return None
+    try:
+        event = _loads(m.value())
+        return coerce(event) if type(event) is dict else None
+    except Exception:  # noqa: BLE001 - ``source`` dead-letters it, saying why
+        return None
 
 
 class Intake:
@@ -149,15 +163,8 @@ class Intake:
         off = -1
         while j < n:
             m = msgs[j]
-            if (m.error() is not None or m.headers() or m.partition() != p
-                    or m.topic() != topic):
-                break
-            try:
-                event = _loads(m.value())
-                if type(event) is not dict:
-                    break
-                event = coerce(event)
-            except Exception:  # noqa: BLE001 - ``source`` dead-letters it, saying why
+            event = _plain_event(m, p, topic, coerce)
+            if event is None:
                 break
             off = m.offset()
             if expected is not None and off > expected:
@@ -199,18 +206,11 @@ class Intake:
         expected = inp.position
         while j < n:
             m = msgs[j]
-            if (m.error() is not None or m.headers() or m.partition() != p
-                    or m.topic() != topic):
-                break
             off = m.offset()
             if off <= cur.applied:
                 break
-            try:
-                event = _loads(m.value())
-                if type(event) is not dict:
-                    break
-                event = coerce(event)
-            except Exception:  # noqa: BLE001 - ``source`` dead-letters it, saying why
+            event = _plain_event(m, p, topic, coerce)
+            if event is None:
                 break
             if expected is not None and off > expected:
                 self.lost.gap(key, expected, off)
