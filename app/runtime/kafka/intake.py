@@ -129,9 +129,9 @@ class Intake:
 
     def source_run(self, msgs: list[Any], i: int, topic: str) -> int:
         """``source`` of ``msgs[i]`` and of the records after it while they are the
-        commonest kind: the same source partition, fed to engine partitions directly
-        alone (no lane, no routing, nothing poisoned), without headers, JSON of the
-        topic's one type.  What is looked up per partition is looked up once; any other
+        commonest kind: the same source partition, read by engine partitions directly,
+        by a lane or by the routing alone (nothing poisoned), without headers, JSON of
+        the topic's one type.  What is looked up per partition is looked up once; any other
         record ends the run and takes ``source``.  Returns the index after the run."""
         m = msgs[i]
         p = m.partition()
@@ -139,10 +139,14 @@ class Intake:
         inp = self._held.get(key)
         one = self._one_type.get(topic)
         direct = self.direct_of[topic]
-        if (inp is None or inp.cursor is None or one is None or self.poison
-                or self.routes[topic]):
+        if inp is None or inp.cursor is None or one is None or self.poison:
             self.source(m, topic)
             return i + 1
+        if self.routes[topic]:
+            if inp.lane is not None or direct:
+                self.source(m, topic)
+                return i + 1
+            return self._routed_run(msgs, i, topic, inp, one)
         if inp.lane is not None:
             if direct:
                 self.source(m, topic)
@@ -222,6 +226,50 @@ class Intake:
                     raise
                 except Exception as e:  # noqa: BLE001 - a statement failing on one event
                     self.dead_letter(m, f"engine error: {type(e).__name__}: {e}")
+            cur.applied = off
+            j += 1
+        if j == i:
+            self.source(msgs[i], topic)
+            return i + 1
+        self.stats["events"] += j - i
+        return j
+
+    def _routed_run(self, msgs: list[Any], i: int, topic: str, inp: Any,
+                    one: tuple[str, Any]) -> int:
+        """``source_run`` of a source partition whose events are routed alone (no lane,
+        no engine partition reading it directly): each record of the run forwarded to
+        its repartition partitions; a record already applied, of another kind, or whose
+        routing fails (``source`` dead-letters it) ends the run."""
+        m = msgs[i]
+        p = m.partition()
+        key = (topic, p)
+        type_name, coerce = one
+        routing = self.routing
+        targets_of, forward, bundles = routing.targets, routing.forward, self.bundles
+        upstream = self.upstream_names.get(key) or self.upstream_names.setdefault(
+            key, f"{topic}:{p}")
+        cur = inp.cursor
+        n = len(msgs)
+        j = i
+        expected = inp.position
+        while j < n:
+            m = msgs[j]
+            off = m.offset()
+            if off <= cur.applied:
+                break
+            event = _plain_event(m, p, topic, coerce)
+            if event is None:
+                break
+            try:
+                targets = targets_of(topic, type_name, event)
+            except Exception:  # noqa: BLE001 - ``source`` dead-letters it, saying why
+                break
+            if expected is not None and off > expected:
+                self.lost.gap(key, expected, off)
+            expected = inp.position = off + 1
+            if targets:
+                forward(bundles, cur, topic, type_name, event, upstream, off,
+                        m.timestamp()[1], None, targets)
             cur.applied = off
             j += 1
         if j == i:

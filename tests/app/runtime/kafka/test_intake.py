@@ -335,3 +335,69 @@ def test_a_run_of_a_lanes_records_gives_what_one_record_at_a_time_gives() -> Non
     for p in (0, 1):
         a, b = one.inputs.get((LANE_TOPIC, p)), run.inputs.get((LANE_TOPIC, p))
         assert (b.position, b.cursor.applied) == (a.position, a.cursor.applied)
+
+
+ROUTED = AppConfig.from_dict({
+    "app": "unit", "schemas": {"Withdrawal": {"account": "string", "amount": "double"}},
+    "statements": [
+        {"name": "ctx", "epl": "create context ByAccount partition by account from Withdrawal"},
+        {"name": "w", "epl": "context ByAccount select count(*) as cnt "
+                             "from Withdrawal#length(20)"}],
+    "context_partitions": {"ByAccount": 4}})
+ROUTED_TOPIC = ROUTED.source_topics[0]
+
+
+def routed_intake() -> tuple[Intake, Produced, dict[str, int], Gaps]:
+    topology = Topology.plan(ROUTED, {ROUTED_TOPIC: 2})
+    wiring = Wiring(ROUTED, topology)
+    out, stats, gaps, inputs = Produced(), {"events": 0, "dead": 0}, Gaps(), Inputs()
+    for p, applied in ((0, -1), (1, 3)):
+        cur = LaneCursor(applied=applied)
+        inputs.add(Input(ROUTED_TOPIC, p, True, cursor=cur, committed_cursor=cur.copy()))
+    take = Intake(topology, wiring, inputs, {}, out, ROUTED.dlq_topic,
+                  DeadLetterLog(ROUTED.dlq_topic), lost=gaps, stats=stats)  # type: ignore[arg-type]
+    targets = take.routing.targets
+
+    def failing(topic: str, type_name: str, ev: dict[str, Any]) -> list[tuple[str, int]]:
+        if ev["account"] == "boom":
+            raise ZeroDivisionError("boom")
+        return targets(topic, type_name, ev)
+    take.routing.targets = failing  # type: ignore[method-assign]
+    return take, out, stats, gaps
+
+
+def test_a_run_of_routed_records_gives_what_one_record_at_a_time_gives() -> None:
+    def m(off: int, data: bytes | None, p: int = 0, hdrs: Any = None) -> PMsg:
+        msg = PMsg(off, data, hdrs, p)
+        msg.topic = lambda: ROUTED_TOPIC  # type: ignore[method-assign]
+        return msg
+
+    batch = [m(0, event("a", 1.0)), m(1, event("boom", 2.0)), m(2, event("b", 3.0)),
+             m(3, b"not json"),
+             m(5, event("c", 4.0)),  # offset 4 never came: a gap
+             m(6, b'{"t": 900, "id": "w"}', hdrs=[(H_CONTROL, b"watermark")]),
+             m(7, event("d", 5.0)),
+             m(3, event("e", 6.0), p=1),  # read again (applied 3): not routed again
+             m(4, event("f", 7.0), p=1),
+             m(8, event("a", 8.0)), m(9, event("g", 9.0))]
+    one, out1, stats1, gaps1 = routed_intake()
+    for msg in batch:
+        one.source(msg, ROUTED_TOPIC)
+    run, out2, stats2, gaps2 = routed_intake()
+    i = 0
+    while i < len(batch):
+        i = run.source_run(batch, i, ROUTED_TOPIC)
+
+    assert run.bundles == one.bundles
+    offsets = sorted((e[2], e[3]) for entries in run.bundles.values() for e in entries
+                     if e[0] == "event")
+    assert offsets == [(f"{ROUTED_TOPIC}:0", o) for o in (0, 2, 5, 7, 8, 9)] + [
+        (f"{ROUTED_TOPIC}:1", 4)]
+    assert out2.records == out1.records
+    assert [(t == ROUTED.dlq_topic, h.get(H_ERROR, b"")[:12]) for t, _, h in out1.records] \
+        == [(True, b"boom"), (True, b"not JSON: Ex")]
+    assert stats2 == stats1 == {"events": 7, "dead": 2}
+    assert gaps2.seen == gaps1.seen == [((ROUTED_TOPIC, 0), 4, 5)]
+    for p in (0, 1):
+        a, b = one.inputs.get((ROUTED_TOPIC, p)), run.inputs.get((ROUTED_TOPIC, p))
+        assert (b.position, b.cursor.applied) == (a.position, a.cursor.applied)
