@@ -303,6 +303,22 @@ class _BatchFailed(Exception):
     records since the commit again one at a time."""
 
 
+def merge_epoch(heads: list[list[InRecord]]) -> list[InRecord]:
+    """An epoch's records, one list per upstream, in their deterministic order: one
+    upstream's records keep their order; across upstreams the next is the one of least
+    (record timestamp, producer's ``kepl.seq``, upstream, offset), as ``heapq.merge``
+    takes them.  Where each upstream's records are in that order already (their
+    timestamps rise) a sort of them all is the same order, without a Python merge."""
+    # merge keys are unique (upstream, offset): records are never compared
+    keyed = [[((r.ts, -1 if r.seq is None else r.seq, ui, r.offset), r) for r in events]
+             for ui, events in enumerate(heads) if events]
+    if len(keyed) == 1:
+        return heads[keyed[0][0][0][2]]
+    if all(k == sorted(k) for k in keyed):
+        return [r for _, r in sorted([e for k in keyed for e in k])]
+    return [r for _, r in heapq.merge(*keyed)]
+
+
 class EnginePartition:
     """Engine, state and Kafka bookkeeping of one partition of one group."""
 
@@ -549,6 +565,8 @@ class EnginePartition:
                 if (len(self.upstreams) == 1 and self.first_use is None
                         and self.held is None and not self.poison):
                     self._run_one_upstream(records)
+                elif len(self.upstreams) > 1:
+                    self._queue(records)
                 else:
                     for r in records:
                         self._handle(r)
@@ -678,6 +696,25 @@ class EnginePartition:
             self.barriers_queued[ui] += 1
             self._release()
 
+    def _queue(self, records: list[InRecord]) -> None:
+        """``_handle`` of each record, for a partition of several upstreams: records
+        wait in their upstream's queue, a barrier releases what every upstream closed."""
+        received, up_index, queues = self.received, self.up_index, self.queues
+        for r in records:
+            up = r.upstream
+            off = r.offset
+            if off <= received.get(up, -1):
+                continue
+            self.touched = True
+            ui = up_index.get(up)
+            if ui is None:
+                raise RuntimeError(f"record from unknown upstream partition {up}")
+            received[up] = off
+            queues[ui].append(r)
+            if r.kind == "barrier":
+                self.barriers_queued[ui] += 1
+                self._release()
+
     def _release(self) -> None:
         """Run every epoch that all upstreams have closed with a barrier."""
         while all(self.barriers_queued):
@@ -695,14 +732,15 @@ class EnginePartition:
                 heads = [[r for r in events if r.kind != "touch"] for events in heads]
             elif self.group.arms:
                 heads = self._arm_touches(heads)
-            # one upstream's records keep their order; ties across upstreams are broken
-            # by record timestamp, then the producer's kepl.seq, upstream, offset
-            keyed = [[((r.ts, -1 if r.seq is None else r.seq, ui, r.offset), r)
-                      for r in events] for ui, events in enumerate(heads)]
-            # merge keys are unique (upstream, offset): records are never compared
-            for _, r in heapq.merge(*keyed):
-                self.applied[r.upstream] = r.offset
-                self._event(r)
+            merged = merge_epoch(heads)
+            if self.first_use is None and self.held is None and not self.poison \
+                    and not self._exact:
+                self._pend(merged)
+            else:
+                applied = self.applied
+                for r in merged:
+                    applied[r.upstream] = r.offset
+                    self._event(r)
             t: int | None = None
             wid = ""
             for ui, q in enumerate(self.queues):
@@ -713,6 +751,21 @@ class EnginePartition:
                 if t is None or bt < t:
                     t, wid = bt, str(b.payload["id"])
             self._advance(t or 0, wid)
+
+    def _pend(self, merged: list[InRecord]) -> None:
+        """``_event`` of each of an epoch's merged records where nothing is numbered,
+        held or poisoned and events go to the engine in runs of one type: the events
+        join the pending run in place, a touch takes ``_event``."""
+        applied, pending = self.applied, self._pending
+        for r in merged:
+            applied[r.upstream] = r.offset
+            if r.kind != "event":
+                self._event(r)
+                continue
+            if pending and self._pending_type != r.type_name:
+                self._flush()
+            self._pending_type = r.type_name
+            pending.append(r.payload)
 
     def _first_uses(self, heads: list[list[InRecord]]) -> list[int]:
         """Buckets in the order of their first use in an epoch of several upstreams.
