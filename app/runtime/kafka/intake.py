@@ -244,8 +244,7 @@ class Intake:
         p = m.partition()
         key = (topic, p)
         type_name, coerce = one
-        routing = self.routing
-        targets_of, forward, bundles = routing.targets, routing.forward, self.bundles
+        route, bundles = self.routing.router(topic, type_name), self.bundles
         upstream = self.upstream_names.get(key) or self.upstream_names.setdefault(
             key, f"{topic}:{p}")
         cur = inp.cursor
@@ -261,15 +260,12 @@ class Intake:
             if event is None:
                 break
             try:
-                targets = targets_of(topic, type_name, event)
+                route(bundles, cur, event, upstream, off, m.timestamp()[1])
             except Exception:  # noqa: BLE001 - ``source`` dead-letters it, saying why
                 break
             if expected is not None and off > expected:
                 self.lost.gap(key, expected, off)
             expected = inp.position = off + 1
-            if targets:
-                forward(bundles, cur, topic, type_name, event, upstream, off,
-                        m.timestamp()[1], None, targets)
             cur.applied = off
             j += 1
         if j == i:

@@ -28,6 +28,7 @@ forwards twice, and pays Kafka's per-record cost once per bundle.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from app.runtime.catalog import Catalog, EventTypeError, event_coercer
@@ -169,6 +170,39 @@ class Routing:
         for r in range(g.partitions):
             if r != q:
                 bundles.setdefault((rt, r), []).append(touch)
+
+    def router(self, topic: str, type_name: str) -> Callable[..., None]:
+        """``forward`` of events of one type of ``topic`` as one function of
+        ``(bundles, cursor, event, upstream, offset, ts)``, its targets found as it goes
+        (an error finding them is raised before anything is appended).  An event of a
+        topic read by one keyed context, neither numbered nor armed, takes one call to
+        find its partition and none to forward."""
+        routes = self._route_of[topic]
+        if len(routes) == 1 and routes[0][0] not in self._numbered \
+                and routes[0][0] not in self._arming:
+            rt, g = routes[0]
+            partition_of = g.partition_fn(type_name)
+
+            def one_route(bundles: dict[tuple[str, int], list[Entry]], cursor: LaneCursor,
+                          event: dict[str, Any], upstream: str, offset: int, ts: int
+                          ) -> None:
+                q = partition_of(event)
+                if q is not None:
+                    entry = ["event", type_name, upstream, offset, ts, None, event]  # event_entry
+                    staged = bundles.get((rt, q))
+                    if staged is None:
+                        bundles[(rt, q)] = [entry]
+                    else:
+                        staged.append(entry)
+            return one_route
+
+        def any_routes(bundles: dict[tuple[str, int], list[Entry]], cursor: LaneCursor,
+                       event: dict[str, Any], upstream: str, offset: int, ts: int) -> None:
+            targets = self.targets(topic, type_name, event)
+            if targets:
+                self.forward(bundles, cursor, topic, type_name, event, upstream, offset,
+                             ts, None, targets)
+        return any_routes
 
     def targets(self, topic: str, type_name: str,
                 event: dict[str, Any]) -> list[tuple[str, int]]:

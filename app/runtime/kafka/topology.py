@@ -58,7 +58,9 @@ from __future__ import annotations
 import re
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from app.epl.planner import plan_statement
@@ -184,16 +186,40 @@ class Group:
                 text = keyed_text(self.keyed_spec, type_name, event, self._ctx)
             if text is None:
                 return None
-            cache = self._routes
-            q = cache.get(text)
-            if q is None:
-                if len(cache) >= ROUTE_CACHE:
-                    cache.clear()
-                q = cache[text] = zlib.crc32(text.encode()) % self.partitions
-            return q
+            q = self._routes.get(text)
+            return self._new_route(text) if q is None else q
         if self.split is not None:
             return self._split_partition(event)
         return 0
+
+    def partition_fn(self, type_name: str) -> Callable[[Row], int | None]:
+        """``partition_of`` for events of one type, as one function: a keyed context on
+        one property of the type, without a filter, reads it and finds its partition
+        in one call."""
+        spec = self.keyed_spec
+        item = None if spec is None or type_name not in self.types else next(
+            (it for it in spec.items if it.type_name == type_name), None)
+        prop = (getattr(item.keys[0], "property_name", None)
+                if item is not None and item.filter is None and len(item.keys) == 1
+                else None)
+        if prop is None or self.hash_spec is not None or self.mr_keys is not None:
+            return partial(self.partition_of, type_name)
+        cache, new_route = self._routes, self._new_route
+
+        def keyed_property(event: Row) -> int:
+            v = event.get(prop)
+            text = v if type(v) is str else key_text([v])  # a lone string is its own text
+            q = cache.get(text)
+            return new_route(text) if q is None else q
+        return keyed_property
+
+    def _new_route(self, text: str) -> int:
+        """Partition of a key text not in the cache: ``crc32(text) mod N``, cached."""
+        cache = self._routes
+        if len(cache) >= ROUTE_CACHE:
+            cache.clear()
+        q = cache[text] = zlib.crc32(text.encode()) % self.partitions
+        return q
 
     def _split_partition(self, event: Row) -> int | None:
         """Partition of a split statement's event: ``crc32(group key text) mod N``."""
@@ -201,13 +227,8 @@ class Group:
         text = self.split.key_of_event(event, self._ctx)
         if text is None:
             return None
-        cache = self._routes
-        q = cache.get(text)
-        if q is None:
-            if len(cache) >= ROUTE_CACHE:
-                cache.clear()
-            q = cache[text] = zlib.crc32(text.encode()) % self.partitions
-        return q
+        q = self._routes.get(text)
+        return self._new_route(text) if q is None else q
 
     @property
     def arms(self) -> bool:

@@ -356,13 +356,20 @@ def routed_intake() -> tuple[Intake, Produced, dict[str, int], Gaps]:
         inputs.add(Input(ROUTED_TOPIC, p, True, cursor=cur, committed_cursor=cur.copy()))
     take = Intake(topology, wiring, inputs, {}, out, ROUTED.dlq_topic,
                   DeadLetterLog(ROUTED.dlq_topic), lost=gaps, stats=stats)  # type: ignore[arg-type]
-    targets = take.routing.targets
+    # the group fails to route one account, in both the record's and the run's path
+    (_, group), = take.routing._route_of[ROUTED_TOPIC]
+    partition_of, partition_fn = group.partition_of, group.partition_fn
 
-    def failing(topic: str, type_name: str, ev: dict[str, Any]) -> list[tuple[str, int]]:
+    def failing_of(type_name: str, ev: dict[str, Any]) -> int | None:
         if ev["account"] == "boom":
             raise ZeroDivisionError("boom")
-        return targets(topic, type_name, ev)
-    take.routing.targets = failing  # type: ignore[method-assign]
+        return partition_of(type_name, ev)
+
+    def failing_fn(type_name: str) -> Any:
+        fn = partition_fn(type_name)
+        return lambda ev: failing_of(type_name, ev) if ev["account"] == "boom" else fn(ev)
+    group.partition_of = failing_of  # type: ignore[method-assign]
+    group.partition_fn = failing_fn  # type: ignore[method-assign]
     return take, out, stats, gaps
 
 

@@ -210,3 +210,32 @@ def test_ids_do_not_depend_on_restarts_when_timestamps_go_backwards(tmp_path: Pa
         got = run_partitions(tmp_path / str(trial), cfg,
                              route_all(cfg, steps, rnd, 0.5, True), rnd)
         assert got == reference, trial
+
+
+def test_a_router_of_one_type_bundles_what_forward_bundles() -> None:
+    # a keyed context on one property (the one-call router), one on two properties and
+    # a hash context numbered by first use (forward itself): the same bundles
+    def keyed(by: str) -> AppConfig:
+        return AppConfig.from_dict({
+            "app": "unit", "schemas": {"T": {"k": "string", "n": "int", "v": "int"}},
+            "topics": {"T": "t"}, "partitions": 2, "context_partitions": {"K": 4},
+            "statements": [
+                {"name": "ctx", "epl": f"create context K partition by {by} from T"},
+                {"name": "s0", "epl": "context K select count(*) as c from T"}]})
+
+    events = [{"k": k, "n": n, "v": 1} for k, n in
+              [("E1", 1), ("E2", 2), (None, 3), ("E1", None), ("\x00x", 4), ("E9", 1)]]
+    for cfg, hashed in ((keyed("k"), False), (keyed("n"), False), (keyed("k, n"), False),
+                        (config(), True)):
+        one, run = Routing(Topology.plan(cfg)), Routing(Topology.plan(cfg))
+        by_forward: dict = {}
+        by_router: dict = {}
+        cur1, cur2 = LaneCursor(), LaneCursor()
+        route = run.router("t", "T")
+        for off, ev in enumerate(events):
+            if hashed:
+                ev = {"k": ev["k"] or "E0", "v": 1}
+            one.forward(by_forward, cur1, "t", "T", ev, "t:0", off, 100 + off, None)
+            route(by_router, cur2, ev, "t:0", off, 100 + off)
+        assert by_router == by_forward
+        assert sum(len(v) for v in by_router.values()) >= len(events)
