@@ -62,6 +62,7 @@ import heapq
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from itertools import chain
 from pathlib import Path
 from time import perf_counter
 from typing import Any, NamedTuple, Protocol
@@ -1098,7 +1099,7 @@ class EnginePartition:
     def _keep_waiting(self) -> None:
         # a replay after a fault starts from the committed state, where the waiting
         # records are not: they are applied again first
-        self._since_commit = [r for q in self.queues for r in q]
+        self._since_commit = list(chain.from_iterable(self.queues))
 
     def discard(self) -> None:
         """Forget everything since the last commit (an aborted checkpoint, or the caller
