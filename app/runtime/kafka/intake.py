@@ -22,6 +22,7 @@ from typing import Any
 
 from orjson import loads as _loads
 
+from app.runtime.catalog import event_run_check
 from app.runtime.kafka.checkpoint import Fenced, OutputLog
 from app.runtime.kafka.inputs import Inputs
 from app.runtime.kafka.lanes import LaneCursor
@@ -98,6 +99,8 @@ class Intake:
         self._one_type = {t: (types[0], self.routing.coerce[types[0]])
                           for t, types in self.routing.types_of.items()
                           if len(types) == 1 and t not in self.routing.decoders}
+        self._run_check = {t: event_run_check(self.routing.catalog, one[0])
+                           for t, one in self._one_type.items()}
         """Source topics of one event type in JSON -> (type, coercer): their records
         are decoded here without ``Routing.decode``'s dispatch (same outcome)."""
 
@@ -155,42 +158,66 @@ class Intake:
         if not direct:
             self.source(m, topic)
             return i + 1
-        type_name, coerce = one
+        records, events = self._plain_run(msgs, i, topic, p, one, -1)
+        if not records:
+            self.source(m, topic)
+            return i + 1
+        type_name = one[0]
         upstream = self.upstream_names.get(key) or self.upstream_names.setdefault(
             key, f"{topic}:{p}")
-        staged: list[Any] | None = None
+        pending = self.pending
+        staged = [pending.setdefault((g.name, p), []).append
+                  for g in direct if type_name in g.types]
         cur = inp.cursor
-        n = len(msgs)
-        j = i
         # the input's position and the cursor move once, after the run
         expected = inp.position
         off = -1
-        while j < n:
-            m = msgs[j]
-            event = _plain_event(m, p, topic, coerce)
-            if event is None:
-                break
+        for m, event in zip(records, events):
             off = m.offset()
             if expected is not None and off > expected:
                 self.lost.gap(key, expected, off)
             expected = off + 1
             ts = m.timestamp()[1]
-            if staged is None:
-                pending = self.pending
-                staged = [pending.setdefault((g.name, p), []).append
-                          for g in direct if type_name in g.types]
             for append in staged:
                 append(InRecord("event", upstream, off, type_name, ts, None, event, b"",
                                 upstream, off))
-            j += 1
-        if j == i:
-            self.source(msgs[i], topic)
-            return i + 1
         inp.position = expected
         if off > cur.applied:
             cur.applied = off
-        self.stats["events"] += j - i
-        return j
+        self.stats["events"] += len(records)
+        return i + len(records)
+
+    def _plain_run(self, msgs: list[Any], i: int, topic: str, p: int,
+                   one: tuple[str, Any], applied: int) -> tuple[list[Any], list[dict]]:
+        """The records of a run from ``msgs[i]`` and their events: records of partition
+        ``p`` of ``topic`` past offset ``applied`` and rising, without error or headers, each a JSON
+        object its type's check takes (``_plain_event``); the run ends before the first
+        record that is not.  When every event of the run passes as it is, the run is
+        checked in one pass (``catalog.event_run_check``), else a record at a time."""
+        n = len(msgs)
+        j = i
+        while j < n:
+            m = msgs[j]
+            if (m.error() is not None or m.headers() or m.partition() != p
+                    or m.topic() != topic or m.offset() <= applied):
+                break
+            applied = m.offset()  # offsets rise within a run
+            j += 1
+        records = msgs[i:j]
+        try:
+            events: list[Any] | None = [_loads(m.value()) for m in records]
+        except Exception:  # noqa: BLE001 - a record at a time finds where the run ends
+            events = None
+        if events is None or not self._run_check[topic](events):
+            coerce = one[1]
+            events = []
+            for m in records:
+                event = _plain_event(m, p, topic, coerce)
+                if event is None:
+                    break
+                events.append(event)
+            records = records[:len(events)]
+        return records, events
 
     def _lane_run(self, msgs: list[Any], i: int, topic: str, inp: Any,
                   one: tuple[str, Any]) -> int:
@@ -198,24 +225,19 @@ class Intake:
         run sent to the lane in turn, a statement failing on one dead-letters that record
         alone (as ``source`` does); a record already applied (a replay after a rewind) or
         of another kind ends the run."""
-        m = msgs[i]
-        p = m.partition()
+        p = msgs[i].partition()
         key = (topic, p)
-        type_name, coerce = one
+        type_name = one[0]
         lane = inp.lane
         send = lane.send if type_name in lane.types else None
         cur = inp.cursor
-        n = len(msgs)
-        j = i
+        records, events = self._plain_run(msgs, i, topic, p, one, cur.applied)
+        if not records:
+            self.source(msgs[i], topic)
+            return i + 1
         expected = inp.position
-        while j < n:
-            m = msgs[j]
+        for m, event in zip(records, events):
             off = m.offset()
-            if off <= cur.applied:
-                break
-            event = _plain_event(m, p, topic, coerce)
-            if event is None:
-                break
             if expected is not None and off > expected:
                 self.lost.gap(key, expected, off)
             expected = inp.position = off + 1
@@ -227,12 +249,8 @@ class Intake:
                 except Exception as e:  # noqa: BLE001 - a statement failing on one event
                     self.dead_letter(m, f"engine error: {type(e).__name__}: {e}")
             cur.applied = off
-            j += 1
-        if j == i:
-            self.source(msgs[i], topic)
-            return i + 1
-        self.stats["events"] += j - i
-        return j
+        self.stats["events"] += len(records)
+        return i + len(records)
 
     def _routed_run(self, msgs: list[Any], i: int, topic: str, inp: Any,
                     one: tuple[str, Any]) -> int:
@@ -240,25 +258,17 @@ class Intake:
         no engine partition reading it directly): each record of the run forwarded to
         its repartition partitions; a record already applied, of another kind, or whose
         routing fails (``source`` dead-letters it) ends the run."""
-        m = msgs[i]
-        p = m.partition()
+        p = msgs[i].partition()
         key = (topic, p)
-        type_name, coerce = one
-        route, bundles = self.routing.router(topic, type_name), self.bundles
+        route, bundles = self.routing.router(topic, one[0]), self.bundles
         upstream = self.upstream_names.get(key) or self.upstream_names.setdefault(
             key, f"{topic}:{p}")
         cur = inp.cursor
-        n = len(msgs)
-        j = i
+        records, events = self._plain_run(msgs, i, topic, p, one, cur.applied)
         expected = inp.position
-        while j < n:
-            m = msgs[j]
+        done = 0
+        for m, event in zip(records, events):
             off = m.offset()
-            if off <= cur.applied:
-                break
-            event = _plain_event(m, p, topic, coerce)
-            if event is None:
-                break
             try:
                 route(bundles, cur, event, upstream, off, m.timestamp()[1])
             except Exception:  # noqa: BLE001 - ``source`` dead-letters it, saying why
@@ -267,12 +277,12 @@ class Intake:
                 self.lost.gap(key, expected, off)
             expected = inp.position = off + 1
             cur.applied = off
-            j += 1
-        if j == i:
+            done += 1
+        if not done:
             self.source(msgs[i], topic)
             return i + 1
-        self.stats["events"] += j - i
-        return j
+        self.stats["events"] += done
+        return i + done
 
     def source(self, m: Any, topic: str) -> None:
         """A record of a source topic."""

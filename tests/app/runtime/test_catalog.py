@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.runtime.catalog import Catalog, EventTypeError, coerce_event, event_coercer
+from app.runtime.catalog import (
+    Catalog,
+    EventTypeError,
+    coerce_event,
+    event_coercer,
+    event_run_check,
+)
 
 CATALOG = Catalog.from_schemas(
     {"T": {"name": "string", "qty": "long", "price": "double", "ok": "boolean"}})
@@ -116,3 +123,50 @@ def test_coercer_agrees_with_coerce_event_on_any_event_in_schema_order(
     assert got == want
     if isinstance(want, dict):
         assert [type(v) for v in got.values()] == [type(v) for v in want.values()]
+
+
+_VALID = {"string": st.text(max_size=3), "boolean": st.booleans(),
+          "long": st.integers(-(2 ** 63), 2 ** 63 - 1), "int": st.integers(-(2 ** 31), 2 ** 31 - 1),
+          "short": st.integers(-(2 ** 15), 2 ** 15 - 1), "byte": st.integers(-128, 127),
+          "double": st.floats(allow_nan=False, allow_infinity=False),
+          "float": st.floats(allow_nan=False, allow_infinity=False)}
+
+
+@given(st.lists(st.sampled_from(_TYPES), min_size=1, max_size=4), st.data())
+def test_a_run_check_passes_exactly_the_runs_the_coercer_takes_as_they_are(
+        types: list[str], data: st.DataObject) -> None:
+    schema = {f"p{i}": t for i, t in enumerate(types)}
+    catalog = Catalog.from_schemas({"E": schema}, max_string_length={"*": 3})
+    coerce = event_coercer(catalog, "E")
+    # events in schema order with values the type takes, or any values; some with a
+    # property missing or moved
+    valid = st.fixed_dictionaries({p: _VALID[t] for p, t in schema.items()})
+    event = st.fixed_dictionaries({p: _ANY_VALUE for p in schema})
+    reordered = event.map(lambda e: dict(reversed(list(e.items()))))
+    events = data.draw(st.lists(valid | valid | event | reordered | event.map(
+        lambda e: dict(list(e.items())[1:])), max_size=6))
+
+    def as_it_is(e: dict[str, Any]) -> bool:
+        try:
+            return coerce(e) is e
+        except EventTypeError:
+            return False
+    taken = bool(events) and all(as_it_is(e) for e in events)
+    # the one case the run check leaves to the coercer: doubles whose sum overflows
+    doubles = [p for p, t in schema.items() if t in ("double", "float")]
+    finite = taken and all(math.isfinite(sum(e[p] for e in events)) for p in doubles)
+    assert event_run_check(catalog, "E")(events) == finite
+
+
+def test_a_run_check_of_doubles_and_longs() -> None:
+    check = event_run_check(NUMBERS, "N")
+    ok = {"d": 1.5, "l": 2 ** 63 - 1, "i": -(2 ** 31), "s": 1, "b": -128}
+    assert check([ok, dict(ok)])
+    assert not check([])
+    assert not check([ok, {**ok, "d": float("nan")}])
+    assert not check([ok, {**ok, "d": 1}])                # an int where a double is due
+    assert not check([ok, {**ok, "l": 2 ** 63}])
+    assert not check([ok, {**ok, "b": 128}])
+    assert not check([{**ok, "d": 1.7e308}, {**ok, "d": 1.7e308}])  # the sum overflows
+    assert not check([ok, [1]])                            # not a JSON object
+    assert not check([ok, {**ok, "b": True}])
