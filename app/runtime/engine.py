@@ -943,6 +943,14 @@ class Engine:
                 p = pipelines.get(0) or build(st, 0)
                 each = getattr(p, "each", None)
                 if each is None or not plain:
+                    on_run = getattr(p, "on_run", None)
+                    if on_run is not None and plain and not (queue or var_changes
+                                                             or var_writes):
+                        events = list(events)
+                        if on_run(events, now):
+                            if p.timed:
+                                arm(key0, p.next_timer)
+                            return
                     for e in events:
                         single(e, now)
                         if queue or var_changes or var_writes:

@@ -125,6 +125,17 @@ class OutputLimiter:
         trigger.save()
         return [], []
 
+    def on_rows(self, new: Rows, now_ms: int) -> None:
+        """``on_update`` of each of ``new`` in turn, as one call, where none ends an
+        interval: a collecting condition of time alone whose ``after`` is done, and a
+        collector that takes several rows as it takes one each
+        (``LimitedPipeline.on_run``).  The book counts every update."""
+        book = self.book
+        book["updates"] += len(new)
+        self.strategy.collect(new, [])
+        self.trigger.count(len(new), 0, now_ms)
+        self.trigger.save()
+
     def arm(self, now_ms: int) -> None:
         """Arm a timed condition not armed yet, as a first update at ``now_ms`` would:
         the statement's first update came to another of the engine partitions it is

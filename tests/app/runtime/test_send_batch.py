@@ -53,6 +53,20 @@ DEPLOYMENTS = {
         "select k, count(*) as n from T#time(1 sec) group by k output all every 2 events",
         "select irstream k, count(*) as n from T#time(2 sec) group by k "
         "output last every 1 sec"],
+    # one statement of a time-only output, several rows of groups at once
+    "filtered time window, output snapshot": [
+        "select k, count(*) as n, sum(x) as s from T(v > 2)#time(2 sec) group by k "
+        "output snapshot every 1 sec"],
+    "time window, output all": [
+        "select k, sum(v) as s from T#time(1 sec) group by k output all every 2 sec"],
+    "no window, output last": [
+        "select k, count(*) as n from T group by k output last every 1 sec"],
+    "time window, output after some events, last": [
+        "select k, count(*) as n from T#time(3 sec) group by k "
+        "output after 5 events last every 1 sec"],
+    "time window, output last, ordered": [
+        "select k, count(*) as n from T#time(2 sec) group by k "
+        "output last every 1 sec order by n desc"],
     "insert into a stream read by another statement": [
         "insert into Big select k, v from T(v > 6)",
         "select k, count(*) as n from Big#length(2)"],
