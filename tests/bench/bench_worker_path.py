@@ -51,6 +51,11 @@ JOBS: dict[str, dict[str, Any]] = {
         "statements": ["select account, count(*) as cnt, sum(amount) as total "
                        "from Withdrawal#time(10 sec) group by account "
                        "output last every 1 sec"]},
+    "split #time output every": {
+        "statements": ["select account, count(*) as cnt, sum(amount) as total "
+                       "from Withdrawal#time(10 sec) group by account "
+                       "output last every 1 sec"],
+        "statement_partitions": {"s0": 4}},
     "hash context (16)": {
         "statements": [HASHED, "context ByHash select account, count(*) as cnt, "
                                "sum(amount) as total from Withdrawal group by account"]},
@@ -208,6 +213,7 @@ class Harness:
             "app": "wp", "schemas": SCHEMAS, "topics": {"Withdrawal": "wp.withdrawal"},
             "partitions": SOURCE_PARTITIONS, "processing_guarantee": "exactly_once",
             "context_partitions": job.get("context_partitions", {}),
+            "statement_partitions": job.get("statement_partitions", {}),
             "statements": [{"name": f"s{i}", "epl": e}
                            for i, e in enumerate(job["statements"])]})
         self.topic = self.config.topic_of("Withdrawal")

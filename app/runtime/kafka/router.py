@@ -175,13 +175,13 @@ class Routing:
         """``forward`` of events of one type of ``topic`` as one function of
         ``(bundles, cursor, event, upstream, offset, ts)``, its targets found as it goes
         (an error finding them is raised before anything is appended).  An event of a
-        topic read by one keyed context, neither numbered nor armed, takes one call to
-        find its partition and none to forward."""
+        topic read by one group whose partitions are not numbered by first use takes
+        one call to find its partition (``Group.partition_fn``) and none to forward."""
         routes = self._route_of[topic]
-        if len(routes) == 1 and routes[0][0] not in self._numbered \
-                and routes[0][0] not in self._arming:
+        if len(routes) == 1 and routes[0][0] not in self._numbered:
             rt, g = routes[0]
             partition_of = g.partition_fn(type_name)
+            arming, arm = rt in self._arming, self.arm
 
             def one_route(bundles: dict[tuple[str, int], list[Entry]], cursor: LaneCursor,
                           event: dict[str, Any], upstream: str, offset: int, ts: int
@@ -194,6 +194,8 @@ class Routing:
                         bundles[(rt, q)] = [entry]
                     else:
                         staged.append(entry)
+                    if arming and rt not in cursor.used:
+                        arm(bundles, cursor, rt, q, event, upstream, offset, ts, None)
             return one_route
 
         def any_routes(bundles: dict[tuple[str, int], list[Entry]], cursor: LaneCursor,

@@ -193,18 +193,29 @@ class Group:
         return 0
 
     def partition_fn(self, type_name: str) -> Callable[[Row], int | None]:
-        """``partition_of`` for events of one type, as one function: a keyed context on
-        one property of the type, without a filter, reads it and finds its partition
-        in one call."""
+        """``partition_of`` for events of one type, as one function: a keyed context or a
+        statement split by group key on one property of the type, without a filter,
+        reads it and finds its partition in one call."""
         spec = self.keyed_spec
         item = None if spec is None or type_name not in self.types else next(
             (it for it in spec.items if it.type_name == type_name), None)
         prop = (getattr(item.keys[0], "property_name", None)
                 if item is not None and item.filter is None and len(item.keys) == 1
                 else None)
+        cache, new_route = self._routes, self._new_route
+        split = self.split
+        if (split is not None and spec is None and self.hash_spec is None
+                and self.mr_keys is None and type_name in self.types
+                and split.filter is None and len(split.keys) == 1):
+            prop = getattr(split.keys[0], "property_name", None)
+            if prop is not None:
+                def split_property(event: Row) -> int:
+                    text = key_text([event.get(prop)])
+                    q = cache.get(text)
+                    return new_route(text) if q is None else q
+                return split_property
         if prop is None or self.hash_spec is not None or self.mr_keys is not None:
             return partial(self.partition_of, type_name)
-        cache, new_route = self._routes, self._new_route
 
         def keyed_property(event: Row) -> int:
             v = event.get(prop)

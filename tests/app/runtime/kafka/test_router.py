@@ -213,8 +213,9 @@ def test_ids_do_not_depend_on_restarts_when_timestamps_go_backwards(tmp_path: Pa
 
 
 def test_a_router_of_one_type_bundles_what_forward_bundles() -> None:
-    # a keyed context on one property (the one-call router), one on two properties and
-    # a hash context numbered by first use (forward itself): the same bundles
+    # a keyed context or a split statement on one property (the one-call router), on
+    # two properties or filtered, and a hash context numbered by first use (forward
+    # itself): the same bundles, a split statement's arming touches included
     def keyed(by: str) -> AppConfig:
         return AppConfig.from_dict({
             "app": "unit", "schemas": {"T": {"k": "string", "n": "int", "v": "int"}},
@@ -225,8 +226,16 @@ def test_a_router_of_one_type_bundles_what_forward_bundles() -> None:
 
     events = [{"k": k, "n": n, "v": 1} for k, n in
               [("E1", 1), ("E2", 2), (None, 3), ("E1", None), ("\x00x", 4), ("E9", 1)]]
+    def split(by: str, where: str = "") -> AppConfig:
+        return AppConfig.from_dict({
+            "app": "unit", "schemas": {"T": {"k": "string", "n": "int", "v": "int"}},
+            "topics": {"T": "t"}, "partitions": 2, "statement_partitions": {"s0": 4},
+            "statements": [{"name": "s0", "epl": f"select {by}, count(*) as c from T{where} "
+                                                 f"group by {by} output last every 1 sec"}]})
+
     for cfg, hashed in ((keyed("k"), False), (keyed("n"), False), (keyed("k, n"), False),
-                        (config(), True)):
+                        (config(), True), (split("k"), False), (split("n", "(v > 0)"), False),
+                        (split("k, n"), False)):
         one, run = Routing(Topology.plan(cfg)), Routing(Topology.plan(cfg))
         by_forward: dict = {}
         by_router: dict = {}
