@@ -144,15 +144,22 @@ class Routing:
                 entry = event_entry(type_name, upstream, offset, ts, seq, event)
             bundles.setdefault((rt, q), []).append(entry)
             if rt in self._numbered:
-                used = cursor.used.get(rt, frozenset())
-                if q not in used:
-                    cursor.used[rt] = used | {q}
-                    touch = touch_entry(upstream, offset, ts, seq, q)
-                    for r in range(self._numbered[rt]):
-                        if r != q and r not in used:
-                            bundles.setdefault((rt, r), []).append(touch)
+                if q not in cursor.used.get(rt, ()):
+                    self.first_use(bundles, cursor, rt, q, upstream, offset, ts, seq)
             elif rt in self._arming and rt not in cursor.used:
                 self.arm(bundles, cursor, rt, q, event, upstream, offset, ts, seq)
+
+    def first_use(self, bundles: dict[tuple[str, int], list[Entry]], cursor: LaneCursor,
+                  rt: str, q: int, upstream: str, offset: int, ts: int, seq: int | None
+                  ) -> None:
+        """The first event of bucket partition ``q`` of a numbered hash context from
+        this source partition: a touch to each partition that has had none from here."""
+        used = cursor.used.get(rt, frozenset())
+        cursor.used[rt] = used | {q}
+        touch = touch_entry(upstream, offset, ts, seq, q)
+        for r in range(self._numbered[rt]):
+            if r != q and r not in used:
+                bundles.setdefault((rt, r), []).append(touch)
 
     def arm(self, bundles: dict[tuple[str, int], list[Entry]], cursor: LaneCursor, rt: str,
             q: int, event: dict[str, Any], upstream: str, offset: int, ts: int,
@@ -175,12 +182,13 @@ class Routing:
         """``forward`` of events of one type of ``topic`` as one function of
         ``(bundles, cursor, event, upstream, offset, ts)``, its targets found as it goes
         (an error finding them is raised before anything is appended).  An event of a
-        topic read by one group whose partitions are not numbered by first use takes
-        one call to find its partition (``Group.partition_fn``) and none to forward."""
+        topic read by one group takes one call to find its partition
+        (``Group.partition_fn``) and none to forward, but for a first use or an arming."""
         routes = self._route_of[topic]
-        if len(routes) == 1 and routes[0][0] not in self._numbered:
+        if len(routes) == 1:
             rt, g = routes[0]
             partition_of = g.partition_fn(type_name)
+            numbered, first_use = rt in self._numbered, self.first_use
             arming, arm = rt in self._arming, self.arm
 
             def one_route(bundles: dict[tuple[str, int], list[Entry]], cursor: LaneCursor,
@@ -194,7 +202,10 @@ class Routing:
                         bundles[(rt, q)] = [entry]
                     else:
                         staged.append(entry)
-                    if arming and rt not in cursor.used:
+                    if numbered:
+                        if q not in cursor.used.get(rt, ()):
+                            first_use(bundles, cursor, rt, q, upstream, offset, ts, None)
+                    elif arming and rt not in cursor.used:
                         arm(bundles, cursor, rt, q, event, upstream, offset, ts, None)
             return one_route
 

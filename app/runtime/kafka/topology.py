@@ -214,7 +214,10 @@ class Group:
                     q = cache.get(text)
                     return new_route(text) if q is None else q
                 return split_property
-        if prop is None or self.hash_spec is not None or self.mr_keys is not None:
+        hashed = self.hash_spec
+        if hashed is not None and type_name in self.types:
+            return lambda event: hashed.partition_of(type_name, event, self._ctx)
+        if prop is None or self.mr_keys is not None:
             return partial(self.partition_of, type_name)
 
         def keyed_property(event: Row) -> int:

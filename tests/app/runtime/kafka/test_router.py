@@ -234,7 +234,8 @@ def test_a_router_of_one_type_bundles_what_forward_bundles() -> None:
                                                  f"group by {by} output last every 1 sec"}]})
 
     for cfg, hashed in ((keyed("k"), False), (keyed("n"), False), (keyed("k, n"), False),
-                        (config(), True), (split("k"), False), (split("n", "(v > 0)"), False),
+                        (config(), True), (config(True), True), (split("k"), False),
+                        (split("n", "(v > 0)"), False),
                         (split("k, n"), False)):
         one, run = Routing(Topology.plan(cfg)), Routing(Topology.plan(cfg))
         by_forward: dict = {}
