@@ -256,9 +256,11 @@ def _aggregates_projector(pairs: tuple[tuple[str, Any], ...], n_aggs: int
     values = _projection_values(tuple(keys), tuple(props), n_aggs)
     nones = [None] * n_aggs
     # the commonest cases read without another call: aggregates alone (``extra`` False),
-    # or with one context property (``k0``, a keyed context's key)
+    # with one context property (``k0``, a keyed context's key), or with that and one
+    # event property (``kp``)
     k0 = keys[0] if n_aggs and len(keys) == 1 and not props else None
-    extra = k0 is None and (not n_aggs or bool(keys) or bool(props))
+    kp = (keys[0], props[0]) if n_aggs and len(keys) == 1 and len(props) == 1 else None
+    extra = k0 is None and kp is None and (not n_aggs or bool(keys) or bool(props))
     if len(cols) == 1:
         (n0, j0), = cols
 
@@ -266,6 +268,8 @@ def _aggregates_projector(pairs: tuple[tuple[str, Any], ...], n_aggs: int
             a = ctx.aggs or nones
             if k0 is not None:
                 a = [*a, ctx.props.get(k0)]
+            elif kp is not None:
+                a = [*a, ctx.props.get(kp[0]), row.get(kp[1])]
             elif extra:
                 a = values(a, row, ctx)
             return {n0: a[j0]}
@@ -277,6 +281,8 @@ def _aggregates_projector(pairs: tuple[tuple[str, Any], ...], n_aggs: int
             a = ctx.aggs or nones
             if k0 is not None:
                 a = [*a, ctx.props.get(k0)]
+            elif kp is not None:
+                a = [*a, ctx.props.get(kp[0]), row.get(kp[1])]
             elif extra:
                 a = values(a, row, ctx)
             return {n0: a[j0], n1: a[j1]}
@@ -288,6 +294,8 @@ def _aggregates_projector(pairs: tuple[tuple[str, Any], ...], n_aggs: int
             a = ctx.aggs or nones
             if k0 is not None:
                 a = [*a, ctx.props.get(k0)]
+            elif kp is not None:
+                a = [*a, ctx.props.get(kp[0]), row.get(kp[1])]
             elif extra:
                 a = values(a, row, ctx)
             return {n0: a[j0], n1: a[j1], n2: a[j2]}
@@ -299,6 +307,8 @@ def _aggregates_projector(pairs: tuple[tuple[str, Any], ...], n_aggs: int
             a = ctx.aggs or nones
             if k0 is not None:
                 a = [*a, ctx.props.get(k0)]
+            elif kp is not None:
+                a = [*a, ctx.props.get(kp[0]), row.get(kp[1])]
             elif extra:
                 a = values(a, row, ctx)
             return {n0: a[j0], n1: a[j1], n2: a[j2], n3: a[j3]}

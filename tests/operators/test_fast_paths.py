@@ -171,6 +171,9 @@ def test_count_and_sum_over_a_property(entering_first: bool) -> None:
     "context K select sum(amount) as s from T#length(2)",
     "context K select context.key1 as key, avg(amount) as a, count(*) from T",
     "select count(*) as n, sum(amount) as s, avg(price) as p from T",
+    "context K select k, count(*) as n, sum(amount) as s, price from T",
+    "context K select price, k, count(*) as n from T",
+    "context K select count(*) as n, price from T",
 ])
 def test_aggregate_projection_matches_column_expressions(epl: str) -> None:
     """A select clause of aggregates and a context property is projected from the
@@ -182,13 +185,15 @@ def test_aggregate_projection_matches_column_expressions(epl: str) -> None:
     spec = plan_statement(catalog, epl, "s").pipeline.resultset
     pairs = tuple((c.name, c.expr) for c in spec.columns)
     general = ResultSetSpec._pairs_projector(pairs)
-    assert spec.projector is not general and spec.projector.__name__ in ("one", "two", "three")
+    assert spec.projector is not general
+    assert spec.projector.__name__ in ("one", "two", "three", "four")
     ctx = PartitionCtx(props={"name": "K", "id": 3, "key1": "a"})
     for aggs in ([2, 7.5, 1.0][:len(spec.aggregates)], [0, None, None][:len(spec.aggregates)],
                  None):
         ctx.aggs = aggs
-        assert spec.projector({}, ctx) == general({}, ctx)
-        assert list(spec.projector({}, ctx)) == [c.name for c in spec.columns]
+        for row in ({}, {"k": "a", "amount": 2.0, "price": 3.5}):
+            assert spec.projector(row, ctx) == general(row, ctx)
+            assert list(spec.projector(row, ctx)) == [c.name for c in spec.columns]
 
 
 RESULT_SETS = [
