@@ -172,15 +172,16 @@ class Intake:
         # the input's position and the cursor move once, after the run
         expected = inp.position
         off = -1
+        new = tuple.__new__
         for m, event in zip(records, events):
             off = m.offset()
             if expected is not None and off > expected:
                 self.lost.gap(key, expected, off)
             expected = off + 1
-            ts = m.timestamp()[1]
+            rec = new(InRecord, ("event", upstream, off, type_name, m.timestamp()[1], None,
+                                 event, b"", upstream, off))
             for append in staged:
-                append(InRecord("event", upstream, off, type_name, ts, None, event, b"",
-                                upstream, off))
+                append(rec)
         inp.position = expected
         if off > cur.applied:
             cur.applied = off

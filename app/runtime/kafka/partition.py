@@ -188,11 +188,11 @@ class _Writing:
     pending: tuple[int, bool] | None = None  # (bytes, last) of the part sent, unacknowledged
 
 
-@dataclass(slots=True)
-class InRecord:
+class InRecord(NamedTuple):
     """An input record of an engine partition, decoded: an event or a barrier of one
     upstream source partition, and the Kafka record that carried it (``via``: the source
-    partition itself when the group is direct, else the repartition partition)."""
+    partition itself when the group is direct, else the repartition partition).  A
+    tuple: the hot paths build it with ``tuple.__new__``, without a Python call."""
 
     kind: str  # event | barrier | touch (a bucket's first use, or a split statement's
     # first update: router.py)

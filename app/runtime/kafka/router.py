@@ -299,5 +299,6 @@ def encode_bundles(entries: list[Entry]) -> list[bytes]:
 
 def decode_bundle(value: bytes, via: str = "", via_offset: int = -1) -> list[InRecord]:
     """The input records of a bundle (``via``: the repartition partition that carried it)."""
-    return [InRecord(kind, up, uoff, type_name, ts, seq, payload, b"", via, via_offset)
+    new = tuple.__new__
+    return [new(InRecord, (kind, up, uoff, type_name, ts, seq, payload, b"", via, via_offset))
             for kind, type_name, up, uoff, ts, seq, payload in codec.loads(value)]

@@ -5,7 +5,6 @@ uninterrupted run (the broker-free protocol of test_worker_restart)."""
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 from pathlib import Path
 
 from app.runtime.kafka.config import AppConfig
@@ -39,7 +38,7 @@ def records() -> list[InRecord]:
             out.append(InRecord("event", "src:0", len(out), kind, t - 1000 + i, seq,
                                 {"id": f"{kind}{seq}", "v": (seq * 7) % 11}))
         out.append(InRecord("barrier", "src:0", len(out), payload={"t": t, "id": f"w{t}"}))
-    return [replace(r, via="in", via_offset=i) for i, r in enumerate(out)]
+    return [r._replace(via="in", via_offset=i) for i, r in enumerate(out)]
 
 
 def run(tmp: Path, rnd: random.Random, crash_rate: float) -> list[tuple[str, dict]]:

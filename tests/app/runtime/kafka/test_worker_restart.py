@@ -20,7 +20,6 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -307,7 +306,7 @@ def run_with_crashes(tmp: Path, arrival: list[InRecord], rnd: random.Random,
     dedupe = Deduper()
     rows: list[tuple[str, list]] = []
     # the arrival order is one input partition, "in", as a repartition topic would be
-    arrival = [replace(r, via="in", via_offset=i) for i, r in enumerate(arrival)]
+    arrival = [r._replace(via="in", via_offset=i) for i, r in enumerate(arrival)]
 
     def fresh() -> EnginePartition:
         part = EnginePartition(group, 0, tmp / "db", ["src:0", "src:1"], "changelog")
