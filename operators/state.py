@@ -399,7 +399,10 @@ class RocksNamespace:
         return put
 
     def delete(self, key: Key) -> None:
-        k = self._key(key)
+        if type(key) is int:  # a window's sequence number: ``_key`` inlined
+            k = self._own + b"\x02" + (key + _INT_OFFSET).to_bytes(8, "big")
+        else:
+            k = self._key(key)
         self.db.delete(k)
         if self.sink is not None:
             self.sink(k, None)
