@@ -699,24 +699,18 @@ class LimitedPipeline(Pipeline):
     and output limiter directly (the rows and their order are those of the general
     path)."""
 
-    __slots__ = ("_runs",)
+    __slots__ = ()
 
     def on_run(self, events: list[Row], now_ms: int) -> bool:
         """``on_event`` of each of ``events`` (one time) as one update of the output
-        limiter, where that is the same and emits nothing: an output condition of time
-        alone (no event count or expression ends an interval) whose ``after`` is done, a
-        collector that takes several rows of groups without reading aggregates
-        (``quiet_many``), no window or a sliding time window (an arrival expires
-        nothing).  The groups touched, in their order, and the aggregation states are
-        those of one update per event.  False: nothing done (``on_event`` each)."""
+        limiter, where that is the same and emits nothing: the limiter takes several
+        rows as one each (``OutputLimiter.takes_rows``), over no window or a sliding
+        time window (an arrival expires nothing).  The groups touched, in their order,
+        and the aggregation states are those of one update per event.  False: nothing
+        done (``on_event`` each)."""
         out = self.out
-        runs = getattr(self, "_runs", None)
-        if runs is None:
-            runs = self._runs = (
-                out._collects and out.trigger._timed_only
-                and getattr(out.strategy, "quiet_many", False)
-                and (self.view is None or type(self.view) is TimeWindow))
-        if not runs or not out.book["after_done"]:
+        view = self.view
+        if (view is not None and type(view) is not TimeWindow) or not out.takes_rows():
             return False
         ctx = self.ctx
         ctx.now_ms = now_ms
@@ -728,7 +722,6 @@ class LimitedPipeline(Pipeline):
                 return False
         if not events:
             return True
-        view = self.view
         new = events if view is None else view.on_events(events, [], now_ms)[0]
         out.on_rows(new if type(new) is list else list(new), now_ms)
         return True

@@ -111,21 +111,45 @@ def coerce_event(catalog: Catalog, type_name: str, event: dict) -> dict:
     return out
 
 
+@dataclass(frozen=True)
+class _PlainChecks:
+    """What an event of one type must be to pass as it is (``event_coercer``'s fast
+    path, ``event_run_check``): these properties in this order, each of its exact JSON
+    type (None: a type without one), doubles finite, integers in range, texts within
+    the limit (0: none)."""
+
+    names: tuple[str, ...]
+    wants: tuple[type | None, ...]
+    floats: tuple[str, ...]
+    ranged: tuple[tuple[str, int, int], ...]
+    texts: tuple[str, ...]
+    limit: int
+
+    @classmethod
+    def of(cls, catalog: Catalog, type_name: str) -> _PlainChecks:
+        props = catalog.type_props(type_name)
+        if props is None:
+            raise EventTypeError(f"unknown event type '{type_name}'")
+        names = tuple(props)
+        limit = catalog.string_limit(type_name) or 0
+        wants = tuple(JSON_TYPES.get(t) for t in props.values())
+        bits = [INT_BITS.get(t, 64) for t in props.values()]
+        return cls(names, wants,
+                   tuple(p for p, w in zip(names, wants) if w is float),
+                   tuple((p, -(1 << (b - 1)), 1 << (b - 1))
+                         for p, w, b in zip(names, wants, bits) if w is int),
+                   tuple(p for p, w in zip(names, wants) if w is str) if limit else (),
+                   limit)
+
+
 def event_coercer(catalog: Catalog, type_name: str) -> Callable[[dict], dict]:
     """``coerce_event`` for one type, with a fast path: an event that already has every
     property, in schema order, each of its exact JSON type and valid (a finite double,
     an integer in range), is returned as it is."""
-    props = catalog.type_props(type_name)
-    if props is None:
-        raise EventTypeError(f"unknown event type '{type_name}'")
-    names = tuple(props)
-    limit = catalog.string_limit(type_name) or 0
-    wants = tuple(JSON_TYPES.get(t) for t in props.values())
+    plain = _PlainChecks.of(catalog, type_name)
+    names, wants, floats, ranged, texts, limit = (
+        plain.names, plain.wants, plain.floats, plain.ranged, plain.texts, plain.limit)
     types = wants if None not in wants else None  # each property's exact type, in order
-    floats = tuple(p for p, w in zip(names, wants) if w is float)
-    ranged = tuple((p, -(1 << (INT_BITS.get(t, 64) - 1)), 1 << (INT_BITS.get(t, 64) - 1))
-                   for p, t, w in zip(names, props.values(), wants) if w is int)
-    texts = tuple(p for p, w in zip(names, wants) if w is str) if limit else ()
     checks = tuple((p, w) for p, w in zip(names, wants) if w is not None)
 
     def coerce(event: dict) -> dict:
@@ -158,20 +182,14 @@ def event_run_check(catalog: Catalog, type_name: str) -> Callable[[list], bool]:
     found with loops that run in C (a run of a source partition's records costs no
     Python call per event).  False says nothing of any one event: each then takes
     ``event_coercer``.  A type with a property of no exact JSON type is always False."""
-    props = catalog.type_props(type_name)
-    if props is None:
-        raise EventTypeError(f"unknown event type '{type_name}'")
-    names = tuple(props)
-    limit = catalog.string_limit(type_name) or 0
-    wants = [JSON_TYPES.get(t) for t in props.values()]
-    if None in wants:
+    plain = _PlainChecks.of(catalog, type_name)
+    if None in plain.wants:
         return lambda events: False
-    floats = [itemgetter(p) for p, w in zip(names, wants) if w is float]
-    ranged = [(itemgetter(p), -(1 << (INT_BITS.get(t, 64) - 1)),
-               1 << (INT_BITS.get(t, 64) - 1))
-              for p, t, w in zip(names, props.values(), wants) if w is int]
-    texts = [itemgetter(p) for p, w in zip(names, wants) if w is str] if limit else []
-    same_names = names.__eq__
+    wants, limit = list(plain.wants), plain.limit
+    floats = [itemgetter(p) for p in plain.floats]
+    ranged = [(itemgetter(p), lo, hi) for p, lo, hi in plain.ranged]
+    texts = [itemgetter(p) for p in plain.texts]
+    same_names = plain.names.__eq__
 
     def all_plain(events: list) -> bool:
         if not events or set(map(type, events)) != {dict}:

@@ -125,10 +125,16 @@ class OutputLimiter:
         trigger.save()
         return [], []
 
+    def takes_rows(self) -> bool:
+        """Whether ``on_rows`` may stand for an update per row now: a collecting
+        condition of time alone (no event count or expression ends an interval) whose
+        ``after`` is done, and a collector that takes several rows of groups as it takes
+        one each, reading no aggregate (``quiet_many``)."""
+        return (self._collects and self.trigger._timed_only and bool(self.book["after_done"])
+                and getattr(self.strategy, "quiet_many", False))
+
     def on_rows(self, new: Rows, now_ms: int) -> None:
-        """``on_update`` of each of ``new`` in turn, as one call, where none ends an
-        interval: a collecting condition of time alone whose ``after`` is done, and a
-        collector that takes several rows as it takes one each
+        """``on_update`` of each of ``new`` in turn, as one call, where ``takes_rows``
         (``LimitedPipeline.on_run``).  The book counts every update."""
         book = self.book
         book["updates"] += len(new)

@@ -99,10 +99,11 @@ class Intake:
         self._one_type = {t: (types[0], self.routing.coerce[types[0]])
                           for t, types in self.routing.types_of.items()
                           if len(types) == 1 and t not in self.routing.decoders}
-        self._run_check = {t: event_run_check(self.routing.catalog, one[0])
-                           for t, one in self._one_type.items()}
         """Source topics of one event type in JSON -> (type, coercer): their records
         are decoded here without ``Routing.decode``'s dispatch (same outcome)."""
+        self._run_check = {t: event_run_check(self.routing.catalog, one[0])
+                           for t, one in self._one_type.items()}
+        """The same topics -> whether the coercer takes a run's events as they are."""
 
     def discard(self) -> None:
         """Drop what is staged (the checkpoint it would go in is aborted)."""
@@ -137,30 +138,29 @@ class Intake:
         the topic's one type.  What is looked up per partition is looked up once; any other
         record ends the run and takes ``source``.  Returns the index after the run."""
         m = msgs[i]
-        p = m.partition()
-        key = (topic, p)
-        inp = self._held.get(key)
+        inp = self._held.get((topic, m.partition()))
         one = self._one_type.get(topic)
         direct = self.direct_of[topic]
-        if inp is None or inp.cursor is None or one is None or self.poison:
-            self.source(m, topic)
+        if inp is None or inp.cursor is None or one is None or self.poison or (
+                (inp.lane is not None) + bool(self.routes[topic]) + bool(direct) != 1):
+            self.source(m, topic)  # not ours yet, or read by more than one room
             return i + 1
-        if self.routes[topic]:
-            if inp.lane is not None or direct:
-                self.source(m, topic)
-                return i + 1
-            return self._routed_run(msgs, i, topic, inp, one)
         if inp.lane is not None:
-            if direct:
-                self.source(m, topic)
-                return i + 1
             return self._lane_run(msgs, i, topic, inp, one)
-        if not direct:
-            self.source(m, topic)
-            return i + 1
+        if self.routes[topic]:
+            return self._routed_run(msgs, i, topic, inp, one)
+        return self._direct_run(msgs, i, topic, inp, one, direct)
+
+    def _direct_run(self, msgs: list[Any], i: int, topic: str, inp: Any,
+                    one: tuple[str, Any], direct: list[Any]) -> int:
+        """``source_run`` of a source partition read by engine partitions directly
+        alone: each record of the run staged for them (a record already applied is
+        staged too: the engine partition skips it)."""
+        p = msgs[i].partition()
+        key = (topic, p)
         records, events = self._plain_run(msgs, i, topic, p, one, -1)
         if not records:
-            self.source(m, topic)
+            self.source(msgs[i], topic)
             return i + 1
         type_name = one[0]
         upstream = self.upstream_names.get(key) or self.upstream_names.setdefault(
@@ -191,9 +191,9 @@ class Intake:
     def _plain_run(self, msgs: list[Any], i: int, topic: str, p: int,
                    one: tuple[str, Any], applied: int) -> tuple[list[Any], list[dict]]:
         """The records of a run from ``msgs[i]`` and their events: records of partition
-        ``p`` of ``topic`` past offset ``applied`` and rising, without error or headers, each a JSON
-        object its type's check takes (``_plain_event``); the run ends before the first
-        record that is not.  When every event of the run passes as it is, the run is
+        ``p`` of ``topic`` past offset ``applied`` and rising, without error or headers,
+        each a JSON object its type's check takes (``_plain_event``); the run ends before
+        the first record that is not.  When every event of the run passes as it is, the run is
         checked in one pass (``catalog.event_run_check``), else a record at a time."""
         n = len(msgs)
         j = i

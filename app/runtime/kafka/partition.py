@@ -310,11 +310,12 @@ def merge_epoch(heads: list[list[InRecord]]) -> list[InRecord]:
     (record timestamp, producer's ``kepl.seq``, upstream, offset), as ``heapq.merge``
     takes them.  Where each upstream's records are in that order already (their
     timestamps rise) a sort of them all is the same order, without a Python merge."""
+    filled = [ui for ui, events in enumerate(heads) if events]
+    if len(filled) == 1:
+        return heads[filled[0]]
     # merge keys are unique (upstream, offset): records are never compared
-    keyed = [[((r.ts, -1 if r.seq is None else r.seq, ui, r.offset), r) for r in events]
-             for ui, events in enumerate(heads) if events]
-    if len(keyed) == 1:
-        return heads[keyed[0][0][0][2]]
+    keyed = [[((r.ts, -1 if r.seq is None else r.seq, ui, r.offset), r) for r in heads[ui]]
+             for ui in filled]
     if all(k == sorted(k) for k in keyed):
         return [r for _, r in sorted([e for k in keyed for e in k])]
     return [r for _, r in heapq.merge(*keyed)]

@@ -195,37 +195,31 @@ class Group:
     def partition_fn(self, type_name: str) -> Callable[[Row], int | None]:
         """``partition_of`` for events of one type, as one function: a keyed context or a
         statement split by group key on one property of the type, without a filter,
-        reads it and finds its partition in one call."""
-        spec = self.keyed_spec
-        item = None if spec is None or type_name not in self.types else next(
-            (it for it in spec.items if it.type_name == type_name), None)
-        prop = (getattr(item.keys[0], "property_name", None)
-                if item is not None and item.filter is None and len(item.keys) == 1
-                else None)
-        cache, new_route = self._routes, self._new_route
-        split = self.split
-        if (split is not None and spec is None and self.hash_spec is None
-                and self.mr_keys is None and type_name in self.types
-                and split.filter is None and len(split.keys) == 1):
-            prop = getattr(split.keys[0], "property_name", None)
-            if prop is not None:
-                def split_property(event: Row) -> int:
-                    text = key_text([event.get(prop)])
-                    q = cache.get(text)
-                    return new_route(text) if q is None else q
-                return split_property
-        hashed = self.hash_spec
-        if hashed is not None and type_name in self.types:
-            return lambda event: hashed.partition_of(type_name, event, self._ctx)
-        if prop is None or self.mr_keys is not None:
+        reads it and finds its partition in one call; a hash context asks its spec."""
+        if type_name not in self.types or self.mr_keys is not None:
             return partial(self.partition_of, type_name)
+        hashed, keyed, ctx = self.hash_spec, self.keyed_spec, self._ctx
+        if hashed is not None:
+            return lambda event: hashed.partition_of(type_name, event, ctx)
+        keys: tuple[Any, ...] = ()
+        if keyed is not None:
+            item = next((it for it in keyed.items if it.type_name == type_name), None)
+            if item is not None and item.filter is None:
+                keys = item.keys
+        elif self.split is not None and self.split.filter is None:
+            keys = self.split.keys
+        prop = getattr(keys[0], "property_name", None) if len(keys) == 1 else None
+        if prop is None:
+            return partial(self.partition_of, type_name)
+        cache, new_route = self._routes, self._new_route
+        lone = keyed is not None  # a keyed context's lone string is its own text (keyed_text)
 
-        def keyed_property(event: Row) -> int:
+        def one_property(event: Row) -> int:
             v = event.get(prop)
-            text = v if type(v) is str else key_text([v])  # a lone string is its own text
+            text = v if lone and type(v) is str else key_text([v])
             q = cache.get(text)
             return new_route(text) if q is None else q
-        return keyed_property
+        return one_property
 
     def _new_route(self, text: str) -> int:
         """Partition of a key text not in the cache: ``crc32(text) mod N``, cached."""
