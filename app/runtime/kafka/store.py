@@ -26,7 +26,9 @@ then replays the batches after it.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import shutil
 import struct
 import zlib
 from bisect import bisect_left, insort
@@ -48,6 +50,8 @@ from rocksdict import (
 )
 
 from operators.state import RocksStore, encode_value
+
+log = logging.getLogger("kepl.worker")
 
 MARKER_KEY = b"\xffkepl.changelog.offset"
 """Local-only key: offset of the last changelog record reflected in this database."""
@@ -392,6 +396,23 @@ class PartitionStore(RocksStore):
         """Loading an empty database (``begin_bulk``): no compaction until ``end_bulk``."""
 
     def _open(self) -> Rdict:
+        """The database at ``path``; one a crash left unreadable is started empty.
+
+        The database only caches the changelog: a kill -9 in ``wipe`` (or by RocksDB's
+        own file writes) can leave ``CURRENT`` naming a manifest that is gone, and a
+        database without its marker is loaded from the changelog like a new one."""
+        _drop_discarded(self.path)
+        try:
+            return self._open_rdict()
+        except Exception as e:  # rocksdict raises a bare Exception
+            if not _unreadable(e, self.path):
+                raise
+            log.warning("state store %s could not be opened (%s); it starts empty and "
+                        "is restored from its changelog", self.path, e)
+            _discard(self.path)
+            return self._open_rdict()
+
+    def _open_rdict(self) -> Rdict:
         opts = Options(raw_mode=True)
         opts.create_if_missing(True)
         # memtables of 16 MiB, three of them (Kafka Streams' state store settings): a
@@ -583,7 +604,8 @@ class PartitionStore(RocksStore):
         self.staged = 0
         self.flush_at = BEHIND_WRITES
         self.base.close()
-        Rdict.destroy(str(self.path))
+        # moved aside first: a kill while its files are deleted leaves no half database
+        _discard(self.path)
         self.base = self._open()
         self.db.base = self.base
         if self.bulk:
@@ -592,6 +614,35 @@ class PartitionStore(RocksStore):
     def close(self) -> None:
         self.flush()
         self.base.close()
+
+
+_DISCARDED = ".discarded"
+
+
+def _discard(path: Path) -> None:
+    """Remove the database at ``path``: renamed in one step, then its files deleted."""
+    if not path.exists():
+        return
+    aside = path.with_name(path.name + _DISCARDED)
+    shutil.rmtree(aside, ignore_errors=True)
+    path.rename(aside)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _drop_discarded(path: Path) -> None:
+    """Finish a ``_discard`` that a kill interrupted."""
+    aside = path.with_name(path.name + _DISCARDED)
+    if aside.exists():
+        shutil.rmtree(aside, ignore_errors=True)
+
+
+def _unreadable(error: Exception, path: Path) -> bool:
+    """Whether opening ``path`` failed on the files a crash leaves (a manifest gone, a
+    corrupt file), not on a lock another open holds."""
+    text = str(error)
+    if "lock" in text.lower():
+        return False
+    return text.startswith(("Corruption:", "IO error: No such file")) and path.exists()
 
 
 def _entries(it: Any) -> Iterator[tuple[bytes, bytes]]:

@@ -432,3 +432,54 @@ def test_changelog_record_bytes_pinned_for_short_and_long_entries() -> None:
     assert data == _encode_plainly(rec)
     again = ChangelogRecord.decode(data)
     assert (again.prev, again.meta, again.writes) == (41, rec.meta, writes)
+
+
+def _committed(path: Path) -> None:
+    store = PartitionStore(path)
+    store.namespace("s", "q", 1).put(1, "x")
+    store.commit(7)
+    store.close()
+
+
+def test_a_database_whose_manifest_a_crash_removed_starts_empty(tmp_path: Path) -> None:
+    _committed(tmp_path / "db")
+    for manifest in (tmp_path / "db").glob("MANIFEST-*"):
+        manifest.unlink()
+    store = PartitionStore(tmp_path / "db")
+    assert store.marker() == -1
+    assert _keys(store.namespace("s", "q", 1)) == []
+    store.namespace("s", "q", 1).put(2, "y")
+    store.commit(3)
+    store.close()
+    again = PartitionStore(tmp_path / "db")
+    assert (again.marker(), _keys(again.namespace("s", "q", 1))) == (3, [2])
+    again.close()
+
+
+def test_a_wipe_a_kill_cut_short_is_finished_at_the_next_open(tmp_path: Path) -> None:
+    _committed(tmp_path / "db")
+    # the kill came after the rename, before the files were deleted
+    (tmp_path / "db").rename(tmp_path / "db.discarded")
+    store = PartitionStore(tmp_path / "db")
+    assert store.marker() == -1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["db"]
+    store.close()
+
+
+def test_a_wipe_leaves_one_empty_database_and_no_discarded_files(tmp_path: Path) -> None:
+    _committed(tmp_path / "db")
+    store = PartitionStore(tmp_path / "db")
+    assert store.marker() == 7
+    store.wipe()
+    assert store.marker() == -1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["db"]
+    store.close()
+
+
+def test_a_database_another_open_holds_is_not_taken_for_a_damaged_one(tmp_path: Path) -> None:
+    _committed(tmp_path / "db")
+    first = PartitionStore(tmp_path / "db")
+    with pytest.raises(Exception, match="(?i)lock"):
+        PartitionStore(tmp_path / "db")
+    assert first.marker() == 7
+    first.close()
