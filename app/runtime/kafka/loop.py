@@ -108,7 +108,8 @@ MAX_CHECKPOINT_RECORDS = 50_000
 EXIT_FENCED = 3
 TRACE_ENV = "KEPL_LATENCY_TRACE"
 """A file: each consume batch and checkpoint appended as a line of wall-clock times
-(``tests/bench/bench_kafka.py --trace`` breaks a row's latency down with it)."""
+(``tests/bench/bench_kafka.py --trace`` breaks a row's latency down with it).  Written a
+line at a time: a worker the bench kills keeps its trace."""
 WATCH_EVERY_S = 1.0
 
 _FATAL = -150  # librdkafka RD_KAFKA_RESP_ERR__FATAL (static member fenced, and the like)
@@ -252,7 +253,7 @@ class Worker:
         self.last_commit = self._last_watch = self._last_consumed = time.monotonic()
         self._callback_error: BaseException | None = None
         trace = os.environ.get(TRACE_ENV, "").strip()
-        self.trace = open(trace, "a") if trace else None  # noqa: SIM115 - closed in close()
+        self.trace = open(trace, "a", buffering=1) if trace else None  # noqa: SIM115 - closed in close()
 
     # -- life cycle ------------------------------------------------------------------
     def run(self) -> None:

@@ -640,9 +640,8 @@ def _unreadable(error: Exception, path: Path) -> bool:
     """Whether opening ``path`` failed on the files a crash leaves (a manifest gone, a
     corrupt file), not on a lock another open holds."""
     text = str(error)
-    if "lock" in text.lower():
-        return False
-    return text.startswith(("Corruption:", "IO error: No such file")) and path.exists()
+    return (text.startswith(("Corruption:", "IO error: No such file"))
+            and "While lock file" not in text and path.exists())
 
 
 def _entries(it: Any) -> Iterator[tuple[bytes, bytes]]:

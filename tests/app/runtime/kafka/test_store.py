@@ -456,6 +456,23 @@ def test_a_database_whose_manifest_a_crash_removed_starts_empty(tmp_path: Path) 
     again.close()
 
 
+def test_a_database_with_a_truncated_table_file_starts_empty(tmp_path: Path) -> None:
+    store = PartitionStore(tmp_path / "db")
+    ns = store.namespace("s", "q", 1)
+    for k in range(500):
+        ns.put(k, "v" * 50)
+    store.commit(9)
+    store.flushed().flush()  # a table file on disk
+    store.close()
+    tables = list((tmp_path / "db").glob("*.sst"))
+    assert tables
+    data = tables[0].read_bytes()
+    tables[0].write_bytes(data[: len(data) // 2])
+    again = PartitionStore(tmp_path / "db")
+    assert (again.marker(), _keys(again.namespace("s", "q", 1))) == (-1, [])
+    again.close()
+
+
 def test_a_wipe_a_kill_cut_short_is_finished_at_the_next_open(tmp_path: Path) -> None:
     _committed(tmp_path / "db")
     # the kill came after the rename, before the files were deleted
