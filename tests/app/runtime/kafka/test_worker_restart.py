@@ -140,8 +140,19 @@ def test_kill_around_the_checkpoint_commit(kafka_bootstrap: str, point: str,
         kapp.close()
 
 
+def _lose_manifests(data_dir: Path) -> None:
+    """What a kill -9 inside RocksDB's file deletions leaves: ``CURRENT`` naming a
+    manifest that is gone."""
+    manifests = list(data_dir.rglob("MANIFEST-*"))
+    assert manifests
+    for manifest in manifests:
+        manifest.unlink()
+
+
 @pytest.mark.kafka
-def test_restart_without_local_state_replays_the_changelog(kafka_bootstrap: str) -> None:
+@pytest.mark.parametrize("loss", ["machine", "manifests"])
+def test_restart_without_local_state_replays_the_changelog(kafka_bootstrap: str,
+                                                           loss: str) -> None:
     kapp = make_app(kafka_bootstrap)
     reader = RowReader(kafka_bootstrap, [kapp.config.output_topic("w")])
     try:
@@ -151,7 +162,10 @@ def test_restart_without_local_state_replays_the_changelog(kafka_bootstrap: str)
             kapp.send("Withdrawal", {"account": "A", "amount": amount(i)})
         kapp.settle()
         kapp.worker.kill()
-        shutil.rmtree(kapp.worker.data_dir)  # a new machine: only Kafka remains
+        if loss == "machine":
+            shutil.rmtree(kapp.worker.data_dir)  # a new machine: only Kafka remains
+        else:
+            _lose_manifests(kapp.worker.data_dir)
         kapp.worker.start()
         for i in range(half, N_EVENTS):
             kapp.send("Withdrawal", {"account": "A", "amount": amount(i)})
