@@ -155,7 +155,7 @@ def topics_of(topology: Any, name: str) -> list[str]:
             elif g.keyed_spec is not None:
                 how = f"by crc32(key) mod {g.partitions}"
             elif g.split is not None:
-                how = f"by crc32(group key) mod {g.partitions}"
+                how = f"by crc32({g.split.kind} key) mod {g.partitions}"
             elif g.mr_keys is not None:
                 how = f"by crc32(partition by key) mod {g.partitions}"
             else:
@@ -186,14 +186,19 @@ def _split_lines(topology: Any, g: Any, plan: Any) -> list[str]:
         return []
     if plan.pipeline is not None and plan.pipeline.match_recognize is not None:
         return []  # placed by its partition by (``_mr_routing``)
+    if g.split is not None and g.split.kind == "join":
+        return [f"split partitioned by join key ({g.split.describe()}) over "
+                f"{_count(g.partitions)}: each key's rows in order, numbered per key "
+                "(context_partition = join key); no order across keys"]
     if g.split is not None:
         return [f"split partitioned by group key ({g.split.describe()}) over "
                 f"{_count(g.partitions)}: each group's rows in order, numbered per group "
                 "(context_partition = group key); no order across groups"]
-    split = split_of(plan, topology.plans)
+    split = split_of(plan, topology.plans, topology.config.schemas)
     if isinstance(split, str):
-        return [f"split not partitioned by group key: {split}"]
-    return [f"split can be partitioned by group key ({split.describe()}): "
+        joined = plan.pipeline is not None and plan.pipeline.join is not None
+        return [f"split not partitioned by {'join' if joined else 'group'} key: {split}"]
+    return [f"split can be partitioned by {split.kind} key ({split.describe()}): "
             f"statement_partitions: {{{plan.name}: N}}"]
 def _mr_routing(topology: Any, group: Any, plan: Any) -> str:
     """How a match_recognize statement's partition by spreads it on Kafka, or why it

@@ -176,6 +176,10 @@ def _property(name: str) -> Expr:
     return read
 
 
+property_reader = _property
+"""``_property`` for planners outside this module (a router's key of one property)."""
+
+
 def is_inner_name(node: ast.Name, scope: Scope) -> bool:
     """Whether a name inside a subquery reads the subquery's own stream: qualified by its
     name or alias, or a property of it (Esper resolves the subquery's stream first)."""

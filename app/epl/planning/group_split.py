@@ -22,6 +22,14 @@ independent of the other groups:
   ref. 5.7.1 Output clause options): the router tells every engine partition when that
   happens (``arms``), so their limiters fire at the same times, and the only windows
   allowed with it post each arriving event at once (not ``#time_batch``).
+
+An inner join of two streams splits the same way by its *join key* (``join_split``): an
+equality of one property of each stream in the where clause (or the inner join's on),
+both of one type family, so that equal values route alike.  Only events of one key
+meet (Esper ref. 5.12 joins: a row joins events whose key properties are equal), so
+each stream's window must keep each key's content apart as above, the statement must
+not aggregate, group, limit its output or order its rows, and one side's key property
+must be a select column (rows are numbered per key).
 """
 
 from __future__ import annotations
@@ -31,8 +39,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.epl import ast
-from app.epl.expr import PREV_FUNCTIONS
-from app.epl.walk import iter_nodes, same
+from app.epl.expr import PREV_FUNCTIONS, property_reader
+from app.epl.walk import conjuncts, iter_nodes, same
 from operators.base import Expr, PartitionCtx, Row
 from operators.contexts.managers import key_text
 
@@ -41,6 +49,16 @@ IMMEDIATE = frozenset({"keepall", "time", "unique", "firstunique"})
 that group's events (``unique``/``firstunique``: when their keys include the group key)."""
 
 KEYED_WINDOWS = frozenset({"unique", "firstunique", "groupwin"})
+
+
+@dataclass(frozen=True)
+class SplitRoute:
+    """How the events of one more type of a split statement (a join's other stream)
+    find their partition: the key expressions over its event, and its stream's filter."""
+
+    type_name: str
+    keys: tuple[Expr, ...]
+    filter: Expr | None = None
 
 
 @dataclass(frozen=True)
@@ -59,15 +77,34 @@ class GroupSplit:
     arms: bool = False
     """A timed output condition armed by the first update: the engine partitions learn
     of the statement's first update from the router (``Engine.arm_outputs``)."""
+    others: tuple[SplitRoute, ...] = ()
+    """A join split by its key: the other stream's route (``type_name`` is the first)."""
+    kind: str = "group"
+    """What the key is: the ``group`` key, or a ``join`` key."""
 
     def describe(self) -> str:
         return ", ".join(self.texts)
 
-    def key_of_event(self, event: Row, ctx: PartitionCtx) -> str | None:
-        """The key text of an event (None: the stream's filter drops it)."""
-        if self.filter is not None and not self.filter(event, ctx):
+    def route(self, type_name: str) -> SplitRoute | None:
+        """The keys and filter of the events of ``type_name`` (None: not read)."""
+        if type_name == self.type_name:
+            return SplitRoute(self.type_name, self.keys, self.filter)
+        return next((r for r in self.others if r.type_name == type_name), None)
+
+    def key_of_event(self, event: Row, ctx: PartitionCtx,
+                     type_name: str | None = None) -> str | None:
+        """The key text of an event of ``type_name`` (default: the first stream's type;
+        None: its stream's filter drops it, or the statement does not read the type)."""
+        if type_name is None or type_name == self.type_name:
+            keys, filt = self.keys, self.filter
+        else:
+            r = self.route(type_name)
+            if r is None:
+                return None
+            keys, filt = r.keys, r.filter
+        if filt is not None and not filt(event, ctx):
             return None
-        return key_text([k(event, ctx) for k in self.keys])
+        return key_text([k(event, ctx) for k in keys])
 
     def arms_with(self, event: Row, ctx: PartitionCtx) -> bool:
         """Whether an event that passed the filter updates the statement (its where
@@ -86,16 +123,21 @@ class GroupSplit:
         return key_text([row.get(c) for c in self.columns])
 
 
-def group_split(plan: Any, stmt: Any, variables: Iterable[str] = ()) -> GroupSplit | str:
-    """The split of a planned statement by its group key, or why it cannot be split.
+def group_split(plan: Any, stmt: Any, variables: Iterable[str] = (),
+                schemas: dict[str, dict[str, str]] | None = None) -> GroupSplit | str:
+    """The split of a planned statement by its group key (a join's: by its join key), or
+    why it cannot be split.
 
-    ``stmt``: its parsed ``SelectStatement``; ``variables``: the app's variable names.
+    ``stmt``: its parsed ``SelectStatement``; ``variables``: the app's variable names;
+    ``schemas``: the event types' properties (a join's key types are compared).
     """
     if plan.kind != "query" or not isinstance(stmt, ast.SelectStatement):
         return "not a select statement"
     if plan.context is not None:
         return f"runs in context {plan.context}"
     p = plan.pipeline
+    if p is not None and p.join is not None:
+        return join_split(plan, stmt, set(variables), schemas or {})
     if p is None or p.stream is None or len(stmt.from_) != 1 or not isinstance(
             stmt.from_[0], ast.FilterStream):
         return "not one stream (a join, a pattern or a named window)"
@@ -119,6 +161,104 @@ def group_split(plan: Any, stmt: Any, variables: Iterable[str] = ()) -> GroupSpl
         return why
     return GroupSplit(p.stream.type_name, tuple(rs.group_texts), tuple(rs.group_by),
                       columns, p.stream.filter, p.where, timed)
+
+
+INTEGERS = frozenset({"byte", "short", "int", "integer", "long"})
+"""Property types whose equal values have one key text (an int 7 equals a long 7)."""
+
+KEY_FAMILIES = frozenset({"integer", "string", "boolean"})
+"""Join key types split by: a double's key text would tell 0.0 from -0.0, which equal."""
+
+
+def join_split(plan: Any, stmt: ast.SelectStatement, variables: set[str],
+               schemas: dict[str, dict[str, str]]) -> GroupSplit | str:
+    """The split of an inner join of two streams by its join key, or why not (module
+    docstring)."""
+    p = plan.pipeline
+    streams = p.join.streams
+    if len(streams) != 2 or len(stmt.from_) != 2:
+        return "a join of more than two streams"
+    if any(s.named_window or s.table for s in streams):
+        return "joins a named window or a table"
+    if any(j.kind != "inner" for j in stmt.joins):
+        return ("an outer join posts rows without a partner, which the other side's key "
+                "does not number")
+    first, second = streams
+    if first.type_name == second.type_name:
+        return "a self-join would route one event by two keys"
+    where = [stmt.where, *(j.on for j in stmt.joins)]
+    key = _join_key([c for w in where for c in conjuncts(w)], streams)
+    if key is None:
+        return ("no equality of a property of each stream (qualified by its stream) in "
+                "the where clause: the join key")
+    types = [schemas.get(s.type_name, {}).get(key[s.name], "") for s in streams]
+    family = [("integer" if t.lower() in INTEGERS else t.lower()) for t in types]
+    if family[0] != family[1] or family[0] not in KEY_FAMILIES:
+        return (f"the join key's properties are {types[0] or '?'} and {types[1] or '?'}: "
+                "only equal types of integers, strings or booleans route equal values "
+                "alike")
+    rs = p.resultset
+    if rs.aggregates or rs.group_by or stmt.group_by:
+        return "aggregates over a join combine the rows of all keys"
+    if stmt.output is not None:
+        return "output limiting collects the rows of all keys together"
+    why = _unsupported_clause(plan, stmt, variables)
+    if why:
+        return why
+    for src, s in zip(stmt.from_, streams):
+        if not isinstance(src, ast.FilterStream):
+            return "not a join of two event streams"
+        why = _window_reason(src.views, (ast.Name((key[s.name],)),), False, "join key")
+        if why:
+            return f"stream {s.name}: {why}"
+    column = _join_key_column(stmt, rs, streams, key)
+    if column is None:
+        return "the join key is not a select column (rows are numbered per key)"
+    text = f"{first.name}.{key[first.name]} = {second.name}.{key[second.name]}"
+    return GroupSplit(first.type_name, (text,), (property_reader(key[first.name]),), (column,),
+                      first.filter, None, False,
+                      (SplitRoute(second.type_name, (property_reader(key[second.name]),),
+                                  second.filter),), "join")
+
+
+def _stream_property(n: Any, streams: tuple[Any, ...]) -> tuple[str, str] | None:
+    """(stream name, property) of ``stream.property`` (the stream by its name or, when
+    it has an alias, its type), else None."""
+    if not isinstance(n, ast.Name) or len(n.parts) != 2:
+        return None
+    head, prop = n.parts
+    for s in streams:
+        if head == s.name:
+            return s.name, prop
+    found = [s for s in streams if head == s.type_name]
+    return (found[0].name, prop) if len(found) == 1 else None
+
+
+def _join_key(parts: list[Any], streams: tuple[Any, ...]) -> dict[str, str] | None:
+    """Stream name -> its key property, from the first equality of one property of
+    each stream."""
+    for c in parts:
+        if isinstance(c, ast.Binary) and c.op == "=":
+            left = _stream_property(c.left, streams)
+            right = _stream_property(c.right, streams)
+            if left and right and left[0] != right[0]:
+                return {left[0]: left[1], right[0]: right[1]}
+    return None
+
+
+def _join_key_column(stmt: ast.SelectStatement, rs: Any, streams: tuple[Any, ...],
+                     key: dict[str, str]) -> str | None:
+    """The select column holding either stream's key property."""
+    items = stmt.select_items
+    names = [c.name for c in rs.columns]
+    if len(items) != len(names) or any(isinstance(i, ast.Wildcard) for i in items):
+        return None
+    for item, name in zip(items, names):
+        if isinstance(item, ast.SelectItem):
+            sp = _stream_property(item.expr, streams)
+            if sp is not None and key.get(sp[0]) == sp[1]:
+                return name
+    return None
 
 
 def _unsupported_clause(plan: Any, stmt: ast.SelectStatement, variables: set[str]) -> str:
@@ -183,16 +323,17 @@ def _timed_output(out: ast.OutputClause | None) -> bool | str:
 
 
 def _window_reason(views: tuple[ast.View, ...], group_by: tuple[Any, ...],
-                   timed: bool) -> str:
+                   timed: bool, key: str = "group key") -> str:
     """Why a window chain mixes groups (or, with a timed output, does not post each
-    event at once); '' when each group's content depends on its own events only."""
+    event at once); '' when each group's content depends on its own events only.
+    ``key``: what the group key is called in the reason."""
     if not views:
         return ""
     first = views[0]
     name = first.name.lower()
     if name == "groupwin":
         if not _covers(first.params, group_by):
-            return "#groupwin's keys do not include the group key"
+            return f"#groupwin's keys do not include the {key}"
         if timed and any(v.name.lower() not in IMMEDIATE | {"length"} for v in views[1:]):
             return ("a window under #groupwin posts later than its events arrive, and a "
                     "timed output is armed by the statement's first update")
@@ -200,7 +341,7 @@ def _window_reason(views: tuple[ast.View, ...], group_by: tuple[Any, ...],
     if len(views) > 1:
         return "a chain of data windows"
     if name in ("unique", "firstunique") and not _covers(first.params, group_by):
-        return f"#{first.name}'s keys do not include the group key"
+        return f"#{first.name}'s keys do not include the {key}"
     if name == "time_batch":
         if len(first.params) < 2:
             return ("#time_batch without a reference point starts its batches at the "
@@ -210,7 +351,8 @@ def _window_reason(views: tuple[ast.View, ...], group_by: tuple[Any, ...],
                     "statement's first update")
         return ""
     if name not in IMMEDIATE:
-        return f"#{first.name} holds events of all groups together"
+        what = "groups" if key == "group key" else "keys"
+        return f"#{first.name} holds events of all {what} together"
     return ""
 
 

@@ -189,7 +189,7 @@ class Group:
             q = self._routes.get(text)
             return self._new_route(text) if q is None else q
         if self.split is not None:
-            return self._split_partition(event)
+            return self._split_partition(type_name, event)
         return 0
 
     def partition_fn(self, type_name: str) -> Callable[[Row], int | None]:
@@ -206,8 +206,10 @@ class Group:
             item = next((it for it in keyed.items if it.type_name == type_name), None)
             if item is not None and item.filter is None:
                 keys = item.keys
-        elif self.split is not None and self.split.filter is None:
-            keys = self.split.keys
+        elif self.split is not None:
+            route = self.split.route(type_name)
+            if route is not None and route.filter is None:
+                keys = route.keys
         prop = getattr(keys[0], "property_name", None) if len(keys) == 1 else None
         if prop is None:
             return partial(self.partition_of, type_name)
@@ -229,10 +231,10 @@ class Group:
         q = cache[text] = zlib.crc32(text.encode()) % self.partitions
         return q
 
-    def _split_partition(self, event: Row) -> int | None:
-        """Partition of a split statement's event: ``crc32(group key text) mod N``."""
+    def _split_partition(self, type_name: str, event: Row) -> int | None:
+        """Partition of a split statement's event: ``crc32(key text) mod N``."""
         assert self.split is not None
-        text = self.split.key_of_event(event, self._ctx)
+        text = self.split.key_of_event(event, self._ctx, type_name)
         if text is None:
             return None
         q = self._routes.get(text)
@@ -472,14 +474,16 @@ SOURCE_CONFIG = {"retention.ms": "-1", "retention.bytes": "-1",
 """Topic settings of the source topics kepl creates (``Topology.topic_specs``)."""
 
 
-def split_of(plan: StatementPlan, plans: list[StatementPlan]) -> GroupSplit | str:
-    """How a statement splits by its group key, or why it cannot (``group_split``)."""
+def split_of(plan: StatementPlan, plans: list[StatementPlan],
+             schemas: dict[str, dict[str, str]] | None = None) -> GroupSplit | str:
+    """How a statement splits by its group key (a join: its join key), or why it cannot
+    (``group_split``); ``schemas``: the app's event types."""
     from app.epl.parser import parse_statement
 
     if plan.kind != "query":
         return "not a select statement"
     variables = {p.variable or p.name for p in plans if p.kind == "variable"}
-    return group_split(plan, parse_statement(plan.epl), variables)
+    return group_split(plan, parse_statement(plan.epl), variables, schemas)
 
 
 def _split_groups(config: AppConfig, plans: list[StatementPlan], groups: dict[str, Group]
@@ -491,10 +495,11 @@ def _split_groups(config: AppConfig, plans: list[StatementPlan], groups: dict[st
         plan = by_name.get(name)
         if plan is None:
             raise ConfigError(f"statement_partitions: no statement named '{name}'")
-        split = split_of(plan, plans)
+        split = split_of(plan, plans, config.schemas)
         if isinstance(split, str):
+            joined = plan.pipeline is not None and plan.pipeline.join is not None
             raise ConfigError(f"statement_partitions: statement '{name}' cannot be split by "
-                              f"its group key: {split}")
+                              f"its {'join' if joined else 'group'} key: {split}")
         g = Group(_group_name(name, groups), n, split=split)
         groups[g.name] = g
         out[name] = g.name

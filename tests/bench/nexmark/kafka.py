@@ -19,8 +19,8 @@ of the workers (what Nexmark publishes per core for Flink: docs/testing.md). The
 2-vs-1 table gives the drain rates' ratio and the bound the workers' CPU sets when each
 worker has a core of its own: one worker's CPU seconds over the busiest of two workers'
 (on a shared 2-core machine the drain rate also measures who else runs).
-A statement that can be split by its group key gets ``statement_partitions`` (``SPLIT``)
-when the app's layout allows it.
+A statement that can be split by its group key (a join: its join key) gets
+``statement_partitions`` (``SPLIT``) when the app's layout allows it.
 ``--check N`` first runs the first N events of each query with 1 and 2 workers and
 compares the committed rows (``read_committed``) with the embedded run's: the same
 multiset of (statement, insert/remove, time, row).
@@ -69,10 +69,11 @@ Stream = list[tuple[str, dict]]
 
 
 def split_names(statements: tuple[str, ...]) -> list[str]:
-    """The statements of a query that can be split by group key (``statement_partitions``)."""
+    """The statements of a query that can be split by group or join key
+    (``statement_partitions``)."""
     catalog = Catalog.from_schemas(SCHEMAS)
     plans = [plan_statement(catalog, epl, f"s{i}") for i, epl in enumerate(statements)]
-    return [p.name for p in plans if not isinstance(split_of(p, plans), str)]
+    return [p.name for p in plans if not isinstance(split_of(p, plans, SCHEMAS), str)]
 
 
 def read_types(statements: tuple[str, ...]) -> set[str]:

@@ -2,6 +2,7 @@
 
 Each is (name, what it computes, statements); the last statement's rows are the query's.
 Windows are in event time: the runtime clock follows each event's ``dateTime``.
+q3 also selects the seller, its join key: a join split by its key numbers its rows per key.
 q5 outputs every auction's count, hottest first (the hot item is each snapshot's first
 row): Esper 9 does not compile ``limit`` after ``order by`` with ``output snapshot`` over a
 grouped ``#time`` window.
@@ -16,7 +17,8 @@ QUERIES: list[tuple[str, str, tuple[str, ...]]] = [
     ("q2", "selection",
      ("select auction, price from Bid(auction % 123 = 0)",)),
     ("q3", "local item suggestion (join Person/Auction)",
-     ("select P.name as name, P.city as city, P.state as state, A.id as id "
+     ("select P.name as name, P.city as city, P.state as state, A.id as id, "
+      "A.seller as seller "
       "from Auction(category = 10)#keepall as A, "
       "Person(state in ('OR', 'ID', 'CA'))#keepall as P where A.seller = P.id",)),
     ("q4", "average winning price per category (join + aggregation)",

@@ -1,0 +1,215 @@
+"""Joins split by their join key: N engine partitions give the rows of one.
+
+Composed as the Kafka runtime composes a split (``topology``, ``partition``): each of N
+Engines deploys the statement, an event of either stream goes to the Engine of
+``crc32(join key text) mod N``, rows are numbered per key.  Per step the N Engines must
+post the same multiset of rows as one Engine, each key's rows in the same order with the
+same ids (Esper ref. 5.12: a row joins events whose key properties are equal, so no row
+needs events of two keys).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import zlib
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from app.epl.planner import plan_statement
+from app.runtime.catalog import Catalog
+from app.runtime.engine import Engine
+from app.runtime.kafka.config import AppConfig, ConfigError
+from app.runtime.kafka.topology import Topology, split_of
+from app.runtime.rows import RowNumbering
+
+SCHEMAS = {
+    "A": {"id": "long", "seller": "long", "category": "int", "price": "double",
+          "code": "string"},
+    "P": {"id": "long", "name": "string", "state": "string", "score": "double",
+          "code": "string", "small": "int"},
+}
+
+SPLITTABLE = {
+    "keepall": "select P.name as name, A.id as id, A.seller as seller "
+               "from A(category = 1)#keepall as A, P(state in ('OR', 'CA'))#keepall as P "
+               "where A.seller = P.id",
+    "time_irstream": "select irstream a.seller, a.price, p.name from A#time(2 sec) as a, "
+                     "P#time(3 sec) as p where a.seller = p.id and a.price > p.score",
+    "unique": "select p.id as person, a.id, a.price from A#time(5 sec) as a, "
+              "P#unique(id) as p where p.id = a.seller",
+    "unidirectional": "select a.seller, p.name, p.state from A as a unidirectional, "
+                      "P#keepall as p where a.seller = p.id",
+    "on_clause": "select a.code, a.price, p.name from A#time(4 sec) as a inner join "
+                 "P#time(4 sec) as p on a.code = p.code",
+    "time_batch_ref": "select irstream a.seller, p.name from A#time_batch(1 sec, 0L) as a, "
+                      "P#keepall as p where a.seller = p.id",
+    "groupwin": "select a.seller, a.price, p.name from A#groupwin(seller)#length(2) as a, "
+                "P#keepall as p where a.seller = p.id",
+    "int_long": "select a.seller, p.name from A#keepall as a, P#time(2 sec) as p "
+                "where a.seller = p.small",
+}
+
+
+def _app(name: str, epl: str, n: int) -> AppConfig:
+    return AppConfig.from_dict({"app": "split", "schemas": SCHEMAS, "partitions": 3,
+                                "statement_partitions": {name: n},
+                                "statements": [{"name": name, "epl": epl}]})
+
+
+def _steps(seed: int, count: int = 500) -> list[Any]:
+    """Clock moves (ints) and events of both types over 10 keys, some clock jumps long
+    enough for windows to empty."""
+    rnd = random.Random(seed)
+    out: list[Any] = []
+    t = 0
+    ids = 0
+    for _ in range(count):
+        if rnd.random() < 0.25:
+            t += rnd.choice([1, 100, 250, 400, 999, 1000, 1500, 7000])
+            out.append(t)
+        key = rnd.randrange(10)
+        if rnd.random() < 0.4:
+            out.append(("P", {"id": key, "name": f"N{rnd.randrange(5)}",
+                              "state": rnd.choice(["OR", "CA", "WA"]),
+                              "score": float(rnd.randrange(50)), "code": f"c{key}",
+                              "small": key}))
+        else:
+            ids += 1
+            out.append(("A", {"id": ids, "seller": key, "category": rnd.randrange(2),
+                              "price": float(rnd.randrange(60)), "code": f"c{key}"}))
+    out.append(t + 60_000)
+    return out
+
+
+class _Collector:
+    """Rows of an Engine numbered as a worker numbers them, by step."""
+
+    def __init__(self, engine: Engine, topology: Topology) -> None:
+        self.numbering = RowNumbering(engine, topology)
+        self.rows: list[dict[str, Any]] = []
+        engine.listeners.append(self._on)
+
+    def _on(self, stmt: str, new: list, old: list, pid: Any) -> None:
+        self.rows += self.numbering.rows(stmt, new, old, pid)
+
+    def take(self) -> list[dict[str, Any]]:
+        out, self.rows = self.rows, []
+        return out
+
+
+def _run(topology: Topology, name: str, steps: list[Any], split: bool
+         ) -> list[list[dict[str, Any]]]:
+    """The rows of each step: one Engine, or the group's N Engines as routed."""
+    g = topology.groups[name]
+    engines = [Engine() for _ in range(g.partitions if split else 1)]
+    for e in engines:
+        for p in g.plans:
+            e.deploy(p)
+    rows = [_Collector(e, topology) for e in engines]
+    out = []
+    for step in steps:
+        if isinstance(step, int):
+            for e in engines:
+                e.advance_time(step)
+        else:
+            type_name, event = step
+            q = g.partition_of(type_name, event) if split else 0
+            if q is not None:
+                if split:
+                    text = g.split.key_of_event(event, g._ctx, type_name)
+                    assert q == zlib.crc32(text.encode()) % len(engines)
+                engines[q].send(type_name, event)
+        out.append([r for c in rows for r in c.take()])
+    return out
+
+
+def _by_key(rows: list[dict[str, Any]]) -> dict[str, list[tuple]]:
+    out: dict[str, list[tuple]] = {}
+    for r in rows:
+        out.setdefault(r["context_partition"], []).append(
+            (r["stream"], json.dumps(r["row"], sort_keys=True), r["time"], r["id"]))
+    return out
+
+
+def _multiset(rows: list[dict[str, Any]]) -> Counter:
+    return Counter(json.dumps(r, sort_keys=True) for r in rows)
+
+
+@pytest.mark.parametrize("name", sorted(SPLITTABLE))
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_split_join_gives_the_rows_of_one_engine(name: str, n: int) -> None:
+    topology = Topology.plan(_app(name, SPLITTABLE[name], n))
+    g = topology.groups[name]
+    assert g.split is not None and g.split.kind == "join" and not g.arms
+    assert g.types == {"A", "P"}
+    steps = _steps(seed=len(name) * 17 + n)
+    one = _run(topology, name, steps, split=False)
+    split = _run(topology, name, steps, split=True)
+    assert sum(map(len, one)) > 20
+    for i, (a, b) in enumerate(zip(one, split, strict=True)):
+        assert _multiset(b) == _multiset(a), f"step {i}: {steps[i]}"
+        assert _by_key(b) == _by_key(a), f"step {i}: {steps[i]}"
+    keys = _by_key([r for rows in one for r in rows])
+    assert len(keys) > 3
+    for key, lane in keys.items():
+        assert [i for *_, i in lane] == [f"{name}/{key}/{k}" for k in range(1, len(lane) + 1)]
+
+
+def test_both_streams_route_by_their_own_key_property() -> None:
+    topology = Topology.plan(_app("s", SPLITTABLE["keepall"], 4))
+    g = topology.groups["s"]
+    assert g.split.describe() == "A.seller = P.id"
+    used = set()
+    for k in range(20):
+        a = g.partition_of("A", {"id": 99, "seller": k, "category": 1, "price": 1.0,
+                                 "code": "x"})
+        p = g.partition_of("P", {"id": k, "name": "n", "state": "OR", "score": 0.0,
+                                 "code": "y", "small": 0})
+        assert a == p
+        used.add(a)
+    assert used == {0, 1, 2, 3}
+    # each stream's filter drops its events before they are routed
+    assert g.partition_of("A", {"id": 1, "seller": 3, "category": 0, "price": 1.0,
+                                "code": "x"}) is None
+    assert g.partition_of("P", {"id": 3, "name": "n", "state": "WA", "score": 0.0,
+                                "code": "y", "small": 0}) is None
+
+
+REFUSED = {
+    "select a.seller, p.name from A#keepall as a left outer join P#keepall as p "
+    "on a.seller = p.id": "an outer join posts rows without a partner",
+    "select a.seller, p.name from A#length(5) as a, P#keepall as p where a.seller = p.id":
+        "stream a: #length holds events of all keys together",
+    "select a.seller, p.name from A#keepall as a, P#unique(name) as p where a.seller = p.id":
+        "stream p: #unique's keys do not include the join key",
+    "select a.seller, p.name from A#time_batch(1 sec) as a, P#keepall as p "
+    "where a.seller = p.id": "stream a: #time_batch without a reference point",
+    "select p.name from A#keepall as a, P#keepall as p where a.seller = p.id":
+        "the join key is not a select column",
+    "select a.seller, p.name from A#keepall as a, P#keepall as p where a.price = p.score":
+        "the join key's properties are double and double",
+    "select a.seller, p.name from A#keepall as a, P#keepall as p where a.seller = p.name":
+        "the join key's properties are long and string",
+    "select a.seller, p.name from A#keepall as a, P#keepall as p where a.price > p.score":
+        "no equality of a property of each stream",
+    "select a.seller, count(*) as c from A#keepall as a, P#keepall as p "
+    "where a.seller = p.id group by a.seller": "aggregates over a join",
+    "select a.seller, p.name from A#keepall as a, P#keepall as p where a.seller = p.id "
+    "output every 1 sec": "output limiting collects the rows of all keys",
+    "select a.seller, p.name from A#keepall as a, P#keepall as p where a.seller = p.id "
+    "order by p.name": "order by / limit order rows across groups",
+    "select a.seller, b.seller as other from A#keepall as a, A#keepall as b "
+    "where a.seller = b.id": "a self-join would route one event by two keys",
+}
+
+
+@pytest.mark.parametrize("epl", sorted(REFUSED))
+def test_join_rules_say_why_not(epl: str) -> None:
+    plan = plan_statement(Catalog.from_schemas(SCHEMAS), epl, "s")
+    why = split_of(plan, [plan], SCHEMAS)
+    assert isinstance(why, str) and why.startswith(REFUSED[epl]), why
+    with pytest.raises(ConfigError, match="cannot be split by its join key: "):
+        Topology.plan(_app("s", epl, 2))
