@@ -120,7 +120,11 @@ HeldKey = tuple[int, int, int, int]
 
 class HeldEvents:
     """Events waiting for a watermark at or past their time: entries of a state
-    namespace (committed with the partition), mirrored in a heap in release order."""
+    namespace (committed with the partition), mirrored in a heap in release order.
+
+    An event is written to the namespace at the checkpoint that finds it still held
+    (``persist``, from the partition's seal), not when it arrives: one released before
+    that costs the state nothing, where a put and a delete each encoded its key."""
 
     def __init__(self, ns: Any) -> None:
         self.ns = ns
@@ -128,20 +132,33 @@ class HeldEvents:
         for key, value in ns.items():
             self.heap.append((tuple(key), value[0], value[1]))  # type: ignore[arg-type]
         heapq.heapify(self.heap)
+        self.fresh: dict[HeldKey, tuple[str, Any]] = {}
+        """Held events added since the last ``persist``: not in the namespace yet."""
 
     def __len__(self) -> int:
         return len(self.heap)
 
     def add(self, key: HeldKey, type_name: str, payload: Any) -> None:
-        self.ns.put(key, [type_name, payload])
+        self.fresh[key] = (type_name, payload)
         heapq.heappush(self.heap, (key, type_name, payload))
 
     def due(self, t: int) -> Iterator[tuple[HeldKey, str, Any]]:
         """``(key, type, event)`` of every held event with time <= ``t``, in order."""
-        while self.heap and self.heap[0][0][0] <= t:
-            key, type_name, payload = heapq.heappop(self.heap)
-            self.ns.delete(key)
+        heap, fresh = self.heap, self.fresh
+        while heap and heap[0][0][0] <= t:
+            key, type_name, payload = heapq.heappop(heap)
+            if fresh.pop(key, None) is None:
+                self.ns.delete(key)
             yield key, type_name, payload
+
+    def persist(self) -> None:
+        """Write the events added since the last call and still held into the
+        namespace (the checkpoint's state must hold every event a watermark has not
+        released: its source offset is committed with it)."""
+        put = self.ns.put
+        for key, (type_name, payload) in self.fresh.items():
+            put(key, [type_name, payload])
+        self.fresh.clear()
 
 
 def late_reason(event_time: int, now: int) -> str:

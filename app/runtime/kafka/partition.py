@@ -963,6 +963,8 @@ class EnginePartition:
         if not self.touched:
             return None
         self.touched = False
+        if self.held is not None:
+            self.held.persist()
         for c in self.dirty_counters:
             put = c.put
             if put is None:

@@ -4,6 +4,7 @@ events run in event-time order, an idle partition, and late events under each po
 from __future__ import annotations
 
 import random
+import shutil
 import threading
 import time
 import uuid
@@ -157,9 +158,44 @@ def test_held_events_come_out_in_time_order_and_are_state() -> None:
     held.add((3000, 2, 0, 7), "W", {"a": 3})
     held.add((1000, 9, 1, 2), "W", {"a": 1})
     held.add((2000, 1, 2, 4), "W", {"a": 2})
+    held.persist()  # a checkpoint: every event still held is state
     assert [e["a"] for _, _, e in held.due(2000)] == [1, 2]
     again = HeldEvents(ns)  # rebuilt from the state (a restart)
     assert [(k, e) for k, _, e in again.due(9999)] == [((3000, 2, 0, 7), {"a": 3})]
+
+
+def test_held_events_reach_the_state_at_the_checkpoint_that_finds_them_held() -> None:
+    inner = MemoryStore().namespace("kepl", "held")
+    writes: list[tuple[str, tuple]] = []
+
+    class Recording:
+        """The namespace, its writes recorded."""
+
+        def items(self) -> Any:
+            return inner.items()
+
+        def put(self, key: tuple, value: Any) -> None:
+            writes.append(("put", key))
+            inner.put(key, value)
+
+        def delete(self, key: tuple) -> None:
+            writes.append(("delete", key))
+            inner.delete(key)
+
+    ns = Recording()
+    held = HeldEvents(ns)
+    held.add((1000, 0, 0, 1), "W", {"a": 1})
+    held.add((5000, 0, 0, 2), "W", {"a": 5})
+    assert [e["a"] for _, _, e in held.due(1000)] == [1]
+    assert writes == []  # released before any checkpoint: never written
+    held.persist()
+    assert writes == [("put", (5000, 0, 0, 2))]
+    held.add((3000, 0, 0, 3), "W", {"a": 3})
+    assert [(tuple(k), v) for k, v in inner.items()] == [((5000, 0, 0, 2), ["W", {"a": 5}])]
+    assert [e["a"] for _, _, e in held.due(9999)] == [3, 5]
+    assert writes[1:] == [("delete", (5000, 0, 0, 2))]
+    held.persist()
+    assert list(inner.items()) == [] and len(held) == 0
 
 
 def test_an_event_time_is_its_declared_property_or_the_record_timestamp() -> None:
@@ -220,6 +256,35 @@ def test_out_of_order_within_the_delay_gives_the_time_ordered_rows(kapp_of: Any)
     kapp.settle()
     want = embedded(cfg, evs, end)
     assert set(want) == {"w5", "batch", "every"}
+    assert kafka_rows(kapp) == want
+
+
+@pytest.mark.kafka
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("local", ["kept", "lost"])
+def test_held_events_survive_a_kill_9(kapp_of: Any, local: str) -> None:
+    """Events a watermark has not released when the worker is killed come back from the
+    committed state (their source offsets were committed with it), from the local
+    database or, when it is lost, from the changelog: the rows are the uninterrupted
+    run's, each once."""
+    cfg = config({"delay_ms": 0, "idle_ms": 30_000})
+    kapp = kapp_of(cfg)
+    evs = events(60, seed=11)
+    for i, (t, e) in enumerate(evs):
+        kapp.send("Withdrawal", e, timestamp_ms=t, partition=i % 3)
+    kapp.producer.flush(30)
+    middle = evs[len(evs) // 2][0]
+    kapp.now = middle
+    kapp.settle()  # the checkpoint with this watermark holds the later half
+    kapp.worker.kill()
+    if local == "lost":
+        shutil.rmtree(kapp.worker.data_dir)
+    kapp.worker.start()
+    end = max(t for t, _ in evs) + 10_000
+    kapp.now = end
+    kapp.settle()
+    want = embedded(cfg, evs, end)
+    assert sum(map(len, want.values())) > 60
     assert kafka_rows(kapp) == want
 
 
