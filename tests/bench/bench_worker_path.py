@@ -59,7 +59,13 @@ JOBS: dict[str, dict[str, Any]] = {
     "hash context (16)": {
         "statements": [HASHED, "context ByHash select account, count(*) as cnt, "
                                "sum(amount) as total from Withdrawal group by account"]},
+    "keyed source, event time": {"statements": [KEYED, KEYED_SELECT],
+                                 "context_partitions": {"ByAccount": "source"},
+                                 "event_time": {}},
 }
+"""A job with ``event_time`` takes each event's time from its record timestamp and each
+watermark just behind the newest of them: an engine partition holds its events until the
+next watermark."""
 
 
 class Msg:
@@ -214,8 +220,11 @@ class Harness:
             "partitions": SOURCE_PARTITIONS, "processing_guarantee": "exactly_once",
             "context_partitions": job.get("context_partitions", {}),
             "statement_partitions": job.get("statement_partitions", {}),
+            **({"event_time": job["event_time"]} if "event_time" in job else {}),
             "statements": [{"name": f"s{i}", "epl": e}
                            for i, e in enumerate(job["statements"])]})
+        self.event_time = "event_time" in job
+        self.sent = 0
         self.topic = self.config.topic_of("Withdrawal")
         topology = Topology.plan(self.config, {self.topic: SOURCE_PARTITIONS})
         self.logs: dict[tuple[str, int], TruncLog] = {}
@@ -241,9 +250,13 @@ class Harness:
         ``batch``; offsets from ``start``."""
         offs = [start] * SOURCE_PARTITIONS
         msgs = []
+        # event time runs on from the events before (else each call restarts at 1 ms)
+        base = self.sent if self.event_time else 0
+        self.sent += n
         for i in range(n):
             if i % every == every - 1:
-                self.t += 1000
+                # event time: the newest event's time less 1 ms (the next events wait)
+                self.t = (base + i) // 20 if self.event_time else self.t + 1000
                 value = b'{"t":%d,"id":"w%d"}' % (self.t, self.t)
                 for p in range(SOURCE_PARTITIONS):
                     msgs.append(Msg(self.topic, p, offs[p], value, None, self.t,
@@ -252,7 +265,7 @@ class Harness:
             account = b"A%d" % ((i * 7919) % ACCOUNTS[0])
             p = i % SOURCE_PARTITIONS
             value = b'{"account":"%s","amount":%d.0,"sent":%d}' % (account, i % 400, 0)
-            msgs.append(Msg(self.topic, p, offs[p], value, account, 1 + i // 20))
+            msgs.append(Msg(self.topic, p, offs[p], value, account, 1 + (base + i) // 20))
             offs[p] += 1
         # a consume batch holds runs of one partition's records, as librdkafka's fetches
         # hand them over (a batch of 2,000 from 4 partitions: one or two runs)

@@ -10,10 +10,7 @@ in the same order with the same ids.
 
 from __future__ import annotations
 
-import json
 import random
-import zlib
-from collections import Counter
 from typing import Any
 
 import pytest
@@ -23,7 +20,7 @@ from app.runtime.catalog import Catalog
 from app.runtime.engine import Engine
 from app.runtime.kafka.config import AppConfig, ConfigError
 from app.runtime.kafka.topology import Topology, split_of
-from app.runtime.rows import RowNumbering
+from tests.app.runtime.split_rows import by_key, multiset, step_rows
 
 SCHEMAS = {"W": {"account": "string", "amount": "double", "n": "int"}}
 
@@ -78,76 +75,15 @@ def _steps(seed: int, count: int = 400) -> list[Any]:
     return out
 
 
-class _Collector:
-    """Rows of an Engine numbered as a worker numbers them, by step."""
-
-    def __init__(self, engine: Engine, topology: Topology) -> None:
-        self.numbering = RowNumbering(engine, topology)
-        self.rows: list[dict[str, Any]] = []
-        engine.listeners.append(self._on)
-
-    def _on(self, stmt: str, new: list, old: list, pid: Any) -> None:
-        self.rows += self.numbering.rows(stmt, new, old, pid)
-
-    def take(self) -> list[dict[str, Any]]:
-        out, self.rows = self.rows, []
-        return out
-
-
 def _one(topology: Topology, steps: list[Any]) -> list[list[dict[str, Any]]]:
     """One Engine: the rows of each step."""
-    engine = Engine()
-    for p in topology.plans:
-        engine.deploy(p)
-    rows = _Collector(engine, topology)
-    out = []
-    for step in steps:
-        if isinstance(step, int):
-            engine.advance_time(step)
-        else:
-            engine.send("W", step)
-        out.append(rows.take())
-    return out
+    name = next(iter(topology.config.statement_partitions))
+    return step_rows(topology, name, steps, False, lambda s: ("W", s))
 
 
 def _split(topology: Topology, name: str, steps: list[Any]) -> list[list[dict[str, Any]]]:
     """The group's N Engines, composed as the router and engine partitions do."""
-    g = topology.groups[name]
-    engines = [Engine() for _ in range(g.partitions)]
-    for e in engines:
-        for p in g.plans:
-            e.deploy(p)
-    rows = [_Collector(e, topology) for e in engines]
-    armed = False
-    out = []
-    for step in steps:
-        if isinstance(step, int):
-            for e in engines:
-                e.advance_time(step)
-        else:
-            q = g.partition_of("W", step)
-            if q is not None:
-                assert q == zlib.crc32(g.split.key_of_event(step, g._ctx).encode()) % len(engines)
-                if g.arms and not armed and g.split.arms_with(step, g._ctx):
-                    armed = True  # the router's touch, in the same epoch
-                    for r, e in enumerate(engines):
-                        if r != q:
-                            e.arm_output(name)
-                engines[q].send("W", step)
-        out.append([r for c in rows for r in c.take()])
-    return out
-
-
-def _by_group(rows: list[dict[str, Any]]) -> dict[str, list[tuple]]:
-    out: dict[str, list[tuple]] = {}
-    for r in rows:
-        out.setdefault(r["context_partition"], []).append(
-            (r["stream"], json.dumps(r["row"], sort_keys=True), r["time"], r["id"]))
-    return out
-
-
-def _multiset(rows: list[dict[str, Any]]) -> Counter:
-    return Counter(json.dumps(r, sort_keys=True) for r in rows)
+    return step_rows(topology, name, steps, True, lambda s: ("W", s))
 
 
 @pytest.mark.parametrize("name", sorted(SPLITTABLE))
@@ -160,9 +96,9 @@ def test_split_gives_the_rows_of_one_engine(name: str, n: int) -> None:
     split = _split(topology, name, steps)
     assert sum(map(len, one)) > 20
     for i, (a, b) in enumerate(zip(one, split, strict=True)):
-        assert _multiset(b) == _multiset(a), f"step {i}: {steps[i]}"
-        assert _by_group(b) == _by_group(a), f"step {i}: {steps[i]}"
-    groups = _by_group([r for rows in one for r in rows])
+        assert multiset(b) == multiset(a), f"step {i}: {steps[i]}"
+        assert by_key(b) == by_key(a), f"step {i}: {steps[i]}"
+    groups = by_key([r for rows in one for r in rows])
     assert len(groups) > 1
     for key, lane in groups.items():
         assert [i for *_, i in lane] == [f"{name}/{key}/{k}" for k in range(1, len(lane) + 1)]

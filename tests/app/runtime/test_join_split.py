@@ -10,20 +10,16 @@ needs events of two keys).
 
 from __future__ import annotations
 
-import json
 import random
-import zlib
-from collections import Counter
 from typing import Any
 
 import pytest
 
 from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog
-from app.runtime.engine import Engine
 from app.runtime.kafka.config import AppConfig, ConfigError
 from app.runtime.kafka.topology import Topology, split_of
-from app.runtime.rows import RowNumbering
+from tests.app.runtime.split_rows import by_key, multiset, step_rows
 
 SCHEMAS = {
     "A": {"id": "long", "seller": "long", "category": "int", "price": "double",
@@ -84,60 +80,6 @@ def _steps(seed: int, count: int = 500) -> list[Any]:
     return out
 
 
-class _Collector:
-    """Rows of an Engine numbered as a worker numbers them, by step."""
-
-    def __init__(self, engine: Engine, topology: Topology) -> None:
-        self.numbering = RowNumbering(engine, topology)
-        self.rows: list[dict[str, Any]] = []
-        engine.listeners.append(self._on)
-
-    def _on(self, stmt: str, new: list, old: list, pid: Any) -> None:
-        self.rows += self.numbering.rows(stmt, new, old, pid)
-
-    def take(self) -> list[dict[str, Any]]:
-        out, self.rows = self.rows, []
-        return out
-
-
-def _run(topology: Topology, name: str, steps: list[Any], split: bool
-         ) -> list[list[dict[str, Any]]]:
-    """The rows of each step: one Engine, or the group's N Engines as routed."""
-    g = topology.groups[name]
-    engines = [Engine() for _ in range(g.partitions if split else 1)]
-    for e in engines:
-        for p in g.plans:
-            e.deploy(p)
-    rows = [_Collector(e, topology) for e in engines]
-    out = []
-    for step in steps:
-        if isinstance(step, int):
-            for e in engines:
-                e.advance_time(step)
-        else:
-            type_name, event = step
-            q = g.partition_of(type_name, event) if split else 0
-            if q is not None:
-                if split:
-                    text = g.split.key_of_event(event, g._ctx, type_name)
-                    assert q == zlib.crc32(text.encode()) % len(engines)
-                engines[q].send(type_name, event)
-        out.append([r for c in rows for r in c.take()])
-    return out
-
-
-def _by_key(rows: list[dict[str, Any]]) -> dict[str, list[tuple]]:
-    out: dict[str, list[tuple]] = {}
-    for r in rows:
-        out.setdefault(r["context_partition"], []).append(
-            (r["stream"], json.dumps(r["row"], sort_keys=True), r["time"], r["id"]))
-    return out
-
-
-def _multiset(rows: list[dict[str, Any]]) -> Counter:
-    return Counter(json.dumps(r, sort_keys=True) for r in rows)
-
-
 @pytest.mark.parametrize("name", sorted(SPLITTABLE))
 @pytest.mark.parametrize("n", [1, 2, 5])
 def test_split_join_gives_the_rows_of_one_engine(name: str, n: int) -> None:
@@ -146,13 +88,13 @@ def test_split_join_gives_the_rows_of_one_engine(name: str, n: int) -> None:
     assert g.split is not None and g.split.kind == "join" and not g.arms
     assert g.types == {"A", "P"}
     steps = _steps(seed=len(name) * 17 + n)
-    one = _run(topology, name, steps, split=False)
-    split = _run(topology, name, steps, split=True)
+    one = step_rows(topology, name, steps, False, lambda s: s)
+    split = step_rows(topology, name, steps, True, lambda s: s)
     assert sum(map(len, one)) > 20
     for i, (a, b) in enumerate(zip(one, split, strict=True)):
-        assert _multiset(b) == _multiset(a), f"step {i}: {steps[i]}"
-        assert _by_key(b) == _by_key(a), f"step {i}: {steps[i]}"
-    keys = _by_key([r for rows in one for r in rows])
+        assert multiset(b) == multiset(a), f"step {i}: {steps[i]}"
+        assert by_key(b) == by_key(a), f"step {i}: {steps[i]}"
+    keys = by_key([r for rows in one for r in rows])
     assert len(keys) > 3
     for key, lane in keys.items():
         assert [i for *_, i in lane] == [f"{name}/{key}/{k}" for k in range(1, len(lane) + 1)]

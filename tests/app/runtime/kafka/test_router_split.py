@@ -16,13 +16,12 @@ from typing import Any
 
 import pytest
 
-from app.runtime.engine import Engine
 from app.runtime.kafka.config import AppConfig
 from app.runtime.kafka.lanes import LaneCursor
 from app.runtime.kafka.partition import EnginePartition, InRecord
 from app.runtime.kafka.router import Routing, barrier_entry, decode_bundle, encode_bundles
 from app.runtime.kafka.topology import Topology
-from app.runtime.rows import RowNumbering
+from tests.app.runtime.split_rows import embedded_rows
 
 PARTITIONS = 4
 STATEMENTS = {
@@ -123,27 +122,6 @@ def run_partitions(tmp: Path, topo: Topology, name: str,
     return rows
 
 
-def embedded(topo: Topology, steps: list[Any]) -> dict[str, list[tuple]]:
-    engine = Engine()
-    for p in topo.plans:
-        engine.deploy(p)
-    numbering = RowNumbering(engine, topo)
-    rows: dict[str, list[tuple]] = {}
-
-    def listen(stmt: str, new: list, old: list, pid: Any) -> None:
-        for r in numbering.rows(stmt, new, old, pid):
-            rows.setdefault(r["context_partition"], []).append(
-                (r["stream"], r["row"], r["time"], r["id"]))
-
-    engine.listeners.append(listen)
-    for step in steps:
-        if isinstance(step, int):
-            engine.advance_time(step)
-        else:
-            engine.send("T", {"k": step[1], "v": step[2]})
-    return rows
-
-
 @pytest.mark.parametrize("name", sorted(STATEMENTS))
 @pytest.mark.parametrize("sources", [1, 3])
 def test_split_rows_through_router_and_partitions(tmp_path: Path, name: str,
@@ -151,7 +129,7 @@ def test_split_rows_through_router_and_partitions(tmp_path: Path, name: str,
     topo = Topology.plan(config(name, sources))
     for seed in range(3):
         steps = workload(seed, sources)
-        want = embedded(topo, steps)
+        want = embedded_rows(topo, steps, lambda s: ("T", {"k": s[1], "v": s[2]}))[name]
         assert len(want) >= 5
         rnd = random.Random(seed)
         got = run_partitions(tmp_path / f"{seed}", topo, name,
