@@ -152,6 +152,9 @@ class Engine:
         self.listeners: list[Listener] = []
         self._heap: list[tuple[int, tuple, Any]] = []
         self._due: dict[Any, int] = {}
+        self.earliest_armed: int | None = None
+        """The earliest due time of a timer armed since a caller set this to None
+        (``send_batch_at``)."""
         self._prio: dict[Any, tuple] = {}
         self._seq = 0
         self._queue: deque[tuple[str, Row]] = deque()
@@ -336,6 +339,8 @@ class Engine:
             self._prio[key] = prio
             self._due[key] = due
             heapq.heappush(self._heap, (due, prio, key))
+            if self.earliest_armed is None or due < self.earliest_armed:
+                self.earliest_armed = due
 
     def _timer_order(self, st: _Stmt, pid: Any, seq: int) -> int:
         """Where a partition's timers come among the statement's timers due at the same
@@ -571,6 +576,8 @@ class Engine:
         self._due[key] = due
         heapq.heappush(self._heap, (due, self._prio[key], key))
         self._index_timer(key, due)
+        if self.earliest_armed is None or due < self.earliest_armed:
+            self.earliest_armed = due
 
     def _index_timer(self, key: tuple, due: int | None) -> None:
         """Keep a partition's due time in its statement's stored timer index."""
@@ -769,6 +776,17 @@ class Engine:
                 self.send(type_name, e)
             return
         self._run_steps(steps, events)
+
+    def send_batch_at(self, type_name: str, events: list[Row]) -> bool:
+        """``send_batch`` of events that each come right after a clock move to the
+        current time (held events of one event time): the same as a ``send`` each only
+        if no timer came due meanwhile, which a move between two of them would have
+        fired.  Returns False when the batch armed a timer due at or before now: the
+        caller runs the events again one at a time from a state it kept."""
+        self.earliest_armed = None
+        self.send_batch(type_name, events)
+        armed = self.earliest_armed
+        return armed is None or armed > self.now_ms
 
     def _run_steps(self, steps: tuple[Callable[[Row, int], None], ...],
                    events: Iterable[Row], batch: bool = True) -> None:

@@ -43,28 +43,38 @@ class WindowParam:
 # --------------------------------------------------------------------------- parameter helpers
 
 
+def _at_least(name: str, ms: int, p: WindowParam, what: str, least: int) -> int:
+    if ms < least:
+        raise _fail(name, f"{what} '{p.text}' must be at least {least} msec, got {ms} msec")
+    return ms
+
+
 def _fail(name: str, message: str) -> ValueError:
     return ValueError(f"window '{name}': {message}")
 
 
-def _time(name: str, p: WindowParam, what: str = "time period") -> int | Deferred:
-    """A time period in ms: a period literal, a number of seconds, or a build-time expression."""
+def _time(name: str, p: WindowParam, what: str = "time period",
+          least: int = 1) -> int | Deferred:
+    """A time period in ms: a period literal, a number of seconds, or a build-time
+    expression.  A constant must come to at least ``least`` ms (Esper ref. 14.3 data
+    windows: a time window's size is at least 1 msec; 0 for an offset or age)."""
     if p.is_time:
         if isinstance(p.value, bool) or not isinstance(p.value, (int, float)):
             raise _fail(name, f"parameter '{p.text}' is not a valid {what}")
         if not in_ms_range(p.value):
             raise _fail(name, f"{what} '{p.text}' is out of range")
-        return int(round(p.value))
+        return _at_least(name, int(round(p.value)), p, what, least)
     if p.is_constant and p.value is not None:
         if (isinstance(p.value, (int, float)) and not isinstance(p.value, bool)
                 and not in_ms_range(p.value * 1000)):
             raise _fail(name, f"{what} '{p.text}' is out of range")
         try:
-            return check_value(p.value, "time", p.text)
+            ms = check_value(p.value, "time", p.text)
         except ValueError:
             raise _fail(
                 name, f"parameter '{p.text}' must be a {what} or a number of seconds"
             ) from None
+        return _at_least(name, ms, p, what, least)
     if p.expr is not None:
         return Deferred(p.expr, p.text, "time")
     raise _fail(name, f"parameter '{p.text}' must be a {what} or a number of seconds")
@@ -404,12 +414,12 @@ def _time_interval(name: str, params: Sequence[WindowParam]) -> WindowSpec:
     from operators.windows.time_interval import TimeIntervalSpec
 
     _arity(name, params, 4, 5)
-    offset = _time(name, params[4], "interval offset") if len(params) == 5 else 0
+    offset = _time(name, params[4], "interval offset", 0) if len(params) == 5 else 0
     return TimeIntervalSpec(
         _expr(name, params[0]),
         _time(name, params[1], "interval duration"),
         _time(name, params[2], "creation period"),
-        _time(name, params[3], "discard age"),
+        _time(name, params[3], "discard age", 0),
         offset,
         name=name,
         params_text=_texts(params),

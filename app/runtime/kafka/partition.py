@@ -618,9 +618,17 @@ class EnginePartition:
         time (raises the ``_Fault`` of the event that failed)."""
         self.store.rollback()
         self.outputs.clear()
+        self._keep_poison_dead()
         self.load()
         for r in self._since_commit:
             self._handle(r)
+
+    def _keep_poison_dead(self) -> None:
+        """Before a replay since the commit: keep the dead letters of poisoned records
+        (the replay passes them over); the others (a held event that failed when
+        released, a late event) the replay dead-letters again."""
+        poison = self.poison
+        self.dead = [d for d in self.dead if (d.record.upstream, d.record.offset) in poison]
 
     def _flush(self) -> None:
         """Send the pending run of events of one type in one engine batch: the same rows
@@ -640,6 +648,7 @@ class EnginePartition:
         while True:
             self.store.rollback()
             self.outputs.clear()
+            self._keep_poison_dead()
             self.poison.add((fault.rec.upstream, fault.rec.offset))
             self.dead.append(DeadLetter(fault.rec, fault.reason))
             self.load()
@@ -858,19 +867,62 @@ class EnginePartition:
         return False
 
     def _release_held(self, t: int) -> None:
-        """Run the held events of time <= ``t`` in event-time order, each at its time."""
+        """Run the held events of time <= ``t`` in event-time order, each at its time.
+
+        Outside an exact replay, the events of one time and type go to the engine as one
+        batch (``Engine.send_batch_at``); where that could differ from a clock move and a
+        send each (a batch that armed a timer due now, an event that failed), everything
+        since the commit runs again one event at a time."""
         assert self.engine is not None and self.held is not None
+        if not self._exact:
+            self._release_runs(t)
+            return
+        poison = self.poison
         for (et, seq, ui, offset), type_name, payload in self.held.due(t):
+            up = self.upstreams[ui] if ui < len(self.upstreams) else ""
+            if (up, offset) in poison:
+                continue  # failed before: the replay without it passes it over
             self.engine.advance_time(max(et, self.engine.now_ms))
             try:
                 self.engine.send(type_name, payload)
             except Exception as e:  # noqa: BLE001 - a statement failing on one event
-                # a held event left its source record behind: dead-letter it here
-                up = self.upstreams[ui] if ui < len(self.upstreams) else ""
-                self.dead.append(DeadLetter(
-                    InRecord("event", up, offset, type_name, et,
-                             None if seq < 0 else seq, payload),
-                    f"engine error: {type(e).__name__}: {e}"))
+                # dead-lettered and everything since the commit replayed without it, as
+                # an event that fails on arrival (its partial effect must not stay)
+                raise _Fault(InRecord("event", up, offset, type_name, et,
+                                      None if seq < 0 else seq, payload),
+                             f"engine error: {type(e).__name__}: {e}") from e
+
+    def _release_runs(self, t: int) -> None:
+        """``_release_held`` by runs of one event time and type (raises ``_BatchFailed``
+        where a run's outcome could differ from one event at a time)."""
+        engine = self.engine
+        assert engine is not None and self.held is not None
+        run: list[Any] = []
+        run_type = ""
+        run_time = -1
+        for (et, _seq, _ui, _offset), type_name, payload in self.held.due(t):
+            if run and (et != run_time or type_name != run_type):
+                self._send_run(run_type, run)
+                run = []
+            if not run:
+                engine.advance_time(max(et, engine.now_ms))
+                run_type, run_time = type_name, et
+            run.append(payload)
+        if run:
+            self._send_run(run_type, run)
+
+    def _send_run(self, type_name: str, events: list[Any]) -> None:
+        engine = self.engine
+        assert engine is not None
+        try:
+            if len(events) == 1:
+                engine.send(type_name, events[0])
+                return
+            if engine.send_batch_at(type_name, events):
+                return
+        except Exception as e:  # noqa: BLE001 - found again by the exact replay
+            raise _BatchFailed() from e
+        raise _BatchFailed()
 
     def _advance(self, t: int, wid: str) -> None:
         assert self.engine is not None
