@@ -345,12 +345,16 @@ def _first_snapshot(log: Any, topic: str, partition: int, start: int
 
 def state_dirs(data_dir: Path) -> list[dict[str, Any]]:
     """Engine partition directories (``<group>/<partition>``) under a worker's data dir,
-    with their size on disk."""
+    with their size on disk (not a database a kill left half removed: the next open
+    deletes it)."""
+    from app.runtime.kafka.store import DISCARDED
+
     out = []
     root = Path(data_dir)
     if not root.is_dir():
         return out
-    for d in sorted(p for p in root.glob("*/*") if p.is_dir()):
+    for d in sorted(p for p in root.glob("*/*")
+                    if p.is_dir() and not p.name.endswith(DISCARDED)):
         size = sum(f.stat().st_size for f in d.rglob("*") if f.is_file())
         out.append({"path": str(d), "bytes": size})
     return out

@@ -616,14 +616,15 @@ class PartitionStore(RocksStore):
         self.base.close()
 
 
-_DISCARDED = ".discarded"
+DISCARDED = ".discarded"
+"""Suffix of a database directory being removed (``_discard``): not a partition's."""
 
 
 def _discard(path: Path) -> None:
     """Remove the database at ``path``: renamed in one step, then its files deleted."""
     if not path.exists():
         return
-    aside = path.with_name(path.name + _DISCARDED)
+    aside = path.with_name(path.name + DISCARDED)
     shutil.rmtree(aside, ignore_errors=True)
     path.rename(aside)
     shutil.rmtree(aside, ignore_errors=True)
@@ -631,7 +632,7 @@ def _discard(path: Path) -> None:
 
 def _drop_discarded(path: Path) -> None:
     """Finish a ``_discard`` that a kill interrupted."""
-    aside = path.with_name(path.name + _DISCARDED)
+    aside = path.with_name(path.name + DISCARDED)
     if aside.exists():
         shutil.rmtree(aside, ignore_errors=True)
 

@@ -12,6 +12,7 @@ import pytest
 from app.runtime.kafka.store import (
     BEHIND_COMMITS,
     BEHIND_WRITES,
+    DISCARDED,
     MARKER_KEY,
     THROUGH_COMMITS,
     ChangelogRecord,
@@ -500,3 +501,13 @@ def test_a_database_another_open_holds_is_not_taken_for_a_damaged_one(tmp_path: 
         PartitionStore(tmp_path / "db")
     assert first.marker() == 7
     first.close()
+
+
+def test_state_listing_leaves_out_a_database_being_removed(tmp_path: Path) -> None:
+    from app.runtime.kafka.ops import state_dirs
+
+    for name, size in (("0", 10), ("1" + DISCARDED, 99)):
+        d = tmp_path / "g" / name
+        d.mkdir(parents=True)
+        (d / "000001.sst").write_bytes(b"x" * size)
+    assert state_dirs(tmp_path) == [{"path": str(tmp_path / "g" / "0"), "bytes": 10}]
