@@ -28,8 +28,8 @@ equality of one property of each stream in the where clause (or the inner join's
 both of one type family, so that equal values route alike.  Only events of one key
 meet (Esper ref. 5.12 joins: a row joins events whose key properties are equal), so
 each stream's window must keep each key's content apart as above, the statement must
-not aggregate, group, limit its output or order its rows, and one side's key property
-must be a select column (rows are numbered per key).
+not limit its output or order its rows, it aggregates only grouped by the join key
+alone, and one side's key property is a select column (rows are numbered per key).
 """
 
 from __future__ import annotations
@@ -198,8 +198,14 @@ def join_split(plan: Any, stmt: ast.SelectStatement, variables: set[str],
                 "only equal types of integers, strings or booleans route equal values "
                 "alike")
     rs = p.resultset
-    if rs.aggregates or rs.group_by or stmt.group_by:
-        return "aggregates over a join combine the rows of all keys"
+    if stmt.group_by:
+        g = stmt.group_by
+        sp = _stream_property(g[0], streams) if len(g) == 1 else None
+        if sp is None or key.get(sp[0]) != sp[1]:
+            return "a join's group by must be its join key alone (rows are numbered per key)"
+    elif rs.aggregates:
+        return ("aggregates over a join without a group by on its join key combine the "
+                "rows of all keys")
     if stmt.output is not None:
         return "output limiting collects the rows of all keys together"
     why = _unsupported_clause(plan, stmt, variables)
@@ -211,7 +217,13 @@ def join_split(plan: Any, stmt: ast.SelectStatement, variables: set[str],
         why = _window_reason(src.views, (ast.Name((key[s.name],)),), False, "join key")
         if why:
             return f"stream {s.name}: {why}"
-    column = _join_key_column(stmt, rs, streams, key)
+    if stmt.group_by:
+        columns = _key_columns(stmt, rs)
+        if isinstance(columns, str):
+            return columns
+        column: str | None = columns[0]
+    else:
+        column = _join_key_column(stmt, rs, streams, key)
     if column is None:
         return "the join key is not a select column (rows are numbered per key)"
     text = f"{first.name}.{key[first.name]} = {second.name}.{key[second.name]}"

@@ -46,6 +46,11 @@ SPLITTABLE = {
                 "P#keepall as p where a.seller = p.id",
     "int_long": "select a.seller, p.name from A#keepall as a, P#time(2 sec) as p "
                 "where a.seller = p.small",
+    "grouped": "select a.seller, count(*) as n, sum(a.price) as total from A#time(3 sec) "
+               "as a, P#keepall as p where a.seller = p.id group by a.seller",
+    "grouped_other_side": "select irstream p.id as person, avg(a.price) as mean "
+                          "from A#groupwin(seller)#length(3) as a, P#unique(id) as p "
+                          "where p.id = a.seller group by p.id having count(*) > 1",
 }
 
 
@@ -137,8 +142,12 @@ REFUSED = {
         "the join key's properties are long and string",
     "select a.seller, p.name from A#keepall as a, P#keepall as p where a.price > p.score":
         "no equality of a property of each stream",
-    "select a.seller, count(*) as c from A#keepall as a, P#keepall as p "
-    "where a.seller = p.id group by a.seller": "aggregates over a join",
+    "select count(*) as c from A#keepall as a, P#keepall as p where a.seller = p.id":
+        "aggregates over a join without a group by on its join key",
+    "select p.name, count(*) as c from A#keepall as a, P#keepall as p "
+    "where a.seller = p.id group by p.name": "a join's group by must be its join key alone",
+    "select count(*) as c from A#keepall as a, P#keepall as p "
+    "where a.seller = p.id group by a.seller": "a group-by expression is not a select column",
     "select a.seller, p.name from A#keepall as a, P#keepall as p where a.seller = p.id "
     "output every 1 sec": "output limiting collects the rows of all keys",
     "select a.seller, p.name from A#keepall as a, P#keepall as p where a.seller = p.id "
