@@ -180,6 +180,7 @@ def topics_of(topology: Any, name: str) -> list[str]:
 def _split_lines(topology: Any, g: Any, plan: Any) -> list[str]:
     """Whether a statement without a context is split over engine partitions by its
     group key, could be, or why not (``app.epl.planning.group_split``)."""
+    from app.epl.planning.group_split import split_key
     from app.runtime.kafka.topology import split_of
 
     if plan.kind != "query" or plan.context is not None:
@@ -196,8 +197,7 @@ def _split_lines(topology: Any, g: Any, plan: Any) -> list[str]:
                 "(context_partition = group key); no order across groups"]
     split = split_of(plan, topology.plans, topology.config.schemas)
     if isinstance(split, str):
-        joined = plan.pipeline is not None and plan.pipeline.join is not None
-        return [f"split not partitioned by {'join' if joined else 'group'} key: {split}"]
+        return [f"split not partitioned by {split_key(plan)} key: {split}"]
     return [f"split can be partitioned by {split.kind} key ({split.describe()}): "
             f"statement_partitions: {{{plan.name}: N}}"]
 def _mr_routing(topology: Any, group: Any, plan: Any) -> str:

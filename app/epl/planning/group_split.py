@@ -123,6 +123,12 @@ class GroupSplit:
         return key_text([row.get(c) for c in self.columns])
 
 
+def split_key(plan: Any) -> str:
+    """What a statement would be split by: a join's ``join`` key, else its ``group`` key."""
+    p = plan.pipeline
+    return "join" if p is not None and p.join is not None else "group"
+
+
 def group_split(plan: Any, stmt: Any, variables: Iterable[str] = (),
                 schemas: dict[str, dict[str, str]] | None = None) -> GroupSplit | str:
     """The split of a planned statement by its group key (a join's: by its join key), or
@@ -136,7 +142,7 @@ def group_split(plan: Any, stmt: Any, variables: Iterable[str] = (),
     if plan.context is not None:
         return f"runs in context {plan.context}"
     p = plan.pipeline
-    if p is not None and p.join is not None:
+    if split_key(plan) == "join":
         return join_split(plan, stmt, set(variables), schemas or {})
     if p is None or p.stream is None or len(stmt.from_) != 1 or not isinstance(
             stmt.from_[0], ast.FilterStream):

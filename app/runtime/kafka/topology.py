@@ -64,7 +64,7 @@ from functools import partial
 from typing import Any
 
 from app.epl.planner import plan_statement
-from app.epl.planning.group_split import GroupSplit, group_split
+from app.epl.planning.group_split import GroupSplit, group_split, split_key
 from app.runtime.catalog import Catalog, NotSupported
 from app.runtime.kafka import client
 from app.runtime.kafka.config import MAIN_GROUP, SOURCE, AppConfig, ConfigError
@@ -497,9 +497,8 @@ def _split_groups(config: AppConfig, plans: list[StatementPlan], groups: dict[st
             raise ConfigError(f"statement_partitions: no statement named '{name}'")
         split = split_of(plan, plans, config.schemas)
         if isinstance(split, str):
-            joined = plan.pipeline is not None and plan.pipeline.join is not None
             raise ConfigError(f"statement_partitions: statement '{name}' cannot be split by "
-                              f"its {'join' if joined else 'group'} key: {split}")
+                              f"its {split_key(plan)} key: {split}")
         g = Group(_group_name(name, groups), n, split=split)
         groups[g.name] = g
         out[name] = g.name

@@ -477,7 +477,7 @@ def test_a_database_with_a_truncated_table_file_starts_empty(tmp_path: Path) -> 
 def test_a_wipe_a_kill_cut_short_is_finished_at_the_next_open(tmp_path: Path) -> None:
     _committed(tmp_path / "db")
     # the kill came after the rename, before the files were deleted
-    (tmp_path / "db").rename(tmp_path / "db.discarded")
+    (tmp_path / "db").rename(tmp_path / ("db" + DISCARDED))
     store = PartitionStore(tmp_path / "db")
     assert store.marker() == -1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["db"]
