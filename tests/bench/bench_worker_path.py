@@ -11,6 +11,7 @@ would.  Each step is ``Worker.handle`` of one consume batch followed by a checkp
 
 Run: .venv/bin/python -m tests.bench.bench_worker_path [--events 100000] [--batch 2000]
 [--jobs PREFIXES] [--watermark-every 10000] [--profile] [--repeat 3] [--accounts 1000]
+[--snapshots]
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from unittest import mock
 
 from app.runtime.kafka import loop
 from app.runtime.kafka.config import AppConfig
+from app.runtime.kafka.partition import SnapshotPolicy
 from app.runtime.kafka.router import H_CONTROL
 from app.runtime.kafka.topology import Topology
 from tests.app.runtime.kafka.fakes import TruncLog
@@ -214,7 +216,9 @@ class Consumer:
 class Harness:
     """A worker of one job owning all of its partitions."""
 
-    def __init__(self, job: dict[str, Any], workdir: Path) -> None:
+    def __init__(self, job: dict[str, Any], workdir: Path, snapshots: bool = False) -> None:
+        """``snapshots``: the worker writes snapshots by the default policy (a
+        ``kepl worker``'s), else none."""
         self.config = AppConfig.from_dict({
             "app": "wp", "schemas": SCHEMAS, "topics": {"Withdrawal": "wp.withdrawal"},
             "partitions": SOURCE_PARTITIONS, "processing_guarantee": "exactly_once",
@@ -235,7 +239,8 @@ class Harness:
                 mock.patch.object(loop, "make_output", lambda *a: self.sink), \
                 mock.patch.object(loop, "KafkaChangelog", lambda bs: Changelogs(self.logs)), \
                 mock.patch.object(loop, "LostInput"):
-            self.worker = loop.Worker(self.config, topology, "none:1", workdir, "wp-1")
+            self.worker = loop.Worker(self.config, topology, "none:1", workdir, "wp-1",
+                                      SnapshotPolicy() if snapshots else None)
         tps = [TP(self.topic, p) for p in range(SOURCE_PARTITIONS)]
         specs = topology.topic_specs()
         for t in repartition:
@@ -293,9 +298,9 @@ class Harness:
 
 
 def run_job(name: str, job: dict[str, Any], n: int, batch: int, every: int,
-            profile: bool) -> None:
+            profile: bool, snapshots: bool = False) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        h = Harness(job, Path(tmp))
+        h = Harness(job, Path(tmp), snapshots)
         # every key has its context partition before the timed events (7919 is prime)
         size = max(n // 10, ACCOUNTS[0])
         warm = h.batches(size, batch, min(every, size))
@@ -339,6 +344,8 @@ def main() -> None:
     ap.add_argument("--watermark-every", type=int, default=10_000,
                     help="a watermark into every source partition per this many events")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--snapshots", action="store_true",
+                    help="snapshots by the default policy, as a kepl worker writes them")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--accounts", type=int, default=ACCOUNTS[0],
                     help="distinct keys (the warm-up gives each its context partition)")
@@ -352,7 +359,7 @@ def main() -> None:
             if args.jobs and not any(name.startswith(j) for j in args.jobs.split(",")):
                 continue
             run_job(name, job, args.events, args.batch, args.watermark_every,
-                    args.profile)
+                    args.profile, args.snapshots)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,24 @@ def test_key_bytes(key: Any, encoded: bytes) -> None:
     assert decode_key(encoded) == key
 
 
+@pytest.mark.parametrize("key", [
+    (1795867788416, -1, 0, 12),            # an event time's held event
+    (-(2 ** 63), 2 ** 63 - 1, 0, -1),      # the ends of the 64-bit range
+    (True, 1, 2, 3), (1.5, 1, 2, 3), ("a", 1, 2, 3), (1, None, 2, 3),
+])
+def test_a_key_of_four_ints_is_its_parts_bytes(key: Any) -> None:
+    """Four ints take a packed path: the bytes are those of the parts one by one."""
+    assert encode_key(key) == b"".join(encode_key(p) for p in key)
+    assert decode_key(encode_key(key)) == key
+
+
+def test_a_four_int_key_beyond_64_bits_is_refused_as_a_part_is() -> None:
+    with pytest.raises(OverflowError):
+        encode_key((2 ** 63, 0, 0, 0))
+    with pytest.raises(OverflowError):
+        encode_key(2 ** 63)
+
+
 def test_keys_sort_as_their_values() -> None:
     ints = [-(2 ** 63), -5, -1, 0, 1, 7, 2 ** 63 - 1]
     assert sorted(ints, key=encode_key) == ints
