@@ -31,6 +31,7 @@ from __future__ import annotations
 import heapq
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -118,38 +119,59 @@ HeldKey = tuple[int, int, int, int]
 """(event time, kepl.seq or -1, upstream index, offset): the release order."""
 
 
+def _held_key(item: tuple[HeldKey, str, Any]) -> HeldKey:
+    return item[0]
+
+
 class HeldEvents:
     """Events waiting for a watermark at or past their time: entries of a state
-    namespace (committed with the partition), mirrored in a heap in release order.
+    namespace (committed with the partition), mirrored in memory in release order.
 
     An event is written to the namespace at the checkpoint that finds it still held
     (``persist``, from the partition's seal), not when it arrives: one released before
-    that costs the state nothing, where a put and a delete each encoded its key."""
+    that costs the state nothing, where a put and a delete each encoded its key.
+
+    In memory, events that come in release order (a producer's timestamps rarely go
+    back) queue in ``run``, a FIFO; one that comes before the run's last goes into
+    ``heap``; ``due`` takes from the front of either, whichever is first."""
 
     def __init__(self, ns: Any) -> None:
         self.ns = ns
+        self.run: deque[tuple[HeldKey, str, Any]] = deque(sorted(
+            ((tuple(key), value[0], value[1])  # type: ignore[misc]
+             for key, value in ns.items()), key=_held_key))
         self.heap: list[tuple[HeldKey, str, Any]] = []
-        for key, value in ns.items():
-            self.heap.append((tuple(key), value[0], value[1]))  # type: ignore[arg-type]
-        heapq.heapify(self.heap)
         self.fresh: dict[HeldKey, tuple[str, Any]] = {}
         """Held events added since the last ``persist``: not in the namespace yet."""
 
     def __len__(self) -> int:
-        return len(self.heap)
+        return len(self.run) + len(self.heap)
 
     def add(self, key: HeldKey, type_name: str, payload: Any) -> None:
         self.fresh[key] = (type_name, payload)
-        heapq.heappush(self.heap, (key, type_name, payload))
+        run = self.run
+        if not run or key > run[-1][0]:
+            run.append((key, type_name, payload))
+        else:
+            heapq.heappush(self.heap, (key, type_name, payload))
 
     def due(self, t: int) -> Iterator[tuple[HeldKey, str, Any]]:
         """``(key, type, event)`` of every held event with time <= ``t``, in order."""
-        heap, fresh = self.heap, self.fresh
-        while heap and heap[0][0][0] <= t:
-            key, type_name, payload = heapq.heappop(heap)
-            if fresh.pop(key, None) is None:
-                self.ns.delete(key)
-            yield key, type_name, payload
+        run, heap, fresh = self.run, self.heap, self.fresh
+        while True:
+            if run and (not heap or run[0][0] < heap[0][0]):
+                if run[0][0][0] > t:
+                    return
+                item = run.popleft()
+            elif heap:
+                if heap[0][0][0] > t:
+                    return
+                item = heapq.heappop(heap)
+            else:
+                return
+            if fresh.pop(item[0], None) is None:
+                self.ns.delete(item[0])
+            yield item
 
     def persist(self) -> None:
         """Write the events added since the last call and still held into the

@@ -164,6 +164,34 @@ def test_held_events_come_out_in_time_order_and_are_state() -> None:
     assert [(k, e) for k, _, e in again.due(9999)] == [((3000, 2, 0, 7), {"a": 3})]
 
 
+def test_held_events_in_and_out_of_order_come_out_as_one_sorted_stream() -> None:
+    """Keys that come in order queue in a run, earlier ones in a heap: ``due`` merges
+    the two, across checkpoints and a rebuild from the state, as one sort would."""
+    rnd = random.Random(11)
+    ns = MemoryStore().namespace("kepl", "held")
+    held = HeldEvents(ns)
+    want: list[tuple[int, int, int, int]] = []
+    got: list[tuple[int, int, int, int]] = []
+    t = released = 0
+    for i in range(3000):
+        # mostly in order, now and then up to 400 ms back, from one of two upstreams
+        t += rnd.randrange(5)
+        key = (max(released + 1, t - (rnd.randrange(400) if rnd.random() < 0.2 else 0)),
+               rnd.randrange(3) - 1, rnd.randrange(2), i)
+        held.add(key, "W", {"i": i})
+        want.append(key)
+        if i % 97 == 0:
+            held.persist()
+        if i % 250 == 249:
+            released = t - 300
+            got += [k for k, _, _ in held.due(released)]
+        if i % 1000 == 999:
+            held.persist()
+            held = HeldEvents(ns)  # a restart: rebuilt from the state
+    got += [k for k, _, _ in held.due(10 ** 12)]
+    assert got == sorted(want) and len(held) == 0
+
+
 def test_held_events_reach_the_state_at_the_checkpoint_that_finds_them_held() -> None:
     inner = MemoryStore().namespace("kepl", "held")
     writes: list[tuple[str, tuple]] = []
