@@ -565,8 +565,11 @@ class EnginePartition:
         try:
             try:
                 if (len(self.upstreams) == 1 and self.first_use is None
-                        and self.held is None and not self.poison):
-                    self._run_one_upstream(records)
+                        and not self.poison):
+                    if self.held is None:
+                        self._run_one_upstream(records)
+                    else:
+                        self._hold_one_upstream(records)
                 elif len(self.upstreams) > 1:
                     self._queue(records)
                 else:
@@ -610,6 +613,37 @@ class EnginePartition:
                 self._flush()
             self._pending_type = r.type_name
             pending.append(r.payload)
+        if last != start:
+            received[up] = applied[up] = last
+
+    def _hold_one_upstream(self, records: list[InRecord]) -> None:
+        """``_handle`` of each record, for an event-time partition of one upstream (no
+        bucket numbering, nothing poisoned): an event not behind the engine's time joins
+        the held events in place; anything else (a barrier, a late event) takes
+        ``_handle``."""
+        assert self.engine is not None and self.held is not None
+        up = self.upstreams[0]
+        received, applied = self.received, self.applied
+        start = last = received.get(up, -1)
+        et = self.group.event_time
+        assert et is not None
+        engine, add, time_of = self.engine, self.held.add, et.time_of
+        for r in records:
+            if r.kind == "event" and r.upstream == up:
+                off = r.offset
+                if off <= last:
+                    continue
+                t = time_of(r.type_name, r.payload, r.ts)
+                if t >= engine.now_ms:
+                    last = off
+                    self.touched = True
+                    add((t, -1 if r.seq is None else r.seq, 0, off), r.type_name,
+                        r.payload)
+                    continue
+            if last != start:
+                received[up] = applied[up] = last
+            self._handle(r)
+            start = last = received.get(up, -1)
         if last != start:
             received[up] = applied[up] = last
 
