@@ -781,6 +781,8 @@ class EnginePartition:
             if self.first_use is None and self.held is None and not self.poison \
                     and not self._exact:
                 self._pend(merged)
+            elif self.first_use is None and self.held is not None and not self.poison:
+                self._hold_merged(merged)
             else:
                 applied = self.applied
                 for r in merged:
@@ -811,6 +813,25 @@ class EnginePartition:
                 self._flush()
             self._pending_type = r.type_name
             pending.append(r.payload)
+
+    def _hold_merged(self, merged: list[InRecord]) -> None:
+        """``_event`` of each of an epoch's merged records in an event-time partition
+        where nothing is numbered or poisoned: an event not behind the engine's time
+        joins the held events in place; anything else takes ``_event``."""
+        assert self.engine is not None and self.held is not None
+        et = self.group.event_time
+        assert et is not None
+        applied, up_index = self.applied, self.up_index
+        engine, add, time_of = self.engine, self.held.add, et.time_of
+        for r in merged:
+            applied[r.upstream] = r.offset
+            if r.kind == "event":
+                t = time_of(r.type_name, r.payload, r.ts)
+                if t >= engine.now_ms:
+                    add((t, -1 if r.seq is None else r.seq, up_index.get(r.upstream, 0),
+                         r.offset), r.type_name, r.payload)
+                    continue
+            self._event(r)
 
     def _first_uses(self, heads: list[list[InRecord]]) -> list[int]:
         """Buckets in the order of their first use in an epoch of several upstreams.

@@ -5,6 +5,7 @@ event is sent on its own."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -128,10 +129,10 @@ def held_rows(part: EnginePartition) -> list[tuple]:
 
 
 def run_held(tmp: Path, records: list[InRecord], batch: int, late: str | None = None,
-             one_by_one: bool = False) -> EnginePartition:
-    """``one_by_one``: every record through ``_handle`` (what the partition does while
-    a record of the checkpoint is poisoned), not the run of one upstream's records."""
-    part = EnginePartition(held_group(late), 0, tmp, [UP], "changelog", None)
+             one_by_one: bool = False, ups: list[str] | None = None) -> EnginePartition:
+    """``one_by_one``: every record through ``_handle`` and ``_event`` (what the
+    partition does while a record of the checkpoint is poisoned), not in runs."""
+    part = EnginePartition(held_group(late), 0, tmp, ups or [UP], "changelog", None)
     part.restore(TruncLog())
     if one_by_one:
         part.poison.add(("elsewhere", -1))
@@ -140,17 +141,33 @@ def run_held(tmp: Path, records: list[InRecord], batch: int, late: str | None = 
     return part
 
 
+def spread(records: list[InRecord], ups: list[str], rnd: Any) -> list[InRecord]:
+    """The records over ``ups`` (each its own offsets): an event on one of them, a
+    barrier on each (an epoch ends when every upstream closed it)."""
+    offsets = dict.fromkeys(ups, 0)
+    out: list[InRecord] = []
+    for r in records:
+        for up in ([rnd.choice(ups)] if r.kind == "event" else ups):
+            out.append(r._replace(upstream=up, via=up, offset=offsets[up],
+                                  via_offset=offsets[up]))
+            offsets[up] += 1
+    return out
+
+
+@pytest.mark.parametrize("upstreams", [1, 2])
 @pytest.mark.parametrize("late", ["process", "dead-letter"])
-def test_held_records_of_one_upstream_in_a_run_as_one_at_a_time(tmp_path: Path,
-                                                                 late: str) -> None:
-    """The run of one upstream's records holds events as ``_handle`` does: late events
-    (behind a watermark) and records read again included (no event fails: a poisoned
-    record sends the rest of the checkpoint through ``_handle`` anyway)."""
+def test_held_records_in_a_run_as_one_at_a_time(tmp_path: Path, late: str,
+                                                 upstreams: int) -> None:
+    """The records of one upstream, or an epoch merged from several, are held as
+    ``_handle`` holds each: late events (behind a watermark) and records read again
+    included (no event fails: a poisoned record sends the rest of the checkpoint
+    through ``_handle`` anyway)."""
     import random
 
     rnd = random.Random(5)
-    records = held_records(seed=3)
-    again = [r for r in records if rnd.random() < 0.05]  # read again after a rewind
+    ups = [UP, "src:1"][:upstreams]
+    records = spread(held_records(seed=3), ups, rnd)
+    again = [r for r in records if r.kind == "event" and rnd.random() < 0.05]
     mixed: list[InRecord] = []
     for r in records:
         if r.kind == "event":
@@ -158,10 +175,10 @@ def test_held_records_of_one_upstream_in_a_run_as_one_at_a_time(tmp_path: Path,
             r = r._replace(payload={**r.payload, "at": at,  # up to 2 s behind: late
                                     "amount": abs(r.payload["amount"])})
         mixed.append(r)
-        if again and rnd.random() < 0.05:
+        if again and rnd.random() < 0.05:  # read again after a rewind
             mixed.append(again.pop(0))
-    run = run_held(tmp_path / "run", mixed, 40, late)
-    each = run_held(tmp_path / "each", mixed, 40, late, one_by_one=True)
+    run = run_held(tmp_path / "run", mixed, 40, late, ups=ups)
+    each = run_held(tmp_path / "each", mixed, 40, late, ups=ups, one_by_one=True)
     assert run.late == each.late > 10
     assert held_rows(run) == held_rows(each) and len(held_rows(run)) > 200
     assert [(d.record.offset, d.reason) for d in run.dead] == \
