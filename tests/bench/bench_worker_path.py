@@ -64,6 +64,11 @@ JOBS: dict[str, dict[str, Any]] = {
     "keyed source, event time": {"statements": [KEYED, KEYED_SELECT],
                                  "context_partitions": {"ByAccount": "source"},
                                  "event_time": {}},
+    "#time output every, event time": {
+        "statements": ["select account, count(*) as cnt, sum(amount) as total "
+                       "from Withdrawal#time(10 sec) group by account "
+                       "output last every 1 sec"],
+        "event_time": {}},
 }
 """A job with ``event_time`` takes each event's time from its record timestamp and each
 watermark just behind the newest of them: an engine partition holds its events until the
