@@ -621,24 +621,17 @@ class EnginePartition:
         bucket numbering, nothing poisoned): an event not behind the engine's time joins
         the held events in place; anything else (a barrier, a late event) takes
         ``_handle``."""
-        assert self.engine is not None and self.held is not None
         up = self.upstreams[0]
         received, applied = self.received, self.applied
         start = last = received.get(up, -1)
-        et = self.group.event_time
-        assert et is not None
-        engine, add, time_of = self.engine, self.held.add, et.time_of
+        hold = self._hold
         for r in records:
             if r.kind == "event" and r.upstream == up:
-                off = r.offset
-                if off <= last:
+                if r.offset <= last:
                     continue
-                t = time_of(r.type_name, r.payload, r.ts)
-                if t >= engine.now_ms:
-                    last = off
+                if hold(r, 0):
+                    last = r.offset
                     self.touched = True
-                    add((t, -1 if r.seq is None else r.seq, 0, off), r.type_name,
-                        r.payload)
                     continue
             if last != start:
                 received[up] = applied[up] = last
@@ -818,20 +811,11 @@ class EnginePartition:
         """``_event`` of each of an epoch's merged records in an event-time partition
         where nothing is numbered or poisoned: an event not behind the engine's time
         joins the held events in place; anything else takes ``_event``."""
-        assert self.engine is not None and self.held is not None
-        et = self.group.event_time
-        assert et is not None
-        applied, up_index = self.applied, self.up_index
-        engine, add, time_of = self.engine, self.held.add, et.time_of
+        applied, up_index, hold = self.applied, self.up_index, self._hold
         for r in merged:
             applied[r.upstream] = r.offset
-            if r.kind == "event":
-                t = time_of(r.type_name, r.payload, r.ts)
-                if t >= engine.now_ms:
-                    add((t, -1 if r.seq is None else r.seq, up_index.get(r.upstream, 0),
-                         r.offset), r.type_name, r.payload)
-                    continue
-            self._event(r)
+            if r.kind != "event" or not hold(r, up_index.get(r.upstream, 0)):
+                self._event(r)
 
     def _first_uses(self, heads: list[list[InRecord]]) -> list[int]:
         """Buckets in the order of their first use in an epoch of several upstreams.
@@ -901,18 +885,26 @@ class EnginePartition:
         except Exception as e:  # noqa: BLE001 - a statement failing on one event
             raise _Fault(r, f"engine error: {type(e).__name__}: {e}") from e
 
+    def _hold(self, r: InRecord, ui: int) -> bool:
+        """Hold an event (of upstream index ``ui``) until a watermark reaches its time;
+        False when it is late, behind the engine's time (its caller says what then)."""
+        engine, held, et = self.engine, self.held, self.group.event_time
+        assert engine is not None and held is not None and et is not None
+        t = et.time_of(r.type_name, r.payload, r.ts)
+        if t < engine.now_ms:
+            return False
+        held.add((t, -1 if r.seq is None else r.seq, ui, r.offset), r.type_name, r.payload)
+        return True
+
     def _event_time(self, r: InRecord) -> bool:
         """Event time (``eventtime``): hold the event until a watermark reaches its time;
         a late one is run now or dead-lettered.  True when it must not run now."""
-        assert self.engine is not None and self.held is not None
+        if self._hold(r, self.up_index.get(r.upstream, 0)):
+            return True
+        assert self.engine is not None
         et = self.group.event_time
         t = et.time_of(r.type_name, r.payload, r.ts)
         now = self.engine.now_ms
-        if t >= now:
-            ui = self.up_index.get(r.upstream, 0)
-            self.held.add((t, -1 if r.seq is None else r.seq, ui, r.offset), r.type_name,
-                          r.payload)
-            return True
         self.late += 1
         LATE[et.late] += 1
         if et.late == "dead-letter":
