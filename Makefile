@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 KEPL   := $(VENV)/bin/kepl
 
-.PHONY: demo test install bytecode lint bench bench-kafka bench-keys bench-formats bench-barrier bench-startup nexmark nexmark-kafka soak chaos chaos-cluster spark-cluster test-cluster scenarios oracle oracle-generated broker-start broker-stop clean chart-test image compile compile-clean
+.PHONY: demo test install bytecode lint bench bench-kafka bench-keys bench-formats bench-barrier bench-txn bench-startup nexmark nexmark-kafka soak chaos chaos-cluster spark-cluster test-cluster scenarios oracle oracle-generated broker-start broker-stop clean chart-test image compile compile-clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -80,6 +80,11 @@ nexmark-kafka: install
 # A watermark's round trip (publish -> progress visible -> rows read) per statement kind.
 bench-barrier: install
 	$(PY) tests/bench/bench_barrier.py
+
+# Back-to-back transactions as checkpoints run them, librdkafka's default retry backoff
+# against the worker's (ms per transaction; a retried CONCURRENT_TRANSACTIONS shows as 100+).
+bench-txn: install
+	$(PY) -m tests.bench.bench_txn_backoff
 
 bench-startup: install
 	$(PY) tests/bench/bench_cli_startup.py

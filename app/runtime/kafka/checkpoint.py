@@ -94,6 +94,11 @@ def producer_config(bootstrap: str, transactional_id: str | None) -> dict[str, A
         "queue.buffering.max.kbytes": 1_048_576,
         "message.max.bytes": 64 * 1024 * 1024,
         "compression.type": "none",
+        # a transaction begun right after the last one committed finds its coordinator
+        # still writing the markers (CONCURRENT_TRANSACTIONS): the retry comes after this
+        # backoff, doubling up to retry.backoff.max.ms (the Java client waits 20 ms
+        # there, KAFKA-5477; librdkafka's 100 ms default stalled one checkpoint in ten)
+        "retry.backoff.ms": 10,
         "log_level": 3,
         "logger": KAFKA_LOG,
         # one line per broker lost and back (brokers.py), not one per failed connection

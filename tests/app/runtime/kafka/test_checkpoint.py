@@ -255,3 +255,21 @@ def test_a_crash_seam_names_a_point_and_a_count() -> None:
     with pytest.raises(ValueError, match="crash point must be POINT:N"):
         CrashSeam("somewhere:1")
     assert "mid_snapshot" in POINTS
+
+
+def test_the_worker_producer_retries_a_concurrent_transaction_soon_unless_the_user_says(
+) -> None:
+    # a transaction begun right after the last commit is retried after retry.backoff.ms
+    # (bench_txn_backoff: librdkafka's 100 ms put one back-to-back transaction in six
+    # over 90 ms); the statement file's kafka section still decides
+    from app.runtime.kafka import client
+    from app.runtime.kafka.checkpoint import producer_config
+
+    try:
+        client.configure(None)
+        assert client.conf(producer_config("b:9092", "t"))["retry.backoff.ms"] == 10
+        assert producer_config("b:9092", None)["retry.backoff.ms"] == 10
+        client.configure({"retry.backoff.ms": 250})
+        assert client.conf(producer_config("b:9092", "t"))["retry.backoff.ms"] == "250"
+    finally:
+        client.configure(None)
