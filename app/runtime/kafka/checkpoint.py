@@ -182,6 +182,15 @@ class _Producer:
                 except BufferError:
                     continue
 
+    def sender(self) -> tuple[Callable[..., None], OnDelivery | None]:
+        """The client's own produce and the delivery callback ``produce`` gives a record
+        without one, the transaction begun: a run of rows is sent without a call through
+        ``produce`` each.  It raises BufferError on a full queue; the caller sends that
+        record again with ``produce``, which waits for room."""
+        if not self.open:
+            self.begin()
+        return self._produce, self._default_cb
+
     def begin(self) -> None:
         self.open = True
 

@@ -64,6 +64,8 @@ class RowWriter:
             return
         p = part.partition
         produce = self.out.produce
+        sender = getattr(self.out, "sender", None)
+        send, cb = sender() if sender is not None else (None, None)
         dumps, non_finite = _dumps, codec._non_finite
         counts: dict[str, int] = {}
         last: Any = None
@@ -101,7 +103,13 @@ class RowWriter:
                 headers.append(_REMOVE)
             if nonfinite is not None:
                 headers.append((H_NONFINITE, nonfinite))
-            produce(topic, data, q, headers, key)
+            if send is None:
+                produce(topic, data, q, headers, key)
+                continue
+            try:
+                send(topic, data, key, q, cb, headers=headers)
+            except BufferError:
+                produce(topic, data, q, headers, key)
         total = self.counts
         for stmt, n in counts.items():
             total[stmt] = total.get(stmt, 0) + n

@@ -68,3 +68,43 @@ def test_a_partitions_rows_are_the_records_of_each_row() -> None:
     assert by_part.records[1][1] == b'{"k":"y","n":1,"s":"NaN"}'
     assert by_part.records[1][3][-1] == ("kepl.nonfinite", b'["s"]')
     assert by_part.records[5][1] == b'{"k":"x","n":1180591620717411303424,"s":null}'
+
+
+@dataclass
+class Client(Produced):
+    """A producer offering the client's own produce (``sender``), its queue full on the
+    records numbered in ``full`` (BufferError, as confluent-kafka raises)."""
+
+    full: set[int] = field(default_factory=set)
+    opened: int = 0
+    sent: list[tuple[str, bytes, int, list[tuple[str, bytes]], bytes | None]] = field(
+        default_factory=list)
+
+    def sender(self) -> tuple[Any, Any]:
+        self.opened += 1
+        return self.send, "callback"
+
+    def send(self, topic: str, value: bytes, key: bytes | None, partition: int,
+             on_delivery: Any, headers: Any = None) -> None:
+        assert on_delivery == "callback"
+        if len(self.sent) + len(self.records) in self.full:
+            self.full.discard(len(self.sent) + len(self.records))
+            raise BufferError("Local: Queue full")
+        self.sent.append((topic, value, partition, list(headers or []), key))
+
+
+def test_rows_go_through_the_clients_own_produce_and_a_full_queue_through_produce(
+) -> None:
+    rows = [OutRow("a", "insert", f"k{i % 3}", 1000, i, {"k": f"k{i % 3}", "n": i, "s": 1.5})
+            for i in range(1, 7)]
+    plain, by_produce = writer()
+    plain.of_partition(Part(1, rows))  # type: ignore[arg-type]
+    out = Client(full={2, 5})
+    fast = RowWriter(out, CONFIG, Topology.plan(CONFIG))  # type: ignore[arg-type]
+    fast.of_partition(Part(1, rows))  # type: ignore[arg-type]
+    assert out.opened == 1
+    # the rows the queue refused went through produce (which waits for room), in place
+    assert [r[3][0] for r in out.records] == [("kepl.id", b"a/k0/3"), ("kepl.id", b"a/k0/6")]
+    merged = out.sent[:2] + out.records[:1] + out.sent[2:4] + out.records[1:]
+    assert merged == by_produce.records
+    assert fast.counts == plain.counts == {"a": 6}
