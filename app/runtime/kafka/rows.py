@@ -9,6 +9,8 @@ costs about as much as the rest of the record's produce call.
 
 from __future__ import annotations
 
+from collections import Counter
+from operator import itemgetter
 from typing import Any
 
 from orjson import dumps as _dumps
@@ -21,6 +23,7 @@ from app.runtime.kafka.router import H_ID, H_NONFINITE, H_STREAM, H_TIME
 from app.runtime.kafka.topology import Topology
 
 _REMOVE = (H_STREAM, b"remove")
+_STATEMENT = itemgetter(0)
 
 
 class RowWriter:
@@ -67,7 +70,6 @@ class RowWriter:
         sender = getattr(self.out, "sender", None)
         send, cb = sender() if sender is not None else (None, None)
         dumps, non_finite = _dumps, codec._non_finite
-        counts: dict[str, int] = {}
         last: Any = None
         topic = enc = None
         q = 0
@@ -79,7 +81,6 @@ class RowWriter:
                 topic, parts, stmtb = self.meta[stmt]
                 enc = self.encoders.get(topic)
                 q = p % parts
-            counts[stmt] = counts.get(stmt, 0) + 1
             if c is not None:
                 id_prefix, key = c.id_prefix, c.record_key
             else:
@@ -111,5 +112,5 @@ class RowWriter:
             except BufferError:
                 produce(topic, data, q, headers, key)
         total = self.counts
-        for stmt, n in counts.items():
+        for stmt, n in Counter(map(_STATEMENT, outputs)).items():
             total[stmt] = total.get(stmt, 0) + n
