@@ -198,9 +198,9 @@ class Group:
         reads it and finds its partition in one call; a hash context asks its spec."""
         if type_name not in self.types or self.mr_keys is not None:
             return partial(self.partition_of, type_name)
-        hashed, keyed, ctx = self.hash_spec, self.keyed_spec, self._ctx
+        hashed, keyed = self.hash_spec, self.keyed_spec
         if hashed is not None:
-            return lambda event: hashed.partition_of(type_name, event, ctx)
+            return self._hash_fn(type_name)
         keys: tuple[Any, ...] = ()
         if keyed is not None:
             item = next((it for it in keyed.items if it.type_name == type_name), None)
@@ -222,6 +222,33 @@ class Group:
             q = cache.get(text)
             return new_route(text) if q is None else q
         return one_property
+
+    def _hash_fn(self, type_name: str) -> Callable[[Row], int | None]:
+        """A hash context's ``partition_of`` for events of one type; where one unfiltered
+        built-in hash of a property decides, the bucket of each string value is
+        remembered (bounded by ``ROUTE_CACHE``), as a keyed context's route is."""
+        hashed, ctx = self.hash_spec, self._ctx
+        assert hashed is not None
+        items = [it for it in hashed.items if it.type_name == type_name]
+        prop = (getattr(items[0].expr, "property_name", None)
+                if len(items) == 1 and items[0].filter is None and not items[0].user
+                else None)
+        if prop is None:
+            return lambda event: hashed.partition_of(type_name, event, ctx)
+        buckets: dict[str, int | None] = {}
+        of = hashed.partition_of
+
+        def by_property(event: Row) -> int | None:
+            v = event.get(prop)
+            if type(v) is not str:
+                return of(type_name, event, ctx)
+            b = buckets.get(v, -1)
+            if b == -1:
+                if len(buckets) >= ROUTE_CACHE:
+                    buckets.clear()
+                b = buckets[v] = of(type_name, event, ctx)
+            return b
+        return by_property
 
     def _new_route(self, text: str) -> int:
         """Partition of a key text not in the cache: ``crc32(text) mod N``, cached."""

@@ -135,6 +135,23 @@ def test_hash_context_group_and_its_tables() -> None:
         zlib.crc32(b"alice") % 16
 
 
+def test_a_hash_contexts_route_of_one_property_is_its_partition_of_for_every_value(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.runtime.kafka import topology
+
+    monkeypatch.setattr(topology, "ROUTE_CACHE", 5)  # the cache fills and starts again
+    hashed = "create context H coalesce by consistent_hash_crc32(custId) from T1 granularity 16"
+    for ctx in (hashed, hashed.replace("from T1", "from T1(v > 0)")):
+        g = plan([ctx, "context H select count(*) as n from T1"]).groups["H"]
+        fn = g.partition_fn("T1")
+        values: list[Any] = [f"c{i % 13}" for i in range(40)] + [None, 7, 7.5, "", "é"]
+        events = [{"custId": v, "v": i % 3} for i, v in enumerate(values * 2)]
+        assert [fn(e) for e in events] == [g.partition_of("T1", e) for e in events]
+        assert fn({"custId": "alice", "v": 1}) == zlib.crc32(b"alice") % 16
+    # with the filter, an event it drops has no partition, whatever its value did before
+    assert fn({"custId": "c1", "v": 0}) is None and fn({"custId": "c1", "v": 1}) is not None
+
+
 @pytest.mark.parametrize(("statements", "parts", "message"), [
     ([KEYED], {"D": 2}, "context_partitions: no context named 'D'"),
     (["create context H coalesce by consistent_hash_crc32(custId) from T1 granularity 4"],
