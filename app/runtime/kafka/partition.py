@@ -63,6 +63,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from itertools import chain
+from operator import itemgetter
 from pathlib import Path
 from time import perf_counter
 from typing import Any, NamedTuple, Protocol
@@ -304,6 +305,10 @@ class _BatchFailed(Exception):
     records since the commit again one at a time."""
 
 
+_TS = itemgetter(4)
+"""An ``InRecord``'s ``ts``."""
+
+
 def merge_epoch(heads: list[list[InRecord]]) -> list[InRecord]:
     """An epoch's records, one list per upstream, in their deterministic order: one
     upstream's records keep their order; across upstreams the next is the one of least
@@ -313,6 +318,16 @@ def merge_epoch(heads: list[list[InRecord]]) -> list[InRecord]:
     filled = [ui for ui, events in enumerate(heads) if events]
     if len(filled) == 1:
         return heads[filled[0]]
+    if all(r[5] is None for ui in filled for r in heads[ui]):  # no kepl.seq
+        for ui in filled:
+            ts = [r[4] for r in heads[ui]]
+            if ts != sorted(ts):
+                break
+        else:
+            # each upstream's timestamps rise: a stable sort by timestamp of the
+            # upstreams' records one after another leaves ties in upstream order and,
+            # within one upstream, in arrival order, as the merge does
+            return sorted([r for ui in filled for r in heads[ui]], key=_TS)
     # merge keys are unique (upstream, offset): records are never compared
     keyed = [[((r.ts, -1 if r.seq is None else r.seq, ui, r.offset), r) for r in heads[ui]]
              for ui in filled]
