@@ -307,6 +307,8 @@ class _BatchFailed(Exception):
 
 _TS = itemgetter(4)
 """An ``InRecord``'s ``ts``."""
+_KIND_TYPE, _PAYLOAD = itemgetter(0, 3), itemgetter(6)
+_UPSTREAM, _OFFSET = itemgetter(1), itemgetter(2)
 
 
 def merge_epoch(heads: list[list[InRecord]]) -> list[InRecord]:
@@ -812,6 +814,18 @@ class EnginePartition:
         held or poisoned and events go to the engine in runs of one type: the events
         join the pending run in place, a touch takes ``_event``."""
         applied, pending = self.applied, self._pending
+        one = set(map(_KIND_TYPE, merged))
+        if len(one) == 1:
+            kind, type_name = one.pop()
+            if kind == "event":
+                # events of one type, the common epoch: each upstream's last offset and
+                # the payloads in one pass each
+                if pending and self._pending_type != type_name:
+                    self._flush()
+                self._pending_type = type_name
+                pending.extend(map(_PAYLOAD, merged))
+                applied.update(zip(map(_UPSTREAM, merged), map(_OFFSET, merged)))
+                return
         for r in merged:
             applied[r.upstream] = r.offset
             if r.kind != "event":

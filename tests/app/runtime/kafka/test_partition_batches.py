@@ -219,3 +219,55 @@ def test_held_events_of_one_time_go_as_a_batch_with_the_rows_of_one_at_a_time(
     assert part.store.batch_writes() == exact.store.batch_writes()
     part.close()
     exact.close()
+
+
+def merged_group() -> Group:
+    config = AppConfig.from_dict({
+        "app": "merged",
+        "schemas": {"W": {"account": "string", "amount": "double", "at": "long"},
+                    "V": {"account": "string"}},
+        "statements": [
+            {"name": "ctx", "epl": "create context ByAccount partition by account from W"},
+            *({"name": n, "epl": e} for n, e in HELD_STATEMENTS.items()
+              if n not in ("keyed", "pattern")),
+            {"name": "v", "epl": "select irstream account from V#length(2)"}]},
+        HERE)
+    return Topology.plan(config).groups["main"]
+
+
+def test_an_epochs_events_of_one_type_join_the_run_as_one_at_a_time(tmp_path: Path
+                                                                     ) -> None:
+    """An epoch merged from two upstreams, its records all events of one type, joins the
+    pending run in one step; an epoch with another type or a touch goes record by
+    record.  Both give the rows, the applied offsets and the state writes of
+    ``_event`` for each record."""
+    import random
+
+    rnd = random.Random(11)
+    ups = [UP, "src:1"]
+    records = [r for r in held_records(seed=4) if r.kind == "barrier"
+               or r.payload["amount"] >= 0]
+    for i in range(len(records) - 1, 0, -1):  # a V now and then: a mixed epoch
+        if records[i].kind == "event" and rnd.random() < 0.02:
+            records.insert(i, records[i]._replace(type_name="V", payload={"account": "v"}))
+    records = spread(records, ups, rnd)
+
+    def run(name: str, one_by_one: bool) -> EnginePartition:
+        part = EnginePartition(merged_group(), 0, tmp_path / name, ups, "changelog", None)
+        part.restore(TruncLog())
+        if one_by_one:
+            part.poison.add(("elsewhere", -1))
+        for i in range(0, len(records), 40):
+            part.run(records[i:i + 40])
+        return part
+
+    fast, each = run("fast", False), run("each", True)
+    assert held_rows(fast) == held_rows(each)
+    assert {r[0] for r in held_rows(fast)} == {"window", "batch", "every", "v"}
+    assert fast.applied == each.applied == {UP: max(r.offset for r in records
+                                                     if r.upstream == UP),
+                                            "src:1": max(r.offset for r in records
+                                                         if r.upstream == "src:1")}
+    assert fast.store.batch_writes() == each.store.batch_writes()
+    fast.close()
+    each.close()
