@@ -97,7 +97,7 @@ def producer_config(bootstrap: str, transactional_id: str | None) -> dict[str, A
         # a transaction begun right after the last one committed finds its coordinator
         # still writing the markers (CONCURRENT_TRANSACTIONS): the retry comes after this
         # backoff, doubling up to retry.backoff.max.ms (the Java client waits 20 ms
-        # there, KAFKA-5477; librdkafka's 100 ms default stalled one checkpoint in ten)
+        # there, KAFKA-5477; with librdkafka's 100 ms, `make bench-txn`)
         "retry.backoff.ms": 10,
         "log_level": 3,
         "logger": KAFKA_LOG,
