@@ -92,10 +92,14 @@ _FIXED_PROPS = (KeyedManager, HashManager, CategoryManager)
 """Context managers whose partition properties do not depend on when they are asked."""
 
 
+BUCKET_CACHE = 65_536
+"""Bound of the string values whose hash bucket ``_hash_bucket`` remembers."""
+
+
 def _hash_bucket(manager: Any, type_name: str) -> Callable[[Row], int | None] | None:
     """The bucket of an event of ``type_name`` in a hash context (``HashSpec.partition_of``
-    for one unfiltered built-in hash of the type, None for a null value), or None where
-    that does not apply."""
+    for one unfiltered built-in hash of the type, None for a null value; a string value's
+    bucket remembered, bounded by ``BUCKET_CACHE``), or None where that does not apply."""
     if type(manager) is not HashManager:
         return None
     items = [i for i in manager.spec.items if i.type_name == type_name]
@@ -108,11 +112,20 @@ def _hash_bucket(manager: Any, type_name: str) -> Callable[[Row], int | None] | 
         return None
     prop = getattr(expr, "property_name", None)
     if prop is not None:
+        buckets: dict[str, int] = {}
+
         def crc32_of_property(e: Row) -> int | None:
             v = e.get(prop)  # expr(e, mctx), inlined: an event property
+            if type(v) is str:
+                b = buckets.get(v)
+                if b is None:
+                    if len(buckets) >= BUCKET_CACHE:
+                        buckets.clear()
+                    b = buckets[v] = crc32(v.encode()) % granularity
+                return b
             if v is None:
                 return None
-            return crc32(v.encode() if type(v) is str else str(v).encode()) % granularity
+            return crc32(str(v).encode()) % granularity
         return crc32_of_property
 
     def crc32_bucket(e: Row) -> int | None:

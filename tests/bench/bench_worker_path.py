@@ -11,7 +11,7 @@ would.  Each step is ``Worker.handle`` of one consume batch followed by a checkp
 
 Run: .venv/bin/python -m tests.bench.bench_worker_path [--events 100000] [--batch 2000]
 [--jobs PREFIXES] [--watermark-every 10000] [--profile] [--repeat 3] [--accounts 1000]
-[--snapshots]
+[--snapshots] [--callers PATTERN]
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from app.runtime.kafka.router import H_CONTROL
 from app.runtime.kafka.topology import Topology
 from tests.app.runtime.kafka.fakes import TruncLog
 
-args_sort = ["tottime", 25]
+args_sort: list[Any] = ["tottime", 25, ""]
 SOURCE_PARTITIONS = 4
 ACCOUNTS = [1000]
 """Distinct keys of the stream (``--accounts``)."""
@@ -338,6 +338,8 @@ def run_job(name: str, job: dict[str, Any], n: int, batch: int, every: int,
             print(f"  calls per event: {calls / events:.1f} ({own / events:.1f} of Python "
                   "functions, the rest built-ins)")
             st.sort_stats(args_sort[0]).print_stats(args_sort[1])
+            if args_sort[2]:
+                st.print_callers(args_sort[2])
         h.worker.close()
 
 
@@ -355,9 +357,11 @@ def main() -> None:
     ap.add_argument("--accounts", type=int, default=ACCOUNTS[0],
                     help="distinct keys (the warm-up gives each its context partition)")
     ap.add_argument("--sort", default="tottime", help="cProfile order (with --profile)")
+    ap.add_argument("--callers", default="",
+                    help="with --profile, the callers of the functions this pattern matches")
     ap.add_argument("--top", type=int, default=25)
     args = ap.parse_args()
-    args_sort[:] = [args.sort, args.top]
+    args_sort[:] = [args.sort, args.top, args.callers]
     ACCOUNTS[0] = args.accounts
     for _ in range(args.repeat):
         for name, job in JOBS.items():

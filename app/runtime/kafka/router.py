@@ -92,6 +92,8 @@ class Routing:
         self._arming = {cfg.repartition_topic(g.name): g for g in routed if g.arms}
         """Repartition topics of split statements whose timed output the first update
         arms -> their group (``arm``)."""
+        self._routers: dict[tuple[str, str], Callable[..., None]] = {}
+        """(topic, type) -> its ``router``, built once: a route's caches outlive a run."""
 
     def type_of(self, topic: str, given: bytes | None) -> str:
         """The event type of a record: its ``kepl.type`` header, or the topic's one type."""
@@ -183,7 +185,14 @@ class Routing:
         ``(bundles, cursor, event, upstream, offset, ts)``, its targets found as it goes
         (an error finding them is raised before anything is appended).  An event of a
         topic read by one group takes one call to find its partition
-        (``Group.partition_fn``) and none to forward, but for a first use or an arming."""
+        (``Group.partition_fn``) and none to forward, but for a first use or an arming.
+        Built once per (topic, type)."""
+        built = self._routers.get((topic, type_name))
+        if built is None:
+            built = self._routers[(topic, type_name)] = self._router(topic, type_name)
+        return built
+
+    def _router(self, topic: str, type_name: str) -> Callable[..., None]:
         routes = self._route_of[topic]
         if len(routes) == 1:
             rt, g = routes[0]

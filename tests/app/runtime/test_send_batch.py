@@ -228,3 +228,14 @@ def test_listeners_replaced_between_batches() -> None:
     engine.send("T", {"k": "a", "v": 3})
     assert [r for _, _, r, _ in first] == [[{"v": 1}]]
     assert second == [("s0", [{"v": 2}]), ("s0", [{"v": 3}])]
+
+
+@pytest.mark.parametrize("name", ["hash context", "hash context, preallocated"])
+def test_a_hash_contexts_remembered_buckets_fill_and_start_again(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Five keys against room for three: the step's bucket cache clears as it goes, and
+    every row is still the general path's."""
+    from app.runtime import engine as engine_module
+
+    monkeypatch.setattr(engine_module, "BUCKET_CACHE", 3)
+    test_send_batch_is_send_for_each_event(name)

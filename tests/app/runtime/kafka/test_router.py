@@ -249,3 +249,25 @@ def test_a_router_of_one_type_bundles_what_forward_bundles() -> None:
             route(by_router, cur2, ev, "t:0", off, 100 + off)
         assert by_router == by_forward
         assert sum(len(v) for v in by_router.values()) >= len(events)
+
+
+def test_a_routers_bucket_cache_lasts_from_one_run_to_the_next(monkeypatch: Any) -> None:
+    from operators.contexts.managers import HashSpec
+
+    cfg = config()
+    routing = Routing(Topology.plan(cfg))
+    asked: list[Any] = []
+    real = HashSpec.partition_of
+
+    def counted(self: HashSpec, type_name: str, event: Any, ctx: Any) -> Any:
+        asked.append(event["k"])
+        return real(self, type_name, event, ctx)
+
+    monkeypatch.setattr(HashSpec, "partition_of", counted)
+    cur, bundles = LaneCursor(), {}
+    for run, keys in enumerate((["E1", "E2", "E1"], ["E2", "E1", "E3"])):
+        route = routing.router("t", "T")  # as each run of a source partition asks for it
+        for off, k in enumerate(keys):
+            route(bundles, cur, {"k": k, "v": 1}, "t:0", run * 10 + off, 0)
+    assert asked == ["E1", "E2", "E3"]
+    assert [k for _, k in kinds_to(bundles, bucket("E1")) if _ == "event"] == ["E1"] * 3
