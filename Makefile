@@ -56,7 +56,7 @@ bench-keys: install
 	$(PY) -m tests.bench.bench_keys --keys $(KEYS)
 
 bench-kafka: install
-	$(PY) tests/bench/bench_kafka.py
+	$(PY) tests/bench/bench_kafka.py --fresh-broker
 
 # Decode and encode cost per event, JSON against Avro, JSON Schema and Protobuf (starts the
 # local schema registry).

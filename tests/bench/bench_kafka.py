@@ -21,10 +21,12 @@ Then, for jobs whose rows do not wait on time, latency at half the measured rate
 carry their send time, a ``read_committed`` reader takes the time a row becomes visible.
 
 Run: .venv/bin/python tests/bench/bench_kafka.py [--events N] [--quick] [--jobs PREFIXES]
-[--workers 1,2] [--no-faust] [--no-latency] [--charts DIR]
+[--workers 1,2] [--no-faust] [--no-latency] [--charts DIR] [--fresh-broker]
 (the tables also as PNG charts, ``bench-kafka-throughput.png`` and
 ``bench-kafka-latency.png`` in docs/img unless ``--charts ''``)
-(``KAFKA_BOOTSTRAP_SERVERS`` when set, else the local broker, started when needed.)
+(``KAFKA_BOOTSTRAP_SERVERS`` when set, else the local broker, started when needed;
+``--fresh-broker``: a local broker of the run's own, with an empty data dir, which ``make
+bench-kafka`` uses: a broker holding thousands of other partitions costs more per event.)
 """
 
 from __future__ import annotations
@@ -95,8 +97,48 @@ def job_prefixes(given: str) -> list[str]:
     return [j for j in (given.split(";") if ";" in given else given.split(",")) if j]
 
 
-def bootstrap() -> str:
-    return os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or local_broker.start().bootstrap
+_OWN_BROKERS: dict[str, Path] = {}
+"""bootstrap -> data dir of a broker this run started for itself (``--fresh-broker``)."""
+
+
+def bootstrap(fresh: bool = False) -> str:
+    """``KAFKA_BOOTSTRAP_SERVERS``; else, with ``fresh``, a local broker of this run's own
+    (a free port pair, an empty data dir, stopped and removed at exit); else the project's
+    local broker, started when needed."""
+    external = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    if external:
+        return external
+    if not fresh:
+        return local_broker.start().bootstrap
+    import atexit
+    import shutil
+
+    data_dir = Path(tempfile.mkdtemp(prefix="kepl-bench-broker-"))
+    info = local_broker.start(port=local_broker.free_port_pair(), data_dir=data_dir,
+                              wait_s=90, die_with_parent=True)
+
+    def gone() -> None:
+        local_broker.stop(data_dir=data_dir, timeout_s=30)
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+    atexit.register(gone)
+    _OWN_BROKERS[info.bootstrap] = data_dir
+    return info.bootstrap
+
+
+CROWDED_PARTITIONS = 200
+"""Partitions of other topics on the broker above which the bench warns: a broker that
+hosts thousands of them spends about twice the CPU per event on the same jobs
+(docs/testing.md, "What the broker holds")."""
+
+
+def hosted(bs: str) -> tuple[int, int]:
+    """Topics and partitions the broker hosts, its internal topics left out."""
+    from confluent_kafka.admin import AdminClient
+
+    md = AdminClient({"bootstrap.servers": bs, "log_level": 3}).list_topics(timeout=30)
+    topics = [t for name, t in md.topics.items() if not name.startswith("__")]
+    return len(topics), sum(len(t.partitions) for t in topics)
 
 
 def cpu_seconds(pid: int | None) -> float:
@@ -115,7 +157,8 @@ def broker_pid(bs: str) -> int | None:
     host, _, port = bs.rpartition(":")
     if host not in ("127.0.0.1", "localhost"):
         return None
-    return local_broker._read_pid(local_broker.default_data_dir(int(port)))
+    data_dir = _OWN_BROKERS.get(bs) or local_broker.default_data_dir(int(port))
+    return local_broker._read_pid(data_dir)
 
 
 QUIET_CORES = 0.15
@@ -502,16 +545,29 @@ def main() -> None:
                     help="latency rates, comma-separated (ev/s; 'half': half the drain rate)")
     ap.add_argument("--charts", default=str(DEFAULT_DIR),
                     help="directory of the PNG charts (default docs/img; '' for none)")
+    ap.add_argument("--fresh-broker", action="store_true",
+                    help="without KAFKA_BOOTSTRAP_SERVERS: a local broker of this run's "
+                         "own, empty, instead of the project's shared one")
     args = ap.parse_args()
     n = args.events
-    bs = bootstrap()
+    bs = bootstrap(args.fresh_broker)
+    topics, partitions = hosted(bs)
     print(f"kepl Kafka data plane: {n:,} events, {PARTITIONS} source partitions, "
-          f"{ACCOUNTS} keys, broker {bs}, {os.cpu_count()} cores\n", flush=True)
+          f"{ACCOUNTS} keys, broker {bs} ({'its own, ' if bs in _OWN_BROKERS else ''}"
+          f"hosting {topics:,} topics, {partitions:,} partitions), "
+          f"{os.cpu_count()} cores", flush=True)
+    if partitions > CROWDED_PARTITIONS:
+        print(f"  note: the broker hosts {partitions:,} partitions of other topics; a "
+              "crowded broker costs more CPU per event and these figures drop with it "
+              "(--fresh-broker runs on one of the bench's own)", flush=True)
+    print(flush=True)
 
     base = f"bench-base-{uuid.uuid4().hex[:8]}"
     # the backlog is stamped near time 0: no time retention, or the broker deletes it
     ensure_topics(bs, {base: (PARTITIONS, {"retention.ms": "-1"})})
     produce_backlog(bs, base, n)
+    if bs in _OWN_BROKERS:
+        raw_rate(bs, base, n)  # a new broker's first reads run before its JIT warmed up
     raw = raw_rate(bs, base, n)
     rows: list[tuple[str, float]] = [("confluent-kafka consume(1000) + JSON + count/sum", raw)]
     print(f"{rows[0][0]:<58} {raw:>9,.0f} ev/s  1.00x raw", flush=True)
