@@ -75,7 +75,7 @@ nexmark: install
 NEXMARK_KAFKA_EVENTS ?= 100000
 NEXMARK_KAFKA_ARGS ?=
 nexmark-kafka: install
-	$(PY) -m tests.bench.nexmark.kafka --events $(NEXMARK_KAFKA_EVENTS) $(NEXMARK_KAFKA_ARGS)
+	$(PY) -m tests.bench.nexmark.kafka --fresh-broker --events $(NEXMARK_KAFKA_EVENTS) $(NEXMARK_KAFKA_ARGS)
 
 # A watermark's round trip (publish -> progress visible -> rows read) per statement kind.
 bench-barrier: install
@@ -94,8 +94,7 @@ bench-startup: install
 # after warm-up grows 10 % or more, or lag passes 10 s of input.
 MINUTES ?= 30
 soak: install
-	$(KEPL) kafka start
-	$(PY) tests/bench/soak.py --minutes $(MINUTES)
+	$(PY) tests/bench/soak.py --fresh-broker --minutes $(MINUTES)
 
 chaos: install
 	$(KEPL) kafka start

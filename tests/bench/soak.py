@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from bench_kafka import ACCOUNTS, JOBS, PARTITIONS, SCHEMAS, Run, bootstrap, event
+from bench_kafka import ACCOUNTS, JOBS, PARTITIONS, SCHEMAS, Run, bootstrap, event, hosted
 from charts import DEFAULT_DIR, _pyplot
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
@@ -322,8 +322,13 @@ def main() -> int:
     ap.add_argument("--drain-events", type=int, default=60_000,
                     help="backlog of the drain-rate measurement")
     ap.add_argument("--png", default=str(DEFAULT_DIR / "soak.png"), help="'' for none")
+    ap.add_argument("--fresh-broker", action="store_true",
+                    help="without KAFKA_BOOTSTRAP_SERVERS: a local broker of this run's "
+                         "own, empty (bench_kafka.py)")
     args = ap.parse_args()
-    bs = bootstrap()
+    bs = bootstrap(args.fresh_broker)
+    topics, partitions = hosted(bs)
+    print(f"broker {bs} hosts {topics:,} topics, {partitions:,} partitions", flush=True)
     seconds = args.minutes * 60
     warmup = max(60.0, 0.1 * seconds)
     print(f"soak: broker {bs}, {os.cpu_count()} cores, load average "
