@@ -108,7 +108,7 @@ class RowWriter:
                 produce(topic, data, q, headers, key)
                 continue
             try:
-                send(topic, data, key, q, cb, headers=headers)
+                send(topic, data, key, q, cb, None, 0, headers)
             except BufferError:
                 produce(topic, data, q, headers, key)
         total = self.counts

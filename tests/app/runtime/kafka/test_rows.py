@@ -84,9 +84,11 @@ class Client(Produced):
         self.opened += 1
         return self.send, "callback"
 
-    def send(self, topic: str, value: bytes, key: bytes | None, partition: int,
-             on_delivery: Any, headers: Any = None) -> None:
-        assert on_delivery == "callback"
+    def send(self, topic: str, value: bytes, key: bytes | None = None, partition: int = -1,
+             callback: Any = None, on_delivery: Any = None, timestamp: int = 0,
+             headers: Any = None) -> None:
+        """confluent-kafka's ``Producer.produce``, its parameters in the client's order."""
+        assert callback == "callback" and on_delivery is None and timestamp == 0
         if len(self.sent) + len(self.records) in self.full:
             self.full.discard(len(self.sent) + len(self.records))
             raise BufferError("Local: Queue full")
