@@ -173,7 +173,7 @@ class _Producer:
         cb = on_delivery or self._default_cb
         try:
             # positional (callback, on_delivery, timestamp 0 = now, headers): the client
-            # parses them in a quarter less time than the headers keyword
+            # parses them in about 15 % fewer instructions than the headers keyword
             self._produce(topic, value, key, partition, cb, None, 0, headers)
         except BufferError:
             while True:
