@@ -438,6 +438,11 @@ class HashSpec:
         return None
 
 
+class WrongBucket(ValueError):
+    """An event reached the engine partition of a bucket other than its own (Kafka mode:
+    a hash context read from source partitions that are not partitioned by its hash)."""
+
+
 class HashManager(Manager):
     """Partition per hash bucket; ids are the buckets when preallocated, else sequential
     in order of first use (reference product behaviour).
@@ -507,6 +512,13 @@ class HashManager(Manager):
         bucket = self.spec.partition_of(type_name, event, self.ctx)
         if bucket is None:
             return []
+        owned = self.spec.owned
+        if owned is not None and bucket != owned:
+            raise WrongBucket(
+                f"hash context '{self.name}': this {type_name} event is in bucket {bucket} "
+                f"but came to the engine partition of bucket {owned}; a source topic read "
+                f"in place must put bucket b in partition b (record key = the hashed value, "
+                f"librdkafka's default partitioner, {self.spec.granularity} partitions)")
         pid = self.ids.get(bucket)
         if pid is None:
             pid = bucket if self.spec.preallocate else len(self.ids)

@@ -62,6 +62,10 @@ SCHEMAS = {"Withdrawal": {"account": "string", "amount": "double", "sent": "long
 KEYED = "create context ByAccount partition by account from Withdrawal"
 HASHED = ("create context ByHash coalesce by consistent_hash_crc32(account) from Withdrawal "
           "granularity 16")
+HASHED_SOURCE = ("create context ByHash coalesce by consistent_hash_crc32(account) from "
+                 f"Withdrawal granularity {PARTITIONS} preallocate")
+"""Read in place: the producer's default partitioner (CRC32 of the account) already puts
+bucket b in source partition b."""
 
 JOBS: dict[str, dict[str, Any]] = {
     "filter": {"statements": ["select * from Withdrawal(amount >= 200)"], "latency": True},
@@ -88,6 +92,10 @@ JOBS: dict[str, dict[str, Any]] = {
         "statements": [HASHED, "context ByHash select account, count(*) as cnt, "
                                "sum(amount) as total from Withdrawal group by account"],
         "latency": False},
+    "hash context (4), source": {
+        "statements": [HASHED_SOURCE, "context ByHash select account, count(*) as cnt, "
+                                      "sum(amount) as total from Withdrawal group by account"],
+        "context_partitions": {"ByHash": "source"}, "latency": False},
 }
 
 

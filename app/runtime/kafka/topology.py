@@ -35,7 +35,10 @@ How a group is fed (the data plane, ``app.runtime.kafka.loop``):
 - *direct*: engine partition p reads partition p of the group's source topics itself,
   with no repartition hop.  ``main`` is direct when each of its source topics has one
   partition; a keyed context is direct when ``context_partitions`` says ``source``
-  (the producers already key the source topics by the context key);
+  (the producers already key the source topics by the context key), and so is a
+  ``preallocate`` hash context whose source topics hold one partition per bucket, record
+  partition = ``crc32(key) mod N`` (librdkafka's default partitioner); an event of another
+  bucket there is dead-lettered (``HashManager.route``);
 - *repartitioned*: the worker's routing stage forwards each event to the group's
   repartition topic (in the same transaction as the source offsets), and the engine
   partitions read that.
@@ -335,10 +338,14 @@ class Topology:
         for p in plans:
             spec = p.context_spec if p.kind == "context" else None
             if isinstance(spec, HashSpec):
-                if spec.name in config.context_partitions:
+                n = config.context_partitions.get(spec.name)
+                if n is not None and n != SOURCE:
                     raise ConfigError(
                         f"context_partitions: '{spec.name}' is a hash context; its "
-                        "granularity sets its partitions")
+                        "granularity sets its partitions (or 'source': its source topics "
+                        "are partitioned by its hash)")
+                if n == SOURCE:
+                    _check_source_hash(config, spec, counts)
                 g = Group(_group_name(spec.name, groups), spec.granularity, hash_spec=spec)
             elif isinstance(spec, KeyedSpec) and spec.name in config.context_partitions:
                 _check_keyed_lifecycle(spec)
@@ -403,8 +410,8 @@ class Topology:
         main = groups[MAIN_GROUP]
         main.direct = all(counts.get(t, 1) == 1 for t in main.topics)
         for g in groups.values():
-            if g.keyed_spec is not None and config.context_partitions.get(
-                    g.keyed_spec.name) == SOURCE:
+            spec = g.keyed_spec or g.hash_spec
+            if spec is not None and config.context_partitions.get(spec.name) == SOURCE:
                 g.direct = True
             if g.mr_statement is not None and config.context_partitions.get(
                     g.mr_statement) == SOURCE:
@@ -544,6 +551,27 @@ def _source_keyed_group(config: AppConfig, spec: KeyedSpec, counts: dict[str, in
                           f"differ in partitions: {listed}; they must be co-partitioned")
     n = next(iter(have.values()), 1)
     return Group(_group_name(spec.name, groups), n, keyed_spec=spec)
+
+
+def _check_source_hash(config: AppConfig, spec: HashSpec, counts: dict[str, int]) -> None:
+    """A hash context read in place (``context_partitions: {H: source}``): partition p of
+    each source topic must hold bucket p, so every topic of its types has exactly
+    ``granularity`` partitions; and ``preallocate``, since numbering buckets by first use
+    needs the routing stage, which alone sees every bucket (Esper ref. 4.2.3)."""
+    if not spec.preallocate:
+        raise ConfigError(
+            f"context_partitions: hash context '{spec.name}' is 'source' but not "
+            "preallocate: its context.id numbers the buckets in order of first use, which "
+            "only the routing stage sees; add preallocate or leave it out of "
+            "context_partitions")
+    topics = sorted({config.topic_of(t) for t in spec.types() if t in config.schemas})
+    wrong = {t: counts.get(t, 1) for t in topics if counts.get(t, 1) != spec.granularity}
+    if wrong:
+        listed = ", ".join(f"{t} ({_partitions(n)})" for t, n in wrong.items())
+        raise ConfigError(
+            f"context_partitions: hash context '{spec.name}' is 'source' but its "
+            f"granularity is {spec.granularity} and {listed}: each source topic must have "
+            "one partition per bucket")
 
 
 def _statement_group(config: AppConfig, plan: StatementPlan, n: int | str,

@@ -6,8 +6,10 @@ from __future__ import annotations
 import zlib
 from dataclasses import replace
 
+import pytest
+
 from operators.base import PartitionCtx
-from operators.contexts.managers import Change, HashItem, HashSpec
+from operators.contexts.managers import Change, HashItem, HashSpec, WrongBucket
 from operators.state import MemoryNamespace
 
 SPEC = HashSpec("H", (HashItem("T", "consistent_hash_crc32", lambda e, c: e["k"]),), 16)
@@ -68,6 +70,24 @@ def test_preallocated_owned_bucket_is_the_id() -> None:
     assert pre.deploy(0) == [Change("start", owned)]
     assert pre.live() == [owned]
     assert pre.route("T", {"k": "carol"}, 0) == [owned]
+
+
+@pytest.mark.parametrize("preallocate", [True, False])
+def test_an_event_of_another_bucket_is_refused_by_an_owned_bucket(preallocate: bool) -> None:
+    owned = bucket("carol")
+    assert bucket("alice") != owned
+    m = replace(SPEC, owned=owned, preallocate=preallocate).build(MemoryNamespace(),
+                                                                 PartitionCtx())
+    m.deploy(0)
+    with pytest.raises(WrongBucket) as e:
+        m.route("T", {"k": "alice"}, 0)
+    assert str(e.value) == (
+        f"hash context 'H': this T event is in bucket {bucket('alice')} but came to the "
+        f"engine partition of bucket {owned}; a source topic read in place must put "
+        "bucket b in partition b (record key = the hashed value, librdkafka's default "
+        "partitioner, 16 partitions)")
+    assert m.route("T", {"k": "carol"}, 0) == [owned if preallocate else 0]
+    assert sorted(m.ids) == [owned]  # the refused event allocated nothing
 
 
 def test_null_goes_to_bucket_zero() -> None:

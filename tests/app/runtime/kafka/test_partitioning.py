@@ -156,6 +156,88 @@ def test_hash_context_granularity_16(kafka_bootstrap: str, workers: int) -> None
         kapp.delete_topics()
 
 
+def test_a_preallocated_hash_context_reads_its_source_partitions_in_place(
+        kafka_bootstrap: str) -> None:
+    """``context_partitions: {H: source}``: the producer's own partitioner (librdkafka's
+    default, CRC32 of the key) puts bucket b in partition b of a 4-partition topic, the
+    engine partitions read it with no repartition topic, and the rows are those of the
+    repartitioned context; an event written to another bucket's partition is a dead
+    letter saying why, and the worker goes on."""
+    from confluent_kafka import Producer
+
+    from app.runtime.kafka.router import headers_dict
+    from tests.app.runtime.kafka.test_dlq import dead_letters
+
+    name = f"hashsrc-{uuid.uuid4().hex[:8]}"
+    config = AppConfig.from_dict({
+        "app": name, "schemas": {"Txn": TXN}, "topics": {"Txn": f"{name}.txn"},
+        "partitions": 4, "context_partitions": {"H": "source"},
+        "statements": [
+            {"name": "ctx", "epl": "create context H coalesce by consistent_hash_crc32(custId) "
+                                   "from Txn granularity 4 preallocate"},
+            {"name": "per_cust", "epl": "context H select context.id as cid, custId, "
+                                        "count(*) as n, sum(amount) as total from Txn "
+                                        "group by custId"},
+        ],
+    })
+    kapp = KafkaApp(config, kafka_bootstrap, start=True)
+    topic = config.topic_of("Txn")
+    try:
+        assert kapp.topology.groups["H"].direct
+        sent = [(CUSTOMERS[(i * 5) % len(CUSTOMERS)], float(i + 1)) for i in range(40)]
+        kapp.advance(1000)
+        producer = Producer({"bootstrap.servers": kafka_bootstrap, "log_level": 3})
+        wrong = (zlib.crc32(b"alice") + 1) % 4
+        for i, (cust, amount) in enumerate(sent):
+            producer.produce(topic, json.dumps({"custId": cust, "amount": amount}).encode(),
+                             key=cust.encode(), timestamp=1000)
+            if i == 20:
+                producer.produce(topic, b'{"custId": "alice", "amount": 1000.0}',
+                                 key=b"alice", partition=wrong, timestamp=1000)
+        assert producer.flush(30) == 0
+        kapp.settle()
+
+        placed = [(m.partition(), json.loads(m.value())["custId"])
+                  for m in _read_topic(kafka_bootstrap, topic) if not m.headers()]
+        assert len(placed) == len(sent) + 1
+        assert [p for p, c in placed if p != zlib.crc32(c.encode()) % 4] == [wrong]
+        assert config.repartition_topic("H") not in _topics(kafka_bootstrap)
+
+        expected: dict[str, list[tuple]] = {}
+        counts: dict[str, tuple[int, float]] = {}
+        for cust, amount in sent:
+            n, total = counts.get(cust, (0, 0.0))
+            counts[cust] = (n + 1, total + amount)
+            b = zlib.crc32(cust.encode()) % 4
+            lane = expected.setdefault(str(b), [])
+            lane.append(("insert", {"cid": b, "custId": cust, "n": n + 1,
+                                    "total": total + amount}, 1000,
+                         f"per_cust/{b}/{len(lane) + 1}"))
+        assert len(expected) == 4
+        assert _lanes(_rows(kapp, "per_cust")) == expected
+
+        letters = dead_letters(kafka_bootstrap, config.dlq_topic)
+        assert [json.loads(m.value()) for m in letters] == [
+            {"custId": "alice", "amount": 1000.0}]
+        bucket = zlib.crc32(b"alice") % 4
+        assert headers_dict(letters[0].headers())["kepl.error"].decode() == (
+            f"engine error: WrongBucket: hash context 'H': this Txn event is in bucket "
+            f"{bucket} but came to the engine partition of bucket {wrong}; a source topic "
+            "read in place must put bucket b in partition b (record key = the hashed "
+            "value, librdkafka's default partitioner, 4 partitions)")
+        assert kapp.worker.alive()
+    finally:
+        kapp.close(graceful=False)
+        kapp.delete_topics()
+
+
+def _topics(bootstrap: str) -> set[str]:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    return set(admin.list_topics(timeout=30).topics)
+
+
 # -- keyed context -------------------------------------------------------------------
 
 KEYED_STATEMENTS = [

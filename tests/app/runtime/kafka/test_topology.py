@@ -152,11 +152,44 @@ def test_a_hash_contexts_route_of_one_property_is_its_partition_of_for_every_val
     assert fn({"custId": "c1", "v": 0}) is None and fn({"custId": "c1", "v": 1}) is not None
 
 
+HASH4 = ("create context H coalesce by consistent_hash_crc32(custId) from T1, "
+         "consistent_hash_crc32(accountId) from T2 granularity 4")
+
+
+def test_a_preallocated_hash_context_reads_source_partitions_of_one_bucket_each() -> None:
+    t = plan([HASH4 + " preallocate", "context H select count(*) as n from T1"],
+             context_partitions={"H": "source"}, partitions=4)
+    g = t.groups["H"]
+    assert (g.partitions, g.direct, g.topics) == (4, True, ["T1", "T2"])
+    assert g.upstreams(2, t.source_upstreams()) == ["T1:2", "T2:2"]
+    assert [r.name for r in t.routed_groups()] == []
+    # without 'source' the same context is fed through its repartition topic
+    routed = plan([HASH4 + " preallocate", "context H select count(*) as n from T1"],
+                  partitions=4).groups["H"]
+    assert (routed.partitions, routed.direct) == (4, False)
+
+
+@pytest.mark.parametrize(("epl", "counts", "message"), [
+    (HASH4, {}, "context_partitions: hash context 'H' is 'source' but not preallocate: "
+                "its context.id numbers the buckets in order of first use, which only the "
+                "routing stage sees; add preallocate or leave it out of context_partitions"),
+    (HASH4 + " preallocate", {"T2": 8},
+     "context_partitions: hash context 'H' is 'source' but its granularity is 4 and T2 "
+     "(8 partitions): each source topic must have one partition per bucket"),
+])
+def test_a_hash_context_read_in_place_needs_preallocate_and_a_partition_per_bucket(
+        epl: str, counts: dict[str, int], message: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        Topology.plan(config([epl, "context H select count(*) as n from T1"],
+                             context_partitions={"H": "source"}, partitions=4), counts)
+    assert str(e.value) == message
+
+
 @pytest.mark.parametrize(("statements", "parts", "message"), [
     ([KEYED], {"D": 2}, "context_partitions: no context named 'D'"),
     (["create context H coalesce by consistent_hash_crc32(custId) from T1 granularity 4"],
      {"H": 4}, "context_partitions: 'H' is a hash context; its granularity sets its "
-               "partitions"),
+               "partitions (or 'source': its source topics are partitioned by its hash)"),
     (["create context Cat group v > 0 as pos, group v <= 0 as neg from T1"], {"Cat": 2},
      "context_partitions: 'Cat' is not a keyed context (only 'partition by' contexts are "
      "repartitioned by key)"),
