@@ -273,6 +273,8 @@ def main() -> None:
                     help="skip the restores (minutes at 10^6 keys): per-event cost only")
     ap.add_argument("--no-memory", action="store_true",
                     help="skip the traced restore that measures its memory")
+    ap.add_argument("--only", default="",
+                    help="the statements whose label starts with this (e.g. 'keyed context, time')")
     args = ap.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "
           f"{os.getloadavg()[2]:.2f}; {os.cpu_count()} cores; RocksDB-backed engine "
@@ -281,6 +283,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         for label, statements in STATEMENTS.items():
+            if not label.startswith(args.only):
+                continue
             small, large = measure(label, statements, (args.small, args.keys), args.events,
                                    args.batch, tmp, not args.no_restore, not args.no_memory)
             ratio = large["us"] / small["us"]

@@ -296,7 +296,7 @@ def _last_meta(log: Any, topic: str, partition: int, start: int, end: int
     meta: dict[str, Any] = {}
     for _, value in log.read(topic, partition, max(start, end - 4)):  # markers between
         try:
-            meta = ChangelogRecord.decode(value).meta
+            meta = ChangelogRecord.decode_head(value)[0].meta
         except (ValueError, KeyError, TypeError):
             continue
     return meta
@@ -310,7 +310,7 @@ def _late_events(log: Any, topic: str, partition: int, start: int, end: int) -> 
     late = 0
     for _, value in log.read(topic, partition, max(start, end - 4)):
         try:
-            late = int(ChangelogRecord.decode(value).meta.get("late", late))
+            late = int(ChangelogRecord.decode_head(value)[0].meta.get("late", late))
         except (ValueError, KeyError, TypeError):
             continue
     return late
@@ -327,7 +327,7 @@ def _first_snapshot(log: Any, topic: str, partition: int, start: int
     found: dict[str, Any] | None = None
     for offset, value in log.read(topic, partition, start):
         try:
-            snap = ChangelogRecord.decode(value).snapshot
+            snap = ChangelogRecord.decode_head(value)[0].snapshot
         except (ValueError, KeyError):
             return found
         if found is None:

@@ -34,6 +34,7 @@ import zlib
 from bisect import bisect_left, insort
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import accumulate, islice
 from operator import itemgetter
 from pathlib import Path
 from types import SimpleNamespace
@@ -99,10 +100,11 @@ _MISSING = object()
 _DEFERRED = object()
 _DELETED = 0xFFFFFFFF
 _U32 = struct.Struct(">I")
-_MAGIC = b"KCL1"
-_LENS = [_U32.pack(n) for n in range(1024)]
-"""The packed lengths of keys and most values, built once (record encoding)."""
-_DELETED_LEN = _U32.pack(_DELETED)
+_MAGIC = b"KCL2"
+"""A changelog record: the head, then its writes as every key's length, every value's
+length (``_DELETED`` for a delete), the keys and the values, each laid end to end."""
+_MAGIC_V1 = b"KCL1"
+"""The earlier layout, still read: each write's key length, key, value length, value."""
 _KEY = itemgetter(0)
 """Sort key of ``(key, value)`` pairs with distinct keys: the keys alone are compared
 (a tuple comparison costs about twice as much)."""
@@ -682,18 +684,16 @@ class ChangelogRecord:
     def encode(self) -> bytes:
         head = json.dumps({"prev": self.prev, "meta": self.meta},
                           separators=(",", ":")).encode()
-        parts = [_MAGIC, _U32.pack(len(head)), head, _U32.pack(len(self.writes))]
-        # lengths below 1024 (every key, most values) come from a table: no pack call
-        lens, n, pack, deleted = _LENS, len(_LENS), _U32.pack, _DELETED_LEN
-        for k, v in self.writes:
-            kn = len(k)
-            if v is None:
-                parts += (lens[kn] if kn < n else pack(kn), k, deleted)
-            else:
-                vn = len(v)
-                parts += (lens[kn] if kn < n else pack(kn), k,
-                          lens[vn] if vn < n else pack(vn), v)
-        return b"".join(parts)
+        writes = self.writes
+        n = len(writes)
+        keys = [k for k, _ in writes]
+        values = [v for _, v in writes]
+        # the lengths in one pack call, the keys and values as they are: a restore reads
+        # them back without a step per write in Python
+        lens = struct.pack(f">{2 * n + 1}I", n, *map(len, keys),
+                           *[_DELETED if v is None else len(v) for v in values])
+        return b"".join([_MAGIC, _U32.pack(len(head)), head, lens, *keys,
+                         *[v for v in values if v is not None]])
 
     @classmethod
     def decode(cls, data: bytes) -> ChangelogRecord:
@@ -705,49 +705,48 @@ class ChangelogRecord:
     def decode_head(cls, data: bytes) -> tuple[ChangelogRecord, int]:
         """The record without its writes, and where they start in ``data`` (a restore
         hands them to ``PartitionStore.apply_encoded`` without building a list)."""
-        if data[:4] != _MAGIC:
+        if data[:4] != _MAGIC and data[:4] != _MAGIC_V1:
             raise ValueError("not a kepl changelog record")
         (n,) = _U32.unpack_from(data, 4)
         head = json.loads(data[8:8 + n])
         return cls(head["prev"], head["meta"]), 8 + n
 
 
+def _record_entries(data: bytes, i: int) -> tuple[list[bytes], list[bytes | None]]:
+    """The keys and values (None: deleted) of a record of the current layout, from the
+    count of its writes at ``i``."""
+    (n,) = _U32.unpack_from(data, i)
+    lens = struct.unpack_from(f">{2 * n}I", data, i + 4)
+    ends = list(accumulate(lens[:n], initial=i + 4 + 8 * n))
+    keys = [data[a:b] for a, b in zip(ends, islice(ends, 1, None))]
+    values: list[bytes | None] = []
+    add = values.append
+    at = ends[-1]
+    for vl in islice(lens, n, None):
+        if vl == _DELETED:
+            add(None)
+        else:
+            add(data[at:at + vl])
+            at += vl
+    return keys, values
+
+
 def _writes(data: bytes, i: int) -> Iterator[tuple[bytes, bytes | None]]:
     """The writes of an encoded record, from their count at ``i``."""
-    unpack = _U32.unpack_from
-    (count,) = unpack(data, i)
-    i += 4
-    for _ in range(count):
-        (kl,) = unpack(data, i)
-        k = data[i + 4:i + 4 + kl]
-        i += 4 + kl
-        (vl,) = unpack(data, i)
-        i += 4
-        if vl == _DELETED:
-            yield k, None
-        else:
-            yield k, data[i:i + vl]
-            i += vl
+    if data[:4] == _MAGIC:
+        return zip(*_record_entries(data, i))
+    return iter(_v1_writes(data, i).items())
 
 
 def _batch(data: bytes, i: int) -> WriteBatch:
-    """The writes of an encoded record, from their count at ``i``, as a write batch:
-    one pass with no tuple or list per write (a restore's inner loop)."""
+    """The writes of an encoded record, from their count at ``i``, as a write batch."""
     wb = WriteBatch(raw_mode=True)
     put, delete = wb.put, wb.delete
-    unpack = _U32.unpack_from
-    (count,) = unpack(data, i)
-    i += 4
-    for _ in range(count):
-        (kl,) = unpack(data, i)
-        j = i + 4 + kl
-        (vl,) = unpack(data, j)
-        if vl == _DELETED:
-            delete(data[i + 4:j])
-            i = j + 4
+    for k, v in _writes(data, i):
+        if v is None:
+            delete(k)
         else:
-            i = j + 4 + vl
-            put(data[j - kl:j], data[j + 4:i])
+            put(k, v)
     return wb
 
 
@@ -759,6 +758,22 @@ def _sorted_batch(data: bytes, i: int) -> WriteBatch:
     inserts -> 1.9 s).  Snapshot parts are in key order already and go through
     ``_batch``.  A key is written at most once per record; were it twice, the last
     write wins here as in the batch."""
+    writes = (dict(zip(*_record_entries(data, i))) if data[:4] == _MAGIC
+              else _v1_writes(data, i))
+    wb = WriteBatch(raw_mode=True)
+    put, delete = wb.put, wb.delete
+    for k in sorted(writes):
+        v = writes[k]
+        if v is None:
+            delete(k)
+        else:
+            put(k, v)
+    return wb
+
+
+def _v1_writes(data: bytes, i: int) -> dict[bytes, bytes | None]:
+    """The writes of a record of the earlier layout (``_MAGIC_V1``), by key (a record
+    writes a key once)."""
     unpack = _U32.unpack_from
     (count,) = unpack(data, i)
     i += 4
@@ -773,15 +788,7 @@ def _sorted_batch(data: bytes, i: int) -> WriteBatch:
         else:
             i = j + 4 + vl
             writes[data[j - kl:j]] = data[j + 4:i]
-    wb = WriteBatch(raw_mode=True)
-    put, delete = wb.put, wb.delete
-    for k in sorted(writes):
-        v = writes[k]
-        if v is None:
-            delete(k)
-        else:
-            put(k, v)
-    return wb
+    return writes
 
 
 def entry_size(key: bytes, value: bytes | None) -> int:

@@ -416,7 +416,25 @@ def test_deferred_values_encode_to_encode_values_bytes(tmp_path: Path) -> None:
 
 
 def _encode_plainly(rec: ChangelogRecord) -> bytes:
-    """A changelog record's layout written out one ``struct.pack`` at a time."""
+    """A changelog record's layout written out one ``struct.pack`` at a time: the head,
+    the count of writes, every key's length, every value's length (0xFFFFFFFF: deleted),
+    the keys, the values."""
+    head = json.dumps({"prev": rec.prev, "meta": rec.meta}, separators=(",", ":")).encode()
+    out = b"KCL2" + struct.pack(">I", len(head)) + head + struct.pack(">I", len(rec.writes))
+    for k, _ in rec.writes:
+        out += struct.pack(">I", len(k))
+    for _, v in rec.writes:
+        out += struct.pack(">I", 0xFFFFFFFF if v is None else len(v))
+    for k, _ in rec.writes:
+        out += k
+    for _, v in rec.writes:
+        out += b"" if v is None else v
+    return out
+
+
+def _encode_v1(rec: ChangelogRecord) -> bytes:
+    """The earlier layout (``KCL1``), which changelogs written before still hold: each
+    write's key length, key, value length and value."""
     head = json.dumps({"prev": rec.prev, "meta": rec.meta}, separators=(",", ":")).encode()
     out = b"KCL1" + struct.pack(">I", len(head)) + head + struct.pack(">I", len(rec.writes))
     for k, v in rec.writes:
@@ -425,14 +443,43 @@ def _encode_plainly(rec: ChangelogRecord) -> bytes:
     return out
 
 
+WRITES = [(b"k", b"v"), (b"gone", None), (b"", b""), (b"x" * 1023, b"y" * 1024),
+          (b"z" * 1024, b"w" * 70000), (b"k2" * 600, None)]
+
+
 def test_changelog_record_bytes_pinned_for_short_and_long_entries() -> None:
-    writes = [(b"k", b"v"), (b"gone", None), (b"", b""), (b"x" * 1023, b"y" * 1024),
-              (b"z" * 1024, b"w" * 70000), (b"k2" * 600, None)]
-    rec = ChangelogRecord(41, {"group": "g", "partition": 3, "now": 7}, writes)
+    rec = ChangelogRecord(41, {"group": "g", "partition": 3, "now": 7}, WRITES)
     data = rec.encode()
     assert data == _encode_plainly(rec)
     again = ChangelogRecord.decode(data)
-    assert (again.prev, again.meta, again.writes) == (41, rec.meta, writes)
+    assert (again.prev, again.meta, again.writes) == (41, rec.meta, WRITES)
+    empty = ChangelogRecord(0, {})
+    assert ChangelogRecord.decode(empty.encode()) == empty == ChangelogRecord.decode(
+        _encode_v1(empty))
+
+
+def test_a_changelog_of_the_earlier_layout_reads_and_restores_the_same(
+        tmp_path: Path) -> None:
+    """Records written before the current layout decode to the same writes and load the
+    same entries, as batches (key order) and as snapshot parts (recorded order)."""
+    from app.runtime.kafka.store import ChangelogRecord
+
+    rec = ChangelogRecord(41, {"group": "g", "partition": 3, "now": 7}, WRITES)
+    old = ChangelogRecord.decode(_encode_v1(rec))
+    assert (old.prev, old.meta, old.writes) == (41, rec.meta, WRITES)
+    records = [ChangelogRecord.decode(d) for d in _encoded_batches(5, 60)]
+    loaded = []
+    for encode in (ChangelogRecord.encode, _encode_v1):
+        store = PartitionStore(tmp_path / encode.__name__)
+        store.begin_bulk()
+        for offset, r in enumerate(records):
+            data = encode(r)
+            _, at = ChangelogRecord.decode_head(data)
+            store.apply_encoded(data, at, offset if offset % 7 else None)
+        store.end_bulk()
+        loaded.append((list(store.state_items()), store.marker()))
+        store.close()
+    assert loaded[0] == loaded[1] and len(loaded[0][0]) > 100
 
 
 def _committed(path: Path) -> None:
