@@ -443,6 +443,15 @@ class WrongBucket(ValueError):
     a hash context read from source partitions that are not partitioned by its hash)."""
 
 
+def wrong_bucket(spec: HashSpec, type_name: str, bucket: int, partition: int) -> str:
+    """Why an event of ``bucket`` does not belong to the engine partition of bucket
+    ``partition`` (what its dead letter says)."""
+    return (f"hash context '{spec.name}': this {type_name} event is in bucket {bucket} but "
+            f"came to the engine partition of bucket {partition}; a source topic read in "
+            "place must put bucket b in partition b (record key = the hashed value, "
+            f"librdkafka's default partitioner, {spec.granularity} partitions)")
+
+
 class HashManager(Manager):
     """Partition per hash bucket; ids are the buckets when preallocated, else sequential
     in order of first use (reference product behaviour).
@@ -514,11 +523,7 @@ class HashManager(Manager):
             return []
         owned = self.spec.owned
         if owned is not None and bucket != owned:
-            raise WrongBucket(
-                f"hash context '{self.name}': this {type_name} event is in bucket {bucket} "
-                f"but came to the engine partition of bucket {owned}; a source topic read "
-                f"in place must put bucket b in partition b (record key = the hashed value, "
-                f"librdkafka's default partitioner, {self.spec.granularity} partitions)")
+            raise WrongBucket(wrong_bucket(self.spec, type_name, bucket, owned))
         pid = self.ids.get(bucket)
         if pid is None:
             pid = bucket if self.spec.preallocate else len(self.ids)

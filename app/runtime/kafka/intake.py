@@ -6,7 +6,8 @@ the rooms that want it: its partition's lane (stateless statements, in place), r
 topic), and the engine partitions its partition feeds directly (staged as ``InRecord``).
 A watermark record advances them the same way.  A record of a repartition topic is a
 bundle of routed records for one engine partition.  What fails to validate or decode,
-or fails inside a lane, goes to the dead-letter topic.
+or fails inside a lane, or belongs to another partition than the one it was read from
+(a hash context read in place), goes to the dead-letter topic.
 
 Lanes and routing skip what their cursor says they did (``LaneCursor.applied``), so a
 record read again after a rewind is handled once.  A record that fails inside a statement
@@ -45,6 +46,7 @@ from app.runtime.kafka.router import (
 from app.runtime.kafka.topology import Topology
 from app.runtime.kafka.watch import DeadLetterLog
 from app.runtime.kafka.wiring import Wiring
+from operators.contexts.managers import WrongBucket
 
 log = logging.getLogger("kepl.worker")
 
@@ -104,6 +106,17 @@ class Intake:
         self._run_check = {t: event_run_check(self.routing.catalog, one[0])
                            for t, one in self._one_type.items()}
         """The same topics -> whether the coercer takes a run's events as they are."""
+        self._misplaced: dict[tuple[str, str],
+                              list[Callable[[list[dict], int], tuple[int, str | None]]]] = {}
+        """(source topic, type) -> checks that an event belongs to the source partition it
+        was read from (a hash context read in place: ``Group.misplaced``); one that does
+        not is a dead letter, as a record that does not decode."""
+        for t, groups in self.direct_of.items():
+            for g in groups:
+                for type_name in sorted(g.types):
+                    check = g.misplaced(type_name)
+                    if check is not None:
+                        self._misplaced.setdefault((t, type_name), []).append(check)
 
     def discard(self) -> None:
         """Drop what is staged (the checkpoint it would go in is aborted)."""
@@ -159,10 +172,15 @@ class Intake:
         p = msgs[i].partition()
         key = (topic, p)
         records, events = self._plain_run(msgs, i, topic, p, one, -1)
+        type_name = one[0]
+        checks = self._misplaced.get((topic, type_name))
+        if checks:  # the run ends before an event of another partition: ``source`` takes it
+            n = min(check(events, p)[0] for check in checks)
+            if n < len(events):
+                records, events = records[:n], events[:n]
         if not records:
             self.source(msgs[i], topic)
             return i + 1
-        type_name = one[0]
         upstream = self.upstream_names.get(key) or self.upstream_names.setdefault(
             key, f"{topic}:{p}")
         pending = self.pending
@@ -356,6 +374,11 @@ class Intake:
                 event = coerce(event)
             else:
                 type_name, event = routing.decode(topic, type_hdr, m.value())
+            if self._misplaced:
+                for check in self._misplaced.get((topic, type_name), ()):
+                    why = check([event], p)[1]
+                    if why is not None:
+                        raise WrongBucket(why)
             targets = (routing.targets(topic, type_name, event)
                        if fresh and self.routes[topic] else None)
         except Exception as e:  # noqa: BLE001 - anything a record can trigger is a dead letter

@@ -38,7 +38,7 @@ How a group is fed (the data plane, ``app.runtime.kafka.loop``):
   (the producers already key the source topics by the context key), and so is a
   ``preallocate`` hash context whose source topics hold one partition per bucket, record
   partition = ``crc32(key) mod N`` (librdkafka's default partitioner); an event of another
-  bucket there is dead-lettered (``HashManager.route``);
+  bucket there is dead-lettered (``Group.misplaced``);
 - *repartitioned*: the worker's routing stage forwards each event to the group's
   repartition topic (in the same transaction as the source offsets), and the engine
   partitions read that.
@@ -76,7 +76,7 @@ from app.runtime.kafka.reads import assigned_variables as _assigned_variables
 from app.runtime.kafka.reads import names_read as _names_read
 from app.runtime.plan import StatementPlan
 from operators.base import PartitionCtx, Row
-from operators.contexts.managers import HashSpec, KeyedSpec, key_text
+from operators.contexts.managers import HashSpec, KeyedSpec, key_text, wrong_bucket
 
 STATEMENT_KINDS = ("query", "window", "on")
 """Plan kinds that run per context partition and may emit rows."""
@@ -252,6 +252,24 @@ class Group:
                 b = buckets[v] = of(type_name, event, ctx)
             return b
         return by_property
+
+    def misplaced(self, type_name: str
+                  ) -> Callable[[list[Row], int], tuple[int, str | None]] | None:
+        """A hash context read in place (direct): for events of ``type_name`` read from
+        source partition p, the index of the first that does not belong there (its bucket
+        is not p) and why, or (their count, None); None where no check applies."""
+        spec = self.hash_spec
+        if spec is None or not self.direct or type_name not in self.types:
+            return None
+        bucket_of = self.partition_fn(type_name)
+
+        def check(events: list[Row], p: int) -> tuple[int, str | None]:
+            buckets = list(map(bucket_of, events))
+            if buckets.count(p) + buckets.count(None) == len(buckets):
+                return len(buckets), None
+            j, b = next((j, b) for j, b in enumerate(buckets) if b is not None and b != p)
+            return j, wrong_bucket(spec, type_name, b, p)
+        return check
 
     def _new_route(self, text: str) -> int:
         """Partition of a key text not in the cache: ``crc32(text) mod N``, cached."""

@@ -4,6 +4,7 @@ lane, the directly fed engine partition or the dead-letter topic, once each."""
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -308,6 +309,43 @@ def test_a_run_of_one_partitions_records_is_taken_as_one_record_at_a_time() -> N
     for p in (0, 1):
         a, b = one.inputs.get((STATEFUL_TOPIC, p)), run.inputs.get((STATEFUL_TOPIC, p))
         assert (b.position, b.cursor.applied) == (a.position, a.cursor.applied)
+
+
+HASHED = AppConfig.from_dict({
+    "app": "unit", "schemas": {"Withdrawal": {"account": "string", "amount": "double"}},
+    "statements": [
+        {"name": "ctx", "epl": "create context H coalesce by consistent_hash_crc32(account) "
+                               "from Withdrawal granularity 2 preallocate"},
+        {"name": "w", "epl": "context H select count(*) as cnt from Withdrawal"}],
+    "context_partitions": {"H": "source"}})
+
+
+def test_an_event_read_from_another_buckets_partition_is_a_dead_letter_in_runs_too() -> None:
+    """A hash context read in place: an event whose bucket is not the partition it was
+    read from goes to the dead-letter topic saying why and nowhere else, a record at a
+    time and in runs alike; one read again (already applied) goes nowhere."""
+    topic = HASHED.source_topics[0]
+    m = records_of(topic)
+    in0, in1 = "d", "a"  # crc32 mod 2: bucket 0, bucket 1
+    assert (zlib.crc32(b"d") % 2, zlib.crc32(b"a") % 2) == (0, 1)
+    batch = [m(0, event(in0, 1.0)), m(1, event(in1, 2.0)), m(2, event(in0, 3.0)),
+             m(3, event(in0, 4.0), p=1),  # read again (applied 3): taken no further
+             m(4, event(in1, 5.0), p=1), m(5, event(in0, 6.0), p=1),
+             m(3, event(in1, 7.0)), m(6, event(in1, 8.0), p=1)]
+    (one, out1, stats1, _), (run, out2, stats2, _) = one_and_run(
+        lambda: stateful_intake(HASHED), topic, batch)
+    for take in (one, run):
+        assert {k: [r.offset for r in recs] for k, recs in take.pending.items()} == {
+            ("H", 0): [0, 2], ("H", 1): [4, 6]}
+    assert stats2 == stats1 == {"events": 4, "dead": 3}
+    assert out2.records == out1.records
+    why = ("hash context 'H': this Withdrawal event is in bucket {b} but came to the engine "
+           "partition of bucket {p}; a source topic read in place must put bucket b in "
+           "partition b (record key = the hashed value, librdkafka's default partitioner, "
+           "2 partitions)")
+    assert [(json.loads(v)["amount"], h[H_ERROR].decode()) for _, v, h in out1.records] == [
+        (2.0, why.format(b=1, p=0)), (6.0, why.format(b=0, p=1)),
+        (7.0, why.format(b=1, p=0))]
 
 
 LANE_ONLY = AppConfig.from_dict({

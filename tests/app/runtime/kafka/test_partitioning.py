@@ -221,7 +221,7 @@ def test_a_preallocated_hash_context_reads_its_source_partitions_in_place(
             {"custId": "alice", "amount": 1000.0}]
         bucket = zlib.crc32(b"alice") % 4
         assert headers_dict(letters[0].headers())["kepl.error"].decode() == (
-            f"engine error: WrongBucket: hash context 'H': this Txn event is in bucket "
+            f"hash context 'H': this Txn event is in bucket "
             f"{bucket} but came to the engine partition of bucket {wrong}; a source topic "
             "read in place must put bucket b in partition b (record key = the hashed "
             "value, librdkafka's default partitioner, 4 partitions)")
