@@ -134,6 +134,13 @@ def bootstrap(fresh: bool = False) -> str:
     return info.bootstrap
 
 
+def add_broker_option(ap: argparse.ArgumentParser) -> None:
+    """``--fresh-broker`` for a Kafka benchmark (``bootstrap``)."""
+    ap.add_argument("--fresh-broker", action="store_true",
+                    help="without KAFKA_BOOTSTRAP_SERVERS: a local broker of this run's "
+                         "own, empty, instead of the project's shared one")
+
+
 CROWDED_PARTITIONS = 200
 """Partitions of other topics on the broker above which the bench warns: a broker that
 hosts thousands of them spends about twice the CPU per event on the same jobs
@@ -553,9 +560,7 @@ def main() -> None:
                     help="latency rates, comma-separated (ev/s; 'half': half the drain rate)")
     ap.add_argument("--charts", default=str(DEFAULT_DIR),
                     help="directory of the PNG charts (default docs/img; '' for none)")
-    ap.add_argument("--fresh-broker", action="store_true",
-                    help="without KAFKA_BOOTSTRAP_SERVERS: a local broker of this run's "
-                         "own, empty, instead of the project's shared one")
+    add_broker_option(ap)
     args = ap.parse_args()
     n = args.events
     bs = bootstrap(args.fresh_broker)

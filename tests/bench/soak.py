@@ -43,7 +43,17 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from bench_kafka import ACCOUNTS, JOBS, PARTITIONS, SCHEMAS, Run, bootstrap, event, hosted
+from bench_kafka import (
+    ACCOUNTS,
+    JOBS,
+    PARTITIONS,
+    SCHEMAS,
+    Run,
+    add_broker_option,
+    bootstrap,
+    event,
+    hosted,
+)
 from charts import DEFAULT_DIR, _pyplot
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
@@ -322,9 +332,7 @@ def main() -> int:
     ap.add_argument("--drain-events", type=int, default=60_000,
                     help="backlog of the drain-rate measurement")
     ap.add_argument("--png", default=str(DEFAULT_DIR / "soak.png"), help="'' for none")
-    ap.add_argument("--fresh-broker", action="store_true",
-                    help="without KAFKA_BOOTSTRAP_SERVERS: a local broker of this run's "
-                         "own, empty (bench_kafka.py)")
+    add_broker_option(ap)
     args = ap.parse_args()
     bs = bootstrap(args.fresh_broker)
     topics, partitions = hosted(bs)

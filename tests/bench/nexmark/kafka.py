@@ -55,7 +55,7 @@ from tests.bench.nexmark.queries import QUERIES
 
 # bench_kafka.py is a script (it imports its sibling ``charts`` by that name)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench_kafka import Run, bootstrap, hosted  # noqa: E402
+from bench_kafka import Run, add_broker_option, bootstrap, hosted  # noqa: E402
 
 PARTITIONS = 4
 """Source partitions of each event type's topic: two per worker with 2 workers."""
@@ -257,9 +257,7 @@ def main() -> None:
     ap.add_argument("--check", type=int, default=None,
                     help="events of the rows check against embedded (0: none; default "
                          "5,000, 2,000 with --quick)")
-    ap.add_argument("--fresh-broker", action="store_true",
-                    help="without KAFKA_BOOTSTRAP_SERVERS: a local broker of this run's "
-                         "own, empty (bench_kafka.py)")
+    add_broker_option(ap)
     args = ap.parse_args()
     n = 20_000 if args.quick else args.events
     n_check = args.check if args.check is not None else (2_000 if args.quick else 5_000)
