@@ -162,6 +162,15 @@ def topics_of(topology: Any, name: str) -> list[str]:
                 how = "one engine"
             out.append(f"topic via {config.repartition_topic(g.name)} "
                        f"({_count(g.partitions)}, {how})")
+            spec = g.hash_spec
+            if (plan.kind == "context" and spec is not None and spec.preallocate and g.topics
+                    and all(counts.get(t, 1) == g.partitions for t in g.topics)
+                    and all(i.function.lower() == "consistent_hash_crc32" and not i.user
+                            for i in spec.items)):
+                out.append(f"note  its source topics have a partition per bucket: "
+                           f"context_partitions {{{spec.name}: source}} reads them in "
+                           "place, no repartition hop, when their producers key them by "
+                           "the hashed value (librdkafka's default partitioner)")
         out.append(f"topic state {config.changelog_topic(g.name)} ({_count(g.partitions)})")
         route = _mr_routing(topology, g, plan)
         if route:
