@@ -2,16 +2,18 @@
 output topics compared with the embedded run of the same steps.
 
 The app has a keyed context on its own three engine partitions (``#length``,
-``#time_batch``, ``#time`` with ``output snapshot every``), an aggregate without a
-context (one engine partition waiting on the watermarks of three source partitions), and
-a stateless filter (lanes).  Events go round-robin to three source partitions with a
-watermark every ``per_tick`` events.  ``workers`` workers run in one consumer group; a
-random one is killed every ``min_gap_s``–``max_gap_s`` seconds and started again; once
-(``broker_restart``) the broker itself is stopped and started.  ``pauses`` workers are
-instead frozen (SIGSTOP) for ``pause_s``, longer than the session timeout, so the group
-gives their partitions to another worker and they wake up as zombies: a zombie must not
-write anything that counts (its transaction is fenced or aborted), and either rejoins or
-exits with the fenced exit code, after which it is started again as a supervisor would.
+``#time_batch``, ``#time`` with ``output snapshot every``), a hash context read in place
+from the source partitions (a direct group), an aggregate without a context (one engine
+partition waiting on the watermarks of three source partitions), and a stateless filter
+(lanes).  Events are keyed by account, each in source partition ``crc32(account) mod 3``
+(librdkafka's default partitioner), with a watermark every ``per_tick`` events.
+``workers`` workers run in one consumer group; a random one is killed every
+``min_gap_s``–``max_gap_s`` seconds and started again; once (``broker_restart``) the
+broker itself is stopped and started.  ``pauses`` workers are instead frozen (SIGSTOP)
+for ``pause_s``, longer than the session timeout, so the group gives their partitions
+to another worker and they wake up as zombies: a zombie must not write anything that
+counts (its transaction is fenced or aborted), and either rejoins or exits with the
+fenced exit code, after which it is started again as a supervisor would.
 
 Pass: every row of the embedded run is on the output topics exactly once, read raw
 (``read_committed``, no deduplication by ``kepl.id``), in the same order within each
@@ -32,6 +34,7 @@ import tempfile
 import threading
 import time
 import uuid
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +66,12 @@ STATEMENTS = [
     {"name": "all10", "epl": "select count(*) as cnt, sum(amount) as total "
                              "from Withdrawal#length(10)"},
     {"name": "big", "epl": "select account, amount from Withdrawal(amount > 90)"},
+    {"name": "inplace", "epl": "create context InPlace coalesce by "
+                               "consistent_hash_crc32(account) from Withdrawal "
+                               f"granularity {SOURCE_PARTITIONS} preallocate"},
+    {"name": "per_bucket", "epl": "context InPlace select account, count(*) as cnt, "
+                                  "sum(amount) as total from Withdrawal#length(4) "
+                                  "group by account"},
 ]
 UNORDERED = {"big"}
 """Lanes run per source partition: their rows are compared as a multiset."""
@@ -74,7 +83,7 @@ def app_config(name: str) -> AppConfig:
         "schemas": {"Withdrawal": {"account": "string", "amount": "double"}},
         "topics": {"Withdrawal": f"{name}.withdrawal"},
         "partitions": SOURCE_PARTITIONS,
-        "context_partitions": {"ByAccount": 3},
+        "context_partitions": {"ByAccount": 3, "InPlace": "source"},
         "statements": STATEMENTS,
     })
 
@@ -311,10 +320,12 @@ class Chaos:
                 if kind == "send":
                     seq += 1
                     kwargs: dict[str, Any] = {"timestamp": now} if now > 0 else {}
+                    key = arg["account"].encode()
                     while True:
                         try:
-                            producer.produce(topic, json.dumps(arg).encode(),
-                                             partition=seq % SOURCE_PARTITIONS,
+                            # the partition librdkafka's default partitioner gives the key
+                            producer.produce(topic, json.dumps(arg).encode(), key=key,
+                                             partition=zlib.crc32(key) % SOURCE_PARTITIONS,
                                              headers=[(H_SEQ, str(seq).encode())], **kwargs)
                             break
                         except BufferError:
