@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -450,3 +451,4 @@ def test_the_demo_leaves_a_broker_that_was_already_running(tmp_path: Path) -> No
         assert local_broker.status(port=port).running
     finally:
         local_broker.stop(port=port)
+        shutil.rmtree(local_broker.default_data_dir(port), ignore_errors=True)
