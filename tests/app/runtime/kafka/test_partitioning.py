@@ -89,23 +89,28 @@ CUSTOMERS = ["alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi",
              "ivan", "judy", "mallory", "niaj", "olivia", "peggy", "rupert", "sybil"]
 
 
+def _hash_app(name: str, granularity: str, **extra: Any) -> AppConfig:
+    """A hash context ``H`` over the customer (``granularity``: its clause) and the count
+    and total per customer with the context partition's id."""
+    return AppConfig.from_dict({
+        "app": name, "schemas": {"Txn": TXN}, "topics": {"Txn": f"{name}.txn"}, **extra,
+        "statements": [
+            {"name": "ctx", "epl": "create context H coalesce by "
+                                   f"consistent_hash_crc32(custId) from Txn {granularity}"},
+            {"name": "per_cust", "epl": "context H select context.id as cid, custId, "
+                                        "count(*) as n, sum(amount) as total from Txn "
+                                        "group by custId"},
+        ],
+    })
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_hash_context_granularity_16(kafka_bootstrap: str, workers: int) -> None:
     """16 repartition partitions; record partition = crc32(custId) mod 16; context.id
     numbers the buckets in order of first use (as embedded) over two source partitions,
     whichever worker runs a bucket; exact rows."""
     name = f"hash16-{uuid.uuid4().hex[:8]}"
-    config = AppConfig.from_dict({
-        "app": name, "schemas": {"Txn": TXN}, "topics": {"Txn": f"{name}.txn"},
-        "partitions": 2,
-        "statements": [
-            {"name": "ctx", "epl": "create context H coalesce by "
-                                   "consistent_hash_crc32(custId) from Txn granularity 16"},
-            {"name": "per_cust", "epl": "context H select context.id as cid, custId, "
-                                        "count(*) as n, sum(amount) as total from Txn "
-                                        "group by custId"},
-        ],
-    })
+    config = _hash_app(name, "granularity 16", partitions=2)
     kapp = KafkaApp(config, kafka_bootstrap, start=True)
     (kapp.workdir / "other").mkdir()
     other = WorkerProcess(config, kafka_bootstrap, kapp.workdir / "other")
@@ -169,17 +174,8 @@ def test_a_preallocated_hash_context_reads_its_source_partitions_in_place(
     from tests.app.runtime.kafka.test_dlq import dead_letters
 
     name = f"hashsrc-{uuid.uuid4().hex[:8]}"
-    config = AppConfig.from_dict({
-        "app": name, "schemas": {"Txn": TXN}, "topics": {"Txn": f"{name}.txn"},
-        "partitions": 4, "context_partitions": {"H": "source"},
-        "statements": [
-            {"name": "ctx", "epl": "create context H coalesce by consistent_hash_crc32(custId) "
-                                   "from Txn granularity 4 preallocate"},
-            {"name": "per_cust", "epl": "context H select context.id as cid, custId, "
-                                        "count(*) as n, sum(amount) as total from Txn "
-                                        "group by custId"},
-        ],
-    })
+    config = _hash_app(name, "granularity 4 preallocate", partitions=4,
+                       context_partitions={"H": "source"})
     kapp = KafkaApp(config, kafka_bootstrap, start=True)
     topic = config.topic_of("Txn")
     try:
