@@ -738,9 +738,15 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     from app.conformance.runner import run_scenario_embedded, scenario_files
 
     if args.kafka:
+        from app.cli.kafka_commands import Unavailable, probe_broker
         from app.runtime.kafka.runner import run_scenario_kafka
 
         bootstrap = _bootstrap(args)
+        try:  # once, before the scenarios: not a time limit per scenario to find it down
+            probe_broker("scenario", bootstrap)
+        except Unavailable as e:
+            print(f"kepl: {e}", file=sys.stderr)
+            return 1
 
         def runner(doc: dict) -> str | None:
             return run_scenario_kafka(doc, bootstrap)

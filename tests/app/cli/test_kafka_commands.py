@@ -13,6 +13,7 @@ from app.cli.main import main
 from app.runtime.kafka.clock import last_watermark
 
 BANK = Path(__file__).resolve().parents[3] / "examples" / "bank.yaml"
+SCENARIO = Path(__file__).resolve().parents[3] / "examples" / "bank-scenario.yaml"
 DOWN = "127.0.0.1:1"
 NO_BROKER = ("no Kafka broker answers at 127.0.0.1:1: Local: Broker transport failure "
              "(is the broker up? kepl kafka start)")
@@ -29,6 +30,7 @@ def short_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     ["clock", str(BANK), "5"],
     ["tail", str(BANK)],
     ["query", "--kafka", "--file", str(BANK), "--iterate", "last_five"],
+    ["scenario", "run", "--kafka", str(SCENARIO)],
 ])
 def test_a_broker_that_does_not_answer_is_one_line_exit_1(
         argv: list[str], short_probe: None, capsys: pytest.CaptureFixture[str]) -> None:
