@@ -1,7 +1,7 @@
 """Key-count scaling, state size and restore speed of an engine partition (issue 25).
 
 Run: .venv/bin/python -m tests.bench.bench_keys [--keys 1000000] [--small 1000]
-[--events 50000] [--batch 500]
+[--events 50000] [--batch 500] [--no-esper]
 
 Each statement runs in an ``EnginePartition`` over its RocksDB store, the Kafka engine's
 state path without a broker: a batch of events is applied, sealed into a changelog record,
@@ -14,13 +14,17 @@ tests) and committed to the local database.  It prints:
   the same work at both sizes: each enters a window that is not full (no removal at
   either size), and a time window has been filled for a whole span, so each event also
   expires about one.  The two sizes are held at once and timed in alternating rounds
-  (``measure``).  The cost is the median batch's (the mean is printed beside it);
+  (``measure``).  The cost is the median batch's (the mean is printed beside it).
+  Beside it, Esper 9's cost for the same statements and keys in-process through the
+  oracle's build (``tests/oracle/bench.py``; left out with a reason where Java is
+  absent), which says what the memory of this machine costs an engine at 10^6 keys;
 - state bytes per key and per windowed event (the committed database's entries);
-- restore of the ``--keys`` partition into an empty directory, from the changelog alone
-  and from a snapshot (parts written, the records before them deleted), in keys/s
-  (goal >= 100k keys/s), the compaction work the restore leaves behind (level-0 files
-  and RocksDB's estimate of the bytes pending compaction), and the memory the restored
-  partition holds.
+- restore of the ``--keys`` partition into an empty directory, in a process of its own
+  as a restarted worker restores (the changelog handed over in a file), from the
+  changelog alone and from a snapshot (parts written, the records before them deleted),
+  in keys/s (goal >= 100k keys/s), the compaction work the restore leaves behind
+  (level-0 files and RocksDB's estimate of the bytes pending compaction), and the memory
+  the restored partition holds.
 
 Each batch ends as a worker's checkpoint does, with its garbage collector step
 (``collector.Collector``).  Times are CPU seconds of the process (RocksDB's background
@@ -32,15 +36,19 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import os
 import random
 import resource
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 from app.runtime.kafka.collector import Collector
 from app.runtime.kafka.config import AppConfig
@@ -92,6 +100,7 @@ class Run:
         self.events = 0
         self.grp = grp
         self.batch = batch
+        self.path = path
         self.part = EnginePartition(grp, 0, path, [UP], "changelog", None)
         self.part.restore(self.log)
         self.collector = Collector()
@@ -153,9 +162,10 @@ class Run:
         return size
 
     def restore_into(self, path: Path) -> tuple[float, float]:
-        """CPU and wall seconds to rebuild the partition in an empty directory from the
-        changelog."""
-        gc.collect()
+        """CPU and wall seconds to rebuild the partition in the empty directory ``path``
+        from the changelog.  The partition it rebuilds is closed and removed first, as a
+        restarted worker holds none of it; the rebuilt one takes its place."""
+        self._drop()
         w0 = time.perf_counter()
         t0 = _clock()
         fresh = EnginePartition(self.grp, 0, path, [UP], "changelog", SnapshotPolicy())
@@ -165,24 +175,33 @@ class Run:
         db = fresh.store.base
         self.left = (int(db.property_value("rocksdb.num-files-at-level0")),
                      int(db.property_value("rocksdb.estimate-pending-compaction-bytes")))
-        fresh.close()
+        self.part, self.path = fresh, path
         return dt, wall
 
     def restore_memory(self, path: Path) -> tuple[int, int]:
         """Python heap bytes a restore allocates at its peak and the restored partition
-        still holds (traced: RocksDB's own memory is not counted)."""
-        gc.collect()
+        still holds (traced: RocksDB's own memory is not counted); as ``restore_into``,
+        the rebuilt partition takes the place of the one before."""
+        self._drop()
         tracemalloc.start()
         fresh = EnginePartition(self.grp, 0, path, [UP], "changelog", SnapshotPolicy())
         fresh.restore(self.log)
         gc.collect()
         held, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-        fresh.close()
+        self.part, self.path = fresh, path
         return peak, held
+
+    def _drop(self) -> None:
+        """Close and remove the partition, its objects collected: only the changelog is
+        left."""
+        self.close()
+        del self.part
+        gc.collect()
 
     def close(self) -> None:
         self.part.close()
+        shutil.rmtree(self.path, ignore_errors=True)
 
 
 ROUNDS = 10
@@ -193,16 +212,74 @@ def _filled(label: str, statements: list[dict[str, str]], keys: int, batch: int,
             tmp: Path) -> tuple[Run, float, int]:
     """A partition holding ``keys`` keys (one event each; a time window for a whole
     span), the CPU seconds the fill took and its events."""
-    ms = MS_PER_EVENT.get(label, 0.0)
-    run = Run(group(statements), tmp / f"db-{keys}", batch, ms)
+    run = Run(group(statements), tmp / f"db-{keys}", batch, MS_PER_EVENT.get(label, 0.0))
+    fill = fill_keys(label, keys)
+    return run, run.feed(fill), len(fill)
+
+
+def fill_keys(label: str, keys: int) -> list[int]:
+    """The keys of the events that fill a partition before it is timed: the same work per
+    timed event at both sizes.  A length window gets one event per key (full windows at
+    10^3 keys only would time a removal there alone); a time window is filled for a whole
+    span, so expiries are timed at both sizes."""
     fill = list(range(keys))
     random.Random(2).shuffle(fill)
-    # the same work per timed event at both sizes: a length window is filled with one
-    # event per key (full windows at 10^3 keys only would time a removal there alone);
-    # a time window for a whole span first, so expiries are timed at both sizes
+    ms = MS_PER_EVENT.get(label, 0.0)
     if ms:
         fill = fill * -(-int(SPAN_S * 1000 / ms) // keys)
-    return run, run.feed(fill), len(fill)
+    return fill
+
+
+def probe_keys(sizes: tuple[int, ...], events: int) -> list[list[int]]:
+    """The timed events' keys at each size, drawn at random over its keys."""
+    rnd = random.Random(3)
+    return [[rnd.randrange(keys) for _ in range(events)] for keys in sizes]
+
+
+ESPER_WARM = 25_000
+"""Events at least before Esper's timed ones (its statements are compiled to new classes
+in each run, which the JIT compiles as they warm); at 10^3 keys a length window then
+holds 25 events, and about 50 more by the end of the timed events: still none removed."""
+
+
+def esper_costs(label: str, statements: list[dict[str, str]], sizes: tuple[int, int],
+                events: int, batch: int) -> list[tuple[float, float]] | str:
+    """Esper 9's CPU µs per event for the same statements at each key count, and the
+    collectors' µs of it, filled and probed with the same keys (``fill_keys``,
+    ``probe_keys``) and, for a time window, the same clock (a tick after each ``batch``
+    events); or why it was not measured."""
+    from tests.oracle.bench import EsperCase, esper_runs, unavailable
+
+    why = unavailable()
+    if why is not None:
+        return why
+    ms = MS_PER_EVENT.get(label, 0.0)
+    cases = []
+    for keys, probes in zip(sizes, probe_keys(sizes, events), strict=True):
+        fill = fill_keys(label, keys)
+        if len(fill) < ESPER_WARM:
+            fill = fill * -(-ESPER_WARM // len(fill))
+        stream: list[dict] = []
+        for i, k in enumerate(fill + probes):
+            event: dict = {"symbol": f"S{k}", "amount": float(k % 400)}
+            if ms:
+                event["@type"] = "T"
+            stream.append(event)
+            if ms and (i + 1) % batch == 0:
+                stream.append({"@time": int((i + 1) * ms)})
+        cut = len(fill) + (len(fill) // batch if ms else 0)
+        # a run at 10^6 keys takes minutes (Esper allocates its context partitions at
+        # about 5,000 a second): one run there, ten at 10^3 keys, and the median of each
+        cases.append(EsperCase(tuple(st["epl"] for st in statements), "" if ms else "T",
+                               stream[cut:], tuple(stream[:cut]),
+                               repeat=max(1, min(10, 200_000 // keys))))
+    out = []
+    for run in esper_runs(SCHEMA, cases, heap="8g"):
+        if isinstance(run, str):
+            return run
+        out.append((1e6 / statistics.median(run["rates"]),
+                    statistics.median(run["gc"]) / events * 1e6))
+    return out
 
 
 def measure(label: str, statements: list[dict[str, str]], sizes: tuple[int, int],
@@ -215,8 +292,7 @@ def measure(label: str, statements: list[dict[str, str]], sizes: tuple[int, int]
     the small partition's state out of the cache, where the other size's round left it.
     The restores are of the larger partition."""
     filled = [_filled(label, statements, keys, batch, tmp) for keys in sizes]
-    rnd = random.Random(3)
-    probes = [[rnd.randrange(keys) for _ in range(events)] for keys in sizes]
+    probes = probe_keys(sizes, events)
     gc.collect()
     step = -(-events // ROUNDS)
     timed: list[list[float]] = [[] for _ in sizes]
@@ -243,24 +319,57 @@ def measure(label: str, statements: list[dict[str, str]], sizes: tuple[int, int]
                      "changelog_per_event": run.changelog_bytes / total_events})
     small, large = filled[0][0], filled[1][0]
     small.close()
-    shutil.rmtree(tmp / f"db-{sizes[0]}")
-    out = outs[1]
-    if restore:
-        out["restore_changelog_s"], out["restore_changelog_wall"] = large.restore_into(
-            tmp / "r1")
-        out["restore_changelog_left"] = large.left
-        shutil.rmtree(tmp / "r1")
-        out["snapshot_bytes"] = large.snapshot()
-        out["restore_snapshot_s"], out["restore_snapshot_wall"] = large.restore_into(
-            tmp / "r2")
-        out["restore_snapshot_left"] = large.left
-        shutil.rmtree(tmp / "r2")
-        if memory:
-            out["restore_peak"], out["restore_held"] = large.restore_memory(tmp / "r3")
-            shutil.rmtree(tmp / "r3")
     large.close()
-    shutil.rmtree(tmp / f"db-{sizes[1]}")
+    if restore:
+        saved = tmp / "changelog.bin"
+        with saved.open("wb") as f:
+            for offset in range(large.log.low, large.log.high):
+                value = large.log.records[offset]
+                f.write(len(value).to_bytes(8, "little") + value)
+        del filled, small, large
+        gc.collect()
+        outs[1].update(restores_apart(label, saved, tmp / "restores", memory))
+        saved.unlink()
     return outs
+
+
+def restores_apart(label: str, saved: Path, tmp: Path, memory: bool) -> dict[str, Any]:
+    """``restores`` in a process of its own, as a restarted worker restores: the filled
+    partitions' objects and heap of this process do not weigh on it (in this process the
+    keyed ``#time`` changelog restore took about a fifth more CPU)."""
+    cmd = [sys.executable, "-m", "tests.bench.bench_keys", "--restore-from", str(saved),
+           "--label", label, "--tmp", str(tmp)] + ([] if memory else ["--no-memory"])
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
+                          cwd=Path(__file__).resolve().parents[2])
+    if proc.returncode != 0:
+        raise SystemExit(f"bench_keys: the restore process failed: {proc.stderr[-2000:]}")
+    result: dict[str, Any] = json.loads(proc.stdout.splitlines()[-1])
+    return result
+
+
+def restores(label: str, saved: Path, tmp: Path, memory: bool) -> dict[str, Any]:
+    """Restore a partition of ``label`` from the changelog saved at ``saved`` (length-
+    prefixed records), write a snapshot from it, restore from the snapshot, and (with
+    ``memory``) once more traced."""
+    run = Run(group(STATEMENTS[label]), tmp / "empty", 500)
+    log = run.log
+    data = saved.read_bytes()
+    at = 0
+    while at < len(data):
+        n = int.from_bytes(data[at:at + 8], "little")
+        log.append(data[at + 8:at + 8 + n])
+        at += 8 + n
+    del data
+    out: dict[str, Any] = {}
+    out["restore_changelog_s"], out["restore_changelog_wall"] = run.restore_into(tmp / "r1")
+    out["restore_changelog_left"] = run.left
+    out["snapshot_bytes"] = run.snapshot()
+    out["restore_snapshot_s"], out["restore_snapshot_wall"] = run.restore_into(tmp / "r2")
+    out["restore_snapshot_left"] = run.left
+    if memory:
+        out["restore_peak"], out["restore_held"] = run.restore_memory(tmp / "r3")
+    run.close()
+    return out
 
 
 def main() -> None:
@@ -273,9 +382,18 @@ def main() -> None:
                     help="skip the restores (minutes at 10^6 keys): per-event cost only")
     ap.add_argument("--no-memory", action="store_true",
                     help="skip the traced restore that measures its memory")
+    ap.add_argument("--no-esper", action="store_true",
+                    help="leave out Esper 9 at the same key counts (minutes at 10^6 keys)")
     ap.add_argument("--only", default="",
                     help="the statements whose label starts with this (e.g. 'keyed context, time')")
+    ap.add_argument("--restore-from", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--label", help=argparse.SUPPRESS)
+    ap.add_argument("--tmp", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.restore_from is not None:
+        print(json.dumps(restores(args.label, args.restore_from, args.tmp,
+                                  not args.no_memory)))
+        return
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "
           f"{os.getloadavg()[2]:.2f}; {os.cpu_count()} cores; RocksDB-backed engine "
           f"partition, batches of {args.batch}, {args.events:,} events timed per size; "
@@ -299,6 +417,18 @@ def main() -> None:
             verdict = "meets" if ratio <= 1.25 else "MISSES"
             print(f"  cost ratio {args.keys:,} / {args.small:,} keys: {ratio:.2f}x "
                   f"({verdict} the target <= 1.25x)")
+            esper = ("--no-esper" if args.no_esper else
+                     esper_costs(label, statements, (args.small, args.keys), args.events,
+                                 args.batch))
+            if isinstance(esper, str):
+                print(f"  Esper 9: not measured ({esper})")
+            else:
+                (small_us, small_gc), (large_us, large_gc) = esper
+                print(f"  Esper 9, the same events in-process (CPU of the sending thread "
+                      f"and the collectors, median run): {args.small:,} keys "
+                      f"{small_us:.2f} us/event (collectors {small_gc:.2f}), "
+                      f"{args.keys:,} keys {large_us:.2f} us/event (collectors "
+                      f"{large_gc:.2f}), ratio {large_us / small_us:.2f}x")
             keys = args.keys
             for how in ("changelog", "snapshot") if not args.no_restore else ():
                 s = large[f"restore_{how}_s"]

@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from app.kafka.local_broker import java_bin
 from tests.oracle.oracle import OracleUnavailable, ensure_built, missing_tools
@@ -30,6 +31,8 @@ class EsperCase:
     type_name: str
     events: list[dict]
     prime: tuple[dict, ...] = ()
+    repeat: int | None = None
+    """Runs of this case (a fresh runtime each); None: ``esper_rates``' ``repeat``."""
 
 
 def unavailable() -> str | None:
@@ -44,10 +47,20 @@ def unavailable() -> str | None:
     return None
 
 
-def esper_rates(schemas: dict, cases: list[EsperCase], repeat: int = 10) -> list[float | str]:
+def esper_rates(schemas: dict, cases: list[EsperCase], repeat: int = 10
+                ) -> list[float | str]:
     """Esper's best events/s per case, or the error text Esper gave for it."""
+    return [max(r["rates"]) if isinstance(r, dict) else r
+            for r in esper_runs(schemas, cases, repeat)]
+
+
+def esper_runs(schemas: dict, cases: list[EsperCase], repeat: int = 10,
+               heap: str = "2g") -> list[dict[str, Any] | str]:
+    """Each case's runs as EsperBench reports them (``rates`` and ``wall``: events per
+    CPU and per wall-clock second, ``gc``: the collectors' seconds, a figure per run),
+    or the error text Esper gave for it (``heap``: the JVM's maximum heap)."""
     home = ensure_built()
-    cmd = [java_bin(), "-XX:+UseSerialGC", "-Xmx2g",
+    cmd = [java_bin(), "-XX:+UseSerialGC", f"-Xmx{heap}",
            "-cp", f"{home / 'classes'}:{home / 'libs' / '*'}", MAIN_CLASS]
     with tempfile.TemporaryDirectory() as tmp:
         lines = []
@@ -55,7 +68,8 @@ def esper_rates(schemas: dict, cases: list[EsperCase], repeat: int = 10) -> list
             path = Path(tmp) / f"events{i}.jsonl"
             path.write_text("".join(json.dumps(e) + "\n" for e in case.events))
             doc = {"schemas": schemas, "statements": list(case.statements),
-                   "type": case.type_name, "events": str(path), "repeat": repeat}
+                   "type": case.type_name, "events": str(path),
+                   "repeat": repeat if case.repeat is None else case.repeat}
             if case.prime:
                 prime = Path(tmp) / f"prime{i}.jsonl"
                 prime.write_text("".join(json.dumps(e) + "\n" for e in case.prime))
@@ -63,10 +77,10 @@ def esper_rates(schemas: dict, cases: list[EsperCase], repeat: int = 10) -> list
             lines.append(json.dumps(doc))
         proc = subprocess.run(cmd, input="\n".join(lines) + "\n", capture_output=True,
                               text=True, check=False)
-    out: list[float | str] = []
+    out: list[dict[str, Any] | str] = []
     for line in proc.stdout.splitlines():
         msg = json.loads(line)
-        out.append(max(msg["rates"]) if "rates" in msg else str(msg.get("error")))
+        out.append(msg if "rates" in msg else str(msg.get("error")))
     if len(out) < len(cases):
         tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
         out += [f"Esper stopped (exit {proc.returncode}): {tail}"] * (len(cases) - len(out))

@@ -43,7 +43,8 @@ import java.util.Map;
  * key allocates a keyed context's partitions) and then times sending every event with
  * sendEventMap; the events are decoded before the clock starts. Output line per input line:
  *   {"rates": [events per CPU second, each run], "wall": [events per second of wall
- *   time], "rows": rows of the last run} or {"error": msg}.
+ *   time], "gc": [seconds the collectors took], "rows": rows of the last run} or
+ *   {"error": msg}.
  * A stream of several types (Nexmark) leaves "type" empty: each event line then names its
  * type under "@type", and a line {"@time": ms} advances the runtime clock (timed too).
  * CPU time (the sending thread's, plus the collectors' time) is what the bench compares:
@@ -93,6 +94,7 @@ public final class EsperBench {
         }
         JsonArray rates = new JsonArray();
         JsonArray wall = new JsonArray();
+        JsonArray gcs = new JsonArray();
         ThreadMXBean threads = ManagementFactory.getThreadMXBean();
         long rows = 0;
         int repeat = doc.getInt("repeat", 5);
@@ -142,13 +144,16 @@ public final class EsperBench {
                 sent = events.size();
             }
             double seconds = (System.nanoTime() - t0) / 1e9;
-            double cpu = (threads.getCurrentThreadCpuTime() - c0) / 1e9 + (gcMillis() - g0) / 1e3;
+            double gc = (gcMillis() - g0) / 1e3;
+            double cpu = (threads.getCurrentThreadCpuTime() - c0) / 1e9 + gc;
             rates.add(sent / cpu);
             wall.add(sent / seconds);
+            gcs.add(gc);
             rows = count[0];
             runtime.destroy();
         }
-        return new JsonObject().add("rates", rates).add("wall", wall).add("rows", rows);
+        return new JsonObject().add("rates", rates).add("wall", wall).add("gc", gcs)
+                .add("rows", rows);
     }
 
     /** Sends one event (or advances the clock for a "@time" entry); 1 if an event was sent. */
