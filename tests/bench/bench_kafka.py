@@ -4,7 +4,9 @@ Every row of the table drains the same kind of backlog: N JSON events (1,000 acc
 keyed by account) in a source topic of 4 partitions, on the broker this machine runs.
 
 - ``raw``: confluent-kafka ``consume(1000)``, JSON decode, count and sum per key: what
-  the client library alone reads (the ratios' denominator).
+  the client library alone reads (the ratios' denominator).  It is read again right
+  before each job: the ``x raw now`` column divides by that reading, so that a machine
+  whose speed moves from minute to minute moves both sides of the ratio.
 - ``faust``: a minimal faust-streaming agent doing the same job (``faust_agent.py``).
 - kepl jobs with 1 and 2 workers, exactly-once and at-least-once: the workers start, take
   their partitions and restore, are stopped (SIGSTOP) while the backlog is produced, and
@@ -592,11 +594,10 @@ def main() -> None:
     else:
         print(f"{'faust-streaming agent, take(1000), same job':<58} {fa:>9,.0f} ev/s  "
               f"{fa / raw:.2f}x raw", flush=True)
-    delete_topic(bs, base)
 
     print(f"\n{'kepl job':<34} {'guarantee':<14} {'workers':>7} {'ev/s':>9} {'x raw':>6} "
-          f"{'x faust':>7} {'cpu s/10k ev: workers':>22} {'broker':>7} {'cores busy':>10} "
-          f"{'busiest worker':>14}",
+          f"{'x raw now':>9} {'x faust':>7} {'cpu s/10k ev: workers':>22} {'broker':>7} "
+          f"{'cores busy':>10} {'busiest worker':>14}",
           flush=True)
     best: dict[str, float] = {}
     drains: dict[tuple[str, str, int], float] = {}
@@ -607,6 +608,7 @@ def main() -> None:
             break
         if args.jobs and not any(name.startswith(j) for j in job_prefixes(args.jobs)):
             continue
+        raw_now = raw_rate(bs, base, n)
         for guarantee in ("exactly_once",) if args.quick else ("exactly_once",
                                                                "at_least_once"):
             counts = ([int(w) for w in args.workers.split(",")] if args.workers
@@ -625,7 +627,8 @@ def main() -> None:
                 vs_faust = f"{rate / fa:>7.2f}" if fa else f"{'-':>7}"
                 wcpu, bcpu, dt = run.cpu
                 print(f"{name:<34} {guarantee:<14} {workers:>7} {rate:>9,.0f} "
-                      f"{rate / raw:>6.2f} {vs_faust} {wcpu / n * 1e4:>22.2f} "
+                      f"{rate / raw:>6.2f} {rate / raw_now:>9.2f} {vs_faust} "
+                      f"{wcpu / n * 1e4:>22.2f} "
                       f"{bcpu / n * 1e4:>7.2f} {(wcpu + bcpu) / dt:>10.2f} "
                       f"{run.share:>14.2f}", flush=True)
 
@@ -636,6 +639,7 @@ def main() -> None:
                 cpus[k][0] / (cpus[(k[0], k[1], 2)][0] * cpus[(k[0], k[1], 2)][1]),
                 shared_ceiling(n, cpus[(k[0], k[1], 2)][0], brokers[(k[0], k[1], 2)]) / r)
                for k, r in drains.items() if k[2] == 1 and (k[0], k[1], 2) in drains]
+    delete_topic(bs, base)
     if scaling:
         print(f"\n{'2 workers / 1 worker':<34} {'guarantee':<14} {'drain rate':>10} "
               f"{'CPU bound (a core per worker)':>30} {'ceiling, broker on these cores':>31}")
