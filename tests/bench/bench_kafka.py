@@ -457,6 +457,11 @@ class Run:
         reader.close()
         if trace:
             self.breakdown = breakdown(samples, Path(trace))
+        # the median latency of the first and the last tenth of the rows as they came: a
+        # worker that does not keep up with the rate shows the second growing
+        tenth = max(1, len(lat) // 10)
+        self.trend = ((statistics.median(lat[:tenth]), statistics.median(lat[-tenth:]))
+                      if lat else (float("nan"), float("nan")))
         lat.sort()
         if not lat:
             return float("nan"), float("nan"), 0
@@ -673,8 +678,13 @@ def main() -> None:
                 print(f"{name:<34} {rate:>9,.0f} {p50:>8.1f} {p99:>8.1f} {got:>7}{wm}",
                       flush=True)
                 wcpu, bcpu, load = run.usage
+                first, last = run.trend
+                behind = (" (fell behind: rows waited longer and longer, so this rate is "
+                          "past what the worker sustains beside the bench's producer and "
+                          "reader)" if last > 2 * first + 50 else "")
                 print(f"    cores busy: worker {wcpu:.2f}, broker {bcpu:.2f}; "
-                      f"load average {load:.1f}")
+                      f"load average {load:.1f}; median of the first / last tenth of the "
+                      f"rows {first:.1f} / {last:.1f} ms{behind}")
                 for band, values in getattr(run, "breakdown", {}).items():
                     if band in ("p50", "p99"):
                         print(f"    {band} stages: " + ", ".join(
