@@ -107,6 +107,21 @@ def conf(base: Mapping[str, Any]) -> dict[str, Any]:
     return {**base, **{k: v for k, v in settings().items() if not java_only(k)}}
 
 
+FETCH_QUEUE_BACKOFF_MS = 10
+"""How soon a consumer fetches a partition again after its prefetch queue was full.
+
+librdkafka counts the queue of a group consumer as a whole: once its partitions hold
+``queued.min.messages`` (100,000) records between them, every partition's next fetch
+waits ``fetch.queue.backoff.ms`` (1 s by default), the repartition partitions that
+hold the routed bundles too.  A worker catching up on a backlog then sat idle for most
+of a second after routing it, waiting for its own bundles."""
+
+
+def consumer_conf(base: Mapping[str, Any]) -> dict[str, Any]:
+    """``conf`` of a consumer: kepl's consumer defaults under ``base``."""
+    return conf({"fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS, **base})
+
+
 def spark_options() -> dict[str, str]:
     """The settings as Spark Kafka source options (``kafka.<property>``).
 

@@ -100,8 +100,9 @@ def last_watermark(bootstrap: str, topic: str, timeout_s: float = 5.0) -> int | 
     to the broker waits ``timeout_s`` at most."""
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer(client.conf({"bootstrap.servers": bootstrap, "group.id": "kepl-clock",
-                                     "enable.auto.commit": False, "log_level": 0}))
+    consumer = Consumer(client.consumer_conf({
+        "bootstrap.servers": bootstrap, "group.id": "kepl-clock",
+        "enable.auto.commit": False, "log_level": 0}))
     last: int | None = None
     try:
         md = consumer.list_topics(topic, timeout=timeout_s)

@@ -298,9 +298,10 @@ def read_latest(config: AppConfig, bootstrap: str, timeout_s: float = 15.0
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
     topic = deployments_topic(config)
-    c = Consumer(client.conf({"bootstrap.servers": bootstrap, "group.id": "kepl-deployments",
-                              "enable.auto.commit": False, "enable.partition.eof": True,
-                              "isolation.level": "read_committed", "log_level": 0}))
+    c = Consumer(client.consumer_conf({
+        "bootstrap.servers": bootstrap, "group.id": "kepl-deployments",
+        "enable.auto.commit": False, "enable.partition.eof": True,
+        "isolation.level": "read_committed", "log_level": 0}))
     try:
         md = c.list_topics(topic, timeout=timeout_s)
         if topic not in md.topics or md.topics[topic].error is not None:
@@ -424,8 +425,8 @@ class VersionWatch:
     def _run(self) -> None:
         from confluent_kafka import Consumer
 
-        c = Consumer(client.conf({"bootstrap.servers": self.bootstrap,
-                                  "group.id": "kepl-deployments", "log_level": 0}))
+        c = Consumer(client.consumer_conf({"bootstrap.servers": self.bootstrap,
+                                           "group.id": "kepl-deployments", "log_level": 0}))
         try:
             seen = self._end(c)
             while not self._done.wait(self.interval_s):

@@ -35,7 +35,7 @@ class EventClock:
         self.every_s = every_s
         self.clock = Clock(bootstrap, config)
         self.last = last
-        self.consumer = Consumer(client.conf({
+        self.consumer = Consumer(client.consumer_conf({
             "bootstrap.servers": bootstrap, "group.id": f"kepl.{config.app}.clock",
             "enable.auto.commit": False, "isolation.level": "read_committed",
             "auto.offset.reset": "earliest", "log_level": 3}))

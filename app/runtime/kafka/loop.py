@@ -213,7 +213,8 @@ class Worker:
         self.caught_up_s = min(self.interval_s,
                                (int(caught_up) if caught_up else CAUGHT_UP_COMMIT_MS) / 1000)
         self.out = make_output(bootstrap, identity, config.processing_guarantee)
-        self.consumer = Consumer(client.conf(consumer_config(bootstrap, config.app, identity)))
+        self.consumer = Consumer(
+            client.consumer_conf(consumer_config(bootstrap, config.app, identity)))
         self.wiring = Wiring(config, topology)
         self.inputs = Inputs()
         self.parts: dict[tuple[str, int], EnginePartition] = {}

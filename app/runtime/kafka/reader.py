@@ -114,7 +114,7 @@ class RowReader:
                 "enable.auto.commit": False, "isolation.level": "read_committed",
                 "enable.partition.eof": False, "fetch.wait.max.ms": FETCH_WAIT_MS,
                 "log_level": 3, **(conf or {})}
-        conf = client.conf(conf)
+        conf = client.consumer_conf(conf)
         self.consumer = Consumer(conf)
         # End offsets come from a client that never fetches: on the fetching client an
         # offsets request queues behind the fetch long-poll (up to fetch.wait.max.ms).

@@ -202,7 +202,7 @@ def _consumer(bootstrap: str) -> Any:
 
     from app.runtime.kafka import client
 
-    return Consumer(client.conf({
+    return Consumer(client.consumer_conf({
         "bootstrap.servers": bootstrap, "group.id": "kepl-rebuild",
         "enable.auto.commit": False, "enable.partition.eof": True,
         "isolation.level": "read_committed", "log_level": 0}))

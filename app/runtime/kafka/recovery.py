@@ -68,15 +68,16 @@ class KafkaChangelog:
     def _consumer(self) -> Any:
         from confluent_kafka import Consumer
 
-        return Consumer(client.conf({"bootstrap.servers": self.bootstrap,
-                         "group.id": "kepl-restore",
-                         "enable.auto.commit": False, "enable.partition.eof": True,
-                         "isolation.level": "read_committed", "log_level": 3,
-                         # the worker's librdkafka log (brokers.QuietFailures applies)
-                         "logger": logging.getLogger("kepl.kafka"),
-                         "fetch.max.bytes": 64 * 1024 * 1024,
-                         # records deleted under a read must fail it, never skip ahead
-                         "auto.offset.reset": "error"}))
+        return Consumer(client.consumer_conf({
+            "bootstrap.servers": self.bootstrap,
+            "group.id": "kepl-restore",
+            "enable.auto.commit": False, "enable.partition.eof": True,
+            "isolation.level": "read_committed", "log_level": 3,
+            # the worker's librdkafka log (brokers.QuietFailures applies)
+            "logger": logging.getLogger("kepl.kafka"),
+            "fetch.max.bytes": 64 * 1024 * 1024,
+            # records deleted under a read must fail it, never skip ahead
+            "auto.offset.reset": "error"}))
 
     def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
         """(low, high): the first retained offset and the next offset to be written."""

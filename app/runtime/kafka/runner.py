@@ -105,11 +105,11 @@ class Progress:
     def __init__(self, bootstrap: str, topic: str) -> None:
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-        self.consumer = Consumer(client.conf({"bootstrap.servers": bootstrap,
-                                              "group.id": "kepl-progress",
-                                              "enable.auto.commit": False,
-                                              "fetch.wait.max.ms": FETCH_WAIT_MS,
-                                              "log_level": 3}))
+        self.consumer = Consumer(client.consumer_conf({"bootstrap.servers": bootstrap,
+                                                       "group.id": "kepl-progress",
+                                                       "enable.auto.commit": False,
+                                                       "fetch.wait.max.ms": FETCH_WAIT_MS,
+                                                       "log_level": 3}))
         self.consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
         self.latest: dict[str, str] = {}
 

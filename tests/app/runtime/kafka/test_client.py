@@ -44,6 +44,18 @@ def test_later_sources_win_and_references_resolve(tmp_path: Path,
     assert client.redacted(client.settings())["sasl.username"] == "alice"
 
 
+def test_a_consumer_fetches_again_soon_after_its_queue_was_full(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # librdkafka's default is a second: a worker's repartition partitions waited it out
+    base = {"bootstrap.servers": "b:9092", "group.id": "g"}
+    assert client.consumer_conf(base) == {**base, "fetch.queue.backoff.ms": 10}
+    assert client.consumer_conf({**base, "fetch.queue.backoff.ms": 50}) == {
+        **base, "fetch.queue.backoff.ms": 50}
+    assert "fetch.queue.backoff.ms" not in client.conf(base)  # producers have no such setting
+    monkeypatch.setenv("KEPL_KAFKA_FETCH_QUEUE_BACKOFF_MS", "1000")
+    assert client.consumer_conf(base)["fetch.queue.backoff.ms"] == "1000"
+
+
 def test_bad_settings_are_one_line(tmp_path: Path) -> None:
     client.configure({"sasl.password": "${NOT_SET_ANYWHERE}"})
     with pytest.raises(client.ClientConfigError) as e:
