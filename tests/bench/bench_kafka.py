@@ -15,9 +15,11 @@ keyed by account) in a source topic of 4 partitions, on the broker this machine 
 Each drain also prints the CPU seconds the workers and the broker spent per 10,000
 events (from /proc): on a 2-core machine that runs the broker too, what a second worker
 can add is bounded by the core the broker and the first worker leave idle.  The last
-column is the busiest worker's part of the workers' CPU seconds (0.50 with two workers
-sharing the work evenly, 1.00 when one does it all): with idle cores, two workers run at
-most 1/part times one, whatever else the machine is doing during the run.
+column but one is the busiest worker's part of the workers' CPU seconds (0.50 with two
+workers sharing the work evenly, 1.00 when one does it all): with idle cores, two workers
+run at most 1/part times one, whatever else the machine is doing during the run.  The
+last is how busy the busiest worker's main thread was over the drain (its CPU seconds over
+the drain's seconds): under 1.00 it waited for something (input, a commit, the cores).
 
 Then, for jobs whose rows do not wait on time, latency at half the measured rate: events
 carry their send time, a ``read_committed`` reader takes the time a row becomes visible.
@@ -158,15 +160,21 @@ def hosted(bs: str) -> tuple[int, int]:
     return len(topics), sum(len(t.partitions) for t in topics)
 
 
-def cpu_seconds(pid: int | None) -> float:
-    """User + system CPU seconds of a process so far (0 if unknown)."""
+def cpu_seconds(pid: int | None, stat: str = "") -> float:
+    """User + system CPU seconds of a process so far (0 if unknown); ``stat``: another
+    /proc stat file of it (a thread's)."""
     if pid is None:
         return 0.0
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        fields = Path(stat or f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main_thread_cpu_seconds(pid: int | None) -> float:
+    """User + system CPU seconds of a process's main thread so far (0 if unknown)."""
+    return 0.0 if pid is None else cpu_seconds(pid, f"/proc/{pid}/task/{pid}/stat")
 
 
 def broker_pid(bs: str) -> int | None:
@@ -371,18 +379,21 @@ class Run:
         pids = [w.proc.pid for w in self.workers if w.proc is not None]
         bpid = broker_pid(self.kapp.bootstrap)
         w0 = [cpu_seconds(p) for p in pids]
+        m0 = [main_thread_cpu_seconds(p) for p in pids]
         c0 = sum(w0), cpu_seconds(bpid)
         t0 = time.perf_counter()
         self.kapp.now = t[0] + 1000
         self.kapp.settle(timeout_s=600)
         dt = time.perf_counter() - t0
         w1 = [cpu_seconds(p) for p in pids]
+        m1 = [main_thread_cpu_seconds(p) for p in pids]
         c1 = sum(w1), cpu_seconds(bpid)
         self.cpu = (c1[0] - c0[0], c1[1] - c0[1], dt)
         spent = [b - a for a, b in zip(w0, w1)]
         # the busiest worker's part of the workers' CPU: with idle cores, n workers run
         # at most 1/share times one (a load-independent view of how the work spreads)
         self.share = max(spent) / sum(spent) if sum(spent) > 0 else 1.0
+        self.main_busy = max((b - a for a, b in zip(m0, m1)), default=0.0) / dt
         return n / dt
 
     def latency(self, rate: float, seconds: float, watermarks_ms: int = 0
@@ -602,7 +613,7 @@ def main() -> None:
 
     print(f"\n{'kepl job':<34} {'guarantee':<14} {'workers':>7} {'ev/s':>9} {'x raw':>6} "
           f"{'x raw now':>9} {'x faust':>7} {'cpu s/10k ev: workers':>22} {'broker':>7} "
-          f"{'cores busy':>10} {'busiest worker':>14}",
+          f"{'cores busy':>10} {'busiest worker':>14} {'main thread':>11}",
           flush=True)
     best: dict[str, float] = {}
     drains: dict[tuple[str, str, int], float] = {}
@@ -635,7 +646,7 @@ def main() -> None:
                       f"{rate / raw:>6.2f} {rate / raw_now:>9.2f} {vs_faust} "
                       f"{wcpu / n * 1e4:>22.2f} "
                       f"{bcpu / n * 1e4:>7.2f} {(wcpu + bcpu) / dt:>10.2f} "
-                      f"{run.share:>14.2f}", flush=True)
+                      f"{run.share:>14.2f} {run.main_busy:>11.2f}", flush=True)
 
     # 2 vs 1 worker: the drain rates; what the workers' CPU allows when each has a core
     # (one worker's CPU seconds over the busiest of two workers'); and the most two
