@@ -200,6 +200,10 @@ def _split_lines(topology: Any, g: Any, plan: Any) -> list[str]:
         return [f"split partitioned by join key ({g.split.describe()}) over "
                 f"{_count(g.partitions)}: each key's rows in order, numbered per key "
                 "(context_partition = join key); no order across keys"]
+    if g.split is not None and g.split.kind == "window":
+        return [f"split partitioned by window key ({g.split.describe()}) over "
+                f"{_count(g.partitions)}: each key's rows in order, numbered per key "
+                "(context_partition = window key); no order across keys"]
     if g.split is not None:
         return [f"split partitioned by group key ({g.split.describe()}) over "
                 f"{_count(g.partitions)}: each group's rows in order, numbered per group "

@@ -23,6 +23,13 @@ independent of the other groups:
   happens (``arms``), so their limiters fire at the same times, and the only windows
   allowed with it post each arriving event at once (not ``#time_batch``).
 
+A statement without a ``group by`` or aggregates whose one data window keeps each key's
+events apart, ``#unique``, ``#firstunique`` or ``#groupwin`` over plain properties each also
+a select column, splits the same way by that *window key* (``window_split``): an event
+replaces, is dropped for, or pushes out only events of its own key (Esper ref. 14.3.14,
+14.3.15, 14.3.2), so the rows of one key depend on that key's events alone.  Without a
+``group by`` an output clause collects rows of every key, so it has none.
+
 An inner join of two streams splits the same way by its *join key* (``join_split``): an
 equality of one property of each stream in the where clause (or the inner join's on),
 both of one type family, so that equal values route alike.  Only events of one key
@@ -39,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.epl import ast
-from app.epl.expr import PREV_FUNCTIONS, property_reader
+from app.epl.expr import PREV_FUNCTIONS, property_reader, text_of
 from app.epl.walk import conjuncts, iter_nodes, same
 from operators.base import Expr, PartitionCtx, Row
 from operators.contexts.managers import key_text
@@ -80,7 +87,7 @@ class GroupSplit:
     others: tuple[SplitRoute, ...] = ()
     """A join split by its key: the other stream's route (``type_name`` is the first)."""
     kind: str = "group"
-    """What the key is: the ``group`` key, or a ``join`` key."""
+    """What the key is: the ``group`` key, a ``join`` key or a ``window`` key."""
 
     def describe(self) -> str:
         return ", ".join(self.texts)
@@ -150,12 +157,12 @@ def group_split(plan: Any, stmt: Any, variables: Iterable[str] = (),
     if plan.window is not None:
         return f"reads named window {plan.window}"
     if not stmt.group_by or not p.resultset.group_by:
-        return "no group by"
+        return window_split(plan, stmt, set(variables))
     why = _unsupported_clause(plan, stmt, set(variables))
     if why:
         return why
     rs = p.resultset
-    columns = _key_columns(stmt, rs)
+    columns = _key_columns(stmt, rs, stmt.group_by)
     if isinstance(columns, str):
         return columns
     s = stmt.from_[0]
@@ -167,6 +174,48 @@ def group_split(plan: Any, stmt: Any, variables: Iterable[str] = (),
         return why
     return GroupSplit(p.stream.type_name, tuple(rs.group_texts), tuple(rs.group_by),
                       columns, p.stream.filter, p.where, timed)
+
+
+def window_split(plan: Any, stmt: ast.SelectStatement, variables: set[str]
+                 ) -> GroupSplit | str:
+    """The split of a statement without a group by by the keys of its ``#unique``,
+    ``#firstunique`` or ``#groupwin`` window, or why not (module docstring)."""
+    p = plan.pipeline
+    src = stmt.from_[0]
+    views = src.views
+    if not views or views[0].name.lower() not in KEYED_WINDOWS:
+        return "no group by or keyed window (#unique, #firstunique, #groupwin)"
+    if p.resultset.aggregates:
+        return "no group by: its aggregates are over the events of all keys"
+    if stmt.output is not None:
+        return "no group by: output limiting collects the rows of all keys together"
+    why = _unsupported_clause(plan, stmt, variables)
+    if why:
+        return why
+    first = views[0]
+    props = [_plain_property(k, src) for k in first.params]
+    if not props or None in props:
+        return f"#{first.name}'s keys are not all properties of the event"
+    why = _window_reason(views, first.params, False, "window key")
+    if why:
+        return why
+    columns = _key_columns(stmt, p.resultset, first.params, "window key")
+    if isinstance(columns, str):
+        return columns
+    return GroupSplit(p.stream.type_name, tuple(text_of(k) for k in first.params),
+                      tuple(property_reader(n) for n in props if n is not None), columns,
+                      p.stream.filter, p.where, False, (), "window")
+
+
+def _plain_property(node: Any, src: ast.FilterStream) -> str | None:
+    """The property a window key reads: ``name``, or ``alias.name`` of its stream."""
+    if not isinstance(node, ast.Name):
+        return None
+    if len(node.parts) == 1:
+        return node.parts[0]
+    if len(node.parts) == 2 and node.parts[0] in (src.alias, src.type_name):
+        return node.parts[1]
+    return None
 
 
 INTEGERS = frozenset({"byte", "short", "int", "integer", "long"})
@@ -224,7 +273,7 @@ def join_split(plan: Any, stmt: ast.SelectStatement, variables: set[str],
         if why:
             return f"stream {s.name}: {why}"
     if stmt.group_by:
-        columns = _key_columns(stmt, rs)
+        columns = _key_columns(stmt, rs, stmt.group_by)
         if isinstance(columns, str):
             return columns
         column: str | None = columns[0]
@@ -301,13 +350,14 @@ def _unsupported_clause(plan: Any, stmt: ast.SelectStatement, variables: set[str
     return ""
 
 
-def _key_columns(stmt: ast.SelectStatement, rs: Any) -> tuple[str, ...] | str:
-    """The select column of each group-by expression (the row's group key)."""
+def _key_columns(stmt: ast.SelectStatement, rs: Any, keys: tuple[Any, ...],
+                 key: str = "group-by expression") -> tuple[str, ...] | str:
+    """The select column of each key expression (the row's group key)."""
     items = stmt.select_items
     wildcard = any(isinstance(i, ast.Wildcard) for i in items)
     names = [c.name for c in rs.columns]
     out: list[str] = []
-    for g in stmt.group_by:
+    for g in keys:
         found = None
         if not wildcard and len(items) == len(names):
             for item, name in zip(items, names):
@@ -317,7 +367,7 @@ def _key_columns(stmt: ast.SelectStatement, rs: Any) -> tuple[str, ...] | str:
         elif wildcard and isinstance(g, ast.Name) and len(g.parts) == 1:
             found = g.parts[0]
         if found is None:
-            return "a group-by expression is not a select column (rows are numbered per group)"
+            return f"a {key} is not a select column (rows are numbered per key)"
         out.append(found)
     return tuple(out)
 

@@ -50,6 +50,14 @@ SPLITTABLE = {
                "group by w.account output last every 1500 msec",
     "crontab": "select account, count(*) as cnt from W#time(90 sec) group by account "
                "output last at (*/1, *, *, *, *)",
+    # no group by: split by the keys of a window that keeps each key's events apart
+    "unique_rows": "select irstream account, n, amount from W#unique(account)",
+    "unique_two_where": "select account, n, amount from W#unique(account, n) "
+                        "where amount > 10",
+    "groupwin_sort": "select irstream account, amount "
+                     "from W#groupwin(account)#sort(3, amount desc)",
+    "groupwin_time_batch": "select irstream * from W#groupwin(account)#time_batch(1 sec)",
+    "firstunique_rows": "select account, n, amount from W#firstunique(account, n)",
 }
 
 
@@ -149,6 +157,13 @@ REFUSED = {
         "select distinct",
     "select account, count(*) as c, sum(amount, group_by: n) as s from W#time(1 sec) "
     "group by account": "an aggregate has its own group_by",
+    "select amount from W#unique(account)": "a window key is not a select column",
+    "select count(*) as c from W#unique(account)": "no group by: its aggregates",
+    "select account, amount from W#unique(account) output every 1 sec":
+        "no group by: output limiting",
+    "select amount * 2 as a from W#unique(amount * 2)":
+        "#unique's keys are not all properties",
+    "select account, amount from W#length(5)": "no group by or keyed window",
 }
 
 

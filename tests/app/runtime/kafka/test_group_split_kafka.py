@@ -26,6 +26,8 @@ STATEMENTS = [
                             "from W#time(3 sec) group by account output last every 1 sec"},
     {"name": "uniq", "epl": "select irstream account, sum(amount) as total "
                             "from W#unique(account) where amount > 5 group by account"},
+    {"name": "top", "epl": "select irstream account, amount "
+                           "from W#groupwin(account)#sort(2, amount desc)"},
 ]
 
 
@@ -33,7 +35,7 @@ def _config(name: str) -> AppConfig:
     return AppConfig.from_dict({
         "app": name, "schemas": {"W": {"account": "string", "amount": "double"}},
         "topics": {"W": f"{name}.w"}, "partitions": 3,
-        "statement_partitions": {"last": 4, "uniq": 2}, "statements": STATEMENTS})
+        "statement_partitions": {"last": 4, "uniq": 2, "top": 3}, "statements": STATEMENTS})
 
 
 def _steps(seed: int = 3) -> list[Any]:
@@ -56,7 +58,7 @@ def test_split_statement_two_workers_matches_embedded(kafka_bootstrap: str) -> N
     config = _config(f"split-{uuid.uuid4().hex[:8]}")
     steps = _steps()
     expected = embedded_rows(Topology.plan(config), steps, lambda s: ("W", s[0]))
-    assert len(expected["last"]) > 3 and len(expected["uniq"]) > 3
+    assert all(len(expected[s]) > 3 for s in ("last", "uniq", "top"))
     got = two_worker_rows(kafka_bootstrap, config, steps, lambda s: ("W", s[0], s[1]))
     for stmt in config.statement_partitions:
         assert got[stmt] == expected[stmt], stmt

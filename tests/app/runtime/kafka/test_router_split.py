@@ -29,6 +29,7 @@ STATEMENTS = {
             "group by k output last every 700 msec",
     "first": "select irstream k, sum(v) as total from T#unique(k) group by k "
              "output first every 1 sec",
+    "top": "select irstream k, v from T#groupwin(k)#sort(2, v desc)",
 }
 
 
