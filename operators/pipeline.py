@@ -20,6 +20,7 @@ from operators.output import OutputLimiter, OutputSpec
 from operators.output.limiter import PASS_THROUGH, PassThrough
 from operators.prior import MatchPrior, MatchPriorSpec, Prior, PriorSpec
 from operators.resultset import ResultSet, ResultSetSpec
+from operators.state import MemoryNamespace
 from operators.subquery.subquery import Subquery
 from operators.windows.batch import BatchWindow
 from operators.windows.common import ForcedEmit, WindowView
@@ -209,8 +210,15 @@ class Pipeline:
                 if sub.spec.source == "stream":
                     self.sub_by_type.setdefault(sub.spec.type_name, []).append(sub)
         self.main_types = spec.from_types
+        # a unidirectional join without output limiting aggregates each triggering event's
+        # rows alone and clears them before the next (``_fresh_aggregates``): nothing of
+        # them outlives the event, so they are kept in memory, not in the partition's
+        # state (clearing a stored namespace scans it, each triggering event again)
+        transient = bool(spec.join is not None and spec.join.unidirectional
+                         and spec.resultset.aggregates and not spec.output.limited)
         self.rs: ResultSet = spec.resultset.build(
-            state.child("rs"), ctx, want_old=spec.stream_kind != "istream")
+            MemoryNamespace(("rs",)) if transient else state.child("rs"), ctx,
+            want_old=spec.stream_kind != "istream")
         fresh = bool(spec.join is not None and spec.join.unidirectional
                      and spec.resultset.aggregates)
         # a statement without an output clause keeps nothing per partition for its output
