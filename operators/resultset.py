@@ -253,6 +253,8 @@ def _aggregates_projector(pairs: tuple[tuple[str, Any], ...], n_aggs: int
             i = (n_aggs + keys.index(key) if key is not None
                  else n_aggs + len(keys) + props.index(e.property_name))
         cols.append((name, i))
+    if not n_aggs and not keys:
+        return _properties_projector(tuple((name, props[j]) for name, j in cols))
     values = _projection_values(tuple(keys), tuple(props), n_aggs)
     nones = [None] * n_aggs
     # the commonest cases read without another call: aggregates alone (``extra`` False),
@@ -319,6 +321,36 @@ def _aggregates_projector(pairs: tuple[tuple[str, Any], ...], n_aggs: int
         a = values(ctx.aggs or nones, row, ctx)
         return {n: a[j] for n, j in cols_t}
     return many
+
+
+def _properties_projector(named: tuple[tuple[str, str], ...]
+                          ) -> Callable[[Row, PartitionCtx], Row]:
+    """The projection of event properties alone (``select a, b as c``): each column read
+    from the row by name, as its expression would read it."""
+    if len(named) == 1:
+        (n0, p0), = named
+
+        def properties(row: Row, ctx: PartitionCtx) -> Row:
+            return {n0: row.get(p0)}
+    elif len(named) == 2:
+        (n0, p0), (n1, p1) = named
+
+        def properties(row: Row, ctx: PartitionCtx) -> Row:
+            return {n0: row.get(p0), n1: row.get(p1)}
+    elif len(named) == 3:
+        (n0, p0), (n1, p1), (n2, p2) = named
+
+        def properties(row: Row, ctx: PartitionCtx) -> Row:
+            return {n0: row.get(p0), n1: row.get(p1), n2: row.get(p2)}
+    elif len(named) == 4:
+        (n0, p0), (n1, p1), (n2, p2), (n3, p3) = named
+
+        def properties(row: Row, ctx: PartitionCtx) -> Row:
+            return {n0: row.get(p0), n1: row.get(p1), n2: row.get(p2), n3: row.get(p3)}
+    else:
+        def properties(row: Row, ctx: PartitionCtx) -> Row:
+            return {n: row.get(p) for n, p in named}
+    return properties
 
 
 def _projection_values(keys: tuple[str, ...], props: tuple[str, ...], n_aggs: int

@@ -511,6 +511,7 @@ KEYED_CATALOG = ["create context K partition by symbol from T"]
     "select symbol from T",
     "select symbol, price from T",
     "select price, amount, symbol from T",
+    "select price as p, amount, symbol, price as q, amount as a from T",
     "context K select symbol, count(*) as n, sum(amount) as s, price from T",
     "context K select context.key1 as key, price, symbol, count(*) from T",
     "context K select symbol, price from T",
@@ -526,7 +527,7 @@ def test_plain_projection_matches_column_expressions(epl: str) -> None:
     pairs = tuple((c.name, c.expr) for c in spec.columns)
     general = ResultSetSpec._pairs_projector(pairs)
     fast = spec.projector
-    assert fast.__name__ in ("one", "two", "three", "four", "many")
+    assert fast.__name__ in ("one", "two", "three", "four", "many", "properties")
     ctx = PartitionCtx()
     ctx.props = {"symbol": "A", "key1": "A"}
     rnd = random.Random(4)
