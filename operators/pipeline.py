@@ -797,6 +797,13 @@ class RowPipeline(StreamPipeline):
         """``on_event`` for each of ``events`` in turn, lazily: the insert-stream rows of
         one event are yielded before the next is looked at (whatever the caller does in
         between, e.g. an event a listener sends, comes first, as with ``on_event``)."""
+        view = self.view
+        if view is not None and self.filter is None:
+            # window and result set step by step in one loop (``ResultSet.pushed``)
+            return self.rs.pushed(events, view.push, now_ms)  # type: ignore[attr-defined]
+        return self._each(events, now_ms)
+
+    def _each(self, events: Iterable[Row], now_ms: int) -> Iterator[Rows]:
         ctx = self.ctx
         f = self.filter
         step = self.rs.step

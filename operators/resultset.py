@@ -11,7 +11,7 @@ Five kinds, as Esper distinguishes them:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import Any, NamedTuple
@@ -786,6 +786,38 @@ class ResultSet:
         if having is None or having(row, ctx):
             return [self._projector(row, ctx)]
         return []
+
+    def pushed(self, events: Iterable[Row], push: Callable[[Row], Row | None],
+               now_ms: int) -> Iterator[Rows]:
+        """``step(event, push(event))`` for each of ``events`` in turn, lazily (a
+        pipeline over a length window: ``push`` gives the row the event expires).  An
+        aggregated ungrouped result set without having does ``_step_agg``'s work here, in
+        one loop; the rows are the same."""
+        ctx = self.ctx
+        step = self.step
+        if type(self).step is not ResultSet._step_agg or self._having is not None:
+            for event in events:
+                ctx.now_ms = now_ms
+                yield step(event, push(event))
+            return
+        enter, swap, read, project = (self._enter_row, self._swap_rows, self._read,
+                                      self._projector)
+        rewrite, every = self._rewrite, self._all
+        for event in events:
+            ctx.now_ms = now_ms
+            old = push(event)
+            states = self._one
+            if states is None:  # the first event makes the record
+                yield step(event, old)
+                continue
+            if old is None:
+                enter(states, event, ctx)
+            else:
+                swap(states, event, old, ctx)
+            if rewrite:
+                self._put_one(self._one_rec)
+            ctx.aggs = read(states)
+            yield [project({} if every else event, ctx)]
 
     def _step_simple(self, new: Row, old: Row | None) -> Rows:
         """``step`` without aggregation: the arriving row, projected."""

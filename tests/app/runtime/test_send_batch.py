@@ -20,6 +20,10 @@ KEYED = "create context K partition by k from T"
 DEPLOYMENTS = {
     "filter": ["select * from T(v >= 5)"],
     "length count/sum": ["select count(*) as n, sum(x) as s from T#length(3)"],
+    "length count/sum with a property": [
+        "select k, count(*) as n, sum(x) as s from T#length(3)"],
+    "length count/sum with having": [
+        "select count(*) as n, avg(x) as a from T#length(4) having count(x) > 1"],
     "keyed length count/sum": [KEYED, "context K select k, count(*) as n, sum(x) as s "
                                       "from T#length(2)"],
     "keyed context id, two statements": [

@@ -85,6 +85,7 @@ HELD_STATEMENTS = {
     "pattern": "select a.account as a, b.account as b from pattern "
                "[every a=W -> (b=W(account = a.account) or timer:interval(1 sec))]",
     "every": "select count(*) as n from W output last every 1500 msec",
+    "length": "select count(*) as n, sum(amount) as total from W#length(3)",
 }
 
 
@@ -263,7 +264,7 @@ def test_an_epochs_events_of_one_type_join_the_run_as_one_at_a_time(tmp_path: Pa
 
     fast, each = run("fast", False), run("each", True)
     assert held_rows(fast) == held_rows(each)
-    assert {r[0] for r in held_rows(fast)} == {"window", "batch", "every", "v"}
+    assert {r[0] for r in held_rows(fast)} == {"window", "batch", "every", "length", "v"}
     assert fast.applied == each.applied == {UP: max(r.offset for r in records
                                                      if r.upstream == UP),
                                             "src:1": max(r.offset for r in records
