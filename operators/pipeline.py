@@ -210,17 +210,16 @@ class Pipeline:
                 if sub.spec.source == "stream":
                     self.sub_by_type.setdefault(sub.spec.type_name, []).append(sub)
         self.main_types = spec.from_types
-        # a unidirectional join without output limiting aggregates each triggering event's
-        # rows alone and clears them before the next (``_fresh_aggregates``): nothing of
-        # them outlives the event, so they are kept in memory, not in the partition's
-        # state (clearing a stored namespace scans it, each triggering event again)
-        transient = bool(spec.join is not None and spec.join.unidirectional
-                         and spec.resultset.aggregates and not spec.output.limited)
+        fresh = bool(spec.join is not None and spec.join.unidirectional
+                     and spec.resultset.aggregates)
+        # without output limiting, such fresh aggregates are cleared before the next
+        # triggering event and nothing of them outlives the event: they are kept in
+        # memory, not in the partition's state (clearing a stored namespace scans it,
+        # each triggering event again)
+        transient = fresh and not spec.output.limited
         self.rs: ResultSet = spec.resultset.build(
             MemoryNamespace(("rs",)) if transient else state.child("rs"), ctx,
             want_old=spec.stream_kind != "istream")
-        fresh = bool(spec.join is not None and spec.join.unidirectional
-                     and spec.resultset.aggregates)
         # a statement without an output clause keeps nothing per partition for its output
         self.out: OutputLimiter | PassThrough = (
             OutputLimiter(spec.output, state.child("out"), ctx, self.rs, self._contents,
@@ -231,8 +230,7 @@ class Pipeline:
         self._shaped = bool(spec.distinct or spec.resultset.order_by
                             or spec.resultset.limit is not None)
         self.where = spec.where
-        self._fresh_aggregates = bool(spec.join is not None and spec.join.unidirectional
-                                      and spec.resultset.aggregates)
+        self._fresh_aggregates = fresh
         """Each event of a unidirectional join aggregates its join rows alone (Esper ref. 2.12:
         one output row per event; Esper clears the aggregation before each join
         result)."""
