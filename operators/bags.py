@@ -13,7 +13,7 @@ entries per event, whatever the window holds.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from decimal import Decimal
 from heapq import heapify, heappop, heappush
 from typing import Any
@@ -234,6 +234,17 @@ class BagNamespace:
 
     def clear(self) -> None:
         self.ns.clear()
+
+    def drop_records(self, records: Mapping[Key, list]) -> None:
+        """Delete these records and their bags' values (those stored at the last ``put``
+        are in the bag or among its changes since), without a scan of the namespace."""
+        self.ns.drop_records(records)
+        for i, ns in self.bag_ns.items():
+            for key, rec in records.items():
+                bag = rec[0][i]
+                if isinstance(bag, BAGS):
+                    for v in set(bag).union(bag.changes or ()):
+                        ns.delete((key, v))
 
     def child(self, name: Any) -> Any:
         return self.ns.child(name)

@@ -683,10 +683,17 @@ class ResultSet:
         the join rows of each triggering event alone (Esper ref. 2.12, output for
         unidirectional joins: one row per event; Esper clears its aggregation service
         before each join result)."""
+        drop = getattr(self.state, "drop_records", None)
+        if drop is not None:
+            # a stored namespace holds the records of ``groups`` and nothing else: deleting
+            # those is not a scan of its range, which holds the deletes of every trigger
+            # since the batch began (a scan per trigger is quadratic in the batch)
+            drop(self.groups)
+        else:
+            self.state.clear()
         self.groups.clear()
         self._one_rec = None
         self._one = None
-        self.state.clear()
 
     # -- entry points ------------------------------------------------------
     def _begin(self) -> None:

@@ -478,6 +478,12 @@ class RocksNamespace:
             if self.sink is not None:
                 self.sink(k, None)
 
+    def drop_records(self, records: Mapping[Key, Any]) -> None:
+        """Delete the entries of ``records``' keys: what a result set knows it stored."""
+        delete = self.delete
+        for k in records:
+            delete(k)
+
     def key_count(self) -> int:
         return sum(1 for _ in self._scan(self.prefix))
 
