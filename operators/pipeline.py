@@ -524,6 +524,15 @@ class Pipeline:
             out_old += o
         return out_new, out_old
 
+    def arm(self, now_ms: int) -> None:
+        """The statement's first event or update came to another engine partition it is
+        split over: arm what that arrival armed there, a timed output condition and a
+        ``#time_batch``'s reference point."""
+        self.out.arm(now_ms)
+        arm = getattr(self.view, "arm", None)
+        if arm is not None:
+            arm(now_ms)
+
     def next_timer(self) -> int | None:
         timers = self._timers
         if timers == _TIMERS_NONE:

@@ -1142,11 +1142,12 @@ class Engine:
             self._deliver(st, pid, type_name, event, now)
 
     def arm_output(self, statement: str) -> None:
-        """A statement split by group key over several engines had its first update in
-        another one: arm its timed output now, as that update did there."""
+        """A statement split by group key over several engines had its first update (or
+        event) in another one: arm its timed output (or ``#time_batch``) now, as that
+        arrival did there."""
         st = self.statements[statement]
         p = st.pipelines.get(0) or self._pipeline(st, 0)
-        p.out.arm(self.now_ms)
+        p.arm(self.now_ms)
         self._arm(st.key0, p.next_timer)
 
     def _deliver(self, st: _Stmt, pid: Any, type_name: str, event: Row, now: int) -> None:

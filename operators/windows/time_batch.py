@@ -89,6 +89,15 @@ class TimeBatchWindow(BatchWindow):
         """The next flush on the grid."""
         return self.due
 
+    def arm(self, now_ms: int) -> None:
+        """The statement's first arrival came to another engine partition it is split
+        over: take the reference point that arrival set there (Esper ref. 14.3.5), so
+        that every partition's batches end at the same times.  Nothing is scheduled
+        until an event comes here."""
+        if self.ref is None:
+            self.ref = now_ms
+            self._save()
+
     def _undone(self) -> None:
         # Esper's time batch view reschedules after its child returned: a failed flush
         # leaves none, and the kept batch is not empty, so no event schedules one either

@@ -12,7 +12,8 @@ independent of the other groups:
   table, insert into, variable read or written), a ``group by`` of expressions over it,
   each also a column of the select clause (the row's group key numbers its row ids);
 - a data window whose content per group depends only on that group's events: none,
-  ``#keepall``, ``#time``, ``#time_batch`` with a reference point, ``#unique`` /
+  ``#keepall``, ``#time``, ``#time_batch`` (without a reference point, its first arrival
+  is one: the router tells every engine partition of it, ``arms``), ``#unique`` /
   ``#firstunique`` and ``#groupwin`` whose keys include the group key (over any window);
 - no ``order by``, ``limit``, ``distinct``, ``prev``/``prior``, no aggregate with its own
   ``group_by:``;
@@ -50,6 +51,7 @@ from app.epl.expr import PREV_FUNCTIONS, property_reader, text_of
 from app.epl.walk import conjuncts, iter_nodes, same
 from operators.base import Expr, PartitionCtx, Row
 from operators.contexts.managers import key_text
+from operators.windows.time_batch import TimeBatchSpec
 
 IMMEDIATE = frozenset({"keepall", "time", "unique", "firstunique"})
 """Windows that post each arriving event as it arrives and whose content per group is
@@ -82,8 +84,10 @@ class GroupSplit:
     filter: Expr | None = None
     where: Expr | None = None
     arms: bool = False
-    """A timed output condition armed by the first update: the engine partitions learn
-    of the statement's first update from the router (``Engine.arm_outputs``)."""
+    """A timed output condition armed by the first update, or a ``#time_batch`` whose
+    reference point is its first arrival: the engine partitions learn of the statement's
+    first update (``where`` holds) or arrival (``where`` None) from the router
+    (``Engine.arm_output``)."""
     others: tuple[SplitRoute, ...] = ()
     """A join split by its key: the other stream's route (``type_name`` is the first)."""
     kind: str = "group"
@@ -169,11 +173,22 @@ def group_split(plan: Any, stmt: Any, variables: Iterable[str] = (),
     timed = _timed_output(stmt.output)
     if isinstance(timed, str):
         return timed
-    why = _window_reason(s.views, stmt.group_by, timed)
+    why = _window_reason(s.views, stmt.group_by, timed, armed=True)
     if why:
         return why
+    if _unreferenced_batch(p.stream.view):
+        # its first arrival, where clause or not, sets the reference point of every part
+        return GroupSplit(p.stream.type_name, tuple(rs.group_texts), tuple(rs.group_by),
+                          columns, p.stream.filter, None, True)
     return GroupSplit(p.stream.type_name, tuple(rs.group_texts), tuple(rs.group_by),
                       columns, p.stream.filter, p.where, timed)
+
+
+def _unreferenced_batch(view: Any) -> bool:
+    """A ``#time_batch`` whose reference point is its first arrival (none given, not
+    ``START_EAGER``): split, the router tells every part of that arrival (``arms``)."""
+    return (isinstance(view, TimeBatchSpec) and view.reference is None
+            and not view.flow.start_eager)
 
 
 def window_split(plan: Any, stmt: ast.SelectStatement, variables: set[str]
@@ -391,10 +406,11 @@ def _timed_output(out: ast.OutputClause | None) -> bool | str:
 
 
 def _window_reason(views: tuple[ast.View, ...], group_by: tuple[Any, ...],
-                   timed: bool, key: str = "group key") -> str:
+                   timed: bool, key: str = "group key", armed: bool = False) -> str:
     """Why a window chain mixes groups (or, with a timed output, does not post each
     event at once); '' when each group's content depends on its own events only.
-    ``key``: what the group key is called in the reason."""
+    ``key``: what the group key is called in the reason; ``armed``: the router arms a
+    ``#time_batch`` without a reference point (one stream's first arrival)."""
     if not views:
         return ""
     first = views[0]
@@ -411,7 +427,9 @@ def _window_reason(views: tuple[ast.View, ...], group_by: tuple[Any, ...],
     if name in ("unique", "firstunique") and not _covers(first.params, group_by):
         return f"#{first.name}'s keys do not include the {key}"
     if name == "time_batch":
-        if len(first.params) < 2:
+        referenced = len(first.params) > 1 and not (
+            isinstance(first.params[1], ast.Literal) and isinstance(first.params[1].value, str))
+        if not armed and not referenced:
             return ("#time_batch without a reference point starts its batches at the "
                     "statement's first event")
         if timed:

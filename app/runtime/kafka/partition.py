@@ -307,6 +307,8 @@ class _BatchFailed(Exception):
 
 _TS = itemgetter(4)
 """An ``InRecord``'s ``ts``."""
+ARM_TOUCH = "\x00arm"
+"""The type name of a held arming touch (``_arm_at``): no event type starts with a zero."""
 _KIND_TYPE, _PAYLOAD = itemgetter(0, 3), itemgetter(6)
 _UPSTREAM, _OFFSET = itemgetter(1), itemgetter(2)
 
@@ -872,11 +874,28 @@ class EnginePartition:
     def _arm_touches(self, heads: list[list[InRecord]]) -> list[list[InRecord]]:
         """A split statement's touches in an epoch: its first update came to another
         partition (``router.Routing.arm``), so its timed output is armed now; the
-        epoch's events all run at this clock time, so where in it does not matter."""
-        if any(r.kind == "touch" for events in heads for r in events):
-            self._arm_outputs()
+        epoch's events all run at this clock time, so where in it does not matter.  In
+        event time each touch arms at its event's time (``_arm_at``)."""
+        touches = [(ui, r) for ui, events in enumerate(heads) for r in events
+                   if r.kind == "touch"]
+        if touches:
+            if self.held is None:
+                self._arm_outputs()
+            else:
+                for ui, r in touches:
+                    self._arm_at(r, ui)
             heads = [[r for r in events if r.kind != "touch"] for events in heads]
         return heads
+
+    def _arm_at(self, r: InRecord, ui: int) -> None:
+        """An arming touch in event time: held with the events until a watermark reaches
+        the time of the event that armed the other partition (the touch's), so that
+        each partition arms at that time; one behind the engine's time arms now."""
+        assert self.engine is not None and self.held is not None
+        if r.ts < self.engine.now_ms:
+            self._arm_outputs()
+            return
+        self.held.add((r.ts, -1 if r.seq is None else r.seq, ui, r.offset), ARM_TOUCH, None)
 
     def _arm_outputs(self) -> None:
         assert self.engine is not None
@@ -888,6 +907,8 @@ class EnginePartition:
             self._flush()
             if self.first_use is not None:
                 self.first_use.first_use((int(r.payload),))
+            elif self.group.arms and self.held is not None:
+                self._arm_at(r, self.up_index.get(r.upstream, 0))
             elif self.group.arms:
                 self._arm_outputs()
             return
@@ -955,6 +976,10 @@ class EnginePartition:
             return
         poison = self.poison
         for (et, seq, ui, offset), type_name, payload in self.held.due(t):
+            if type_name == ARM_TOUCH:
+                self.engine.advance_time(max(et, self.engine.now_ms))
+                self._arm_outputs()
+                continue
             up = self.upstreams[ui] if ui < len(self.upstreams) else ""
             if (up, offset) in poison:
                 continue  # failed before: the replay without it passes it over
@@ -980,6 +1005,10 @@ class EnginePartition:
             if run and (et != run_time or type_name != run_type):
                 self._send_run(run_type, run)
                 run = []
+            if type_name == ARM_TOUCH:
+                engine.advance_time(max(et, engine.now_ms))
+                self._arm_outputs()
+                continue
             if not run:
                 engine.advance_time(max(et, engine.now_ms))
                 run_type, run_time = type_name, et

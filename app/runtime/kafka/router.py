@@ -149,7 +149,8 @@ class Routing:
                 if q not in cursor.used.get(rt, ()):
                     self.first_use(bundles, cursor, rt, q, upstream, offset, ts, seq)
             elif rt in self._arming and rt not in cursor.used:
-                self.arm(bundles, cursor, rt, q, event, upstream, offset, ts, seq)
+                self.arm(bundles, cursor, rt, q, type_name, event, upstream, offset, ts,
+                         seq)
 
     def first_use(self, bundles: dict[tuple[str, int], list[Entry]], cursor: LaneCursor,
                   rt: str, q: int, upstream: str, offset: int, ts: int, seq: int | None
@@ -164,17 +165,21 @@ class Routing:
                 bundles.setdefault((rt, r), []).append(touch)
 
     def arm(self, bundles: dict[tuple[str, int], list[Entry]], cursor: LaneCursor, rt: str,
-            q: int, event: dict[str, Any], upstream: str, offset: int, ts: int,
-            seq: int | None) -> None:
-        """The first update of a split statement from this source partition: a touch to
-        its other partitions, which arm their timed output in the same epoch, as one
-        engine's first update arms it (Esper ref. 5.7.1 Output clause options).  A
-        restarted router may send it again: arming twice changes nothing."""
+            q: int, type_name: str, event: dict[str, Any], upstream: str, offset: int,
+            ts: int, seq: int | None) -> None:
+        """The first update (or arrival) of a split statement from this source
+        partition: a touch to its other partitions, which arm their timed output (or
+        ``#time_batch``) at the same time, as one engine's first update arms it (Esper
+        ref. 5.7.1 Output clause options, 14.3.5).  In event time the touch carries the
+        event's time, at which it arms.  A restarted router may send it again: arming
+        twice changes nothing."""
         g = self._arming[rt]
         assert g.split is not None
         if not g.split.arms_with(event, g._ctx):
             return
         cursor.used[rt] = frozenset((q,))
+        if g.event_time is not None:
+            ts = g.event_time.time_of(type_name, event, ts)
         touch = touch_entry(upstream, offset, ts, seq, q)
         for r in range(g.partitions):
             if r != q:
@@ -215,7 +220,8 @@ class Routing:
                         if q not in cursor.used.get(rt, ()):
                             first_use(bundles, cursor, rt, q, upstream, offset, ts, None)
                     elif arming and rt not in cursor.used:
-                        arm(bundles, cursor, rt, q, event, upstream, offset, ts, None)
+                        arm(bundles, cursor, rt, q, type_name, event, upstream, offset,
+                            ts, None)
             return one_route
 
         def any_routes(bundles: dict[tuple[str, int], list[Entry]], cursor: LaneCursor,

@@ -37,6 +37,11 @@ SPLITTABLE = {
                       "where amount > 20 group by account output last every 500 msec",
     "time_batch_ref": "select account, count(*) as cnt from W#time_batch(1 sec, 0L) "
                       "group by account",
+    # the reference point is the first arrival: the router tells every Engine of it
+    "time_batch_first": "select irstream account, count(*) as cnt from W#time_batch(1 sec) "
+                        "where amount > 40 group by account",
+    "time_batch_forced": "select account, sum(amount) as total "
+                         "from W#time_batch(700 msec, 'FORCE_UPDATE') group by account",
     "keepall_having": "select account, n, count(*) as cnt from W#keepall group by account "
                       "having count(*) > 2",
     "filtered": "select account, max(amount) as top from W(amount > 30)#time(3 sec) "
@@ -140,8 +145,8 @@ REFUSED = {
     "output snapshot every 1 sec": "output snapshot posts all groups at once",
     "select account, count(*) as c from W group by account output every 5 events":
         "output every N events counts the events of all groups",
-    "select account, count(*) as c from W#time_batch(1 sec) group by account":
-        "#time_batch without a reference point",
+    "select account, count(*) as c from W#time_batch(1 sec) group by account "
+    "output every 1 sec": "#time_batch posts at batch ends",
     "select account, count(*) as c from W#time_batch(1 sec, 0L) group by account "
     "output every 1 sec": "#time_batch posts at batch ends",
     "select account, prev(1, amount) as p from W#time(1 sec) group by account":
