@@ -3,7 +3,8 @@
 ``statement_partitions: {s: 4}`` gives the statement a 4-partition repartition topic;
 each group's rows come from partition ``crc32(group key) mod 4`` and equal, with their
 ids and times, the rows the embedded Engine numbers for that group; the timed output of
-every partition fires at the times one Engine's fires (the router's arming touch).
+every partition fires, and its ``#time_batch`` batches end, at the times one Engine's do
+(the router's arming touch).
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ STATEMENTS = [
                             "from W#unique(account) where amount > 5 group by account"},
     {"name": "top", "epl": "select irstream account, amount "
                            "from W#groupwin(account)#sort(2, amount desc)"},
+    # batches on the grid of the statement's first arrival, in every partition
+    {"name": "batch", "epl": "select account, count(*) as cnt from W#time_batch(1 sec) "
+                             "group by account"},
 ]
 
 
@@ -35,7 +39,7 @@ def _config(name: str) -> AppConfig:
     return AppConfig.from_dict({
         "app": name, "schemas": {"W": {"account": "string", "amount": "double"}},
         "topics": {"W": f"{name}.w"}, "partitions": 3,
-        "statement_partitions": {"last": 4, "uniq": 2, "top": 3}, "statements": STATEMENTS})
+        "statement_partitions": {"last": 4, "uniq": 2, "top": 3, "batch": 4}, "statements": STATEMENTS})
 
 
 def _steps(seed: int = 3) -> list[Any]:
@@ -58,7 +62,7 @@ def test_split_statement_two_workers_matches_embedded(kafka_bootstrap: str) -> N
     config = _config(f"split-{uuid.uuid4().hex[:8]}")
     steps = _steps()
     expected = embedded_rows(Topology.plan(config), steps, lambda s: ("W", s[0]))
-    assert all(len(expected[s]) > 3 for s in ("last", "uniq", "top"))
+    assert all(len(expected[s]) > 3 for s in ("last", "uniq", "top", "batch"))
     got = two_worker_rows(kafka_bootstrap, config, steps, lambda s: ("W", s[0], s[1]))
     for stmt in config.statement_partitions:
         assert got[stmt] == expected[stmt], stmt
