@@ -524,14 +524,17 @@ class Pipeline:
             out_old += o
         return out_new, out_old
 
-    def arm(self, now_ms: int) -> None:
-        """The statement's first event or update came to another engine partition it is
-        split over: arm what that arrival armed there, a timed output condition and a
-        ``#time_batch``'s reference point."""
+    def arm(self, now_ms: int, type_name: str = "") -> None:
+        """The statement's first event (of ``type_name``) or update came to another
+        engine partition it is split over: arm what that arrival armed there, a timed
+        output condition and a ``#time_batch``'s reference point (in a join, that of the
+        streams of ``type_name``)."""
         self.out.arm(now_ms)
         arm = getattr(self.view, "arm", None)
         if arm is not None:
             arm(now_ms)
+        if self.join is not None and type_name:
+            self.join.arm(now_ms, type_name)
 
     def next_timer(self) -> int | None:
         timers = self._timers

@@ -1141,13 +1141,13 @@ class Engine:
                 continue
             self._deliver(st, pid, type_name, event, now)
 
-    def arm_output(self, statement: str) -> None:
+    def arm_output(self, statement: str, type_name: str = "") -> None:
         """A statement split by group key over several engines had its first update (or
-        event) in another one: arm its timed output (or ``#time_batch``) now, as that
-        arrival did there."""
+        event of ``type_name``) in another one: arm its timed output (or ``#time_batch``)
+        now, as that arrival did there."""
         st = self.statements[statement]
         p = st.pipelines.get(0) or self._pipeline(st, 0)
-        p.arm(self.now_ms)
+        p.arm(self.now_ms, type_name)
         self._arm(st.key0, p.next_timer)
 
     def _deliver(self, st: _Stmt, pid: Any, type_name: str, event: Row, now: int) -> None:

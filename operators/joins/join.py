@@ -244,6 +244,13 @@ class Join:
                     changed.append((i, list(new), list(old)))
         return self.compose(changed) if changed else ([], [])
 
+    def arm(self, now_ms: int, type_name: str) -> None:
+        """Arm the windows of the streams of ``type_name`` (``Pipeline.arm``)."""
+        for i in self.by_type.get(type_name, ()):
+            arm = getattr(self.views[i], "arm", None)
+            if arm is not None:
+                arm(now_ms)
+
     def next_timer(self) -> int | None:
         due: int | None = None
         for view in self.views:

@@ -284,7 +284,8 @@ def join_split(plan: Any, stmt: ast.SelectStatement, variables: set[str],
     for src, s in zip(stmt.from_, streams):
         if not isinstance(src, ast.FilterStream):
             return "not a join of two event streams"
-        why = _window_reason(src.views, (ast.Name((key[s.name],)),), False, "join key")
+        why = _window_reason(src.views, (ast.Name((key[s.name],)),), False, "join key",
+                             armed=True)
         if why:
             return f"stream {s.name}: {why}"
     if stmt.group_by:
@@ -297,8 +298,10 @@ def join_split(plan: Any, stmt: ast.SelectStatement, variables: set[str],
     if column is None:
         return "the join key is not a select column (rows are numbered per key)"
     text = f"{first.name}.{key[first.name]} = {second.name}.{key[second.name]}"
+    # a #time_batch without a reference point: each stream's first arrival arms its window
+    arms = any(_unreferenced_batch(s.view) for s in streams)
     return GroupSplit(first.type_name, (text,), (property_reader(key[first.name]),), (column,),
-                      first.filter, None, False,
+                      first.filter, None, arms,
                       (SplitRoute(second.type_name, (property_reader(key[second.name]),),
                                   second.filter),), "join")
 
@@ -410,7 +413,7 @@ def _window_reason(views: tuple[ast.View, ...], group_by: tuple[Any, ...],
     """Why a window chain mixes groups (or, with a timed output, does not post each
     event at once); '' when each group's content depends on its own events only.
     ``key``: what the group key is called in the reason; ``armed``: the router arms a
-    ``#time_batch`` without a reference point (one stream's first arrival)."""
+    ``#time_batch`` without a reference point (its stream's first arrival)."""
     if not views:
         return ""
     first = views[0]

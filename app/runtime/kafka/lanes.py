@@ -42,7 +42,9 @@ class LaneCursor:
     """Records of the partition deleted before they were read, so far (``kepl status``)."""
     used: dict[str, frozenset[int]] = field(default_factory=dict)
     """Repartition topic of a hash context numbered by first use -> its partitions this
-    source partition sent events to (``Routing.forward``); not in the metadata."""
+    source partition sent events to (``Routing.forward``), and ``router.arm_key`` of a
+    split statement armed from here -> the partition of the arming event; not in the
+    metadata."""
 
     def metadata(self) -> str:
         items: list = [self.applied, self.now, self.seq, self.barrier]

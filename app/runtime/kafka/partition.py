@@ -308,7 +308,8 @@ class _BatchFailed(Exception):
 _TS = itemgetter(4)
 """An ``InRecord``'s ``ts``."""
 ARM_TOUCH = "\x00arm"
-"""The type name of a held arming touch (``_arm_at``): no event type starts with a zero."""
+"""The type name of a held arming touch (``_arm_at``; its payload: the arming event's
+type): no event type starts with a zero."""
 _KIND_TYPE, _PAYLOAD = itemgetter(0, 3), itemgetter(6)
 _UPSTREAM, _OFFSET = itemgetter(1), itemgetter(2)
 
@@ -880,7 +881,8 @@ class EnginePartition:
                    if r.kind == "touch"]
         if touches:
             if self.held is None:
-                self._arm_outputs()
+                for type_name in dict.fromkeys(r.type_name for _, r in touches):
+                    self._arm_outputs(type_name)
             else:
                 for ui, r in touches:
                     self._arm_at(r, ui)
@@ -893,14 +895,17 @@ class EnginePartition:
         each partition arms at that time; one behind the engine's time arms now."""
         assert self.engine is not None and self.held is not None
         if r.ts < self.engine.now_ms:
-            self._arm_outputs()
+            self._arm_outputs(r.type_name)
             return
-        self.held.add((r.ts, -1 if r.seq is None else r.seq, ui, r.offset), ARM_TOUCH, None)
+        self.held.add((r.ts, -1 if r.seq is None else r.seq, ui, r.offset), ARM_TOUCH,
+                      r.type_name)
 
-    def _arm_outputs(self) -> None:
+    def _arm_outputs(self, type_name: str) -> None:
+        """Arm the split statement as its first update, or first event of ``type_name``
+        (a join arms that stream's window), did in another partition."""
         assert self.engine is not None
         for name in self.group.statements:
-            self.engine.arm_output(name)
+            self.engine.arm_output(name, type_name)
 
     def _event(self, r: InRecord) -> None:
         if r.kind == "touch":  # one upstream: in order
@@ -910,7 +915,7 @@ class EnginePartition:
             elif self.group.arms and self.held is not None:
                 self._arm_at(r, self.up_index.get(r.upstream, 0))
             elif self.group.arms:
-                self._arm_outputs()
+                self._arm_outputs(r.type_name)
             return
         if self.first_use is not None:
             # our bucket's first use numbers it (a poisoned event's too: the other
@@ -978,7 +983,7 @@ class EnginePartition:
         for (et, seq, ui, offset), type_name, payload in self.held.due(t):
             if type_name == ARM_TOUCH:
                 self.engine.advance_time(max(et, self.engine.now_ms))
-                self._arm_outputs()
+                self._arm_outputs(payload)
                 continue
             up = self.upstreams[ui] if ui < len(self.upstreams) else ""
             if (up, offset) in poison:
@@ -1007,7 +1012,7 @@ class EnginePartition:
                 run = []
             if type_name == ARM_TOUCH:
                 engine.advance_time(max(et, engine.now_ms))
-                self._arm_outputs()
+                self._arm_outputs(payload)
                 continue
             if not run:
                 engine.advance_time(max(et, engine.now_ms))

@@ -148,7 +148,7 @@ class Routing:
             if rt in self._numbered:
                 if q not in cursor.used.get(rt, ()):
                     self.first_use(bundles, cursor, rt, q, upstream, offset, ts, seq)
-            elif rt in self._arming and rt not in cursor.used:
+            elif rt in self._arming and arm_key(rt, type_name) not in cursor.used:
                 self.arm(bundles, cursor, rt, q, type_name, event, upstream, offset, ts,
                          seq)
 
@@ -171,16 +171,17 @@ class Routing:
         partition: a touch to its other partitions, which arm their timed output (or
         ``#time_batch``) at the same time, as one engine's first update arms it (Esper
         ref. 5.7.1 Output clause options, 14.3.5).  In event time the touch carries the
-        event's time, at which it arms.  A restarted router may send it again: arming
-        twice changes nothing."""
+        event's time, at which it arms.  A join's streams arm apart (each window's first
+        arrival), so the touch names the event's type.  A restarted router may send it
+        again: arming twice changes nothing."""
         g = self._arming[rt]
         assert g.split is not None
         if not g.split.arms_with(event, g._ctx):
             return
-        cursor.used[rt] = frozenset((q,))
+        cursor.used[arm_key(rt, type_name)] = frozenset((q,))
         if g.event_time is not None:
             ts = g.event_time.time_of(type_name, event, ts)
-        touch = touch_entry(upstream, offset, ts, seq, q)
+        touch = touch_entry(upstream, offset, ts, seq, q, type_name)
         for r in range(g.partitions):
             if r != q:
                 bundles.setdefault((rt, r), []).append(touch)
@@ -203,7 +204,7 @@ class Routing:
             rt, g = routes[0]
             partition_of = g.partition_fn(type_name)
             numbered, first_use = rt in self._numbered, self.first_use
-            arming, arm = rt in self._arming, self.arm
+            arming, arm, armed = rt in self._arming, self.arm, arm_key(rt, type_name)
 
             def one_route(bundles: dict[tuple[str, int], list[Entry]], cursor: LaneCursor,
                           event: dict[str, Any], upstream: str, offset: int, ts: int
@@ -219,7 +220,7 @@ class Routing:
                     if numbered:
                         if q not in cursor.used.get(rt, ()):
                             first_use(bundles, cursor, rt, q, upstream, offset, ts, None)
-                    elif arming and rt not in cursor.used:
+                    elif arming and armed not in cursor.used:
                         arm(bundles, cursor, rt, q, type_name, event, upstream, offset,
                             ts, None)
             return one_route
@@ -297,9 +298,17 @@ def event_entry(type_name: str, upstream: str, offset: int, ts: int, seq: int | 
     return ["event", type_name, upstream, offset, ts, seq, event]
 
 
-def touch_entry(upstream: str, offset: int, ts: int, seq: int | None, bucket: int) -> Entry:
-    """The first use of ``bucket`` by the event at ``offset`` (sent to other buckets)."""
-    return ["touch", "", upstream, offset, ts, seq, bucket]
+def touch_entry(upstream: str, offset: int, ts: int, seq: int | None, bucket: int,
+                type_name: str = "") -> Entry:
+    """The first use of ``bucket`` by the event at ``offset`` (sent to other buckets);
+    an arming touch names the event's type."""
+    return ["touch", type_name, upstream, offset, ts, seq, bucket]
+
+
+def arm_key(rt: str, type_name: str) -> str:
+    """A lane cursor's key for "events of ``type_name`` armed the split statement of
+    repartition topic ``rt`` from this source partition"."""
+    return f"{rt}\x00{type_name}"
 
 
 def barrier_entry(upstream: str, offset: int, t: int, wid: str) -> Entry:

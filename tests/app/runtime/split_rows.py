@@ -71,14 +71,15 @@ def step_rows(topology: Topology, name: str, steps: list[Any], split: bool,
     """The numbered rows of each step, of one Engine (``split`` False) or of the split
     group ``name``'s N Engines composed as the router and the engine partitions do: an
     event to the Engine of ``crc32(key text) mod N``, and the statement's first update
-    arming the timed output of the others (the router's touch, in the same epoch)."""
+    arming the timed output of the others (the router's touch, in the same epoch; a
+    join's streams arm their windows apart, by the first event of each type)."""
     g = topology.groups[name]
     engines = [Engine() for _ in range(g.partitions if split else 1)]
     for e in engines:
         for p in (g.plans if split else topology.plans):
             e.deploy(p)
     rows = [Collector(e, topology) for e in engines]
-    armed = False
+    armed: set[str] = set()
     out = []
     for step in steps:
         if isinstance(step, int):
@@ -91,11 +92,11 @@ def step_rows(topology: Topology, name: str, steps: list[Any], split: bool,
                 if split:
                     text = g.split.key_of_event(event, g._ctx, type_name)
                     assert q == zlib.crc32(text.encode()) % len(engines)
-                    if g.arms and not armed and g.split.arms_with(event, g._ctx):
-                        armed = True
+                    if g.arms and type_name not in armed and g.split.arms_with(event, g._ctx):
+                        armed.add(type_name)
                         for r, e in enumerate(engines):
                             if r != q:
-                                e.arm_output(name)
+                                e.arm_output(name, type_name)
                 engines[q].send(type_name, event)
         out.append([r for c in rows for r in c.take()])
     return out

@@ -39,7 +39,8 @@ def _config(name: str) -> AppConfig:
     return AppConfig.from_dict({
         "app": name, "schemas": {"W": {"account": "string", "amount": "double"}},
         "topics": {"W": f"{name}.w"}, "partitions": 3,
-        "statement_partitions": {"last": 4, "uniq": 2, "top": 3, "batch": 4}, "statements": STATEMENTS})
+        "statement_partitions": {"last": 4, "uniq": 2, "top": 3, "batch": 4},
+        "statements": STATEMENTS})
 
 
 def _steps(seed: int = 3) -> list[Any]:

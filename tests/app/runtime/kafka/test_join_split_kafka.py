@@ -1,9 +1,10 @@
 """A join split by its join key on a real broker, 2 workers: the rows of one Engine.
 
-``statement_partitions: {j: 4, g: 2}`` routes the events of both streams by their own
+``statement_partitions: {j: 4, g: 2, b: 3}`` routes the events of both streams by their own
 key property (``Auction.seller``, ``Person.id``) to each statement's repartition topic;
 each key's rows come from partition ``crc32(key text) mod N`` and equal, with their ids
-and times, the rows the embedded Engine numbers for that key (``g`` aggregates per key).
+and times, the rows the embedded Engine numbers for that key (``g`` aggregates per key;
+``b`` joins two ``#time_batch`` windows, armed by the router's touches).
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ GROUPED = ("select a.seller as seller, count(*) as n, sum(a.price) as total "
            "from Auction#time(3 sec) as a, Person#unique(id) as p where a.seller = p.id "
            "group by a.seller")
 
+BATCHES = ("select p.id as id, p.name as name, a.price as price "
+           "from Person#time_batch(1 sec) as p, Auction#time_batch(1 sec) as a "
+           "where p.id = a.seller")
+"""New users (Nexmark q8): each stream's batches on the grid of its first arrival."""
+
 
 def _config(name: str) -> AppConfig:
     return AppConfig.from_dict({
@@ -36,8 +42,9 @@ def _config(name: str) -> AppConfig:
         "schemas": {"Auction": {"id": "long", "seller": "long", "price": "double"},
                     "Person": {"id": "long", "name": "string"}},
         "topics": {"Auction": f"{name}.auction", "Person": f"{name}.person"},
-        "partitions": 2, "statement_partitions": {"j": 4, "g": 2},
-        "statements": [{"name": "j", "epl": EPL}, {"name": "g", "epl": GROUPED}]})
+        "partitions": 2, "statement_partitions": {"j": 4, "g": 2, "b": 3},
+        "statements": [{"name": "j", "epl": EPL}, {"name": "g", "epl": GROUPED},
+                       {"name": "b", "epl": BATCHES}]})
 
 
 def _steps(seed: int = 5) -> list[Any]:
@@ -66,7 +73,7 @@ def test_split_join_two_workers_matches_embedded(kafka_bootstrap: str) -> None:
     config = _config(f"joinsplit-{uuid.uuid4().hex[:8]}")
     steps = _steps()
     expected = embedded_rows(Topology.plan(config), steps, lambda s: (s[0], s[1]))
-    assert len(expected["j"]) > 3 and len(expected["g"]) > 3
+    assert len(expected["j"]) > 3 and len(expected["g"]) > 3 and len(expected["b"]) > 3
     assert any(r[0] == "remove" for rows in expected["j"].values() for r in rows)
     got = two_worker_rows(kafka_bootstrap, config, steps, lambda s: s)
     assert got == expected
