@@ -42,6 +42,8 @@ SPLITTABLE = {
                         "where amount > 40 group by account",
     "time_batch_forced": "select account, sum(amount) as total "
                          "from W#time_batch(700 msec, 'FORCE_UPDATE') group by account",
+    "time_batch_eager": "select account, count(*) as cnt "
+                        "from W#time_batch(1 sec, 'START_EAGER') group by account",
     "keepall_having": "select account, n, count(*) as cnt from W#keepall group by account "
                       "having count(*) > 2",
     "filtered": "select account, max(amount) as top from W(amount > 30)#time(3 sec) "
