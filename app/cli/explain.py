@@ -190,12 +190,18 @@ def _split_lines(topology: Any, g: Any, plan: Any) -> list[str]:
     """Whether a statement without a context is split over engine partitions by its
     group key, could be, or why not (``app.epl.planning.group_split``)."""
     from app.epl.planning.group_split import split_key
-    from app.runtime.kafka.topology import split_of
+    from app.runtime.kafka.topology import split_of, split_schemas
 
     if plan.kind != "query" or plan.context is not None:
         return []
     if plan.pipeline is not None and plan.pipeline.match_recognize is not None:
         return []  # placed by its partition by (``_mr_routing``)
+    feeder = next((f for f in g.split.feeders if f.statement == plan.name), None) \
+        if g.split is not None else None
+    if feeder is not None:
+        return [f"split partitioned by {feeder.text} over {_count(g.partitions)} with the "
+                f"statement reading {feeder.stream} (its {g.split.kind} key): each key's "
+                "rows in order, numbered per key (context_partition = that key)"]
     if g.split is not None and g.split.kind == "join":
         return [f"split partitioned by join key ({g.split.describe()}) over "
                 f"{_count(g.partitions)}: each key's rows in order, numbered per key "
@@ -208,7 +214,8 @@ def _split_lines(topology: Any, g: Any, plan: Any) -> list[str]:
         return [f"split partitioned by group key ({g.split.describe()}) over "
                 f"{_count(g.partitions)}: each group's rows in order, numbered per group "
                 "(context_partition = group key); no order across groups"]
-    split = split_of(plan, topology.plans, topology.config.schemas)
+    split = split_of(plan, topology.plans,
+                     split_schemas(topology.catalog, topology.config, topology.plans))
     if isinstance(split, str):
         return [f"split not partitioned by {split_key(plan)} key: {split}"]
     return [f"split can be partitioned by {split.kind} key ({split.describe()}): "

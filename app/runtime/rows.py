@@ -80,7 +80,7 @@ class RowNumbering:
         for g in topology.groups.values():
             if g.split is not None:
                 for s in g.statements:
-                    self._split[s] = g.split.key_of_row
+                    self._split[s] = g.split.row_key(s)
             if g.mr_keys is not None:
                 for s in g.statements:
                     self._routed[s] = g

@@ -31,6 +31,12 @@ replaces, is dropped for, or pushes out only events of its own key (Esper ref. 1
 14.3.15, 14.3.2), so the rows of one key depend on that key's events alone.  Without a
 ``group by`` an output clause collects rows of every key, so it has none.
 
+A statement inserting into a stream that a split statement reads splits with it
+(``feed_split``, a ``Feeder`` of its split) when its rows each depend on their own event
+alone (no group by, aggregate or output clause; no window but ``#keepall`` / ``#time``) and
+the reader's key column on the stream is a property of its event: its events route by
+that property, so each key's stream events are made where they are read.
+
 An inner join of two streams splits the same way by its *join key* (``join_split``): an
 equality of one property of each stream in the where clause (or the inner join's on),
 both of one type family, so that equal values route alike.  Only events of one key
@@ -42,7 +48,7 @@ alone, and one side's key property is a select column (rows are numbered per key
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +77,23 @@ class SplitRoute:
 
 
 @dataclass(frozen=True)
+class Feeder:
+    """A statement whose ``insert into`` stream a split statement reads, split with it
+    (``feed_split``): its events route by the property its rows carry into the split
+    statement's key, so each key's stream events are made where they are read."""
+
+    statement: str
+    stream: str
+    """The ``insert into`` stream."""
+    route: SplitRoute
+    """Its input events: the key property and the stream's filter."""
+    column: str
+    """Its output column holding the key (numbers its rows)."""
+    text: str
+    """``Type.property`` of the key (``kepl explain``)."""
+
+
+@dataclass(frozen=True)
 class GroupSplit:
     """How a statement splits by group key: what routes an event, what keys a row."""
 
@@ -92,6 +115,11 @@ class GroupSplit:
     """A join split by its key: the other stream's route (``type_name`` is the first)."""
     kind: str = "group"
     """What the key is: the ``group`` key, a ``join`` key or a ``window`` key."""
+    properties: tuple[tuple[str, str], ...] = ()
+    """(event type, property) of each route whose key is one plain property: what a
+    ``Feeder`` of that type must carry into it."""
+    feeders: tuple[Feeder, ...] = ()
+    """Statements split with this one, whose ``insert into`` streams it reads."""
 
     def describe(self) -> str:
         return ", ".join(self.texts)
@@ -100,7 +128,23 @@ class GroupSplit:
         """The keys and filter of the events of ``type_name`` (None: not read)."""
         if type_name == self.type_name:
             return SplitRoute(self.type_name, self.keys, self.filter)
-        return next((r for r in self.others if r.type_name == type_name), None)
+        found = next((r for r in self.others if r.type_name == type_name), None)
+        if found is None:
+            found = next((f.route for f in self.feeders if f.route.type_name == type_name),
+                         None)
+        return found
+
+    def property_of(self, type_name: str) -> str | None:
+        """The one plain property keying the events of ``type_name``, if so."""
+        return next((p for t, p in self.properties if t == type_name), None)
+
+    def row_key(self, statement: str) -> Callable[[Any], str]:
+        """The key text of an output row of ``statement`` (this one's or a feeder's)."""
+        for f in self.feeders:
+            if f.statement == statement:
+                column = f.column
+                return lambda row: key_text([row.get(column)]) if isinstance(row, dict) else ""
+        return self.key_of_row
 
     def key_of_event(self, event: Row, ctx: PartitionCtx,
                      type_name: str | None = None) -> str | None:
@@ -180,8 +224,10 @@ def group_split(plan: Any, stmt: Any, variables: Iterable[str] = (),
         # its first arrival, where clause or not, sets the reference point of every part
         return GroupSplit(p.stream.type_name, tuple(rs.group_texts), tuple(rs.group_by),
                           columns, p.stream.filter, None, True)
+    plain = plain_property(stmt.group_by[0], s) if len(stmt.group_by) == 1 else None
+    props = ((p.stream.type_name, plain),) if plain is not None else ()
     return GroupSplit(p.stream.type_name, tuple(rs.group_texts), tuple(rs.group_by),
-                      columns, p.stream.filter, p.where, timed)
+                      columns, p.stream.filter, p.where, timed, properties=props)
 
 
 def _unreferenced_batch(view: Any) -> bool:
@@ -208,7 +254,7 @@ def window_split(plan: Any, stmt: ast.SelectStatement, variables: set[str]
     if why:
         return why
     first = views[0]
-    props = [_plain_property(k, src) for k in first.params]
+    props = [plain_property(k, src) for k in first.params]
     if not props or None in props:
         return f"#{first.name}'s keys are not all properties of the event"
     why = _window_reason(views, first.params, False, "window key")
@@ -217,12 +263,13 @@ def window_split(plan: Any, stmt: ast.SelectStatement, variables: set[str]
     columns = _key_columns(stmt, p.resultset, first.params, "window key")
     if isinstance(columns, str):
         return columns
+    plain = ((p.stream.type_name, props[0]),) if len(props) == 1 and props[0] else ()
     return GroupSplit(p.stream.type_name, tuple(text_of(k) for k in first.params),
                       tuple(property_reader(n) for n in props if n is not None), columns,
-                      p.stream.filter, p.where, False, (), "window")
+                      p.stream.filter, p.where, False, (), "window", plain)
 
 
-def _plain_property(node: Any, src: ast.FilterStream) -> str | None:
+def plain_property(node: Any, src: ast.FilterStream) -> str | None:
     """The property a window key reads: ``name``, or ``alias.name`` of its stream."""
     if not isinstance(node, ast.Name):
         return None
@@ -303,7 +350,56 @@ def join_split(plan: Any, stmt: ast.SelectStatement, variables: set[str],
     return GroupSplit(first.type_name, (text,), (property_reader(key[first.name]),), (column,),
                       first.filter, None, arms,
                       (SplitRoute(second.type_name, (property_reader(key[second.name]),),
-                                  second.filter),), "join")
+                                  second.filter),), "join",
+                      ((first.type_name, key[first.name]), (second.type_name, key[second.name])))
+
+
+FEEDER_WINDOWS = frozenset({"keepall", "time"})
+"""Windows whose rows for an event depend on that event alone (no aggregate, no group)."""
+
+
+def feed_split(plan: Any, stmt: Any, stream: str, key: str, variables: Iterable[str] = ()
+               ) -> Feeder | str:
+    """How a statement inserting into ``stream`` splits with the split statement that
+    reads it by ``stream``'s property ``key``, or why it cannot: its rows must each
+    depend on their own event alone (no group by, aggregate, output clause or window
+    but ``#keepall``/``#time``, which post and expire each event by itself, Esper ref.
+    14.3.1, 14.3.3), and the ``key`` column must be a property of its event."""
+    if plan.kind != "query" or not isinstance(stmt, ast.SelectStatement):
+        return "not a select statement"
+    if plan.context is not None:
+        return f"runs in context {plan.context}"
+    if plan.insert_into != stream:
+        return f"does not insert into {stream}"
+    p = plan.pipeline
+    if p is None or p.stream is None or len(stmt.from_) != 1 or not isinstance(
+            stmt.from_[0], ast.FilterStream) or plan.window is not None:
+        return "not one event stream"
+    if stmt.group_by or p.resultset.aggregates:
+        return "it groups or aggregates over the events of all keys"
+    if stmt.output is not None:
+        return "output limiting collects the rows of all keys together"
+    why = _unsupported_clause(plan, stmt, set(variables), feeds=True)
+    if why:
+        return why
+    src = stmt.from_[0]
+    if len(src.views) > 1 or (src.views and src.views[0].name.lower() not in FEEDER_WINDOWS):
+        return (f"#{src.views[0].name} posts rows of other events (only #keepall or #time "
+                "post each event's own)")
+    names = [c.name for c in p.resultset.columns]
+    items = stmt.select_items
+    if len(items) != len(names) or any(isinstance(i, ast.Wildcard) for i in items):
+        return "a wildcard select (its key column is not named)"
+    for item, name in zip(items, names):
+        if name == key and isinstance(item, ast.SelectItem):
+            prop = plain_property(item.expr, src)
+            if prop is None:
+                return f"its column {key} is not a property of its event"
+            return Feeder(plan.name, stream, SplitRoute(p.stream.type_name,
+                                                        (property_reader(prop),),
+                                                        p.stream.filter),
+                          name, f"{p.stream.type_name}.{prop}")
+    return f"it has no column {key}"
 
 
 def _stream_property(n: Any, streams: tuple[Any, ...]) -> tuple[str, str] | None:
@@ -346,10 +442,14 @@ def _join_key_column(stmt: ast.SelectStatement, rs: Any, streams: tuple[Any, ...
     return None
 
 
-def _unsupported_clause(plan: Any, stmt: ast.SelectStatement, variables: set[str]) -> str:
+def _unsupported_clause(plan: Any, stmt: ast.SelectStatement, variables: set[str],
+                        feeds: bool = False) -> str:
+    """Why a clause mixes keys; ``feeds``: a ``Feeder`` (its insert into is read by the
+    statement it splits with)."""
     p = plan.pipeline
-    if stmt.insert_into is not None:
-        return "insert into feeds other statements in the order of all events"
+    if stmt.insert_into is not None and not feeds:
+        return ("insert into feeds other statements in the order of all events (split it "
+                "with a statement reading it by the same key)")
     if plan.tables or stmt.into_table is not None:
         return "uses a table"
     if p.subqueries or p.match_recognize is not None:

@@ -1109,7 +1109,7 @@ class EnginePartition:
         """Rows of a statement split by group key: numbered per group, the group's key
         text as their context partition, so the ids are those of one engine."""
         assert self.group.split is not None
-        key_of = self.group.split.key_of_row
+        key_of = self.group.split.row_key(stmt)
         now = self.engine.now_ms if self.engine is not None else 0
         for stream, rows in (("insert", new), ("remove", old)):
             for row in rows:

@@ -62,12 +62,20 @@ import re
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
+from app.epl import ast
 from app.epl.planner import plan_statement
-from app.epl.planning.group_split import GroupSplit, group_split, split_key
+from app.epl.planning.group_split import (
+    Feeder,
+    GroupSplit,
+    feed_split,
+    group_split,
+    plain_property,
+    split_key,
+)
 from app.runtime.catalog import Catalog, NotSupported
 from app.runtime.kafka import client
 from app.runtime.kafka.config import MAIN_GROUP, SOURCE, AppConfig, ConfigError
@@ -376,7 +384,7 @@ class Topology:
                 continue
             groups[g.name] = g
             owner[spec.name] = g.name
-        split_owner = _split_groups(config, plans, groups)
+        split_owner = _split_groups(config, plans, groups, catalog)
         declared = {p.context_spec.name for p in plans if p.kind == "context"}
         by_statement: dict[str, str] = {}  # match_recognize statement -> its group
         for p in plans:
@@ -538,23 +546,99 @@ def split_of(plan: StatementPlan, plans: list[StatementPlan],
     return group_split(plan, parse_statement(plan.epl), variables, schemas)
 
 
-def _split_groups(config: AppConfig, plans: list[StatementPlan], groups: dict[str, Group]
-                  ) -> dict[str, str]:
-    """A group per statement of ``statement_partitions``; statement name -> group name."""
+def split_schemas(catalog: Catalog, config: AppConfig,
+                  plans: list[StatementPlan] = ()) -> dict[str, dict[str, str]]:
+    """The properties of the app's event types and ``insert into`` streams: a split
+    statement may read a stream another statement inserts into (``Feeder``).  A stream
+    column that is a property of its producer's event has that property's type."""
+    from app.epl.parser import parse_statement
+
+    streams = {t: dict(props) for t, props in catalog.streams.items()}
+    for p in plans:
+        if p.kind not in STATEMENT_KINDS or p.insert_into not in streams \
+                or p.pipeline is None or p.pipeline.stream is None:
+            continue
+        stmt = parse_statement(p.epl)
+        src = stmt.from_[0] if getattr(stmt, "from_", None) else None
+        source = config.schemas.get(p.pipeline.stream.type_name, {})
+        names = [c.name for c in p.pipeline.resultset.columns]
+        if not isinstance(src, ast.FilterStream) or len(names) != len(stmt.select_items):
+            continue
+        for item, name in zip(stmt.select_items, names):
+            prop = plain_property(item.expr, src) if isinstance(item, ast.SelectItem) else None
+            if prop in source and streams[p.insert_into].get(name) in (None, "any"):
+                streams[p.insert_into][name] = source[prop]
+    return {**streams, **config.schemas}
+
+
+def _split_groups(config: AppConfig, plans: list[StatementPlan], groups: dict[str, Group],
+                  catalog: Catalog) -> dict[str, str]:
+    """A group per statement of ``statement_partitions`` (with the statements feeding it
+    its ``insert into`` streams); statement name -> group name."""
     by_name = {p.name: p for p in plans}
-    out: dict[str, str] = {}
-    for name, n in config.statement_partitions.items():
+    schemas = split_schemas(catalog, config, plans)
+    splits: dict[str, GroupSplit | str] = {}
+    for name in config.statement_partitions:
         plan = by_name.get(name)
         if plan is None:
             raise ConfigError(f"statement_partitions: no statement named '{name}'")
-        split = split_of(plan, plans, config.schemas)
+        splits[name] = split_of(plan, plans, schemas)
+    fed: dict[str, str] = {}  # feeding statement -> the split statement it runs with
+    for name, n in config.statement_partitions.items():
+        split = splits[name]
+        if not isinstance(split, GroupSplit):
+            continue
+        feeders = _feeders(config, plans, name, n, split)
+        if feeders:
+            splits[name] = replace(split, feeders=feeders)
+            fed.update((f.statement, name) for f in feeders)
+    out: dict[str, str] = {}
+    for name, n in config.statement_partitions.items():
+        if name in fed:
+            continue
+        split = splits[name]
         if isinstance(split, str):
             raise ConfigError(f"statement_partitions: statement '{name}' cannot be split by "
-                              f"its {split_key(plan)} key: {split}")
+                              f"its {split_key(by_name[name])} key: {split}")
         g = Group(_group_name(name, groups), n, split=split)
         groups[g.name] = g
         out[name] = g.name
+    for feeder, name in fed.items():
+        out[feeder] = out[name]
     return out
+
+
+def _feeders(config: AppConfig, plans: list[StatementPlan], name: str, n: int,
+             split: GroupSplit) -> tuple[Feeder, ...]:
+    """The statements inserting into the streams split statement ``name`` reads, each
+    split with it by the property its key reads (``feed_split``); a ``ConfigError`` says
+    why one cannot be."""
+    from app.epl.parser import parse_statement
+
+    read = {split.type_name, *(r.type_name for r in split.others)} - set(config.schemas)
+    variables = {p.variable or p.name for p in plans if p.kind == "variable"}
+    out: list[Feeder] = []
+    for stream in sorted(read):
+        for p in plans:
+            if p.kind not in STATEMENT_KINDS or p.insert_into != stream:
+                continue
+            key = split.property_of(stream)
+            found: Feeder | str
+            if key is None:
+                found = f"its key on {stream} is not one property"
+            elif split.arms:
+                found = ("its output or #time_batch is armed by its first update, which "
+                         "the events of a statement feeding it do not route")
+            elif config.statement_partitions.get(p.name) != n:
+                found = (f"name '{p.name}' in statement_partitions with {n} partitions too, "
+                         "to split it by the same key")
+            else:
+                found = feed_split(p, parse_statement(p.epl), stream, key, variables)
+            if isinstance(found, str):
+                raise ConfigError(f"statement_partitions: statement '{name}' reads {stream}, "
+                                  f"which statement '{p.name}' inserts into: {found}")
+            out.append(found)
+    return tuple(out)
 
 
 def _source_keyed_group(config: AppConfig, spec: KeyedSpec, counts: dict[str, int],

@@ -46,9 +46,15 @@ from confluent_kafka import Consumer, Producer
 from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog, NotSupported
 from app.runtime.engine import Engine
-from app.runtime.kafka.config import AppConfig
+from app.runtime.kafka.config import AppConfig, ConfigError
 from app.runtime.kafka.reader import read_rows
-from app.runtime.kafka.topology import Topology, ensure_topics, split_of
+from app.runtime.kafka.topology import (
+    Topology,
+    consumed_types,
+    ensure_topics,
+    split_of,
+    split_schemas,
+)
 from app.runtime.rows import RowNumbering
 from tests.bench.nexmark.generator import SCHEMAS, generate
 from tests.bench.nexmark.queries import QUERIES
@@ -70,10 +76,17 @@ Stream = list[tuple[str, dict]]
 
 def split_names(statements: tuple[str, ...]) -> list[str]:
     """The statements of a query that can be split by group or join key
-    (``statement_partitions``)."""
+    (``statement_partitions``), with the statements inserting into the streams they
+    read (split with them, if they can be: ``config`` tries)."""
     catalog = Catalog.from_schemas(SCHEMAS)
     plans = [plan_statement(catalog, epl, f"s{i}") for i, epl in enumerate(statements)]
-    return [p.name for p in plans if not isinstance(split_of(p, plans, SCHEMAS), str)]
+    doc = AppConfig.from_dict({"app": "names", "schemas": SCHEMAS, "statements": [
+        {"name": p.name, "epl": e} for p, e in zip(plans, statements)]})
+    schemas = split_schemas(catalog, doc, plans)
+    splits = [p for p in plans if not isinstance(split_of(p, plans, schemas), str)]
+    read = set().union(*(consumed_types(p) for p in splits)) - set(SCHEMAS)
+    feeding = [p for p in plans if p.insert_into in read and p not in splits]
+    return [p.name for p in plans if p in splits or p in feeding]
 
 
 def read_types(statements: tuple[str, ...]) -> set[str]:
@@ -93,8 +106,9 @@ def config(query: str, statements: tuple[str, ...]) -> AppConfig:
            "statements": [{"name": f"s{i}", "epl": e} for i, e in enumerate(statements)]}
     try:
         Topology.plan(AppConfig.from_dict(doc))
-    except NotSupported:
-        # a split statement that reads another's insert into: the app's layout refuses it
+    except (NotSupported, ConfigError):
+        # a split statement that reads another's insert into, whose statement cannot be
+        # split with it: the app's layout refuses it
         doc["statement_partitions"] = {}
     return AppConfig.from_dict(doc)
 
