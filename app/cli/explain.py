@@ -236,6 +236,8 @@ def _split_lines(topology: Any, g: Any, plan: Any) -> list[str]:
     named = ", ".join(f"{n}: N" for n in [*(p.name for p in feeding), plan.name])
     return [f"split can be partitioned by {split.kind} key ({split.describe()}): "
             f"statement_partitions: {{{named}}}"]
+
+
 def _feeds(topology: Any, plan: Any, schemas: dict[str, dict[str, str]]) -> str | None:
     """How a statement inserting into a stream a splittable statement reads could split
     with it (``feed_split``), or why not; None when no such statement reads it."""

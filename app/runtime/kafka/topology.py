@@ -634,6 +634,12 @@ def _feeders(config: AppConfig, plans: list[StatementPlan], name: str, n: int,
                          "to split it by the same key")
             else:
                 found = feed_split(p, parse_statement(p.epl), stream, key, variables)
+            if isinstance(found, Feeder):
+                routed = {split.type_name: "", **{r.type_name: "" for r in split.others},
+                          **{f.route.type_name: f.text for f in out}}
+                if routed.get(found.route.type_name, found.text) != found.text:
+                    found = (f"{found.route.type_name} is routed by another key already "
+                             "(an event is routed by one key)")
             if isinstance(found, str):
                 raise ConfigError(f"statement_partitions: statement '{name}' reads {stream}, "
                                   f"which statement '{p.name}' inserts into: {found}")

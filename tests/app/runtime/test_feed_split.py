@@ -115,6 +115,10 @@ REFUSED = {
     ("insert into Big select auction, price from Bid",
      "select auction, count(*) as n from Big group by auction output every 1 sec"):
         "its output or #time_batch is armed by its first update",
+    ("insert into Big select bidder as auction, price from Bid",
+     "select g.auction, b.price from Big#keepall as g, Bid#keepall as b "
+     "where g.auction = b.auction"):
+        "Bid is routed by another key already",
 }
 
 
