@@ -189,9 +189,8 @@ def topics_of(topology: Any, name: str) -> list[str]:
 def _split_lines(topology: Any, g: Any, plan: Any) -> list[str]:
     """Whether a statement without a context is split over engine partitions by its
     group key, could be, or why not (``app.epl.planning.group_split``)."""
-    from app.epl.parser import parse_statement
-    from app.epl.planning.group_split import feed_split, split_key
-    from app.runtime.kafka.topology import split_of, split_schemas
+    from app.epl.planning.group_split import split_key
+    from app.runtime.kafka.topology import feeder_for, feeding, split_of, split_schemas
 
     if plan.kind != "query" or plan.context is not None:
         return []
@@ -223,17 +222,13 @@ def _split_lines(topology: Any, g: Any, plan: Any) -> list[str]:
     if isinstance(split, str):
         return [f"split not partitioned by {split_key(plan)} key: {split}"]
     # the statements inserting into a stream it reads split with it (``Feeder``)
-    read = {split.type_name, *(r.type_name for r in split.others)}
-    feeding = [p for p in topology.plans
-               if p.insert_into in read and p.insert_into not in topology.config.schemas]
-    for p in feeding:
-        key = split.property_of(p.insert_into)
-        found = (feed_split(p, parse_statement(p.epl), p.insert_into, key) if key is not None
-                 else f"its key on {p.insert_into} is not one property")
+    feeders = feeding(split, topology.plans, topology.config)
+    for p in feeders:
+        found = feeder_for(split, p, topology.plans)
         if isinstance(found, str):
             return [f"split not partitioned by {split.kind} key: reads {p.insert_into}, "
                     f"which statement '{p.name}' inserts into: {found}"]
-    named = ", ".join(f"{n}: N" for n in [*(p.name for p in feeding), plan.name])
+    named = ", ".join(f"{n}: N" for n in [*(p.name for p in feeders), plan.name])
     return [f"split can be partitioned by {split.kind} key ({split.describe()}): "
             f"statement_partitions: {{{named}}}"]
 
@@ -241,9 +236,7 @@ def _split_lines(topology: Any, g: Any, plan: Any) -> list[str]:
 def _feeds(topology: Any, plan: Any, schemas: dict[str, dict[str, str]]) -> str | None:
     """How a statement inserting into a stream a splittable statement reads could split
     with it (``feed_split``), or why not; None when no such statement reads it."""
-    from app.epl.parser import parse_statement
-    from app.epl.planning.group_split import feed_split
-    from app.runtime.kafka.topology import consumed_types, split_of
+    from app.runtime.kafka.topology import consumed_types, feeder_for, split_of
 
     for reader in topology.plans:
         if reader is plan or plan.insert_into not in consumed_types(reader):
@@ -251,10 +244,7 @@ def _feeds(topology: Any, plan: Any, schemas: dict[str, dict[str, str]]) -> str 
         split = split_of(reader, topology.plans, schemas)
         if isinstance(split, str):
             continue
-        key = split.property_of(plan.insert_into)
-        found = (feed_split(plan, parse_statement(plan.epl), plan.insert_into, key)
-                 if key is not None else f"{reader.name}'s key on {plan.insert_into} is "
-                 "not one property")
+        found = feeder_for(split, plan, topology.plans)
         if isinstance(found, str):
             return f"split not partitioned with {reader.name}, which reads it: {found}"
         return (f"split can be partitioned by {found.text} with {reader.name}, which reads "

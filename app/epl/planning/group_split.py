@@ -386,20 +386,34 @@ def feed_split(plan: Any, stmt: Any, stream: str, key: str, variables: Iterable[
     if len(src.views) > 1 or (src.views and src.views[0].name.lower() not in FEEDER_WINDOWS):
         return (f"#{src.views[0].name} posts rows of other events (only #keepall or #time "
                 "post each event's own)")
-    names = [c.name for c in p.resultset.columns]
-    items = stmt.select_items
-    if len(items) != len(names) or any(isinstance(i, ast.Wildcard) for i in items):
+    if any(isinstance(i, ast.Wildcard) for i in stmt.select_items):
         return "a wildcard select (its key column is not named)"
-    for item, name in zip(items, names):
-        if name == key and isinstance(item, ast.SelectItem):
-            prop = plain_property(item.expr, src)
-            if prop is None:
-                return f"its column {key} is not a property of its event"
-            return Feeder(plan.name, stream, SplitRoute(p.stream.type_name,
-                                                        (property_reader(prop),),
-                                                        p.stream.filter),
-                          name, f"{p.stream.type_name}.{prop}")
-    return f"it has no column {key}"
+    if key not in (c.name for c in p.resultset.columns):
+        return f"it has no column {key}"
+    prop = carried_properties(plan, stmt).get(key)
+    if prop is None:
+        return f"its column {key} is not a property of its event"
+    return Feeder(plan.name, stream, SplitRoute(p.stream.type_name, (property_reader(prop),),
+                                                p.stream.filter),
+                  key, f"{p.stream.type_name}.{prop}")
+
+
+def carried_properties(plan: Any, stmt: Any) -> dict[str, str]:
+    """Output column -> the property of the event it carries, for each select column of a
+    statement over one event stream that is a plain property (``id``, ``a.id``)."""
+    p = plan.pipeline
+    src = stmt.from_[0] if getattr(stmt, "from_", None) else None
+    if p is None or p.stream is None or not isinstance(src, ast.FilterStream):
+        return {}
+    names = [c.name for c in p.resultset.columns]
+    if len(names) != len(stmt.select_items):
+        return {}
+    out = {}
+    for item, name in zip(stmt.select_items, names):
+        prop = plain_property(item.expr, src) if isinstance(item, ast.SelectItem) else None
+        if prop is not None:
+            out[name] = prop
+    return out
 
 
 def _stream_property(n: Any, streams: tuple[Any, ...]) -> tuple[str, str] | None:

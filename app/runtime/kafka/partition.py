@@ -900,6 +900,12 @@ class EnginePartition:
         self.held.add((r.ts, -1 if r.seq is None else r.seq, ui, r.offset), ARM_TOUCH,
                       r.type_name)
 
+    def _arm_held(self, t: int, type_name: str) -> None:
+        """A held arming touch (``_arm_at``) whose time ``t`` a watermark reached."""
+        assert self.engine is not None
+        self.engine.advance_time(max(t, self.engine.now_ms))
+        self._arm_outputs(type_name)
+
     def _arm_outputs(self, type_name: str) -> None:
         """Arm the split statement as its first update, or first event of ``type_name``
         (a join arms that stream's window), did in another partition."""
@@ -982,8 +988,7 @@ class EnginePartition:
         poison = self.poison
         for (et, seq, ui, offset), type_name, payload in self.held.due(t):
             if type_name == ARM_TOUCH:
-                self.engine.advance_time(max(et, self.engine.now_ms))
-                self._arm_outputs(payload)
+                self._arm_held(et, payload)
                 continue
             up = self.upstreams[ui] if ui < len(self.upstreams) else ""
             if (up, offset) in poison:
@@ -1011,8 +1016,7 @@ class EnginePartition:
                 self._send_run(run_type, run)
                 run = []
             if type_name == ARM_TOUCH:
-                engine.advance_time(max(et, engine.now_ms))
-                self._arm_outputs(payload)
+                self._arm_held(et, payload)
                 continue
             if not run:
                 engine.advance_time(max(et, engine.now_ms))

@@ -66,14 +66,13 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
-from app.epl import ast
 from app.epl.planner import plan_statement
 from app.epl.planning.group_split import (
     Feeder,
     GroupSplit,
+    carried_properties,
     feed_split,
     group_split,
-    plain_property,
     split_key,
 )
 from app.runtime.catalog import Catalog, NotSupported
@@ -558,17 +557,34 @@ def split_schemas(catalog: Catalog, config: AppConfig,
         if p.kind not in STATEMENT_KINDS or p.insert_into not in streams \
                 or p.pipeline is None or p.pipeline.stream is None:
             continue
-        stmt = parse_statement(p.epl)
-        src = stmt.from_[0] if getattr(stmt, "from_", None) else None
         source = config.schemas.get(p.pipeline.stream.type_name, {})
-        names = [c.name for c in p.pipeline.resultset.columns]
-        if not isinstance(src, ast.FilterStream) or len(names) != len(stmt.select_items):
-            continue
-        for item, name in zip(stmt.select_items, names):
-            prop = plain_property(item.expr, src) if isinstance(item, ast.SelectItem) else None
+        for name, prop in carried_properties(p, parse_statement(p.epl)).items():
             if prop in source and streams[p.insert_into].get(name) in (None, "any"):
                 streams[p.insert_into][name] = source[prop]
     return {**streams, **config.schemas}
+
+
+def feeding(split: GroupSplit, plans: list[StatementPlan], config: AppConfig
+            ) -> list[StatementPlan]:
+    """The statements inserting into the streams (not event types) a split reads."""
+    read = {split.type_name, *(r.type_name for r in split.others)} - set(config.schemas)
+    return [p for p in plans if p.kind in STATEMENT_KINDS and p.insert_into in read]
+
+
+def feeder_for(split: GroupSplit, p: StatementPlan, plans: list[StatementPlan]
+               ) -> Feeder | str:
+    """How statement ``p``, inserting into a stream ``split`` reads, splits with it
+    (``feed_split``), or why it cannot."""
+    from app.epl.parser import parse_statement
+
+    key = split.property_of(p.insert_into or "")
+    if key is None:
+        return f"its key on {p.insert_into} is not one property"
+    if split.arms:
+        return ("its output or #time_batch is armed by its first update, which the events "
+                "of a statement feeding it do not route")
+    variables = {q.variable or q.name for q in plans if q.kind == "variable"}
+    return feed_split(p, parse_statement(p.epl), p.insert_into or "", key, variables)
 
 
 def _split_groups(config: AppConfig, plans: list[StatementPlan], groups: dict[str, Group],
@@ -611,39 +627,25 @@ def _split_groups(config: AppConfig, plans: list[StatementPlan], groups: dict[st
 def _feeders(config: AppConfig, plans: list[StatementPlan], name: str, n: int,
              split: GroupSplit) -> tuple[Feeder, ...]:
     """The statements inserting into the streams split statement ``name`` reads, each
-    split with it by the property its key reads (``feed_split``); a ``ConfigError`` says
+    split with it by the property its key reads (``feeder_for``); a ``ConfigError`` says
     why one cannot be."""
-    from app.epl.parser import parse_statement
-
-    read = {split.type_name, *(r.type_name for r in split.others)} - set(config.schemas)
-    variables = {p.variable or p.name for p in plans if p.kind == "variable"}
     out: list[Feeder] = []
-    for stream in sorted(read):
-        for p in plans:
-            if p.kind not in STATEMENT_KINDS or p.insert_into != stream:
-                continue
-            key = split.property_of(stream)
-            found: Feeder | str
-            if key is None:
-                found = f"its key on {stream} is not one property"
-            elif split.arms:
-                found = ("its output or #time_batch is armed by its first update, which "
-                         "the events of a statement feeding it do not route")
-            elif config.statement_partitions.get(p.name) != n:
+    for p in feeding(split, plans, config):
+        found = feeder_for(split, p, plans)
+        if isinstance(found, Feeder):
+            routed = {split.type_name: "", **{r.type_name: "" for r in split.others},
+                      **{f.route.type_name: f.text for f in out}}
+            if config.statement_partitions.get(p.name) != n:
                 found = (f"name '{p.name}' in statement_partitions with {n} partitions too, "
                          "to split it by the same key")
-            else:
-                found = feed_split(p, parse_statement(p.epl), stream, key, variables)
-            if isinstance(found, Feeder):
-                routed = {split.type_name: "", **{r.type_name: "" for r in split.others},
-                          **{f.route.type_name: f.text for f in out}}
-                if routed.get(found.route.type_name, found.text) != found.text:
-                    found = (f"{found.route.type_name} is routed by another key already "
-                             "(an event is routed by one key)")
-            if isinstance(found, str):
-                raise ConfigError(f"statement_partitions: statement '{name}' reads {stream}, "
-                                  f"which statement '{p.name}' inserts into: {found}")
-            out.append(found)
+            elif routed.get(found.route.type_name, found.text) != found.text:
+                found = (f"{found.route.type_name} is routed by another key already "
+                         "(an event is routed by one key)")
+        if isinstance(found, str):
+            raise ConfigError(f"statement_partitions: statement '{name}' reads "
+                              f"{p.insert_into}, which statement '{p.name}' inserts into: "
+                              f"{found}")
+        out.append(found)
     return tuple(out)
 
 
