@@ -17,12 +17,14 @@ independent of the other groups:
   ``#firstunique`` and ``#groupwin`` whose keys include the group key (over any window);
 - no ``order by``, ``limit``, ``distinct``, ``prev``/``prior``, no aggregate with its own
   ``group_by:``;
-- output: none, or ``[all|last|first] every <period>`` / ``at (crontab)``; not
-  ``snapshot`` (all groups at once), ``every N events`` or ``when`` (counted over all
-  groups), ``after``.  A timed ``every`` is armed by the statement's first update (Esper
-  ref. 5.7.1 Output clause options): the router tells every engine partition when that
-  happens (``arms``), so their limiters fire at the same times, and the only windows
-  allowed with it post each arriving event at once (not ``#time_batch``).
+- output: none, or ``[all|last|first|snapshot] every <period>`` / ``at (crontab)``; not
+  ``every N events`` or ``when`` (counted over all groups), ``after``.  A timed ``every``
+  is armed by the statement's first update (Esper ref. 5.7.1 Output clause options): the
+  router tells every engine partition when that happens (``arms``), so their limiters
+  fire at the same times, and the only windows allowed with it post each arriving event
+  at once (not ``#time_batch``).  A snapshot posts every group's current rows (Esper ref.
+  5.7.1): each engine partition posts the groups it holds at the same instants, and
+  their rows together are one engine's.
 
 A statement without a ``group by`` or aggregates whose one data window keeps each key's
 events apart, ``#unique``, ``#firstunique`` or ``#groupwin`` over plain properties each also
@@ -509,8 +511,6 @@ def _timed_output(out: ast.OutputClause | None) -> bool | str:
     when the output cannot be split."""
     if out is None:
         return False
-    if out.kind == "snapshot":
-        return "output snapshot posts all groups at once"
     if out.after is not None:
         return "output after counts over all groups"
     if out.when is not None or out.when_terminated:

@@ -57,6 +57,17 @@ SPLITTABLE = {
                "group by w.account output last every 1500 msec",
     "crontab": "select account, count(*) as cnt from W#time(90 sec) group by account "
                "output last at (*/1, *, *, *, *)",
+    "snapshot": "select account, count(*) as cnt, sum(amount) as total from W#time(3 sec) "
+                "group by account output snapshot every 1 sec",
+    "snapshot_keepall_having": "select account, n, count(*) as cnt from W#keepall "
+                               "group by account having count(*) > 2 "
+                               "output snapshot every 700 msec",
+    "snapshot_unique_where": "select account, avg(amount) as a from W#unique(account, n) "
+                             "where amount > 15 group by account output snapshot every 2 sec",
+    "snapshot_rows": "select account, amount, count(*) as cnt from W#time(2 sec) "
+                     "group by account output snapshot every 1 sec",
+    "snapshot_crontab": "select account, count(*) as cnt from W#time(90 sec) "
+                        "group by account output snapshot at (*/1, *, *, *, *)",
     # no group by: split by the keys of a window that keeps each key's events apart
     "unique_rows": "select irstream account, n, amount from W#unique(account)",
     "unique_two_where": "select account, n, amount from W#unique(account, n) "
@@ -144,7 +155,7 @@ REFUSED = {
     "select count(*) as c from W#time(1 sec) group by account":
         "a group-by expression is not a select column",
     "select account, count(*) as c from W#time(1 sec) group by account "
-    "output snapshot every 1 sec": "output snapshot posts all groups at once",
+    "output snapshot every 1 sec order by c": "order by",
     "select account, count(*) as c from W group by account output every 5 events":
         "output every N events counts the events of all groups",
     "select account, count(*) as c from W#time_batch(1 sec) group by account "

@@ -29,6 +29,9 @@ STATEMENTS = [
                             "from W#unique(account) where amount > 5 group by account"},
     {"name": "top", "epl": "select irstream account, amount "
                            "from W#groupwin(account)#sort(2, amount desc)"},
+    # every group's row at each firing, each partition posting the groups it holds
+    {"name": "snap", "epl": "select account, count(*) as cnt from W#time(3 sec) "
+                            "group by account output snapshot every 1 sec"},
     # batches on the grid of the statement's first arrival, in every partition
     {"name": "batch", "epl": "select account, count(*) as cnt from W#time_batch(1 sec) "
                              "group by account"},
@@ -39,7 +42,7 @@ def _config(name: str) -> AppConfig:
     return AppConfig.from_dict({
         "app": name, "schemas": {"W": {"account": "string", "amount": "double"}},
         "topics": {"W": f"{name}.w"}, "partitions": 3,
-        "statement_partitions": {"last": 4, "uniq": 2, "top": 3, "batch": 4},
+        "statement_partitions": {"last": 4, "uniq": 2, "top": 3, "snap": 3, "batch": 4},
         "statements": STATEMENTS})
 
 
@@ -63,7 +66,7 @@ def test_split_statement_two_workers_matches_embedded(kafka_bootstrap: str) -> N
     config = _config(f"split-{uuid.uuid4().hex[:8]}")
     steps = _steps()
     expected = embedded_rows(Topology.plan(config), steps, lambda s: ("W", s[0]))
-    assert all(len(expected[s]) > 3 for s in ("last", "uniq", "top", "batch"))
+    assert all(len(expected[s]) > 3 for s in ("last", "uniq", "top", "snap", "batch"))
     got = two_worker_rows(kafka_bootstrap, config, steps, lambda s: ("W", s[0], s[1]))
     for stmt in config.statement_partitions:
         assert got[stmt] == expected[stmt], stmt

@@ -30,6 +30,8 @@ STATEMENTS = {
     "first": "select irstream k, sum(v) as total from T#unique(k) group by k "
              "output first every 1 sec",
     "top": "select irstream k, v from T#groupwin(k)#sort(2, v desc)",
+    "snap": "select k, count(*) as n, sum(v) as total from T#time(2 sec) where v > 1 "
+            "group by k output snapshot every 700 msec",
     # the reference point is the first arrival, the where clause aside
     "batch": "select irstream k, count(*) as n, sum(v) as total from T#time_batch(1 sec) "
              "where v > 5 group by k",
