@@ -33,6 +33,11 @@ replaces, is dropped for, or pushes out only events of its own key (Esper ref. 1
 14.3.15, 14.3.2), so the rows of one key depend on that key's events alone.  Without a
 ``group by`` an output clause collects rows of every key, so it has none.
 
+A pattern statement that begins with ``every tag=Type -> ...`` splits by the key its
+events correlate on (``pattern_split``): when each later filter equates one of its
+properties with the leading tag's key property (or a correlated tag's), an instance only
+takes events of one key, and each type routes by its key property.
+
 A statement inserting into a stream that a split statement reads splits with it
 (``feed_split``, a ``Feeder`` of its split) when its rows each depend on their own event
 alone (no group by, aggregate or output clause; no window but ``#keepall`` / ``#time``) and
@@ -181,9 +186,12 @@ class GroupSplit:
 
 
 def split_key(plan: Any) -> str:
-    """What a statement would be split by: a join's ``join`` key, else its ``group`` key."""
+    """What a statement would be split by: a join's ``join`` key, a pattern's ``pattern``
+    key, else its ``group`` key."""
     p = plan.pipeline
-    return "join" if p is not None and p.join is not None else "group"
+    if p is not None and p.join is not None:
+        return "join"
+    return "pattern" if p is not None and p.pattern is not None else "group"
 
 
 def group_split(plan: Any, stmt: Any, variables: Iterable[str] = (),
@@ -201,6 +209,8 @@ def group_split(plan: Any, stmt: Any, variables: Iterable[str] = (),
     p = plan.pipeline
     if split_key(plan) == "join":
         return join_split(plan, stmt, set(variables), schemas or {})
+    if split_key(plan) == "pattern":
+        return pattern_split(plan, stmt, set(variables), schemas or {})
     if p is None or p.stream is None or len(stmt.from_) != 1 or not isinstance(
             stmt.from_[0], ast.FilterStream):
         return "not one stream (a join, a pattern or a named window)"
@@ -354,6 +364,129 @@ def join_split(plan: Any, stmt: ast.SelectStatement, variables: set[str],
                       (SplitRoute(second.type_name, (property_reader(key[second.name]),),
                                   second.filter),), "join",
                       ((first.type_name, key[first.name]), (second.type_name, key[second.name])))
+
+
+PATTERN_NODES = (ast.PFollowedBy, ast.PAnd, ast.POr, ast.PNot, ast.PEvery, ast.PGuard,
+                 ast.PTimerInterval, ast.PFilter)
+"""What a split pattern may hold after its leading ``every tag=Type``: each instance then
+lives on the events of one key and on time alone."""
+
+
+def pattern_split(plan: Any, stmt: ast.SelectStatement, variables: set[str],
+                  schemas: dict[str, dict[str, str]]) -> GroupSplit | str:
+    """The split of a pattern statement by the key its events correlate on, or why not.
+
+    ``every a=A -> ...`` starts an instance at each ``A`` (Esper ref. 7.5.1 every); when
+    each later filter holds an equality of one of its properties with the key property
+    of a tag correlated so far (``B(k = a.k)``), an instance only ever takes events of its
+    leading event's key, and ``not``, ``and``, ``or``, ``every``, timer intervals and
+    ``where timer:within`` keep it so (each instance's timers are its own).  The events
+    of each type route by their key property, and the rows are numbered per key."""
+    src = stmt.from_[0] if len(stmt.from_) == 1 else None
+    if not isinstance(src, ast.PatternStream):
+        return "not one pattern stream"
+    if src.views:
+        return "a data window over the pattern holds the matches of all keys"
+    if stmt.group_by or plan.pipeline.resultset.aggregates:
+        return "aggregates over a pattern's matches combine the matches of all keys"
+    if stmt.output is not None:
+        return "output limiting collects the rows of all keys together"
+    why = _unsupported_clause(plan, stmt, variables)
+    if why:
+        return why
+    root = src.pattern
+    lead = (root.children[0].child if isinstance(root, ast.PFollowedBy)
+            and isinstance(root.children[0], ast.PEvery) else None)
+    if not isinstance(lead, ast.PFilter) or lead.tag is None:
+        return ("the pattern does not begin with every tag=Type -> ...: its instances are "
+                "not one per leading event")
+    keyed: dict[str, str] = {}
+    """Tag -> its key property (the leading tag's once a filter correlates with it)."""
+    routes: dict[str, str] = {}
+    """Event type -> the property its events route by."""
+    for node in root.children[1:]:
+        why = _correlate(node, lead, keyed, routes)
+        if why:
+            return why
+    if lead.tag not in keyed:
+        return f"no filter correlates with {lead.tag} (an equality with {lead.tag}.property)"
+    families = {_family(schemas.get(t, {}).get(prop, "")) for t, prop in routes.items()}
+    if len(families) != 1 or not families <= KEY_FAMILIES:
+        return ("the correlated properties are not all of one type of integers, strings "
+                "or booleans (equal values must route alike)")
+    key = keyed[lead.tag]
+    column = _pattern_key_column(stmt, plan.pipeline.resultset, lead.tag, key)
+    if column is None:
+        return (f"{lead.tag}.{key} is not a select column (rows are numbered per key; "
+                "the leading tag is bound in every match)")
+    others = tuple(SplitRoute(t, (property_reader(prop),)) for t, prop in sorted(routes.items())
+                   if t != lead.type_name)
+    return GroupSplit(lead.type_name, (f"{lead.tag}.{key}",), (property_reader(key),),
+                      (column,), None, None, False, others, "pattern",
+                      tuple(sorted(routes.items())))
+
+
+def _correlate(node: Any, lead: ast.PFilter, keyed: dict[str, str],
+               routes: dict[str, str]) -> str:
+    """Walk the pattern after its leading filter in order: each filter must equal one of
+    its properties to a correlated tag's key; '' when all do."""
+    if not isinstance(node, PATTERN_NODES):
+        what = type(node).__name__.removeprefix("P").lower()
+        return f"a pattern {what} is not split (its instances may span keys)"
+    if isinstance(node, ast.PFilter):
+        found = None
+        for c in conjuncts(node.filter):
+            if not isinstance(c, ast.Binary) or c.op not in ("=", "=="):
+                continue
+            for mine, theirs in ((c.left, c.right), (c.right, c.left)):
+                if (isinstance(mine, ast.Name) and len(mine.parts) == 1
+                        and isinstance(theirs, ast.Name) and len(theirs.parts) == 2):
+                    tag, prop = theirs.parts
+                    if tag == lead.tag and tag not in keyed:
+                        keyed[tag] = prop
+                        routes[lead.type_name] = prop
+                    if keyed.get(tag) == prop:
+                        found = mine.parts[0]
+                        break
+            if found is not None:
+                break
+        if found is None:
+            return (f"{node.type_name} is not correlated with {lead.tag} (an equality of "
+                    f"one of its properties with {lead.tag}.property or a correlated tag's)")
+        if routes.get(node.type_name, found) != found:
+            return f"{node.type_name} would route by two properties"
+        routes[node.type_name] = found
+        if node.tag is not None:
+            keyed[node.tag] = found
+        return ""
+    children = getattr(node, "children", None)
+    if children is None:
+        child = getattr(node, "child", None)
+        children = () if child is None else (child,)
+    for child in children:
+        why = _correlate(child, lead, keyed, routes)
+        if why:
+            return why
+    return ""
+
+
+def _family(type_name: str) -> str:
+    t = type_name.lower()
+    return "integer" if t in INTEGERS else t
+
+
+def _pattern_key_column(stmt: ast.SelectStatement, rs: Any, tag: str, key: str
+                        ) -> str | None:
+    """The select column holding ``tag.key``."""
+    items = stmt.select_items
+    names = [c.name for c in rs.columns]
+    if len(items) != len(names):
+        return None
+    for item, name in zip(items, names):
+        e = item.expr if isinstance(item, ast.SelectItem) else None
+        if isinstance(e, ast.Name) and e.parts == (tag, key):
+            return name
+    return None
 
 
 FEEDER_WINDOWS = frozenset({"keepall", "time"})
