@@ -206,10 +206,10 @@ def _split_lines(topology: Any, g: Any, plan: Any) -> list[str]:
         return [f"split partitioned by join key ({g.split.describe()}) over "
                 f"{_count(g.partitions)}: each key's rows in order, numbered per key "
                 "(context_partition = join key); no order across keys"]
-    if g.split is not None and g.split.kind == "pattern":
-        return [f"split partitioned by pattern key ({g.split.describe()}) over "
+    if g.split is not None and g.split.kind in ("pattern", "subquery"):
+        return [f"split partitioned by {g.split.kind} key ({g.split.describe()}) over "
                 f"{_count(g.partitions)}: each key's rows in order, numbered per key "
-                "(context_partition = pattern key); no order across keys"]
+                f"(context_partition = {g.split.kind} key); no order across keys"]
     if g.split is not None and g.split.kind == "window":
         return [f"split partitioned by window key ({g.split.describe()}) over "
                 f"{_count(g.partitions)}: each key's rows in order, numbered per key "

@@ -38,6 +38,11 @@ events correlate on (``pattern_split``): when each later filter equates one of i
 properties with the leading tag's key property (or a correlated tag's), an instance only
 takes events of one key, and each type routes by its key property.
 
+A statement over one stream whose subqueries each equate a property of their stream with
+one property of the outer event splits by that property (``subquery_split``): a
+correlated subquery reads only the rows of the outer event's key, and its window must
+keep each key's events apart.
+
 A statement inserting into a stream that a split statement reads splits with it
 (``feed_split``, a ``Feeder`` of its split) when its rows each depend on their own event
 alone (no group by, aggregate or output clause; no window but ``#keepall`` / ``#time``) and
@@ -191,7 +196,11 @@ def split_key(plan: Any) -> str:
     p = plan.pipeline
     if p is not None and p.join is not None:
         return "join"
-    return "pattern" if p is not None and p.pattern is not None else "group"
+    if p is not None and p.pattern is not None:
+        return "pattern"
+    if p is not None and p.subqueries and not p.resultset.group_by:
+        return "subquery"
+    return "group"
 
 
 def group_split(plan: Any, stmt: Any, variables: Iterable[str] = (),
@@ -216,6 +225,8 @@ def group_split(plan: Any, stmt: Any, variables: Iterable[str] = (),
         return "not one stream (a join, a pattern or a named window)"
     if plan.window is not None:
         return f"reads named window {plan.window}"
+    if split_key(plan) == "subquery":
+        return subquery_split(plan, stmt, set(variables), schemas or {})
     if not stmt.group_by or not p.resultset.group_by:
         return window_split(plan, stmt, set(variables))
     why = _unsupported_clause(plan, stmt, set(variables))
@@ -364,6 +375,95 @@ def join_split(plan: Any, stmt: ast.SelectStatement, variables: set[str],
                       (SplitRoute(second.type_name, (property_reader(key[second.name]),),
                                   second.filter),), "join",
                       ((first.type_name, key[first.name]), (second.type_name, key[second.name])))
+
+
+SUBQUERIES = (ast.Subquery, ast.Exists, ast.InSubquery, ast.Quantified)
+
+
+def subquery_split(plan: Any, stmt: ast.SelectStatement, variables: set[str],
+                   schemas: dict[str, dict[str, str]]) -> GroupSplit | str:
+    """The split of a statement over one stream whose subqueries each correlate on one
+    property of its event, by that property, or why not.
+
+    A correlated subquery's where clause equates a property of its stream with one of
+    the outer event (``x.acct = w.account``): it reads only the rows of that key (Esper
+    ref. 5.11 subqueries), and when its window keeps each key's events apart it gives
+    the same value in the partition of that key as in one engine.  Each subquery's
+    stream routes by its correlated property, the outer stream by its own."""
+    p = plan.pipeline
+    src = stmt.from_[0]
+    if stmt.group_by or p.resultset.aggregates:
+        return ("a statement with a subquery aggregates the events of all keys (a group "
+                "by and a subquery are not split)")
+    if stmt.output is not None:
+        return "output limiting collects the rows of all keys together"
+    why = _unsupported_clause(plan, stmt, variables, subqueries=True)
+    if why:
+        return why
+    queries = [n.query for n in iter_nodes(stmt) if isinstance(n, SUBQUERIES)]
+    if len(queries) != len(p.subqueries) or any(
+            isinstance(n, SUBQUERIES) for q in queries for n in iter_nodes(q) if n is not q):
+        return "a subquery holds another subquery"
+    outer = {src.alias, src.type_name} - {None}
+    routes: dict[str, str] = {}
+    key: str | None = None
+    for q in queries:
+        sub = q.stream
+        if not isinstance(sub, ast.FilterStream) or sub.type_name not in schemas:
+            return "a subquery reads a named window or a table"
+        pair = _correlation(q.where, sub, outer)
+        if pair is None:
+            return (f"the subquery on {sub.type_name} is not correlated by an equality of "
+                    "one of its properties with one of the outer event")
+        mine, theirs = pair
+        if key is not None and theirs != key:
+            return "the subqueries correlate on different properties of the outer event"
+        key = theirs
+        if routes.get(sub.type_name, mine) != mine:
+            return f"{sub.type_name} would route by two properties"
+        routes[sub.type_name] = mine
+        why = _window_reason(sub.views, (ast.Name((mine,)),), False, "subquery key")
+        if why:
+            return f"the subquery on {sub.type_name}: {why}"
+    assert key is not None
+    if routes.get(p.stream.type_name, key) != key:
+        return f"{p.stream.type_name} would route by two properties"
+    routes[p.stream.type_name] = key
+    why = _window_reason(src.views, (ast.Name((key,)),), False, "subquery key")
+    if why:
+        return why
+    families = {_family(schemas.get(t, {}).get(prop, "")) for t, prop in routes.items()}
+    if len(families) != 1 or not families <= KEY_FAMILIES:
+        return ("the correlated properties are not all of one type of integers, strings "
+                "or booleans (equal values must route alike)")
+    names = [c.name for c in p.resultset.columns]
+    items = stmt.select_items
+    column = next((name for item, name in zip(items, names)
+                   if isinstance(item, ast.SelectItem)
+                   and plain_property(item.expr, src) == key), None) \
+        if len(items) == len(names) else None
+    if column is None:
+        return (f"the outer {key} is not a select column (rows are numbered per key)")
+    others = tuple(SplitRoute(t, (property_reader(prop),)) for t, prop in sorted(routes.items())
+                   if t != p.stream.type_name)
+    return GroupSplit(p.stream.type_name, (f"{src.alias or src.type_name}.{key}",),
+                      (property_reader(key),), (column,), None, p.where, False, others,
+                      "subquery", tuple(sorted(routes.items())))
+
+
+def _correlation(where: Any, sub: ast.FilterStream, outer: set[str]
+                 ) -> tuple[str, str] | None:
+    """(subquery property, outer property) of the first equality of the two in a
+    subquery's where clause (a bare name is the subquery stream's)."""
+    for c in conjuncts(where):
+        if not isinstance(c, ast.Binary) or c.op not in ("=", "=="):
+            continue
+        for a, b in ((c.left, c.right), (c.right, c.left)):
+            mine = plain_property(a, sub)
+            if (mine is not None and isinstance(b, ast.Name) and len(b.parts) == 2
+                    and b.parts[0] in outer and b.parts[0] not in (sub.alias, sub.type_name)):
+                return mine, b.parts[1]
+    return None
 
 
 PATTERN_NODES = (ast.PFollowedBy, ast.PAnd, ast.POr, ast.PNot, ast.PEvery, ast.PGuard,
@@ -592,16 +692,16 @@ def _join_key_column(stmt: ast.SelectStatement, rs: Any, streams: tuple[Any, ...
 
 
 def _unsupported_clause(plan: Any, stmt: ast.SelectStatement, variables: set[str],
-                        feeds: bool = False) -> str:
+                        feeds: bool = False, subqueries: bool = False) -> str:
     """Why a clause mixes keys; ``feeds``: a ``Feeder`` (its insert into is read by the
-    statement it splits with)."""
+    statement it splits with); ``subqueries``: correlated on the key (``subquery_split``)."""
     p = plan.pipeline
     if stmt.insert_into is not None and not feeds:
         return ("insert into feeds other statements in the order of all events (split it "
                 "with a statement reading it by the same key)")
     if plan.tables or stmt.into_table is not None:
         return "uses a table"
-    if p.subqueries or p.match_recognize is not None:
+    if (p.subqueries and not subqueries) or p.match_recognize is not None:
         return "has a subquery or match_recognize"
     if stmt.order_by or stmt.limit is not None:
         return "order by / limit order rows across groups"
