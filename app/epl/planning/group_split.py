@@ -55,7 +55,8 @@ both of one type family, so that equal values route alike.  Only events of one k
 meet (Esper ref. 5.12 joins: a row joins events whose key properties are equal), so
 each stream's window must keep each key's content apart as above, the statement must
 not limit its output or order its rows, it aggregates only grouped by the join key
-alone, and one side's key property is a select column (rows are numbered per key).
+alone, and one side's key property is a select column (rows are numbered per key; in a
+left or right outer join, the preserved side's, which every row carries).
 """
 
 from __future__ import annotations
@@ -320,10 +321,16 @@ def join_split(plan: Any, stmt: ast.SelectStatement, variables: set[str],
         return "a join of more than two streams"
     if any(s.named_window or s.table for s in streams):
         return "joins a named window or a table"
-    if any(j.kind != "inner" for j in stmt.joins):
-        return ("an outer join posts rows without a partner, which the other side's key "
-                "does not number")
     first, second = streams
+    preserved: str | None = None
+    """An outer join's side whose events post rows without a partner: its key property
+    is in every row (Esper ref. 5.12.3 outer joins)."""
+    outer = [j.kind for j in stmt.joins if j.kind != "inner"]
+    if outer:
+        if outer[0] == "full":
+            return ("a full outer join posts rows with either side missing, which no one "
+                    "side's key numbers")
+        preserved = first.name if outer[0] == "left" else second.name
     if first.type_name == second.type_name:
         return "a self-join would route one event by two keys"
     where = [stmt.where, *(j.on for j in stmt.joins)]
@@ -341,8 +348,9 @@ def join_split(plan: Any, stmt: ast.SelectStatement, variables: set[str],
     if stmt.group_by:
         g = stmt.group_by
         sp = _stream_property(g[0], streams) if len(g) == 1 else None
-        if sp is None or key.get(sp[0]) != sp[1]:
-            return "a join's group by must be its join key alone (rows are numbered per key)"
+        if sp is None or key.get(sp[0]) != sp[1] or preserved not in (None, sp[0]):
+            return ("a join's group by must be its join key alone (an outer join's: its "
+                    "preserved side's; rows are numbered per key)")
     elif rs.aggregates:
         return ("aggregates over a join without a group by on its join key combine the "
                 "rows of all keys")
@@ -364,8 +372,11 @@ def join_split(plan: Any, stmt: ast.SelectStatement, variables: set[str],
             return columns
         column: str | None = columns[0]
     else:
-        column = _join_key_column(stmt, rs, streams, key)
+        column = _join_key_column(stmt, rs, streams, key, preserved)
     if column is None:
+        if preserved is not None:
+            return (f"the preserved side's join key ({preserved}.{key[preserved]}) is not a "
+                    "select column (rows without a partner are numbered by it)")
         return "the join key is not a select column (rows are numbered per key)"
     text = f"{first.name}.{key[first.name]} = {second.name}.{key[second.name]}"
     # a #time_batch without a reference point: each stream's first arrival arms its window
@@ -677,8 +688,9 @@ def _join_key(parts: list[Any], streams: tuple[Any, ...]) -> dict[str, str] | No
 
 
 def _join_key_column(stmt: ast.SelectStatement, rs: Any, streams: tuple[Any, ...],
-                     key: dict[str, str]) -> str | None:
-    """The select column holding either stream's key property."""
+                     key: dict[str, str], side: str | None = None) -> str | None:
+    """The select column holding either stream's key property (``side``: that stream's
+    alone)."""
     items = stmt.select_items
     names = [c.name for c in rs.columns]
     if len(items) != len(names) or any(isinstance(i, ast.Wildcard) for i in items):
@@ -686,7 +698,7 @@ def _join_key_column(stmt: ast.SelectStatement, rs: Any, streams: tuple[Any, ...
     for item, name in zip(items, names):
         if isinstance(item, ast.SelectItem):
             sp = _stream_property(item.expr, streams)
-            if sp is not None and key.get(sp[0]) == sp[1]:
+            if sp is not None and key.get(sp[0]) == sp[1] and side in (None, sp[0]):
                 return name
     return None
 

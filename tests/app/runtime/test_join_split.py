@@ -49,6 +49,14 @@ SPLITTABLE = {
                 "P#keepall as p where a.seller = p.id",
     "int_long": "select a.seller, p.name from A#keepall as a, P#time(2 sec) as p "
                 "where a.seller = p.small",
+    # rows without a partner carry the preserved side's key (Esper ref. 5.12.3)
+    "left_outer": "select irstream a.seller, a.price, p.name from A#time(2 sec) as a "
+                  "left outer join P#time(3 sec) as p on a.seller = p.id",
+    "right_outer": "select p.id as person, p.name, a.price from A#time(3 sec) as a "
+                   "right outer join P#unique(id) as p on a.seller = p.id",
+    "left_outer_grouped": "select a.seller, count(*) as n, max(p.score) as top "
+                          "from A#time(2 sec) as a left outer join P#keepall as p "
+                          "on a.seller = p.id group by a.seller",
     "grouped": "select a.seller, count(*) as n, sum(a.price) as total from A#time(3 sec) "
                "as a, P#keepall as p where a.seller = p.id group by a.seller",
     "grouped_other_side": "select irstream p.id as person, avg(a.price) as mean "
@@ -130,8 +138,12 @@ def test_both_streams_route_by_their_own_key_property() -> None:
 
 
 REFUSED = {
-    "select a.seller, p.name from A#keepall as a left outer join P#keepall as p "
-    "on a.seller = p.id": "an outer join posts rows without a partner",
+    "select a.seller, p.name from A#keepall as a full outer join P#keepall as p "
+    "on a.seller = p.id": "a full outer join posts rows with either side missing",
+    "select p.id, p.name from A#keepall as a left outer join P#keepall as p "
+    "on a.seller = p.id": "the preserved side's join key (a.seller) is not a select column",
+    "select p.id, count(*) from A#keepall as a left outer join P#keepall as p "
+    "on a.seller = p.id group by p.id": "a join's group by must be its join key alone",
     "select a.seller, p.name from A#length(5) as a, P#keepall as p where a.seller = p.id":
         "stream a: #length holds events of all keys together",
     "select a.seller, p.name from A#keepall as a, P#unique(name) as p where a.seller = p.id":

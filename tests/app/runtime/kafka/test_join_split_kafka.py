@@ -4,7 +4,8 @@
 key property (``Auction.seller``, ``Person.id``) to each statement's repartition topic;
 each key's rows come from partition ``crc32(key text) mod N`` and equal, with their ids
 and times, the rows the embedded Engine numbers for that key (``g`` aggregates per key;
-``b`` joins two ``#time_batch`` windows, armed by the router's touches).
+``b`` joins two ``#time_batch`` windows, armed by the router's touches; ``o`` is a left
+outer join, its rows without a partner numbered by the preserved side's key).
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ BATCHES = ("select p.id as id, p.name as name, a.price as price "
            "where p.id = a.seller")
 """New users (Nexmark q8): each stream's batches on the grid of its first arrival."""
 
+OUTER = ("select irstream a.seller as seller, a.price as price, p.name as name "
+         "from Auction#time(2 sec) as a left outer join Person#time(3 sec) as p "
+         "on a.seller = p.id")
+"""Each auction with its seller's recent profiles, or alone (numbered by a.seller)."""
+
 
 def _config(name: str) -> AppConfig:
     return AppConfig.from_dict({
@@ -42,9 +48,9 @@ def _config(name: str) -> AppConfig:
         "schemas": {"Auction": {"id": "long", "seller": "long", "price": "double"},
                     "Person": {"id": "long", "name": "string"}},
         "topics": {"Auction": f"{name}.auction", "Person": f"{name}.person"},
-        "partitions": 2, "statement_partitions": {"j": 4, "g": 2, "b": 3},
+        "partitions": 2, "statement_partitions": {"j": 4, "g": 2, "b": 3, "o": 3},
         "statements": [{"name": "j", "epl": EPL}, {"name": "g", "epl": GROUPED},
-                       {"name": "b", "epl": BATCHES}]})
+                       {"name": "b", "epl": BATCHES}, {"name": "o", "epl": OUTER}]})
 
 
 def _steps(seed: int = 5) -> list[Any]:
@@ -73,7 +79,8 @@ def test_split_join_two_workers_matches_embedded(kafka_bootstrap: str) -> None:
     config = _config(f"joinsplit-{uuid.uuid4().hex[:8]}")
     steps = _steps()
     expected = embedded_rows(Topology.plan(config), steps, lambda s: (s[0], s[1]))
-    assert len(expected["j"]) > 3 and len(expected["g"]) > 3 and len(expected["b"]) > 3
+    assert all(len(expected[s]) > 3 for s in ("j", "g", "b", "o"))
+    assert any(r[1].get("name") is None for rows in expected["o"].values() for r in rows)
     assert any(r[0] == "remove" for rows in expected["j"].values() for r in rows)
     got = two_worker_rows(kafka_bootstrap, config, steps, lambda s: s)
     assert got == expected
