@@ -193,7 +193,8 @@ class GroupSplit:
 
 def split_key(plan: Any) -> str:
     """What a statement would be split by: a join's ``join`` key, a pattern's ``pattern``
-    key, else its ``group`` key."""
+    key, the property an ungrouped statement's subqueries correlate on (``subquery``),
+    else its ``group`` key."""
     p = plan.pipeline
     if p is not None and p.join is not None:
         return "join"
@@ -389,6 +390,7 @@ def join_split(plan: Any, stmt: ast.SelectStatement, variables: set[str],
 
 
 SUBQUERIES = (ast.Subquery, ast.Exists, ast.InSubquery, ast.Quantified)
+"""The expressions that hold a subquery."""
 
 
 def subquery_split(plan: Any, stmt: ast.SelectStatement, variables: set[str],
@@ -454,7 +456,7 @@ def subquery_split(plan: Any, stmt: ast.SelectStatement, variables: set[str],
                    and plain_property(item.expr, src) == key), None) \
         if len(items) == len(names) else None
     if column is None:
-        return (f"the outer {key} is not a select column (rows are numbered per key)")
+        return f"the outer {key} is not a select column (rows are numbered per key)"
     others = tuple(SplitRoute(t, (property_reader(prop),)) for t, prop in sorted(routes.items())
                    if t != p.stream.type_name)
     return GroupSplit(p.stream.type_name, (f"{src.alias or src.type_name}.{key}",),

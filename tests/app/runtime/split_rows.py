@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import json
+import random
 import zlib
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 from app.runtime.engine import Engine
+from app.runtime.kafka.config import AppConfig
 from app.runtime.kafka.topology import Topology
 from app.runtime.rows import RowNumbering
 
@@ -99,4 +101,64 @@ def step_rows(topology: Topology, name: str, steps: list[Any], split: bool,
                                 e.arm_output(name, type_name)
                 engines[q].send(type_name, event)
         out.append([r for c in rows for r in c.take()])
+    return out
+
+
+def split_app(name: str, epl: str, n: int, schemas: dict[str, dict[str, str]]) -> AppConfig:
+    """An app of one statement ``name`` split over ``n`` engine partitions."""
+    return AppConfig.from_dict({"app": "split", "schemas": schemas, "partitions": 3,
+                                "statement_partitions": {name: n},
+                                "statements": [{"name": name, "epl": epl}]})
+
+
+def assert_split_matches(topology: Topology, name: str, steps: list[Any],
+                         event_of: Callable[[Any], tuple[str, dict[str, Any]]],
+                         min_keys: int = 2) -> None:
+    """The split group ``name``'s N Engines against one over ``steps``: per step the same
+    multiset of rows, each key's rows in the same order with the same ids, and each key's
+    ids numbered from 1 (rows of ``min_keys`` keys or more, more than 20 in all)."""
+    one = step_rows(topology, name, steps, False, event_of)
+    got = step_rows(topology, name, steps, True, event_of)
+    assert sum(map(len, one)) > 20
+    for i, (a, b) in enumerate(zip(one, got, strict=True)):
+        assert multiset(b) == multiset(a), f"step {i}: {steps[i]}"
+        assert by_key(b) == by_key(a), f"step {i}: {steps[i]}"
+    keys = by_key([r for rows in one for r in rows])
+    assert len(keys) >= min_keys
+    for key, lane in keys.items():
+        assert [i for *_, i in lane] == [f"{name}/{key}/{k}" for k in range(1, len(lane) + 1)]
+
+
+def differs_when_split(topology: Topology, name: str, steps: list[Any],
+                       event_of: Callable[[Any], tuple[str, dict[str, Any]]]) -> bool:
+    """Whether the split group's N Engines give other rows than one at some step."""
+    one = step_rows(topology, name, steps, False, event_of)
+    got = step_rows(topology, name, steps, True, event_of)
+    return any(multiset(a) != multiset(b) for a, b in zip(one, got, strict=True))
+
+
+TWO_TYPES = {
+    "W": {"account": "string", "amount": "double", "n": "int"},
+    "X": {"acct": "string", "v": "int"},
+}
+"""Two event types keyed by a string of other names (``account``, ``acct``)."""
+
+
+def two_type_steps(seed: int, count: int = 500) -> list[Any]:
+    """Clock moves (ints) and ``(type, event)`` of ``TWO_TYPES`` over 9 keys, some gaps
+    long enough for windows to empty and timers to fire."""
+    rnd = random.Random(seed)
+    out: list[Any] = []
+    t = 0
+    for _ in range(count):
+        if rnd.random() < 0.25:
+            t += rnd.choice([1, 100, 250, 400, 999, 1000, 1600, 5000])
+            out.append(t)
+        key = f"K{rnd.randrange(9)}"
+        if rnd.random() < 0.5:
+            out.append(("W", {"account": key, "amount": float(rnd.randrange(40)),
+                              "n": rnd.randrange(4)}))
+        else:
+            out.append(("X", {"acct": key, "v": rnd.randrange(5)}))
+    out.append(t + 60_000)
     return out

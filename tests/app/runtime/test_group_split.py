@@ -20,7 +20,11 @@ from app.runtime.catalog import Catalog
 from app.runtime.engine import Engine
 from app.runtime.kafka.config import AppConfig, ConfigError
 from app.runtime.kafka.topology import Topology, split_of
-from tests.app.runtime.split_rows import by_key, multiset, step_rows
+from tests.app.runtime.split_rows import (
+    assert_split_matches,
+    split_app,
+    step_rows,
+)
 
 SCHEMAS = {"W": {"account": "string", "amount": "double", "n": "int"}}
 
@@ -80,9 +84,7 @@ SPLITTABLE = {
 
 
 def _app(name: str, epl: str, n: int) -> AppConfig:
-    return AppConfig.from_dict({"app": "split", "schemas": SCHEMAS, "partitions": 3,
-                                "statement_partitions": {name: n},
-                                "statements": [{"name": name, "epl": epl}]})
+    return split_app(name, epl, n, SCHEMAS)
 
 
 def _steps(seed: int, count: int = 400) -> list[Any]:
@@ -117,17 +119,7 @@ def _split(topology: Topology, name: str, steps: list[Any]) -> list[list[dict[st
 def test_split_gives_the_rows_of_one_engine(name: str, n: int) -> None:
     topology = Topology.plan(_app(name, SPLITTABLE[name], n))
     assert topology.groups[name].split is not None
-    steps = _steps(seed=len(name) * 31 + n)
-    one = _one(topology, steps)
-    split = _split(topology, name, steps)
-    assert sum(map(len, one)) > 20
-    for i, (a, b) in enumerate(zip(one, split, strict=True)):
-        assert multiset(b) == multiset(a), f"step {i}: {steps[i]}"
-        assert by_key(b) == by_key(a), f"step {i}: {steps[i]}"
-    groups = by_key([r for rows in one for r in rows])
-    assert len(groups) > 1
-    for key, lane in groups.items():
-        assert [i for *_, i in lane] == [f"{name}/{key}/{k}" for k in range(1, len(lane) + 1)]
+    assert_split_matches(topology, name, _steps(seed=len(name) * 31 + n), lambda s: ("W", s))
 
 
 def test_timed_output_needs_the_arming_touch() -> None:

@@ -12,21 +12,21 @@ events apart.
 
 from __future__ import annotations
 
-import random
-from typing import Any
-
 import pytest
 
 from app.epl.planner import plan_statement
 from app.runtime.catalog import Catalog
 from app.runtime.kafka.config import AppConfig
 from app.runtime.kafka.topology import Topology, split_of
-from tests.app.runtime.split_rows import by_key, multiset, step_rows
+from tests.app.runtime.split_rows import (
+    TWO_TYPES,
+    assert_split_matches,
+    differs_when_split,
+    split_app,
+    two_type_steps,
+)
 
-SCHEMAS = {
-    "W": {"account": "string", "amount": "double", "n": "int"},
-    "X": {"acct": "string", "v": "int"},
-}
+SCHEMAS = TWO_TYPES
 
 SPLITTABLE = {
     "avg_time": "select w.account, w.amount, (select avg(x.v) from X#time(2 sec) as x "
@@ -51,29 +51,7 @@ SPLITTABLE = {
 
 
 def _app(name: str, epl: str, n: int) -> AppConfig:
-    return AppConfig.from_dict({"app": "split", "schemas": SCHEMAS, "partitions": 3,
-                                "statement_partitions": {name: n},
-                                "statements": [{"name": name, "epl": epl}]})
-
-
-def _steps(seed: int, count: int = 500) -> list[Any]:
-    """Clock moves (ints) and events of W and X over 9 keys, some gaps long enough for
-    windows to empty."""
-    rnd = random.Random(seed)
-    out: list[Any] = []
-    t = 0
-    for _ in range(count):
-        if rnd.random() < 0.25:
-            t += rnd.choice([1, 100, 250, 400, 999, 1000, 1600, 5000])
-            out.append(t)
-        key = f"K{rnd.randrange(9)}"
-        if rnd.random() < 0.5:
-            out.append(("W", {"account": key, "amount": float(rnd.randrange(40)),
-                              "n": rnd.randrange(4)}))
-        else:
-            out.append(("X", {"acct": key, "v": rnd.randrange(5)}))
-    out.append(t + 60_000)
-    return out
+    return split_app(name, epl, n, SCHEMAS)
 
 
 @pytest.mark.parametrize("name", sorted(SPLITTABLE))
@@ -82,17 +60,7 @@ def test_split_gives_the_rows_of_one_engine(name: str, n: int) -> None:
     topology = Topology.plan(_app(name, SPLITTABLE[name], n))
     split = topology.groups[name].split
     assert split is not None and split.kind == "subquery"
-    steps = _steps(seed=len(name) * 13 + n)
-    one = step_rows(topology, name, steps, False, lambda s: s)
-    got = step_rows(topology, name, steps, True, lambda s: s)
-    assert sum(map(len, one)) > 20
-    for i, (a, b) in enumerate(zip(one, got, strict=True)):
-        assert multiset(b) == multiset(a), f"step {i}: {steps[i]}"
-        assert by_key(b) == by_key(a), f"step {i}: {steps[i]}"
-    keys = by_key([r for rows in one for r in rows])
-    assert len(keys) > 1
-    for key, lane in keys.items():
-        assert [i for *_, i in lane] == [f"{name}/{key}/{k}" for k in range(1, len(lane) + 1)]
+    assert_split_matches(topology, name, two_type_steps(len(name) * 13 + n), lambda s: s)
 
 
 REFUSED = {
@@ -138,7 +106,4 @@ def test_an_uncorrelated_subquery_differs_when_split() -> None:
     assert isinstance(split_of(plan, [plan], SCHEMAS), str)
     topology.plans[:] = [plan]
     topology.groups["s"].plans[:] = [plan]
-    steps = _steps(seed=5)
-    one = step_rows(topology, "s", steps, False, lambda s: s)
-    got = step_rows(topology, "s", steps, True, lambda s: s)
-    assert any(multiset(a) != multiset(b) for a, b in zip(one, got, strict=True))
+    assert differs_when_split(topology, "s", two_type_steps(5), lambda s: s)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import tempfile
 import zlib
 from collections.abc import Callable
@@ -55,3 +56,37 @@ def two_worker_rows(bootstrap: str, config: AppConfig, steps: list[Any],
         other.kill()
         kapp.close(graceful=False)
         kapp.delete_topics()
+
+
+def login_payment_app(name: str, statements: dict[str, tuple[str, int]]) -> AppConfig:
+    """An app of ``Login`` (``user``, ``ip``) and ``Payment`` (``payer``, ``amount``) over
+    two source partitions each; ``statements``: name -> (EPL, N) of each split one."""
+    return AppConfig.from_dict({
+        "app": name,
+        "schemas": {"Login": {"user": "string", "ip": "string"},
+                    "Payment": {"payer": "string", "amount": "double"}},
+        "topics": {"Login": f"{name}.login", "Payment": f"{name}.payment"},
+        "partitions": 2,
+        "statement_partitions": {s: n for s, (_, n) in statements.items()},
+        "statements": [{"name": s, "epl": epl} for s, (epl, _) in statements.items()]})
+
+
+def login_payment_steps(seed: int) -> list[Any]:
+    """Clock moves (ms) and (type, event, source partition) of ``login_payment_app``
+    over 7 users."""
+    rnd = random.Random(seed)
+    steps: list[Any] = [1000]
+    t = 1000
+    for _ in range(12):
+        for _ in range(rnd.randrange(3, 9)):
+            user = f"U{rnd.randrange(7)}"
+            if rnd.random() < 0.4:
+                steps.append(("Login", {"user": user, "ip": rnd.choice(["x", "y"])},
+                              rnd.randrange(2)))
+            else:
+                steps.append(("Payment", {"payer": user, "amount": float(rnd.randrange(30))},
+                              rnd.randrange(2)))
+        t += rnd.choice([300, 800, 1000, 2600])
+        steps.append(t)
+    steps.append(t + 10_000)
+    return steps

@@ -10,15 +10,16 @@ their ids and times, the rows the embedded Engine numbers for that key (``t`` wa
 
 from __future__ import annotations
 
-import random
 import uuid
-from typing import Any
 
 import pytest
 
-from app.runtime.kafka.config import AppConfig
 from app.runtime.kafka.topology import Topology
-from tests.app.runtime.kafka.split_workers import two_worker_rows
+from tests.app.runtime.kafka.split_workers import (
+    login_payment_app,
+    login_payment_steps,
+    two_worker_rows,
+)
 from tests.app.runtime.split_rows import embedded_rows
 
 pytestmark = pytest.mark.kafka
@@ -32,41 +33,12 @@ WITHIN = ("select l.user as user, p.amount as amount from pattern [every l=Login
 """A payment within 1.5 s of a login from ip x, no other login of the user between."""
 
 
-def _config(name: str) -> AppConfig:
-    return AppConfig.from_dict({
-        "app": name,
-        "schemas": {"Login": {"user": "string", "ip": "string"},
-                    "Payment": {"payer": "string", "amount": "double"}},
-        "topics": {"Login": f"{name}.login", "Payment": f"{name}.payment"},
-        "partitions": 2, "statement_partitions": {"p": 4, "t": 3},
-        "statements": [{"name": "p", "epl": FOLLOWED}, {"name": "t", "epl": WITHIN}]})
-
-
-def _steps(seed: int = 7) -> list[Any]:
-    """Clock moves (ms) and (type, event, source partition)."""
-    rnd = random.Random(seed)
-    steps: list[Any] = [1000]
-    t = 1000
-    for _ in range(12):
-        for _ in range(rnd.randrange(3, 9)):
-            user = f"U{rnd.randrange(7)}"
-            if rnd.random() < 0.4:
-                steps.append(("Login", {"user": user, "ip": rnd.choice(["x", "y"])},
-                              rnd.randrange(2)))
-            else:
-                steps.append(("Payment", {"payer": user, "amount": float(rnd.randrange(30))},
-                              rnd.randrange(2)))
-        t += rnd.choice([300, 800, 1000, 2600])
-        steps.append(t)
-    steps.append(t + 10_000)
-    return steps
-
-
 def test_split_pattern_two_workers_matches_embedded(kafka_bootstrap: str) -> None:
-    config = _config(f"patsplit-{uuid.uuid4().hex[:8]}")
+    config = login_payment_app(f"patsplit-{uuid.uuid4().hex[:8]}",
+                               {"p": (FOLLOWED, 4), "t": (WITHIN, 3)})
     topology = Topology.plan(config)
     assert {topology.groups[s].split.kind for s in ("p", "t")} == {"pattern"}
-    steps = _steps()
+    steps = login_payment_steps(7)
     expected = embedded_rows(topology, steps, lambda s: (s[0], s[1]))
     assert len(expected["p"]) > 3 and len(expected["t"]) > 1
     got = two_worker_rows(kafka_bootstrap, config, steps, lambda s: s)
