@@ -480,7 +480,7 @@ def _correlation(where: Any, sub: ast.FilterStream, outer: set[str]
 
 
 PATTERN_NODES = (ast.PFollowedBy, ast.PAnd, ast.POr, ast.PNot, ast.PEvery, ast.PGuard,
-                 ast.PTimerInterval, ast.PFilter)
+                 ast.PGuardWhile, ast.PRepeat, ast.PTimerInterval, ast.PTimerAt, ast.PFilter)
 """What a split pattern may hold after its leading ``every tag=Type``: each instance then
 lives on the events of one key and on time alone."""
 
@@ -492,9 +492,11 @@ def pattern_split(plan: Any, stmt: ast.SelectStatement, variables: set[str],
     ``every a=A -> ...`` starts an instance at each ``A`` (Esper ref. 7.5.1 every); when
     each later filter holds an equality of one of its properties with the key property
     of a tag correlated so far (``B(k = a.k)``), an instance only ever takes events of its
-    leading event's key, and ``not``, ``and``, ``or``, ``every``, timer intervals and
-    ``where timer:within`` keep it so (each instance's timers are its own).  The events
-    of each type route by their key property, and the rows are numbered per key."""
+    leading event's key, and ``not``, ``and``, ``or``, ``every``, repeat and ``until``,
+    ``while``, timers and ``where timer:within`` keep it so (each instance's counts and
+    timers are its own).  A leading ``every-distinct`` of the key property compares
+    leading events of one key.  The events of each type route by their key property,
+    and the rows are numbered per key."""
     src = stmt.from_[0] if len(stmt.from_) == 1 else None
     if not isinstance(src, ast.PatternStream):
         return "not one pattern stream"
@@ -508,8 +510,8 @@ def pattern_split(plan: Any, stmt: ast.SelectStatement, variables: set[str],
     if why:
         return why
     root = src.pattern
-    lead = (root.children[0].child if isinstance(root, ast.PFollowedBy)
-            and isinstance(root.children[0], ast.PEvery) else None)
+    first = root.children[0] if isinstance(root, ast.PFollowedBy) else None
+    lead = (first.child if isinstance(first, (ast.PEvery, ast.PEveryDistinct)) else None)
     if not isinstance(lead, ast.PFilter) or lead.tag is None:
         return ("the pattern does not begin with every tag=Type -> ...: its instances are "
                 "not one per leading event")
@@ -528,6 +530,10 @@ def pattern_split(plan: Any, stmt: ast.SelectStatement, variables: set[str],
         return ("the correlated properties are not all of one type of integers, strings "
                 "or booleans (equal values must route alike)")
     key = keyed[lead.tag]
+    if isinstance(first, ast.PEveryDistinct) and not any(
+            isinstance(e, ast.Name) and e.parts == (lead.tag, key) for e in first.exprs):
+        return (f"every-distinct's expressions do not include {lead.tag}.{key} (it would "
+                "compare leading events of all keys)")
     column = _pattern_key_column(stmt, plan.pipeline.resultset, lead.tag, key)
     if column is None:
         return (f"{lead.tag}.{key} is not a select column (rows are numbered per key; "
@@ -574,8 +580,8 @@ def _correlate(node: Any, lead: ast.PFilter, keyed: dict[str, str],
         return ""
     children = getattr(node, "children", None)
     if children is None:
-        child = getattr(node, "child", None)
-        children = () if child is None else (child,)
+        children = tuple(c for c in (getattr(node, "child", None), getattr(node, "until", None))
+                         if c is not None)
     for child in children:
         why = _correlate(child, lead, keyed, routes)
         if why:

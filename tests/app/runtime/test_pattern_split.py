@@ -48,6 +48,15 @@ SPLITTABLE = {
                 "(b=X(acct = a.account) or timer:interval(700 msec))]",
     "where": "select a.account, b.v from pattern [every a=W -> b=X(acct = a.account)] "
              "where b.v > 1",
+    "repeat": "select a.account, a.amount from pattern [every a=W(n > 0) -> "
+              "[2] X(acct = a.account)]",
+    "until": "select a.account, a.n from pattern [every a=W -> "
+             "(X(acct = a.account, v > 1) until W(account = a.account, n = 3))]",
+    "while": "select a.account, b.v from pattern [every a=W -> "
+             "every b=X(acct = a.account) while (b.v < 4)]",
+    # duplicates of the key alone, which only one partition sees
+    "distinct": "select a.account, b.v from pattern [every-distinct(a.account, 2 sec) a=W "
+                "-> b=X(acct = a.account)]",
 }
 
 
@@ -79,8 +88,10 @@ REFUSED = {
         "the correlated properties are not all of one type",
     "select b.acct from pattern [every a=W -> b=X(acct = a.account)]":
         "a.account is not a select column",
-    "select a.account from pattern [every a=W -> [2] X(acct = a.account)]":
-        "a pattern repeat is not split",
+    "select a.account from pattern [every-distinct(a.n) a=W -> X(acct = a.account)]":
+        "every-distinct's expressions do not include a.account",
+    "select a.account from pattern [every a=W -> [2] X(v > 1)]":
+        "X is not correlated with a",
     "select a.account, count(*) from pattern [every a=W -> X(acct = a.account)]":
         "aggregates over a pattern",
     "select a.account from pattern [every a=W -> X(acct = a.account)] "
