@@ -231,9 +231,11 @@ def group_split(plan: Any, stmt: Any, variables: Iterable[str] = (),
         return subquery_split(plan, stmt, set(variables), schemas or {})
     if not stmt.group_by or not p.resultset.group_by:
         return window_split(plan, stmt, set(variables))
-    why = _unsupported_clause(plan, stmt, set(variables))
+    why = _unsupported_clause(plan, stmt, set(variables), subqueries=True)
     if why:
         return why
+    if p.subqueries:
+        return _grouped_with_subqueries(plan, stmt, schemas or {})
     rs = p.resultset
     columns = _key_columns(stmt, rs, stmt.group_by)
     if isinstance(columns, str):
@@ -253,6 +255,37 @@ def group_split(plan: Any, stmt: Any, variables: Iterable[str] = (),
     props = ((p.stream.type_name, plain),) if plain is not None else ()
     return GroupSplit(p.stream.type_name, tuple(rs.group_texts), tuple(rs.group_by),
                       columns, p.stream.filter, p.where, timed, properties=props)
+
+
+def _grouped_with_subqueries(plan: Any, stmt: ast.SelectStatement,
+                             schemas: dict[str, dict[str, str]]) -> GroupSplit | str:
+    """A grouped statement whose subqueries correlate on its one group-by property: each
+    group's events and the subquery rows they read are of one key."""
+    p = plan.pipeline
+    src = stmt.from_[0]
+    plain = plain_property(stmt.group_by[0], src) if len(stmt.group_by) == 1 else None
+    if plain is None:
+        return "a grouped statement with a subquery splits by one group-by property alone"
+    if stmt.output is not None:
+        return ("output limiting is armed where the where clause holds, which the router "
+                "cannot tell without the subquery's rows")
+    found = _subquery_routes(stmt, p, schemas)
+    if isinstance(found, str):
+        return found
+    key, routes = found
+    if key != plain:
+        return f"the subqueries correlate on {key}, not on the group key {plain}"
+    why = _window_reason(src.views, stmt.group_by, False, armed=False)
+    if why:
+        return why
+    rs = p.resultset
+    columns = _key_columns(stmt, rs, stmt.group_by)
+    if isinstance(columns, str):
+        return columns
+    others = tuple(SplitRoute(t, (property_reader(prop),)) for t, prop in sorted(routes.items())
+                   if t != p.stream.type_name)
+    return GroupSplit(p.stream.type_name, tuple(rs.group_texts), tuple(rs.group_by), columns,
+                      None, p.where, False, others, properties=tuple(sorted(routes.items())))
 
 
 def _unreferenced_batch(view: Any) -> bool:
@@ -413,6 +446,33 @@ def subquery_split(plan: Any, stmt: ast.SelectStatement, variables: set[str],
     why = _unsupported_clause(plan, stmt, variables, subqueries=True)
     if why:
         return why
+    found = _subquery_routes(stmt, p, schemas)
+    if isinstance(found, str):
+        return found
+    key, routes = found
+    why = _window_reason(src.views, (ast.Name((key,)),), False, "subquery key")
+    if why:
+        return why
+    names = [c.name for c in p.resultset.columns]
+    items = stmt.select_items
+    column = next((name for item, name in zip(items, names)
+                   if isinstance(item, ast.SelectItem)
+                   and plain_property(item.expr, src) == key), None) \
+        if len(items) == len(names) else None
+    if column is None:
+        return f"the outer {key} is not a select column (rows are numbered per key)"
+    others = tuple(SplitRoute(t, (property_reader(prop),)) for t, prop in sorted(routes.items())
+                   if t != p.stream.type_name)
+    return GroupSplit(p.stream.type_name, (f"{src.alias or src.type_name}.{key}",),
+                      (property_reader(key),), (column,), None, p.where, False, others,
+                      "subquery", tuple(sorted(routes.items())))
+
+
+def _subquery_routes(stmt: ast.SelectStatement, p: Any, schemas: dict[str, dict[str, str]]
+                     ) -> tuple[str, dict[str, str]] | str:
+    """The outer property every subquery correlates on and the property each type read
+    routes by (the outer stream's by that one), or why not."""
+    src = stmt.from_[0]
     queries = [n.query for n in iter_nodes(stmt) if isinstance(n, SUBQUERIES)]
     if len(queries) != len(p.subqueries) or any(
             isinstance(n, SUBQUERIES) for q in queries for n in iter_nodes(q) if n is not q):
@@ -442,26 +502,11 @@ def subquery_split(plan: Any, stmt: ast.SelectStatement, variables: set[str],
     if routes.get(p.stream.type_name, key) != key:
         return f"{p.stream.type_name} would route by two properties"
     routes[p.stream.type_name] = key
-    why = _window_reason(src.views, (ast.Name((key,)),), False, "subquery key")
-    if why:
-        return why
     families = {_family(schemas.get(t, {}).get(prop, "")) for t, prop in routes.items()}
     if len(families) != 1 or not families <= KEY_FAMILIES:
         return ("the correlated properties are not all of one type of integers, strings "
                 "or booleans (equal values must route alike)")
-    names = [c.name for c in p.resultset.columns]
-    items = stmt.select_items
-    column = next((name for item, name in zip(items, names)
-                   if isinstance(item, ast.SelectItem)
-                   and plain_property(item.expr, src) == key), None) \
-        if len(items) == len(names) else None
-    if column is None:
-        return f"the outer {key} is not a select column (rows are numbered per key)"
-    others = tuple(SplitRoute(t, (property_reader(prop),)) for t, prop in sorted(routes.items())
-                   if t != p.stream.type_name)
-    return GroupSplit(p.stream.type_name, (f"{src.alias or src.type_name}.{key}",),
-                      (property_reader(key),), (column,), None, p.where, False, others,
-                      "subquery", tuple(sorted(routes.items())))
+    return key, routes
 
 
 def _correlation(where: Any, sub: ast.FilterStream, outer: set[str]

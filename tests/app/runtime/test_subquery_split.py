@@ -63,7 +63,39 @@ def test_split_gives_the_rows_of_one_engine(name: str, n: int) -> None:
     assert_split_matches(topology, name, two_type_steps(len(name) * 13 + n), lambda s: s)
 
 
+GROUPED = {
+    "grouped_avg": "select w.account, count(*) as c, sum(w.amount) as s from W#time(2 sec) "
+                   "as w where w.amount > (select avg(x.v) * 5 from X#time(3 sec) as x "
+                   "where x.acct = w.account) group by w.account",
+    "grouped_exists": "select account, count(*) as c from W#keepall as w where exists "
+                      "(select * from X#unique(acct) as x where x.acct = w.account "
+                      "and x.v > 1) group by account",
+    "grouped_irstream": "select irstream account, max(w.amount) as top from "
+                        "W#groupwin(account)#length(3) as w where w.n not in (select x.v "
+                        "from X#time(1 sec) as x where x.acct = w.account) group by account",
+}
+"""Grouped by the property the subqueries correlate on: split by that group key."""
+
+
+@pytest.mark.parametrize("name", sorted(GROUPED))
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_grouped_by_the_correlated_key_splits_by_it(name: str, n: int) -> None:
+    topology = Topology.plan(_app(name, GROUPED[name], n))
+    split = topology.groups[name].split
+    assert split is not None and split.kind == "group" and split.others
+    assert_split_matches(topology, name, two_type_steps(len(name) * 11 + n), lambda s: s)
+
+
 REFUSED = {
+    "select w.account, w.n, count(*) from W#time(1 sec) as w where exists (select * from "
+    "X#time(1 sec) as x where x.acct = w.account) group by w.account, w.n":
+        "a grouped statement with a subquery splits by one group-by property alone",
+    "select w.n, count(*) from W#time(1 sec) as w where exists (select * from "
+    "X#time(1 sec) as x where x.acct = w.account) group by w.n":
+        "the subqueries correlate on account, not on the group key n",
+    "select w.account, count(*) from W#time(1 sec) as w where exists (select * from "
+    "X#time(1 sec) as x where x.acct = w.account) group by w.account output last every "
+    "1 sec": "output limiting is armed where the where clause holds",
     "select w.account from W as w where w.amount > (select avg(x.v) from X#time(1 sec) "
     "as x)": "the subquery on X is not correlated",
     "select w.n from W as w where w.amount > (select avg(x.v) from X#time(1 sec) "

@@ -33,14 +33,21 @@ SEEN = ("select p.payer as payer, p.amount as amount from Payment as p where not
         "(select * from Login#time(2 sec) as l where l.user = p.payer and l.ip = 'x')")
 """A payment without a login from ip x by the payer in the last 2 s."""
 
+PER = ("select p.payer as payer, count(*) as n, sum(p.amount) as total "
+       "from Payment#time(3 sec) as p where exists (select * from Login#time(2 sec) as l "
+       "where l.user = p.payer) group by p.payer")
+"""Per payer, the payments of the last 3 s made within 2 s of a login: grouped by the key
+the subquery correlates on, so split by that group key."""
+
 
 def test_split_subqueries_two_workers_match_embedded(kafka_bootstrap: str) -> None:
     config = login_payment_app(f"subsplit-{uuid.uuid4().hex[:8]}",
-                               {"big": (BIG, 4), "seen": (SEEN, 3)})
+                               {"big": (BIG, 4), "seen": (SEEN, 3), "per": (PER, 2)})
     topology = Topology.plan(config)
     assert {topology.groups[s].split.kind for s in ("big", "seen")} == {"subquery"}
+    assert topology.groups["per"].split.kind == "group"
     steps = login_payment_steps(11)
     expected = embedded_rows(topology, steps, lambda s: (s[0], s[1]))
-    assert len(expected["big"]) > 3 and len(expected["seen"]) > 3
+    assert all(len(expected[s]) > 3 for s in ("big", "seen", "per"))
     got = two_worker_rows(kafka_bootstrap, config, steps, lambda s: s)
     assert got == expected
