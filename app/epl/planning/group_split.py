@@ -125,9 +125,12 @@ class GroupSplit:
     first update (``where`` holds) or arrival (``where`` None) from the router
     (``Engine.arm_output``)."""
     others: tuple[SplitRoute, ...] = ()
-    """A join split by its key: the other stream's route (``type_name`` is the first)."""
+    """The routes of the other types read: a join's other stream, a pattern's or the
+    subqueries' types (``type_name`` is the first stream's, the leading tag's or the
+    outer stream's)."""
     kind: str = "group"
-    """What the key is: the ``group`` key, a ``join`` key or a ``window`` key."""
+    """What the key is: the ``group`` key, a ``join``, ``window``, ``pattern`` or
+    ``subquery`` key."""
     properties: tuple[tuple[str, str], ...] = ()
     """(event type, property) of each route whose key is one plain property: what a
     ``Feeder`` of that type must carry into it."""
