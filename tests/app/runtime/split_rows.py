@@ -162,3 +162,15 @@ def two_type_steps(seed: int, count: int = 500) -> list[Any]:
             out.append(("X", {"acct": key, "v": rnd.randrange(5)}))
     out.append(t + 60_000)
     return out
+
+
+def refusal(epl: str, schemas: dict[str, dict[str, str]]) -> str:
+    """Why statement ``epl`` cannot be split (fails when it can)."""
+    from app.epl.planner import plan_statement
+    from app.runtime.catalog import Catalog
+    from app.runtime.kafka.topology import split_of
+
+    plan = plan_statement(Catalog.from_schemas(schemas), epl, "s")
+    why = split_of(plan, [plan], schemas)
+    assert isinstance(why, str), f"{epl} splits"
+    return why
