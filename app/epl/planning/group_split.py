@@ -247,7 +247,7 @@ def group_split(plan: Any, stmt: Any, variables: Iterable[str] = (),
     timed = _timed_output(stmt.output)
     if isinstance(timed, str):
         return timed
-    why = _window_reason(s.views, stmt.group_by, timed, armed=True)
+    why = _window_reason(s.views, stmt.group_by, timed, armed=True, src=s)
     if why:
         return why
     if _unreferenced_batch(p.stream.view):
@@ -278,7 +278,7 @@ def _grouped_with_subqueries(plan: Any, stmt: ast.SelectStatement,
     key, routes = found
     if key != plain:
         return f"the subqueries correlate on {key}, not on the group key {plain}"
-    why = _window_reason(src.views, stmt.group_by, False, armed=False)
+    why = _window_reason(src.views, stmt.group_by, False, armed=False, src=src)
     if why:
         return why
     rs = p.resultset
@@ -824,7 +824,8 @@ def _timed_output(out: ast.OutputClause | None) -> bool | str:
 
 
 def _window_reason(views: tuple[ast.View, ...], group_by: tuple[Any, ...],
-                   timed: bool, key: str = "group key", armed: bool = False) -> str:
+                   timed: bool, key: str = "group key", armed: bool = False,
+                   src: Any = None) -> str:
     """Why a window chain mixes groups (or, with a timed output, does not post each
     event at once); '' when each group's content depends on its own events only.
     ``key``: what the group key is called in the reason; ``armed``: the router arms a
@@ -834,7 +835,7 @@ def _window_reason(views: tuple[ast.View, ...], group_by: tuple[Any, ...],
     first = views[0]
     name = first.name.lower()
     if name == "groupwin":
-        if not _covers(first.params, group_by):
+        if not _covers(first.params, group_by, src):
             return f"#groupwin's keys do not include the {key}"
         if timed and any(v.name.lower() not in IMMEDIATE | {"length"} for v in views[1:]):
             return ("a window under #groupwin posts later than its events arrive, and a "
@@ -842,7 +843,7 @@ def _window_reason(views: tuple[ast.View, ...], group_by: tuple[Any, ...],
         return ""
     if len(views) > 1:
         return "a chain of data windows"
-    if name in ("unique", "firstunique") and not _covers(first.params, group_by):
+    if name in ("unique", "firstunique") and not _covers(first.params, group_by, src):
         return f"#{first.name}'s keys do not include the {key}"
     if name == "time_batch":
         referenced = len(first.params) > 1 and not (
@@ -860,6 +861,18 @@ def _window_reason(views: tuple[ast.View, ...], group_by: tuple[Any, ...],
     return ""
 
 
-def _covers(params: tuple[Any, ...], group_by: tuple[Any, ...]) -> bool:
-    """Every group-by expression is one of a keyed window's key expressions."""
-    return all(any(same(p, g) for p in params) for g in group_by)
+def _covers(params: tuple[Any, ...], group_by: tuple[Any, ...], src: Any = None) -> bool:
+    """Every group-by expression is one of a keyed window's key expressions (a property
+    of stream ``src`` the same bare or qualified by its alias; a group by also by its
+    type)."""
+    alias = getattr(src, "alias", None) if isinstance(src, ast.FilterStream) else None
+
+    def param(n: Any) -> Any:
+        if alias and isinstance(n, ast.Name) and len(n.parts) == 2 and n.parts[0] == alias:
+            return ast.Name((n.parts[1],))
+        return n
+
+    def key(n: Any) -> Any:
+        prop = plain_property(n, src) if isinstance(src, ast.FilterStream) else None
+        return ast.Name((prop,)) if prop is not None else n
+    return all(any(same(param(p), key(g)) for p in params) for g in group_by)

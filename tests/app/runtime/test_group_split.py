@@ -48,6 +48,11 @@ SPLITTABLE = {
                          "from W#time_batch(700 msec, 'FORCE_UPDATE') group by account",
     "time_batch_eager": "select account, count(*) as cnt "
                         "from W#time_batch(1 sec, 'START_EAGER') group by account",
+    # the window's key bare, the group by qualified by the stream's alias
+    "groupwin_qualified": "select w.account, avg(w.amount) as a from "
+                          "W#groupwin(account)#length(3) as w group by w.account",
+    "unique_qualified": "select irstream w.account, sum(w.amount) as total "
+                        "from W#unique(account) as w group by w.account",
     "keepall_having": "select account, n, count(*) as cnt from W#keepall group by account "
                       "having count(*) > 2",
     "filtered": "select account, max(amount) as top from W(amount > 30)#time(3 sec) "
