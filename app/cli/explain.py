@@ -202,18 +202,11 @@ def _split_lines(topology: Any, g: Any, plan: Any) -> list[str]:
         return [f"split partitioned by {feeder.text} over {_count(g.partitions)} with the "
                 f"statement reading {feeder.stream} (its {g.split.kind} key): each key's "
                 "rows in order, numbered per key (context_partition = that key)"]
-    if g.split is not None and g.split.kind == "join":
-        return [f"split partitioned by join key ({g.split.describe()}) over "
+    if g.split is not None and g.split.kind != "group":
+        kind = g.split.kind
+        return [f"split partitioned by {kind} key ({g.split.describe()}) over "
                 f"{_count(g.partitions)}: each key's rows in order, numbered per key "
-                "(context_partition = join key); no order across keys"]
-    if g.split is not None and g.split.kind in ("pattern", "subquery"):
-        return [f"split partitioned by {g.split.kind} key ({g.split.describe()}) over "
-                f"{_count(g.partitions)}: each key's rows in order, numbered per key "
-                f"(context_partition = {g.split.kind} key); no order across keys"]
-    if g.split is not None and g.split.kind == "window":
-        return [f"split partitioned by window key ({g.split.describe()}) over "
-                f"{_count(g.partitions)}: each key's rows in order, numbered per key "
-                "(context_partition = window key); no order across keys"]
+                f"(context_partition = {kind} key); no order across keys"]
     if g.split is not None:
         return [f"split partitioned by group key ({g.split.describe()}) over "
                 f"{_count(g.partitions)}: each group's rows in order, numbered per group "

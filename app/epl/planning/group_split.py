@@ -376,7 +376,7 @@ def join_split(plan: Any, stmt: ast.SelectStatement, variables: set[str],
         return ("no equality of a property of each stream (qualified by its stream) in "
                 "the where clause: the join key")
     types = [schemas.get(s.type_name, {}).get(key[s.name], "") for s in streams]
-    family = [("integer" if t.lower() in INTEGERS else t.lower()) for t in types]
+    family = [_family(t) for t in types]
     if family[0] != family[1] or family[0] not in KEY_FAMILIES:
         return (f"the join key's properties are {types[0] or '?'} and {types[1] or '?'}: "
                 "only equal types of integers, strings or booleans route equal values "

@@ -376,6 +376,8 @@ class EnginePartition:
         self.engine: Engine | None = None
         self.touched = False
         self.sealed: ChangelogRecord | None = None
+        self._row_keys: dict[str, Callable[[Any], str]] = {}
+        """Statement -> the key text of its rows (a split group's ``row_key``)."""
         self.progress: tuple[int, str] | None = None
         self.escalate = False
         """A fault on a record read from a source partition raises ``Poisoned`` instead
@@ -1113,7 +1115,9 @@ class EnginePartition:
         """Rows of a statement split by group key: numbered per group, the group's key
         text as their context partition, so the ids are those of one engine."""
         assert self.group.split is not None
-        key_of = self.group.split.row_key(stmt)
+        key_of = self._row_keys.get(stmt)
+        if key_of is None:
+            key_of = self._row_keys[stmt] = self.group.split.row_key(stmt)
         now = self.engine.now_ms if self.engine is not None else 0
         for stream, rows in (("insert", new), ("remove", old)):
             for row in rows:
