@@ -125,6 +125,16 @@ def column_name(item: Any, source: str = "", subqueries: dict[int, int] | None =
     return WHITESPACE.sub("", written or text_of(item.expr))
 
 
+def stream_names(alias: str | None, type_name: str, props: Any) -> frozenset[str]:
+    """The names that qualify a stream's properties: its alias and its event type's name
+    (Esper ref. 5.4, the from clause: ``select W.account from W`` and ``from W as w``
+    both read ``W.account``), unless the type has a property of that name, which wins."""
+    names = {alias} if alias else set()
+    if type_name not in (props or ()):
+        names.add(type_name)
+    return frozenset(names)
+
+
 def norm_type(t: str) -> str:
     return {"int": "long", "integer": "long", "short": "long", "byte": "long",
             "float": "double"}.get(t.lower(), t.lower())

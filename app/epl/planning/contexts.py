@@ -22,6 +22,7 @@ from app.epl.planning.base import (
     PlannerBase,
     construct_name,
     norm_type,
+    stream_names,
 )
 from app.runtime.catalog import NotSupported
 from operators.contexts.managers import CategorySpec, HashItem, HashSpec, KeyedItem, KeyedSpec
@@ -199,8 +200,8 @@ class ContextPlanning(PlannerBase):
         variables = frozenset(self.catalog.variables)
         if isinstance(c, ast.CondFilter):
             self._require_type(c.type_name, c)
-            aliases = frozenset({c.alias} if c.alias else set())
             env = replace(self.tenv, props=self.catalog.type_props(c.type_name) or {})
+            aliases = stream_names(c.alias, c.type_name, env.props)
             scope = Scope("pfilter", aliases, tags, variables, tables=env, array_tags=arrays)
             pred = compile_expr(c.filter, scope) if c.filter is not None else None
             text = c.type_name + (f"({text_of(c.filter)})" if c.filter is not None else "")

@@ -240,10 +240,10 @@ def group_split(plan: Any, stmt: Any, variables: Iterable[str] = (),
     if p.subqueries:
         return _grouped_with_subqueries(plan, stmt, schemas or {})
     rs = p.resultset
-    columns = _key_columns(stmt, rs, stmt.group_by)
+    s = stmt.from_[0]
+    columns = _key_columns(stmt, rs, stmt.group_by, norm=_single(s))
     if isinstance(columns, str):
         return columns
-    s = stmt.from_[0]
     timed = _timed_output(stmt.output)
     if isinstance(timed, str):
         return timed
@@ -282,7 +282,7 @@ def _grouped_with_subqueries(plan: Any, stmt: ast.SelectStatement,
     if why:
         return why
     rs = p.resultset
-    columns = _key_columns(stmt, rs, stmt.group_by)
+    columns = _key_columns(stmt, rs, stmt.group_by, norm=_single(src))
     if isinstance(columns, str):
         return columns
     others = tuple(SplitRoute(t, (property_reader(prop),)) for t, prop in sorted(routes.items())
@@ -321,7 +321,7 @@ def window_split(plan: Any, stmt: ast.SelectStatement, variables: set[str]
     why = _window_reason(views, first.params, False, "window key")
     if why:
         return why
-    columns = _key_columns(stmt, p.resultset, first.params, "window key")
+    columns = _key_columns(stmt, p.resultset, first.params, "window key", _single(src))
     if isinstance(columns, str):
         return columns
     plain = ((p.stream.type_name, props[0]),) if len(props) == 1 and props[0] else ()
@@ -400,11 +400,11 @@ def join_split(plan: Any, stmt: ast.SelectStatement, variables: set[str],
         if not isinstance(src, ast.FilterStream):
             return "not a join of two event streams"
         why = _window_reason(src.views, (ast.Name((key[s.name],)),), False, "join key",
-                             armed=True)
+                             armed=True, src=src)
         if why:
             return f"stream {s.name}: {why}"
     if stmt.group_by:
-        columns = _key_columns(stmt, rs, stmt.group_by)
+        columns = _key_columns(stmt, rs, stmt.group_by, norm=_joined(streams))
         if isinstance(columns, str):
             return columns
         column: str | None = columns[0]
@@ -786,8 +786,10 @@ def _unsupported_clause(plan: Any, stmt: ast.SelectStatement, variables: set[str
 
 
 def _key_columns(stmt: ast.SelectStatement, rs: Any, keys: tuple[Any, ...],
-                 key: str = "group-by expression") -> tuple[str, ...] | str:
-    """The select column of each key expression (the row's group key)."""
+                 key: str = "group-by expression",
+                 norm: Callable[[Any], Any] | None = None) -> tuple[str, ...] | str:
+    """The select column of each key expression (the row's group key); ``norm`` gives
+    the form in which two expressions of one property compare equal."""
     items = stmt.select_items
     wildcard = any(isinstance(i, ast.Wildcard) for i in items)
     names = [c.name for c in rs.columns]
@@ -796,9 +798,13 @@ def _key_columns(stmt: ast.SelectStatement, rs: Any, keys: tuple[Any, ...],
         found = None
         if not wildcard and len(items) == len(names):
             for item, name in zip(items, names):
-                if isinstance(item, ast.SelectItem) and same(item.expr, g):
+                if isinstance(item, ast.SelectItem) and _same(item.expr, g, norm):
                     found = name
                     break
+        elif wildcard and norm is not None:
+            bare = norm(g)
+            if isinstance(bare, ast.Name) and len(bare.parts) == 1:
+                found = bare.parts[0]
         elif wildcard and isinstance(g, ast.Name) and len(g.parts) == 1:
             found = g.parts[0]
         if found is None:
@@ -863,16 +869,28 @@ def _window_reason(views: tuple[ast.View, ...], group_by: tuple[Any, ...],
 
 def _covers(params: tuple[Any, ...], group_by: tuple[Any, ...], src: Any = None) -> bool:
     """Every group-by expression is one of a keyed window's key expressions (a property
-    of stream ``src`` the same bare or qualified by its alias; a group by also by its
-    type)."""
-    alias = getattr(src, "alias", None) if isinstance(src, ast.FilterStream) else None
+    of stream ``src`` the same bare or qualified by its alias or type)."""
+    norm = _single(src) if isinstance(src, ast.FilterStream) else None
+    return all(any(_same(p, g, norm) for p in params) for g in group_by)
 
-    def param(n: Any) -> Any:
-        if alias and isinstance(n, ast.Name) and len(n.parts) == 2 and n.parts[0] == alias:
-            return ast.Name((n.parts[1],))
-        return n
 
-    def key(n: Any) -> Any:
-        prop = plain_property(n, src) if isinstance(src, ast.FilterStream) else None
+def _single(src: ast.FilterStream) -> Callable[[Any], Any]:
+    """A key expression of one stream as its bare property when it is one (``account``,
+    ``w.account`` and ``W.account`` are one key of ``W as w``)."""
+    def norm(n: Any) -> Any:
+        prop = plain_property(n, src)
         return ast.Name((prop,)) if prop is not None else n
-    return all(any(same(param(p), key(g)) for p in params) for g in group_by)
+    return norm
+
+
+def _joined(streams: tuple[Any, ...]) -> Callable[[Any], Any]:
+    """A key expression of a join as ``stream.property`` when it is one (by the stream's
+    name or its type's)."""
+    def norm(n: Any) -> Any:
+        sp = _stream_property(n, streams)
+        return ast.Name(sp) if sp is not None else n
+    return norm
+
+
+def _same(a: Any, b: Any, norm: Callable[[Any], Any] | None) -> bool:
+    return same(norm(a), norm(b)) if norm is not None else same(a, b)

@@ -18,7 +18,7 @@ from typing import Any
 from app.epl import ast
 from app.epl.errors import did_you_mean, verr
 from app.epl.expr import Scope, compile_expr, is_table_name, names_in, text_of
-from app.epl.planning.base import PlannerBase
+from app.epl.planning.base import PlannerBase, stream_names
 from app.epl.planning.java_types import java_box
 from app.epl.planning.subqueries import SubqueryEnv
 from app.epl.properties import path_error
@@ -82,7 +82,7 @@ def plan_join(planner: PlannerBase, node: ast.SelectStatement, name: str,
         props[sname] = dict(p)
         types[sname] = src.type_name
         planner.tenv.props = p
-        scope = Scope("event", frozenset({src.alias} if src.alias else set()),
+        scope = Scope("event", stream_names(src.alias, src.type_name, p),
                       variables=variables, tables=planner.tenv)
         filt = compile_expr(src.filter, scope) if src.filter is not None else None
         view = planner.view_chain(src.views, scope, src.retain) if src.views else None

@@ -17,6 +17,7 @@ from app.epl.planning.base import (
     PlannerBase,
     column_name,
     construct_name,
+    stream_names,
     target_name,
 )
 from app.epl.planning.java_types import qualified_types
@@ -80,7 +81,7 @@ class NamedWindowPlanning(PlannerBase):
         self.tenv.props = self.catalog.type_props(trig.type_name) or {}
         subs = SubqueryEnv(self, node.context, outer_names=frozenset({trig.type_name}),
                            outer_props=frozenset(self.tenv.props))
-        tscope = Scope("event", frozenset({trig.alias} if trig.alias else set()),
+        tscope = Scope("event", stream_names(trig.alias, trig.type_name, self.tenv.props),
                        variables=variables, tables=self.tenv, subqueries=subs)
         tfilter = compile_expr(trig.filter, tscope) if trig.filter is not None else None
         if isinstance(action, ast.OnSet):
@@ -282,7 +283,7 @@ class NamedWindowPlanning(PlannerBase):
                                                  *self.catalog.tables]))
         if src.views:
             raise verr("an on-demand query reads the window as it is: no data window", src)
-        aliases = frozenset({src.alias} if src.alias else set()) | {name}
+        aliases = stream_names(src.alias, name, props)
         # an on-demand query runs outside any statement: no table instance is handed to it
         self.tenv = TableEnv(self.catalog.tables, props=props,
                              refusal="an on-demand query cannot read other tables")

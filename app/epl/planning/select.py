@@ -18,6 +18,7 @@ from app.epl.planning.base import (
     PlannerBase,
     construct_name,
     derived_props,
+    stream_names,
 )
 from app.epl.planning.java_types import qualified_types
 from app.epl.planning.subqueries import SubqueryEnv
@@ -75,7 +76,7 @@ class SelectPlanning(PlannerBase):
             if props is None:
                 raise verr(f"unknown event type '{src.type_name}'", src,
                     hint=did_you_mean(src.type_name, self._type_names()))
-            aliases = frozenset({src.alias} if src.alias else set())
+            aliases = stream_names(src.alias, src.type_name, props)
             self.tenv.props = props
             subs.outer_names = frozenset({src.type_name})
             subs.outer_props = frozenset(props)

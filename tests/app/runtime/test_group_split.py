@@ -53,6 +53,11 @@ SPLITTABLE = {
                           "W#groupwin(account)#length(3) as w group by w.account",
     "unique_qualified": "select irstream w.account, sum(w.amount) as total "
                         "from W#unique(account) as w group by w.account",
+    # properties qualified by the event type's name (Esper ref. 5.4), with or without alias
+    "type_qualified": "select W.account, count(*) as cnt from W#time(3 sec) "
+                      "group by W.account output last every 1 sec",
+    "type_qualified_window": "select irstream account, sum(amount) as total "
+                             "from W#unique(W.account) as w group by w.account",
     "keepall_having": "select account, n, count(*) as cnt from W#keepall group by account "
                       "having count(*) > 2",
     "filtered": "select account, max(amount) as top from W(amount > 30)#time(3 sec) "
@@ -85,6 +90,7 @@ SPLITTABLE = {
                      "from W#groupwin(account)#sort(3, amount desc)",
     "groupwin_time_batch": "select irstream * from W#groupwin(account)#time_batch(1 sec)",
     "firstunique_rows": "select account, n, amount from W#firstunique(account, n)",
+    "unique_type_qualified": "select irstream account, n, amount from W#unique(W.account)",
 }
 
 

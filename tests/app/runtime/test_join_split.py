@@ -37,6 +37,8 @@ SPLITTABLE = {
                "where A.seller = P.id",
     "time_irstream": "select irstream a.seller, a.price, p.name from A#time(2 sec) as a, "
                      "P#time(3 sec) as p where a.seller = p.id and a.price > p.score",
+    "type_qualified": "select P.id as person, a.price from A#time(5 sec) as a, "
+                      "P#unique(P.id) as p where P.id = A.seller",
     "unique": "select p.id as person, a.id, a.price from A#time(5 sec) as a, "
               "P#unique(id) as p where p.id = a.seller",
     "unidirectional": "select a.seller, p.name, p.state from A as a unidirectional, "
