@@ -136,6 +136,10 @@ class GroupSplit:
     ``Feeder`` of that type must carry into it."""
     feeders: tuple[Feeder, ...] = ()
     """Statements split with this one, whose ``insert into`` streams it reads."""
+    arm_only: SplitRoute | None = None
+    """Only events of this route's type that pass its filter can arm (a statement with
+    subqueries routes its own type unfiltered, and the subqueries' events update
+    nothing)."""
 
     def describe(self) -> str:
         return ", ".join(self.texts)
@@ -177,13 +181,15 @@ class GroupSplit:
             return None
         return key_text([k(event, ctx) for k in keys])
 
-    def arms_with(self, event: Row, ctx: PartitionCtx) -> bool:
-        """Whether an event that passed the filter updates the statement (its where
-        clause holds): the update that arms a timed output condition."""
-        if self.where is None:
-            return True
+    def arms_with(self, event: Row, ctx: PartitionCtx, type_name: str = "") -> bool:
+        """Whether an event of ``type_name`` that passed the filter updates the statement
+        (its where clause holds): the update that arms a timed output condition."""
+        only = self.arm_only
         try:
-            return bool(self.where(event, ctx))
+            if only is not None and (type_name != only.type_name or (
+                    only.filter is not None and not only.filter(event, ctx))):
+                return False
+            return self.where is None or bool(self.where(event, ctx))
         except Exception:  # noqa: BLE001 - the engine dead-letters such an event
             return False
 
@@ -269,7 +275,10 @@ def _grouped_with_subqueries(plan: Any, stmt: ast.SelectStatement,
     plain = plain_property(stmt.group_by[0], src) if len(stmt.group_by) == 1 else None
     if plain is None:
         return "a grouped statement with a subquery splits by one group-by property alone"
-    if stmt.output is not None:
+    timed = _timed_output(stmt.output)
+    if isinstance(timed, str):
+        return timed
+    if timed and any(isinstance(n, SUBQUERIES) for n in iter_nodes(stmt.where)):
         return ("output limiting is armed where the where clause holds, which the router "
                 "cannot tell without the subquery's rows")
     found = _subquery_routes(stmt, p, schemas)
@@ -278,7 +287,7 @@ def _grouped_with_subqueries(plan: Any, stmt: ast.SelectStatement,
     key, routes = found
     if key != plain:
         return f"the subqueries correlate on {key}, not on the group key {plain}"
-    why = _window_reason(src.views, stmt.group_by, False, armed=False, src=src)
+    why = _window_reason(src.views, stmt.group_by, timed, armed=False, src=src)
     if why:
         return why
     rs = p.resultset
@@ -287,8 +296,12 @@ def _grouped_with_subqueries(plan: Any, stmt: ast.SelectStatement,
         return columns
     others = tuple(SplitRoute(t, (property_reader(prop),)) for t, prop in sorted(routes.items())
                    if t != p.stream.type_name)
+    # the outer events route unfiltered (a subquery may read those its filter drops), so
+    # the arming update is an event of its type passing its filter and the where clause
+    arm_only = SplitRoute(p.stream.type_name, tuple(rs.group_by), p.stream.filter)
     return GroupSplit(p.stream.type_name, tuple(rs.group_texts), tuple(rs.group_by), columns,
-                      None, p.where, False, others, properties=tuple(sorted(routes.items())))
+                      None, p.where, timed, others, properties=tuple(sorted(routes.items())),
+                      arm_only=arm_only if timed else None)
 
 
 def _unreferenced_batch(view: Any) -> bool:

@@ -176,7 +176,7 @@ class Routing:
         again: arming twice changes nothing."""
         g = self._arming[rt]
         assert g.split is not None
-        if not g.split.arms_with(event, g._ctx):
+        if not g.split.arms_with(event, g._ctx, type_name):
             return
         cursor.used[arm_key(rt, type_name)] = frozenset((q,))
         if g.event_time is not None:

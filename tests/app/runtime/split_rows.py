@@ -94,7 +94,8 @@ def step_rows(topology: Topology, name: str, steps: list[Any], split: bool,
                 if split:
                     text = g.split.key_of_event(event, g._ctx, type_name)
                     assert q == zlib.crc32(text.encode()) % len(engines)
-                    if g.arms and type_name not in armed and g.split.arms_with(event, g._ctx):
+                    if g.arms and type_name not in armed and g.split.arms_with(
+                            event, g._ctx, type_name):
                         armed.add(type_name)
                         for r, e in enumerate(engines):
                             if r != q:

@@ -39,15 +39,23 @@ PER = ("select p.payer as payer, count(*) as n, sum(p.amount) as total "
 """Per payer, the payments of the last 3 s made within 2 s of a login: grouped by the key
 the subquery correlates on, so split by that group key."""
 
+LAST = ("select p.payer as payer, count(*) as n, (select count(*) from Login#time(2 sec) as l "
+        "where l.user = p.payer) as logins from Payment(amount > 5)#time(3 sec) as p "
+        "group by p.payer output last every 700 msec")
+"""Per payer every 0.7 s, the payments of the last 3 s and the logins of the last 2 s:
+its output is armed by the first payment over 5, in every partition at once."""
+
 
 def test_split_subqueries_two_workers_match_embedded(kafka_bootstrap: str) -> None:
     config = login_payment_app(f"subsplit-{uuid.uuid4().hex[:8]}",
-                               {"big": (BIG, 4), "seen": (SEEN, 3), "per": (PER, 2)})
+                               {"big": (BIG, 4), "seen": (SEEN, 3), "per": (PER, 2),
+                                "last": (LAST, 3)})
     topology = Topology.plan(config)
     assert {topology.groups[s].split.kind for s in ("big", "seen")} == {"subquery"}
-    assert topology.groups["per"].split.kind == "group"
+    assert {topology.groups[s].split.kind for s in ("per", "last")} == {"group"}
+    assert topology.groups["last"].arms
     steps = login_payment_steps(11)
     expected = embedded_rows(topology, steps, lambda s: (s[0], s[1]))
-    assert all(len(expected[s]) > 3 for s in ("big", "seen", "per"))
+    assert all(len(expected[s]) > 3 for s in ("big", "seen", "per", "last"))
     got = two_worker_rows(kafka_bootstrap, config, steps, lambda s: s)
     assert got == expected
