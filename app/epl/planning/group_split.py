@@ -631,6 +631,9 @@ def _correlate(node: Any, lead: ast.PFilter, keyed: dict[str, str],
             if found is not None:
                 break
         if found is None:
+            if _or_mentions(node.filter, {lead.tag, *keyed}):
+                return (f"{node.type_name}'s equality with a correlated tag is inside an "
+                        "'or': an event may pass without it, of any key")
             return (f"{node.type_name} is not correlated with {lead.tag} (an equality of "
                     f"one of its properties with {lead.tag}.property or a correlated tag's)")
         if routes.get(node.type_name, found) != found:
@@ -648,6 +651,13 @@ def _correlate(node: Any, lead: ast.PFilter, keyed: dict[str, str],
         if why:
             return why
     return ""
+
+
+def _or_mentions(filt: Any, tags: set[str]) -> bool:
+    """Whether an ``or`` in a filter reads one of ``tags``."""
+    return any(isinstance(n, ast.Binary) and n.op == "or"
+               and any(isinstance(m, ast.Name) and m.parts[0] in tags for m in iter_nodes(n))
+               for n in iter_nodes(filt))
 
 
 def _family(type_name: str) -> str:

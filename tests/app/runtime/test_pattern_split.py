@@ -84,6 +84,8 @@ REFUSED = {
         "W is not correlated with a",
     "select a.account from pattern [every a=W -> b=X(acct = a.account) -> "
     "c=X(v = a.account)]": "X would route by two properties",
+    "select a.account from pattern [every a=W -> b=X(acct = a.account or v > 3)]":
+        "X's equality with a correlated tag is inside an 'or'",
     "select a.account from pattern [every a=W -> d=D(amount = a.amount)]":
         "the correlated properties are not all of one type",
     "select b.acct from pattern [every a=W -> b=X(acct = a.account)]":
