@@ -77,6 +77,9 @@ WINDOWS: dict[str, Callable[[random.Random], str]] = {
     "groupwin_length": lambda r: f"#groupwin(k)#length({r.randint(1, 2)})",
     "time_accum": lambda r: f"#time_accum({_secs(r)})",
     "time_length_batch": lambda r: f"#time_length_batch({_secs(r)}, {r.randint(2, 3)})",
+    # unique and sort values never null: Esper 9 differs there (docs/epl.md, deviations)
+    "rank": lambda r: (f"#rank(coalesce(k, 'z'), {r.randint(2, 3)}, "
+                       f"coalesce(v, 0){r.choice(['', ' desc'])})"),
 }
 
 # --------------------------------------------------------------------------- select lists
@@ -99,9 +102,6 @@ def _select(r: random.Random, kind: str, windowed: bool, context: str,
         return r.choice(["k, v", "k, v, d"]), ""
     aggs = _aggregates(r, windowed)
     having = f" having {r.choice(HAVINGS)}" if r.random() < 0.3 else ""
-    if output == "first" and kind != "grouped":
-        # Not generated: ungrouped 'output first' with having (README, deviations).
-        having = ""
     if kind == "all":
         return ", ".join(aggs), having
     if kind == "aggregated":  # properties next to aggregates, no group by
