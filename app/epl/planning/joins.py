@@ -85,7 +85,8 @@ def plan_join(planner: PlannerBase, node: ast.SelectStatement, name: str,
         scope = Scope("event", stream_names(src.alias, src.type_name, p),
                       variables=variables, tables=planner.tenv)
         filt = compile_expr(src.filter, scope) if src.filter is not None else None
-        view = planner.view_chain(src.views, scope, src.retain) if src.views else None
+        view = (planner.view_chain(src.views, scope, src.retain, dict(p), src.type_name)
+                if src.views else None)
         streams.append(JoinStream(src.type_name, sname, filt, view, bool(src.unidirectional),
                                   text_of(src.filter) if src.filter is not None else "",
                                   named_window=named, table=table is not None))

@@ -58,7 +58,7 @@ class NamedWindowPlanning(PlannerBase):
         self.catalog.named_windows[node.name] = node.context or ""
         # a named window without a data window keeps every row (keep-all)
         views = node.views or (ast.View(None, "keepall"),)
-        view = self.view_chain(views, scope, None)
+        view = self.view_chain(views, scope, None, props, node.name)
         rs = ResultSetSpec(SIMPLE, (), wildcard=True)
         pipeline = PipelineSpec(rs, OutputSpec(), StreamSpec(node.name, None, view), None,
                                 None, "irstream")

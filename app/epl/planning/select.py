@@ -87,7 +87,8 @@ class SelectPlanning(PlannerBase):
                 raise verr(f"{misplaced[0].name} is not allowed in a stream filter",
                            misplaced[0], hint="move the condition to the where clause")
             filt = compile_expr(src.filter, scope) if src.filter is not None else None
-            view = self.view_chain(src.views, scope, src.retain) if src.views else None
+            view = (self.view_chain(src.views, scope, src.retain, props, src.type_name)
+                    if src.views else None)
             if node.match_recognize is not None:
                 ev_scope = scope
                 mr, scope = self._match_recognize(node, src, props, view, variables)
@@ -204,10 +205,11 @@ class SelectPlanning(PlannerBase):
             select_stream = select_kind
         return select_kind, insert_into, insert_stream, select_stream
 
-    def view_chain(self, views: Any, scope: Scope, retain: str | None) -> Any:
+    def view_chain(self, views: Any, scope: Scope, retain: str | None,
+                   props: dict[str, str] | None = None, type_name: str = "") -> Any:
         from app.epl.planning.windows import plan_views
 
-        return plan_views(self, views, scope, retain)
+        return plan_views(self, views, scope, retain, props, type_name)
 
     def apama(self, node: ast.ApamaQuery, name: str, epl: str) -> StatementPlan:
         from app.epl.planning.windows import apama_view

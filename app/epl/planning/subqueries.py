@@ -130,7 +130,8 @@ def _plan(env: SubqueryEnv, node: ast.SubSelect, scope: Scope, one_column: bool,
     filt = compile_expr(src.filter, event_scope) if src.filter is not None else None
     view = None
     if source == "stream" and src.views:
-        view = planner.view_chain(src.views, event_scope, src.retain)
+        view = planner.view_chain(src.views, event_scope, src.retain, dict(props),
+                                  src.type_name)
     correlated = any(not is_inner_name(n, inner) and n.parts[0] != "context"
                      and not (len(n.parts) == 1 and n.parts[0] in variables)
                      for e in _exprs(node) for n in names_in(e))

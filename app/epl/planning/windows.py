@@ -6,8 +6,9 @@ from typing import Any
 
 from app.epl import ast
 from app.epl.errors import closest, verr
-from app.epl.expr import Scope, compile_expr, constant_value, text_of
+from app.epl.expr import Scope, compile_expr, constant_value, is_table_name, names_in, text_of
 from app.epl.functions import is_user_aggregate
+from app.epl.properties import path_error
 from app.epl.walk import iter_nodes
 from operators.aggregates import AGGREGATE_NAMES
 from operators.resultset import AggregateDef
@@ -74,13 +75,41 @@ def view_spec(view: ast.View, scope: Scope) -> Any:
         raise verr(str(e), view, hint=hint) from None
 
 
-def plan_views(planner: Any, views: Any, scope: Scope, retain: str | None) -> Any:
-    """The composed window chain of one stream."""
+def plan_views(planner: Any, views: Any, scope: Scope, retain: str | None,
+               props: dict[str, str] | None = None, type_name: str = "") -> Any:
+    """The composed window chain of one stream (``props``: its type's properties, which
+    the parameters' names must be, as in the select clause)."""
+    if props:
+        _check_param_names(planner, views, scope, props, type_name)
     specs = [view_spec(v, scope) for v in views]
     try:
         return make_view_chain(specs, union=(retain or "").lower().endswith("union"))
     except ValueError as e:
         raise verr(str(e), views[0]) from None
+
+
+def _check_param_names(planner: Any, views: Any, scope: Scope, props: dict[str, str],
+                       type_name: str) -> None:
+    """An unknown property in a window parameter is an error at its position (Esper:
+    the data window declaration fails to validate), not a null key for every event; an
+    ``#expr`` window's expression reads the window's own built-in names."""
+    if all(t == "any" for t in props.values()):
+        return
+    for view in views:
+        for i, param in enumerate(view.params):
+            if (view.name in _EXPIRY and i == 0) or isinstance(param, ast.TimePeriod):
+                continue  # a time period's names are variables, checked as it compiles
+            for n in names_in(param):
+                parts = n.parts
+                if parts[0] == "context" or parts[0] in scope.variables:
+                    continue
+                if len(parts) > 1 and is_table_name(parts[0], scope):
+                    continue
+                if len(parts) > 1 and parts[0] in scope.aliases:
+                    parts = parts[1:]
+                problem = path_error(parts, props, planner.catalog.type_props, type_name)
+                if problem is not None:
+                    raise planner._path_err(n, len(n.parts) - len(parts), problem)
 
 
 def apama_view(node: ast.ApamaQuery) -> Any:

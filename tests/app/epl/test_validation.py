@@ -103,6 +103,30 @@ def test_unknown_property_hint_and_caret() -> None:
                           "  hint: did you mean 'custId'?")
 
 
+def test_unknown_property_in_a_window_parameter() -> None:
+    """Esper refuses the data window declaration; a null key for every event would keep
+    one event in all."""
+    e = rejects(catalog(), "select * from BankTxn#unique(acount)")
+    assert e.render() == ("line 1:30: unknown property 'acount' of BankTxn\n"
+                          "  select * from BankTxn#unique(acount)\n"
+                          "                               ^\n"
+                          "  hint: did you mean 'account'?")
+    e = rejects(catalog(), "select * from BankTxn#sort(3, B.amount desc)")
+    assert (e.message, e.column) == ("unknown property 'B' of BankTxn", 31)
+    e = rejects(catalog(), "select a.amount from BankTxn#time(1 sec) as a, LoginEvent"
+                           "#groupwin(a.loginId)#lastevent as l where a.custId = l.loginId")
+    assert e.message.startswith("unknown property 'a' of LoginEvent")
+
+
+def test_type_name_qualifies_a_stream_beside_its_alias() -> None:
+    """Esper ref. 5.4: ``W.account`` reads the stream of type W, aliased or not, also in a
+    window parameter."""
+    for epl in ("select BankTxn.account from BankTxn#unique(BankTxn.account)",
+                "select BankTxn.account, b.amount from BankTxn(BankTxn.amount > 1)"
+                "#unique(BankTxn.custId) as b where BankTxn.amount < 5"):
+        assert plan_statement(catalog(), epl, "s").kind == "query"
+
+
 def test_unknown_type_and_context() -> None:
     assert rejects(catalog(), "select * from BankTx").hint == "did you mean 'BankTxn'?"
     e = rejects(catalog(), "context Nope select * from BankTxn")
