@@ -24,6 +24,7 @@ from operators.state import MemoryNamespace
 from operators.subquery.subquery import Subquery
 from operators.windows.batch import BatchWindow
 from operators.windows.common import ForcedEmit, WindowView
+from operators.windows.groupwin import GroupWinView
 from operators.windows.length import LengthSpec
 from operators.windows.time import TimeWindow
 from operators.windows.unique import KeyedRows
@@ -234,7 +235,9 @@ class Pipeline:
         """Each event of a unidirectional join aggregates its join rows alone (Esper ref. 2.12:
         one output row per event; Esper clears the aggregation before each join
         result)."""
-        self._batch_view = isinstance(self.view, BatchWindow)
+        view = self.view
+        self._batch_view = (isinstance(view, BatchWindow) and view.releases_before_clearing
+                            ) or (isinstance(view, GroupWinView) and view.is_batch)
         self._flush_view = bool(getattr(self.view, "posts_before_clearing", False))
         """A window that empties itself at once on a timer (``#time_accum``) and, as in
         Esper, forgets its rows only after posting them (only the timer's flush: a named
@@ -288,7 +291,11 @@ class Pipeline:
         if self.join is not None:
             rows = self.join.contents()
         elif self._released is not None:
-            rows = self._released
+            view = self.view
+            # Esper: a batch window posts its batch before it lets it go, so a snapshot
+            # taken as it posts sees it; over #groupwin, that group's beside the others'
+            rows = (view.contents_releasing(self._released) if isinstance(view, GroupWinView)
+                    else self._released)
         elif self.view is not None:
             # Esper's #unique and #firstunique keep their events in a hash map: its
             # iterator lists them in hash order of the unique key
@@ -585,9 +592,18 @@ class Pipeline:
         if not subs_after:
             for sub in self.subs:
                 sub.on_time(now_ms)
-        if view is not None:
-            if due:
-                emitted = view.on_time(now_ms)
+        if view is not None and due and view.fires_apart:
+            od = self.out.next_timer()
+            if od is not None and od <= t:
+                # Esper orders one statement's callbacks due at one time by when they
+                # were scheduled first: the output condition's at the statement's start,
+                # a #groupwin group's when the group came, so the output fires first
+                n, o = self._deliver(*self.out.on_time(now_ms))
+                out_new += n
+                out_old += o
+        if view is not None and due:
+            for emitted in (view.on_time_apart(now_ms) if view.fires_apart
+                            else (view.on_time(now_ms),)):
                 new, old = emitted
                 if self.mr is not None:
                     if new or old:

@@ -14,6 +14,10 @@ class BatchWindow(WindowView):
 
     is_batch = True
 
+    releases_before_clearing = True
+    """Esper's batch view posts the batch it releases before it lets it go, so an output
+    snapshot taken as it posts sees that batch (length, time, time_length batches)."""
+
     def __init__(self, state: StateNamespace, refs: RowRefs, stamped: bool = False) -> None:
         self.state = state
         self.batches = BatchLog(state.child("rows"), refs, state, "boundary", stamped)

@@ -199,6 +199,13 @@ class WindowView:
         """The clock reached a due time asked for by ``next_timer``."""
         return [], []
 
+    fires_apart = False
+    """Whether ``on_time_apart`` may give several updates (``#groupwin``)."""
+
+    def on_time_apart(self, now_ms: int) -> Iterable[Emit]:
+        """``on_time`` as the updates the view posts one after another: one here."""
+        return (self.on_time(now_ms),)
+
     def next_timer(self) -> int | None:
         """The earliest time at which ``on_time`` must be called, or None."""
         return None

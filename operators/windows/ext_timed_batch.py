@@ -20,6 +20,10 @@ from operators.windows.common import (
 class ExtTimedBatchWindow(BatchWindow):
     """Batches [start, start + period) by timestamp; an arrival beyond the end releases."""
 
+    releases_before_clearing = False
+    """Esper's ext_timed_batch starts the next batch with the arriving event before it
+    posts the one it releases: a snapshot then sees the new batch."""
+
     def __init__(
         self,
         ts: Expr,

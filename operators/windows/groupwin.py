@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,9 +130,21 @@ class GroupWinView(WindowView):
             self._track(gid, view)
         return finish(acc)
 
+    fires_apart = True
+
     def on_time(self, now_ms: int) -> Emit:
-        """Fire the groups whose timer is due, in (due, group) order."""
+        """Fire the groups whose timer is due, in (due, group) order, as one update."""
         acc: tuple[Rows, Rows, bool] = ([], [], False)
+        for emit in self.on_time_apart(now_ms):
+            acc = combine(acc, emit)
+        return finish(acc)
+
+    def on_time_apart(self, now_ms: int) -> Iterator[Emit]:
+        """Each due group's firing as an update of its own, in (due, group) order: in Esper
+        every group's sub-view schedules its own callback (in the order the groups were
+        made), and each posts to the statement on its own (Esper ref. 14.3.15), the
+        groups after it still holding their rows (lazily: a snapshot taken as one group
+        posts sees the others as they are)."""
         heap = self.heap
         fired: list[int] = []
         while heap and heap[0][0] <= now_ms:
@@ -141,9 +154,9 @@ class GroupWinView(WindowView):
         for gid in fired:
             view = self.views[gid]
             self.dues[gid] = None
-            acc = combine(acc, view.on_time(now_ms))
+            emit = view.on_time(now_ms)
             self._track(gid, view)
-        return finish(acc)
+            yield emit
 
     def on_variables_changed(self, now_ms: int) -> Emit:
         """Every group re-evaluates (expiry-expression windows)."""
@@ -183,6 +196,18 @@ class GroupWinView(WindowView):
         out: list[Row] = []
         for view in self.views.values():
             out.extend(view.contents())
+        return out
+
+    def contents_releasing(self, released: Rows) -> list[Row]:
+        """``contents`` while one group's batch window posts ``released``: that group's
+        contents are the batch it posts (Esper's batch views clear it only after posting
+        it, Esper ref. 14.3.4)."""
+        found = self._view_for(released[0], 0, False) if released else None
+        gid = found[0] if found is not None else None
+        out: list[Row] = []
+        for g, view in self.views.items():
+            seen = g == gid and getattr(view, "releases_before_clearing", False)
+            out.extend(released if seen else view.contents())
         return out
 
     def posted(self) -> list[Row]:

@@ -59,6 +59,9 @@ def _secs(r: random.Random) -> str:
     return r.choice(["1 sec", "2 sec", "1500 msec", "3 sec"])
 
 
+FLOWS = ["'FORCE_UPDATE'", "'START_EAGER'", "'FORCE_UPDATE, START_EAGER'"]
+"""Flow-control keywords of the batch windows (Esper ref. 14.3.5)."""
+
 WINDOWS: dict[str, Callable[[random.Random], str]] = {
     "none": lambda r: "",
     "length": lambda r: f"#length({r.randint(2, 4)})",
@@ -77,6 +80,21 @@ WINDOWS: dict[str, Callable[[random.Random], str]] = {
     "groupwin_length": lambda r: f"#groupwin(k)#length({r.randint(1, 2)})",
     "time_accum": lambda r: f"#time_accum({_secs(r)})",
     "time_length_batch": lambda r: f"#time_length_batch({_secs(r)}, {r.randint(2, 3)})",
+    "ext_timed_batch": lambda r: f"#ext_timed_batch(ts, {_secs(r)})",
+    "time_order": lambda r: f"#time_order(ts, {_secs(r)})",
+    "timetolive": lambda r: "#timetolive(ts)",
+    "expr": lambda r: r.choice(["#expr(current_count <= 2)",
+                                "#expr(oldest_timestamp > newest_timestamp - 1500)",
+                                "#expr(newest_event.k = oldest_event.k)"]),
+    "expr_batch": lambda r: r.choice(["#expr_batch(current_count >= 3)",
+                                      "#expr_batch(newest_timestamp - oldest_timestamp > 1000)"]),
+    "groupwin_time": lambda r: f"#groupwin(k)#time({_secs(r)})",
+    "groupwin_time_batch": lambda r: f"#groupwin(k)#time_batch({_secs(r)})",
+    "groupwin_length_batch": lambda r: "#groupwin(k)#length_batch(2)",
+    "time_batch_flow": lambda r: f"#time_batch({_secs(r)}, {r.choice(FLOWS)})",
+    "time_length_batch_flow": lambda r: (f"#time_length_batch({_secs(r)}, {r.randint(2, 3)}, "
+                                         f"{r.choice(FLOWS)})"),
+    "unique_two": lambda r: "#unique(k, v)",
     # unique and sort values never null: Esper 9 differs there (docs/epl.md, deviations)
     "rank": lambda r: (f"#rank(coalesce(k, 'z'), {r.randint(2, 3)}, "
                        f"coalesce(v, 0){r.choice(['', ' desc'])})"),
