@@ -576,7 +576,8 @@ class Pipeline:
 
     def terminate_quiet(self) -> bool:
         """Whether ending the partition now outputs nothing and sets no variable."""
-        return self.out.terminate_quiet()
+        view = self.view
+        return self.out.terminate_quiet() and (view is None or not view.posts_on_stop())
 
     def on_time(self, now_ms: int) -> Emit:
         """Fire whatever is due at ``now_ms``: window expiry before output, as Esper does."""
@@ -676,9 +677,16 @@ class Pipeline:
     def terminate(self, now_ms: int) -> Emit:
         """The context partition ends: flush ``when terminated`` output, then drop state."""
         self.ctx.now_ms = now_ms
-        out = self._deliver(*self.out.on_terminate(now_ms))
+        out_new: Rows = []
+        out_old: Rows = []
+        if self.view is not None and self.mr is None:
+            for new, old in self.view.on_stop():
+                n, o = self._finish(list(new), list(old), now_ms)
+                out_new += n
+                out_old += o
+        n, o = self._deliver(*self.out.on_terminate(now_ms))
         self.state.clear()
-        return out
+        return out_new + n, out_old + o
 
     def iterate(self) -> Any:
         """Current result rows (Esper's iterator / ``kepl query``)."""

@@ -35,13 +35,19 @@ class DerivedView(WindowView):
         state: StateNamespace,
         ctx: PartitionCtx,
         group_props: tuple[tuple[str, Any], ...],
+        wildcard_names: tuple[str, ...] = (),
     ) -> None:
         self.values = values
         self.extras = extras
         self.wildcard = wildcard
+        self.wildcard_names = wildcard_names
         self.state = state
         self.ctx = ctx
-        self.group_props = dict(group_props)
+        named = {name for name, _ in extras} | set(wildcard_names)
+        # Esper ref. 14.4: a property named among the extra expressions (or ``*``) is read
+        # from the last arriving event (null before the first), also when it is the group
+        # key
+        self.group_props = {k: v for k, v in group_props if k not in named}
         saved = state.get("s")
         if saved is None:
             self.acc: list[Any] = self.initial()
@@ -82,6 +88,7 @@ class DerivedView(WindowView):
         if self.extras or self.wildcard:
             if values is None:
                 row.update({name: None for name, _ in self.extras})
+                row.update(dict.fromkeys(self.wildcard_names))
             else:
                 row.update(values)
         if self.group_props:
@@ -124,6 +131,8 @@ class DerivedSpec(WindowSpec):
     values: tuple[Expr, ...] = ()
     extras: tuple[tuple[str, Expr], ...] = ()
     wildcard: bool = False
+    wildcard_names: tuple[str, ...] = ()
+    """The properties ``*`` stands for (the stream's type; null before the first event)."""
     name: str = ""
     params_text: tuple[str, ...] = ()
     is_derived: bool = True
@@ -135,4 +144,5 @@ class DerivedSpec(WindowSpec):
     ) -> DerivedView:
         """A derived-value view over ``state``."""
         env = env or DEFAULT_ENV
-        return self.view_class(self.values, self.extras, self.wildcard, state, ctx, env.group_props)
+        return self.view_class(self.values, self.extras, self.wildcard, state, ctx,
+                               env.group_props, self.wildcard_names)

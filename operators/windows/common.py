@@ -202,6 +202,14 @@ class WindowView:
     fires_apart = False
     """Whether ``on_time_apart`` may give several updates (``#groupwin``)."""
 
+    def on_stop(self) -> Iterable[Emit]:
+        """What the view posts, update by update, when its context partition ends."""
+        return ()
+
+    def posts_on_stop(self) -> bool:
+        """Whether ``on_stop`` has anything to post."""
+        return False
+
     def on_time_apart(self, now_ms: int) -> Iterable[Emit]:
         """``on_time`` as the updates the view posts one after another: one here."""
         return (self.on_time(now_ms),)

@@ -179,6 +179,38 @@ class GroupWinView(WindowView):
         found = self._view_for(row, 0, False)
         return found[1] if found else None
 
+    def _stop_rows(self) -> list[tuple[int, Any, Row]]:
+        """(group id, frozen key, row) of each group whose derived window had the group
+        key added to its rows and posted one, in the hash order of the keys."""
+        if not self.sub.is_derived:
+            return []
+        n = len(self.entries)
+        out = []
+        for _, gid, key, view in sorted(((bucket(k, n), gid, k, view)
+                                         for k, (gid, view) in self.entries.items()),
+                                        key=lambda e: (e[0], e[1])):
+            stages = getattr(view, "stages", None)
+            derived = stages[-1] if stages else view
+            last = getattr(derived, "last_row", None)
+            if last is not None and getattr(derived, "group_props", None):
+                out.append((gid, key, last))
+        return out
+
+    def posts_on_stop(self) -> bool:
+        return bool(self._stop_rows())
+
+    def on_stop(self) -> Iterator[Emit]:
+        """The context partition ends: a group whose derived window had the group key
+        added to its rows takes back the row it posted last, one update per group in the
+        hash order of the keys, and then leaves the window (Esper's property-adding view
+        of a grouped derived window posts, as it stops, the rows it posted and did not
+        see removed; a snapshot it triggers sees the groups not stopped yet; Esper ref.
+        14.3.15)."""
+        for gid, key, row in self._stop_rows():
+            yield [], [row]
+            self.views.pop(gid, None)
+            self.entries.pop(key, None)
+
     def replay_order(self) -> list[Row]:
         """The groups in the order Esper iterates its hash map of them (the bucket of the
         group key, then creation), each group's rows in its own order (a match_recognize

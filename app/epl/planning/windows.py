@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from app.epl import ast
@@ -82,6 +83,11 @@ def plan_views(planner: Any, views: Any, scope: Scope, retain: str | None,
     if props:
         _check_param_names(planner, views, scope, props, type_name)
     specs = [view_spec(v, scope) for v in views]
+    if props:
+        from operators.derived.base import DerivedSpec
+
+        specs = [dataclasses.replace(s, wildcard_names=tuple(props))
+                 if isinstance(s, DerivedSpec) and s.wildcard else s for s in specs]
     try:
         return make_view_chain(specs, union=(retain or "").lower().endswith("union"))
     except ValueError as e:
