@@ -69,8 +69,6 @@ def _aggregated_select(r: random.Random, agg: str, key: str, pool: list[str],
         return plain, ""
     aggs = ", ".join(r.sample(pool, r.randint(1, 3)))
     having = f" having {r.choice(havings)}" if r.random() < 0.3 else ""
-    if output == "first" and agg != "grouped":
-        having = ""  # not generated: ungrouped 'output first' with having (deviations)
     if agg == "all":
         return aggs, having
     if agg == "aggregated":
@@ -86,7 +84,8 @@ def _fix_stream(agg: str, output: str, stream: str) -> str:
 
 JOIN_WINDOWS = ["length", "length_batch", "time", "time_batch", "ext_timed", "keepall",
                 "firstlength", "unique", "firstunique", "lastevent", "sort",
-                "groupwin_length", "time_accum"]
+                "groupwin_length", "time_accum", "groupwin_time", "groupwin_time_batch",
+                "unique_two", "time_order"]
 JOIN_AGGREGATES = ["count(*) as cnt", "sum(a.v) as sv", "max(b.w) as mxw", "avg(a.d) as ad",
                    "min(b.w) as mnw", "count(b.w) as cw"]
 JOIN_HAVINGS = ["count(*) > 1", "sum(a.v) > 3", "max(b.w) < 4"]
@@ -99,12 +98,11 @@ def join(r: random.Random) -> Shape:
     how = r.choice(JOINS)
     wa, ta = _window(r, JOIN_WINDOWS)
     wb, tb = _window(r, JOIN_WINDOWS, "w")
-    # Not generated (docs/epl.md, deviations): 'output snapshot' of a join
+    # Not generated (docs/epl.md, deviations): 'output snapshot' of a join (its rows come in
+    # the order of Esper's hash sets)
     context, output, stream = _common(r, CONTEXTS, ("snapshot",))
     agg = r.choice(AGG_KINDS)
     stream = _fix_stream(agg, output, stream)
-    if how.startswith("uni") and agg != "plain" and output == "all":
-        output = "default"  # not generated: 'output all' aggregating a unidirectional join
     key, plain = "a.k as ak", r.choice(["a.k as ak, a.v as v, b.w as w",
                                         "a.v as v, b.k as bk, b.w as w"])
     if how in ("left", "right", "full", "uni_left") and context in ("keyed", "nested"):
@@ -135,7 +133,8 @@ def join(r: random.Random) -> Shape:
 # --------------------------------------------------------------------------- subqueries
 
 SUB_WINDOWS = ["length", "length_batch", "time", "time_batch", "keepall", "unique",
-               "lastevent", "firstlength", "sort", "time_accum"]
+               "lastevent", "firstlength", "sort", "time_accum", "groupwin_time",
+               "groupwin_length_batch", "time_order"]
 MAIN_WINDOWS = ["none", "none", "length", "length_batch", "time", "time_batch", "keepall",
                 "unique", "lastevent", "firstlength"]
 MAIN_AGGREGATES = ["count(*) as cnt", "sum(v) as sv", "max(d) as mxd", "min(v) as mnv"]
@@ -252,8 +251,7 @@ def _alias(col: str) -> str:
 def pattern(r: random.Random) -> Shape:
     """A pattern statement over Ev, Fx (and Halt in a not), with or without aggregation."""
     name, text, cols = _patterns(r)
-    # not generated: patterns in a category context (deviations)
-    context, output, stream = _common(r, [c for c in CONTEXTS if c != "category"])
+    context, output, stream = _common(r, CONTEXTS)
     agg = r.choice(AGG_KINDS)
     stream = _fix_stream(agg, output, stream)
     singles = [c for c in cols if "[" not in c]
