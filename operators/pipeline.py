@@ -462,23 +462,12 @@ class Pipeline:
         """Delete rows from this pipeline's window (on-delete against a named window)."""
         return self.change(rows, [], now_ms)
 
-    def change(self, old_rows: Rows, new_rows: Rows, now_ms: int,
-               in_place: bool = False) -> Emit:
-        """Named-window change from an on-action: rows leave, rows enter.
-
-        With ``in_place`` each of ``new_rows`` replaces the row at the same index of
-        ``old_rows`` where the window can keep its position (arrival-ordered windows);
-        consumers see the old row on the remove stream and the new one on the insert
-        stream either way (on-update, on-merge update).
-        """
+    def change(self, old_rows: Rows, new_rows: Rows, now_ms: int) -> Emit:
+        """Named-window change from an on-action: rows leave, rows enter (an updated row
+        is the row before leaving and the updated one entering; Esper ref. 6.6)."""
         self.ctx.now_ms = now_ms
         assert self.view is not None
-        view = self.view
-        if in_place and old_rows and len(old_rows) == len(new_rows):
-            replace = getattr(view, "replace_rows", None)
-            if replace is not None and replace(list(zip(old_rows, new_rows))):
-                return self._finish(list(new_rows), list(old_rows), now_ms)
-        new, old = view.on_events(list(new_rows), list(old_rows), now_ms)
+        new, old = self.view.on_events(list(new_rows), list(old_rows), now_ms)
         if not new and not old:
             return [], []
         return self._finish(list(new), list(old), now_ms)

@@ -1237,13 +1237,10 @@ class Engine:
             rows = list(wp.view.contents()) if wp.view is not None else []
             res = action.run(event, rows, ctx)
             if res.changes:
-                if res.updated and not res.inserted and not res.deleted:
-                    # on-update keeps a row's place where the window allows it
-                    new, old = wp.change([o for o, _ in res.updated],
-                                         [n for _, n in res.updated], now, in_place=True)
-                else:
-                    new, old = wp.change(res.deleted + [o for o, _ in res.updated],
-                                         res.inserted + [n for _, n in res.updated], now)
+                # Esper ref. 6.6 on-update: the window takes the updated rows as new events
+                # and the rows before as removed ones, so a row updated becomes the newest
+                new, old = wp.change(res.deleted + [o for o, _ in res.updated],
+                                     res.inserted + [n for _, n in res.updated], now)
                 self._emit(wst, pid, new, old)
                 self._arm(("p", wst.plan.name, pid), wp.next_timer)
         for stream, row in res.routed:

@@ -409,17 +409,6 @@ class RowLog:
             self.ns.delete(seq)
         return row
 
-    def replace_at(self, index: int, row: Row) -> None:
-        """Put ``row`` in place of the row at ``index``, keeping its sequence and stamp."""
-        self.rows[index] = row
-        if self._own:
-            return
-        seq = self.seqs[index]
-        if self.stamped:
-            self.ns.put(seq, [self.stamps[index], self.refs.dump(row)])
-        else:
-            self.ns.put(seq, self.refs.dump(row))
-
     def remove_row(self, row: Row) -> Row | None:
         """Remove ``row`` (by identity, else equality); the stored row, or None if absent."""
         i = find_row(self.rows, row)

@@ -7,7 +7,6 @@ from operators.windows.common import (
     RowLog,
     RowRefs,
     WindowView,
-    find_row,
     relative_index,
 )
 
@@ -19,9 +18,6 @@ class FifoWindow(RowLog, WindowView):
     partitions each object a partition's event touches is a likely cache miss)."""
 
     __slots__ = ()
-
-    in_place_update = False
-    """Whether an updated row may keep its place (its expiry does not depend on values)."""
 
     def __init__(self, state: StateNamespace, refs: RowRefs, stamped: bool = False) -> None:
         RowLog.__init__(self, state.child("rows"), refs, stamped)
@@ -52,15 +48,3 @@ class FifoWindow(RowLog, WindowView):
         """The i-th oldest row (0 = oldest)."""
         rows = self.log.rows
         return rows[i] if 0 <= i < len(rows) else None
-
-    def replace_rows(self, pairs: list[tuple[Row, Row]]) -> bool:
-        """Replace rows in place (named-window on-update); False if not possible."""
-        if not self.in_place_update:
-            return False
-        rows = self.log.rows
-        found = [find_row(rows, old) for old, _ in pairs]
-        if any(i < 0 for i in found) or len(set(found)) != len(found):
-            return False
-        for i, (_, new) in zip(found, pairs):
-            self.log.replace_at(i, new)
-        return True

@@ -20,7 +20,6 @@ from operators.windows.fifo import FifoWindow
 class FirstLengthWindow(FifoWindow):
     """Keeps the first ``size`` rows and disregards later ones; nothing ever expires."""
 
-    in_place_update = True
 
     def __init__(self, size: int, state: StateNamespace, refs: RowRefs) -> None:
         super().__init__(state, refs)

@@ -21,7 +21,6 @@ from operators.windows.fifo import FifoWindow
 class FirstTimeWindow(FifoWindow):
     """Accepts arrivals while now < start + period; nothing ever expires."""
 
-    in_place_update = True
 
     def __init__(self, period: int, start_ms: int, state: StateNamespace, refs: RowRefs) -> None:
         super().__init__(state, refs)

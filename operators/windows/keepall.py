@@ -12,7 +12,6 @@ from operators.windows.fifo import FifoWindow
 class KeepAllWindow(FifoWindow):
     """Posts arriving rows; rows leave only through an upstream remove stream."""
 
-    in_place_update = True
 
     def __init__(self, state: StateNamespace, refs: RowRefs) -> None:
         super().__init__(state, refs)

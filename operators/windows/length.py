@@ -21,7 +21,6 @@ class LengthWindow(FifoWindow):
     """Keeps the last ``size`` rows; the oldest leave on the remove stream as new ones enter."""
 
     __slots__ = ("size",)
-    in_place_update = True
 
     def __init__(self, size: int, state: StateNamespace, refs: RowRefs) -> None:
         super().__init__(state, refs)

@@ -20,7 +20,6 @@ from operators.windows.fifo import FifoWindow
 class TimeWindow(FifoWindow):
     """Rows stamped with their arrival time; an expiry timer at the oldest stamp + period."""
 
-    in_place_update = True
 
     def __init__(self, period: int, state: StateNamespace, refs: RowRefs) -> None:
         super().__init__(state, refs, stamped=True)
