@@ -62,6 +62,12 @@ class PlannerBase:
         for e in (src.filter, node.where, node.having, *(node.group_by or ())):
             if e is not None:
                 exprs.append(e)
+        self.check_expr_names(exprs, props, scope, type_name)
+
+    def check_expr_names(self, exprs: list[Any], props: dict[str, str], scope: Scope,
+                         type_name: str) -> None:
+        """Each name the expressions read is a property path of the type (or a context
+        property, a variable, a table or the stream's own name), else a positioned error."""
         for e in exprs:
             for n in names_in(e):
                 parts = n.parts

@@ -7,9 +7,8 @@ from typing import Any
 
 from app.epl import ast
 from app.epl.errors import closest, verr
-from app.epl.expr import Scope, compile_expr, constant_value, is_table_name, names_in, text_of
+from app.epl.expr import Scope, compile_expr, constant_value, text_of
 from app.epl.functions import is_user_aggregate
-from app.epl.properties import path_error
 from app.epl.walk import iter_nodes
 from operators.aggregates import AGGREGATE_NAMES
 from operators.resultset import AggregateDef
@@ -101,21 +100,10 @@ def _check_param_names(planner: Any, views: Any, scope: Scope, props: dict[str, 
     ``#expr`` window's expression reads the window's own built-in names."""
     if all(t == "any" for t in props.values()):
         return
-    for view in views:
-        for i, param in enumerate(view.params):
-            if (view.name in _EXPIRY and i == 0) or isinstance(param, ast.TimePeriod):
-                continue  # a time period's names are variables, checked as it compiles
-            for n in names_in(param):
-                parts = n.parts
-                if parts[0] == "context" or parts[0] in scope.variables:
-                    continue
-                if len(parts) > 1 and is_table_name(parts[0], scope):
-                    continue
-                if len(parts) > 1 and parts[0] in scope.aliases:
-                    parts = parts[1:]
-                problem = path_error(parts, props, planner.catalog.type_props, type_name)
-                if problem is not None:
-                    raise planner._path_err(n, len(n.parts) - len(parts), problem)
+    # a time period's names are variables, checked as it compiles
+    params = [p for view in views for i, p in enumerate(view.params)
+              if not (view.name in _EXPIRY and i == 0) and not isinstance(p, ast.TimePeriod)]
+    planner.check_expr_names(params, props, scope, type_name)
 
 
 def apama_view(node: ast.ApamaQuery) -> Any:
