@@ -26,13 +26,15 @@ class FirstLengthWindow(FifoWindow):
         self.size = size
 
     def on_events(self, new: Rows, old: Rows, now_ms: int) -> Emit:
-        """Accept arrivals while there is room; rows removed upstream free room."""
-        removed = remove_from_log(self.log, old) if old else []
+        """Accept arrivals while there is room, then apply the rows removed upstream: as
+        in Esper's first-length view, an update's new row finds no room in a full window
+        before its old row leaves (Esper ref. 14.3.10)."""
         accepted: Rows = []
         for row in new:
             if len(self.log.rows) < self.size:
                 self.log.append(row)
                 accepted.append(row)
+        removed = remove_from_log(self.log, old) if old else []
         return accepted, removed
 
 
