@@ -824,12 +824,10 @@ def _key_columns(stmt: ast.SelectStatement, rs: Any, keys: tuple[Any, ...],
                 if isinstance(item, ast.SelectItem) and _same(item.expr, g, norm):
                     found = name
                     break
-        elif wildcard and norm is not None:
-            bare = norm(g)
+        elif wildcard:
+            bare = norm(g) if norm is not None else g
             if isinstance(bare, ast.Name) and len(bare.parts) == 1:
                 found = bare.parts[0]
-        elif wildcard and isinstance(g, ast.Name) and len(g.parts) == 1:
-            found = g.parts[0]
         if found is None:
             return f"a {key} is not a select column (rows are numbered per key)"
         out.append(found)

@@ -79,12 +79,11 @@ def plan_views(planner: Any, views: Any, scope: Scope, retain: str | None,
                props: dict[str, str] | None = None, type_name: str = "") -> Any:
     """The composed window chain of one stream (``props``: its type's properties, which
     the parameters' names must be, as in the select clause)."""
-    if props:
-        _check_param_names(planner, views, scope, props, type_name)
     specs = [view_spec(v, scope) for v in views]
     if props:
         from operators.derived.base import DerivedSpec
 
+        _check_param_names(planner, views, scope, props, type_name)
         specs = [dataclasses.replace(s, wildcard_names=tuple(props))
                  if isinstance(s, DerivedSpec) and s.wildcard else s for s in specs]
     try:
