@@ -30,6 +30,7 @@ from operators.contexts.managers import (
     KeyedManager,
     Manager,
 )
+from operators.contexts.nested import NestedManager
 from operators.pipeline import Pipeline
 from operators.state import MemoryNamespace, MemoryStore
 from operators.table import GlobalTables, Table, TableSpec
@@ -359,10 +360,17 @@ class Engine:
         """Where a partition's timers come among the statement's timers due at the same
         time: the reference product runs them by agent instance, whose id is a keyed
         context's partition id (``context.id``, in the order keys first came, by any type
-        the context lists); otherwise the order the pipelines were built in."""
-        if st.plan.context is not None and type(
-                self.contexts[st.plan.context].manager) is KeyedManager:
+        the context lists) or a nested context's (allocation order over its levels);
+        otherwise the order the pipelines were built in."""
+        if st.plan.context is None:
+            return seq
+        manager = self.contexts[st.plan.context].manager
+        if type(manager) is KeyedManager:
             return pid
+        if type(manager) is NestedManager:
+            # the nested context's ``context.id``: allocation order over all levels
+            n = manager.context_id(pid)
+            return seq if n is None else n
         return seq
 
     def _built(self, st: _Stmt, pid: Any) -> Pipeline | None:

@@ -82,7 +82,9 @@ class _FilterInstance(CondInstance):
             return None
         if s.predicate is not None and not s.predicate((event, self.tags), self.ctx):
             return None
-        return {s.alias: event} if s.alias else {"\x00event": event}
+        # the event itself also as the unnamed current event: a distinct(...) of an
+        # initiating filter reads its properties unqualified (Esper ref. 4.2.6)
+        return {s.alias: event, "\x00event": event} if s.alias else {"\x00event": event}
 
     def types(self) -> frozenset[str]:
         return frozenset({self.spec.type_name})

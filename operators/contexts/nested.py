@@ -19,6 +19,7 @@ from operators.contexts.managers import (
     Manager,
     Pid,
 )
+from operators.windows.java_order import INITIAL_CAPACITY, LOAD_FACTOR, hashmap_order, java_hash
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,9 @@ class NestedManager(Manager):
         context's terminating types not listed in partition by reach every partition)."""
         self.seq: dict[Pid, int] = {}
         self.next_seq: int = state.get("next", 0)
+        self.key_table: int = state.get("ktable", INITIAL_CAPACITY)
+        """Buckets of the map Esper keeps an inner keyed context's partitions in, over
+        every outer partition (it grows and never shrinks): ``_inner_end_order``."""
         for k, v in state.items():
             if isinstance(k, list | tuple) and k and k[0] == "n":
                 self.seq[_tup(v[0])] = v[1]
@@ -92,7 +96,33 @@ class NestedManager(Manager):
                 self._number(c.pid)
             else:
                 self._unnumber(c.pid)
+        if out and isinstance(self.spec.inner, KeyedSpec):
+            live = sum(len(m.live()) for m in self.inner.values())
+            table = self.key_table
+            while live > table * LOAD_FACTOR:
+                table *= 2
+            if table != self.key_table:
+                self.key_table = table
+                self.state.put("ktable", table)
         return out
+
+    def _inner_end_order(self, opid: Pid, inner: Manager) -> list[Pid]:
+        """The inner partitions of an ending outer partition, in the order they end.
+
+        Esper keeps a nested keyed context's partitions in one ``HashMap`` keyed by the
+        outer partition's path and the key, and ends them in its iteration order when
+        the outer partition ends: by bucket of ``31 * path + key.hashCode()``, the
+        path being the outer partition's number (Esper ref. 4.3 Context Nesting;
+        ``ContextControllerKeyedSvcLevelAny.deactivate``).  Other inner contexts end
+        in the order their partitions started."""
+        live = inner.live()
+        keys = getattr(inner, "keys", None)
+        if not isinstance(self.spec.inner, KeyedSpec) or keys is None or len(live) < 2 \
+                or not isinstance(opid, int):
+            return live
+        hashes = [(31 * opid + java_hash(keys.get(p))) & 0xFFFFFFFF for p in live]
+        order, _ = hashmap_order(hashes, self.key_table)
+        return [live[i] for i in order]
 
     def _number(self, pid: Pid) -> int:
         n = self.seq.get(pid)
@@ -102,6 +132,11 @@ class NestedManager(Manager):
             self.state.put("next", self.next_seq)
             self.state.put(("n", _enc(pid)), [pid, n])
         return n
+
+    def context_id(self, pid: Pid) -> int | None:
+        """``context.id`` of a live nested partition (Esper's agent instance id), None
+        for one not numbered."""
+        return self.seq.get(pid)
 
     def _unnumber(self, pid: Pid) -> None:
         if self.seq.pop(pid, None) is not None:
@@ -125,7 +160,8 @@ class NestedManager(Manager):
             if ch.kind == "end":
                 inner = self.inner.pop(ch.pid, None)
                 if inner is not None:
-                    ends = [Change("end", (ch.pid, p)) for p in inner.live()]
+                    ends = [Change("end", (ch.pid, p))
+                            for p in self._inner_end_order(ch.pid, inner)]
                     out += ends
                     for c in ends:
                         self._unnumber(c.pid)

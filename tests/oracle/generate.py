@@ -219,7 +219,7 @@ def steps(r: random.Random, s: Shape, query: str) -> list[dict]:
         return {"expect": {query: "none"}}
 
     n_events = r.randint(12, 22) if s.extra else r.randint(8, 16)
-    uses_start = s.context in ("start_end", "initiated")
+    uses_start = s.context in ("start_end", "initiated") or "Go" in s.extra
     for i in range(n_events):
         if r.random() < 0.7:
             clock += r.choice([0, 250, 500, 1000, 1000, 1500, 2000, 3500])
@@ -236,7 +236,7 @@ def steps(r: random.Random, s: Shape, query: str) -> list[dict]:
     return out
 
 
-KINDS = ["single", "join", "subquery", "pattern", "match"]
+KINDS = ["single", "join", "subquery", "pattern", "match", "context"]
 
 
 def parse_kinds(text: str) -> dict[str, int]:

@@ -339,5 +339,12 @@ def match(r: random.Random) -> Shape:
     return _statements(s, ctx, [], query)
 
 
+def _context_kind(r: random.Random) -> Shape:
+    from tests.oracle.context_kinds import context
+
+    return context(r)
+
+
 SHAPES: dict[str, Callable[[random.Random], Shape]] = {
-    "join": join, "subquery": subquery, "pattern": pattern, "match": match}
+    "join": join, "subquery": subquery, "pattern": pattern, "match": match,
+    "context": _context_kind}

@@ -127,3 +127,18 @@ def test_generated_joins_subqueries_patterns_match_recognize_agree(built: Path,
     assert all(r.status in ("agree", "order-only") for r in results), summary
     tags = {t for p in paths for t in yaml.safe_load(p.read_text())["tags"]}
     assert {"join", "subquery", "pattern", "match"} <= tags
+
+
+@needs_java
+@pytest.mark.timeout(120)
+def test_generated_context_declarations_agree(built: Path, tmp_path: Path) -> None:
+    # A fixed batch of the wider context declarations (context_kinds.py): keyed with
+    # filters, two keys, termination; conditions with correlation, distinct, @inclusive;
+    # nested contexts in several orders
+    paths = generate.write(3, 24, tmp_path, {"context": 1})
+    results = oracle.run_paths([str(p) for p in paths], recording=True)
+    summary = oracle.report(results, brief=True)
+    assert len(results) == 24, summary
+    assert all(r.status == "agree" for r in results), summary
+    tags = {t for p in paths for t in yaml.safe_load(p.read_text())["tags"]}
+    assert len({t for t in tags if t.startswith("context_")}) >= 10, summary

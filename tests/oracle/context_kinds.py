@@ -1,0 +1,91 @@
+"""Generated context declarations beyond generate.py's eight (Esper ref. 4.2-4.3).
+
+Each scenario declares one context of a wider set than the single-stream kind draws:
+keyed contexts with a filter, two keys, a stream alias, an initiating or terminating
+condition; a hash context numbering its buckets by first use; a category context over a
+string; non-overlapping and overlapping contexts started and ended by filters with
+correlation (``as g`` ... ``Halt(k = g.k)``), ``after`` periods, patterns with
+``@inclusive``, ``distinct`` initiation; nested contexts in several orders. The query
+over ``Ev`` selects context properties (``context.key1``, ``context.label``,
+``context.id``, ``context.startTime``, a correlated tag's property) beside a data window,
+aggregation and an output clause, ``output ... when terminated`` where the context ends.
+"""
+
+from __future__ import annotations
+
+import random
+
+from tests.oracle.generate import OUTPUTS, STREAMS, WINDOWS, Shape, _output, _select
+
+CONTEXTS: dict[str, tuple[str, tuple[str, ...], bool]] = {
+    # name: (declaration after 'create context C', context property columns, ends)
+    "keyed_filter": ("partition by k from Ev(v > 1)",
+                     ("context.key1 as ck", "context.name as cn"), False),
+    "keyed_two": ("partition by k and v from Ev", ("context.key1 as ck", "context.key2 as ck2"),
+                  False),
+    "keyed_halt_all": ("partition by k from Ev terminated by Halt", ("context.key1 as ck",),
+                       True),
+    "keyed_halt_own": ("partition by k from Ev, k from Halt terminated by Halt",
+                       ("context.key1 as ck", "context.id as cid"), True),
+    "keyed_alias_corr": ("partition by k from Ev as e terminated by Ev(v = e.v)",
+                         ("context.e.v as ev", "context.key1 as ck"), True),
+    "keyed_initiated": ("partition by k from Ev(v > 0) initiated by Ev(v = 5) "
+                        "terminated by Ev(v = -1)", ("context.id as cid",), True),
+    "hash_first_use": ("coalesce by consistent_hash_crc32(k) from Ev granularity 4",
+                       ("context.id as cid",), False),
+    "category_text": ("group by k = 'a' as ga, group by k != 'a' as gb from Ev",
+                      ("context.label as lbl", "context.id as cid"), False),
+    "start_end_corr": ("start Go as g end Halt(k = g.k)",
+                       ("context.g.k as gk", "context.startTime as st"), True),
+    "start_end_filter": ("start Go(k = 'a') end Halt(k != 'a')",
+                         ("context.startTime as st",), True),
+    "start_after_after": ("start after 1 sec end after 2 sec",
+                          ("context.startTime as st", "context.endTime as et"), True),
+    "start_event": ("start Ev(v > 3) end after 2 sec", ("context.startTime as st",), True),
+    "start_pattern_inclusive": ("start pattern [e=Ev(v > 3)]@inclusive end Halt",
+                                ("context.startTime as st",), True),
+    "initiated_corr": ("initiated by Go as g terminated by Halt(k = g.k)",
+                       ("context.g.k as gk", "context.id as cid"), True),
+    "initiated_distinct": ("initiated by distinct(k) Go as g terminated after 2 sec",
+                           ("context.g.k as gk",), True),
+    "initiated_event": ("initiated by Ev(v > 3) as e terminated after 1500 msec",
+                        ("context.e.v as ev", "context.id as cid"), True),
+    "initiated_pattern_inclusive": ("initiated by pattern [every e=Ev(v > 3)]@inclusive "
+                                    "terminated after 2 sec", ("context.id as cid",), True),
+    "nested_category_keyed": ("context A group by v > 2 as hi, group by v <= 2 as lo from Ev, "
+                              "context B partition by k from Ev",
+                              ("context.A.label as lbl", "context.B.key1 as ck"), False),
+    "nested_keyed_category": ("context B partition by k from Ev, "
+                              "context A group by v > 2 as hi, group by v <= 2 as lo from Ev",
+                              ("context.A.label as lbl", "context.B.key1 as ck"), False),
+    "nested_start_keyed": ("context T start Go end Halt, context K partition by k from Ev",
+                           ("context.K.key1 as ck",), True),
+    "nested_keyed_initiated": ("context K partition by k from Ev, "
+                               "context T initiated by Ev(v > 3) terminated after 2 sec",
+                               ("context.K.key1 as ck", "context.T.startTime as st"), True),
+}
+
+CONTEXT_WINDOWS = ["none", "none", "length", "length_batch", "time", "time_batch", "keepall",
+                   "unique", "firstevent", "lastevent", "firstlength", "groupwin_length"]
+
+
+def context(r: random.Random) -> Shape:
+    """One context of ``CONTEXTS`` and a query over ``Ev`` selecting its properties."""
+    name = r.choice(list(CONTEXTS))
+    decl, props, ends = CONTEXTS[name]
+    window = r.choice(CONTEXT_WINDOWS)
+    window_text = WINDOWS[window](r)
+    agg = r.choice(["plain", "plain", "all", "aggregated", "grouped"])
+    output = r.choice(OUTPUTS + (["when_terminated"] * 2 if ends else []) + ["none", "none"])
+    stream = r.choice(STREAMS) if r.random() < 0.4 else ""
+    sel, tail = _select(r, agg, window != "none", name, output)
+    chosen = [p for p in props if r.random() < 0.7] or [props[0]]
+    # beside aggregates without a group by a context property is one more plain column
+    columns = f"{sel}, {', '.join(chosen)}"
+    s = Shape(window, window_text, agg, output, stream.strip() or "istream", name,
+              kind="context", detail=name, extra=("Go", "Halt"))
+    s.names = ["ctx", "q"]
+    s.epl = [f"create context C {decl}",
+             f"context C select {stream}{columns} from Ev{window_text}{tail}"
+             f"{_output(r, output)}"]
+    return s
