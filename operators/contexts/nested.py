@@ -19,6 +19,7 @@ from operators.contexts.managers import (
     Manager,
     Pid,
 )
+from operators.contexts.temporal import NonOverlappingSpec
 from operators.windows.java_order import INITIAL_CAPACITY, LOAD_FACTOR, hashmap_order, java_hash
 
 
@@ -69,6 +70,12 @@ class NestedManager(Manager):
         self.inner: dict[Pid, Manager] = {}
         self._fresh: set[Pid] = set()
         """Outer partitions the current event started."""
+        self._born: set[Pid] = set()
+        """Inner partitions the current event started (``route``)."""
+        self._keyed_inner = isinstance(spec.inner, KeyedSpec)
+        self._mapped_inner = self._keyed_inner or (isinstance(spec.inner, HashSpec)
+                                                   and not spec.inner.preallocate)
+        """Esper keeps the inner partitions in one map over all outer partitions."""
         self._inner_category = isinstance(spec.inner, CategorySpec)
         self._segmented = isinstance(spec.outer, KeyedSpec | HashSpec | CategorySpec)
         self._outer_types = (frozenset(i.type_name for i in spec.outer.items)
@@ -83,7 +90,15 @@ class NestedManager(Manager):
         for k, v in state.items():
             if isinstance(k, list | tuple) and k and k[0] == "n":
                 self.seq[_tup(v[0])] = v[1]
-        for opid in self.outer.live():
+        self._moves = isinstance(spec.inner, NonOverlappingSpec)
+        """An inner non-overlapping context's outer partitions are offered events in the
+        order their inner context last started or ended (``_moved``)."""
+        self.stamp: int = state.get("stamp", 0)
+        stamps: dict[Any, int] = {}
+        for k, v in state.items():
+            if isinstance(k, list | tuple) and k and k[0] == "o":
+                stamps[k[1]] = v
+        for opid in sorted(self.outer.live(), key=lambda o: stamps.get(_enc(o), -1)):
             # an outer partition that exists when the manager is built: a rebuilt runtime,
             # or a category (deployed with its inner manager in ``deploy``)
             self.inner[opid] = spec.inner.build(state.child(("inner", _enc(opid))), ctx)
@@ -94,9 +109,12 @@ class NestedManager(Manager):
         for c in out:
             if c.kind == "start":
                 self._number(c.pid)
+                self._born.add(c.pid)
             else:
                 self._unnumber(c.pid)
-        if out and isinstance(self.spec.inner, KeyedSpec):
+        if out and self._moves:
+            self._moved(opid)
+        if out and self._mapped_inner:
             live = sum(len(m.live()) for m in self.inner.values())
             table = self.key_table
             while live > table * LOAD_FACTOR:
@@ -106,6 +124,17 @@ class NestedManager(Manager):
                 self.state.put("ktable", table)
         return out
 
+    def _moved(self, opid: Pid) -> None:
+        """An outer partition's inner non-overlapping context started or ended: Esper
+        registers its next condition's filter anew, behind those of the other outer
+        partitions, and its filter service offers an event to them in that order (so
+        the partitions a start event begins are numbered in it)."""
+        if opid in self.inner:
+            self.inner[opid] = self.inner.pop(opid)
+        self.stamp += 1
+        self.state.put("stamp", self.stamp)
+        self.state.put(("o", _enc(opid)), self.stamp)
+
     def _inner_end_order(self, opid: Pid, inner: Manager) -> list[Pid]:
         """The inner partitions of an ending outer partition, in the order they end.
 
@@ -113,14 +142,19 @@ class NestedManager(Manager):
         outer partition's path and the key, and ends them in its iteration order when
         the outer partition ends: by bucket of ``31 * path + key.hashCode()``, the
         path being the outer partition's number (Esper ref. 4.3 Context Nesting;
-        ``ContextControllerKeyedSvcLevelAny.deactivate``).  Other inner contexts end
-        in the order their partitions started."""
+        ``ContextControllerKeyedSvcLevelAny.deactivate``); a hash context without
+        preallocate likewise, its hash bucket for the key.  Other inner contexts end in
+        the order their partitions started."""
         live = inner.live()
-        keys = getattr(inner, "keys", None)
-        if not isinstance(self.spec.inner, KeyedSpec) or keys is None or len(live) < 2 \
-                or not isinstance(opid, int):
+        if not self._mapped_inner or len(live) < 2 or not isinstance(opid, int):
             return live
-        hashes = [(31 * opid + java_hash(keys.get(p))) & 0xFFFFFFFF for p in live]
+        if self._keyed_inner:
+            keys = inner.keys  # type: ignore[attr-defined]
+            codes = [java_hash(keys.get(p)) for p in live]
+        else:  # a hash context without preallocate: keyed by the bucket
+            bucket = {p: b for b, p in inner.ids.items()}  # type: ignore[attr-defined]
+            codes = [bucket[p] for p in live]
+        hashes = [(31 * opid + code) & 0xFFFFFFFF for code in codes]
         order, _ = hashmap_order(hashes, self.key_table)
         return [live[i] for i in order]
 
@@ -166,6 +200,7 @@ class NestedManager(Manager):
                     for c in ends:
                         self._unnumber(c.pid)
                 self.state.child(("inner", _enc(ch.pid))).clear()
+                self.state.delete(("o", _enc(ch.pid)))
             else:
                 out += self._start_outer(ch.pid, now_ms)
                 self._fresh.add(ch.pid)
@@ -181,6 +216,7 @@ class NestedManager(Manager):
 
     def on_event(self, type_name: str, event: Row, now_ms: int) -> list[Change]:
         self._fresh.clear()
+        self._born.clear()
         out = self._apply_outer(self.outer.on_event(type_name, event, now_ms), now_ms)
         routed = self.outer.route(type_name, event, now_ms)
         for opid in routed:
@@ -191,7 +227,7 @@ class NestedManager(Manager):
         # contexts only: their conditions' filters are narrowed to the outer partition
         # as the statements' are (Esper ref. 4.3 Context Nesting)
         only = set(routed) if self._segmented and type_name in self._outer_types else None
-        for opid, inner in self.inner.items():
+        for opid, inner in list(self.inner.items()):
             if (opid in self._fresh and self._inner_category) or (
                     only is not None and opid not in only):
                 continue
@@ -204,7 +240,7 @@ class NestedManager(Manager):
         t = self.outer.next_timer()
         if t is not None and t <= now_ms:
             out += self._apply_outer(self.outer.on_time(now_ms), now_ms)
-        for opid, inner in self.inner.items():
+        for opid, inner in list(self.inner.items()):
             t = inner.next_timer()
             if t is not None and t <= now_ms:
                 out += self._wrap(opid, inner.on_time(now_ms))
@@ -216,13 +252,23 @@ class NestedManager(Manager):
         return min(due2) if due2 else None
 
     def route(self, type_name: str, event: Row, now_ms: int) -> list[Pid]:
+        born: list[Pid] = []
         out: list[Pid] = []
         for opid in self.outer.route(type_name, event, now_ms):
             inner = self.inner.get(opid)
             if inner is None or (opid in self._fresh and self._inner_category):
                 continue
-            out += [(opid, p) for p in inner.route(type_name, event, now_ms)]
-        return out
+            first_new = getattr(inner, "next_id", None) if self._keyed_inner else None
+            for p in inner.route(type_name, event, now_ms):
+                pid = (opid, p)
+                if pid in self._born or (first_new is not None and p >= first_new):
+                    born.append(pid)
+                else:
+                    out.append(pid)
+        # a key's partition that this event allocates takes it as it is allocated, before
+        # the filter service hands it to the partitions that were there (Esper ref. 4.3:
+        # each outer partition has its own keyed controller)
+        return born + out if born else out
 
     def props(self, pid: Pid) -> dict[str, Any]:
         opid, ipid = pid

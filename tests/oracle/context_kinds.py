@@ -52,6 +52,38 @@ CONTEXTS: dict[str, tuple[str, tuple[str, ...], bool]] = {
                         ("context.e.v as ev", "context.id as cid"), True),
     "initiated_pattern_inclusive": ("initiated by pattern [every e=Ev(v > 3)]@inclusive "
                                     "terminated after 2 sec", ("context.id as cid",), True),
+    "hash_filter": ("coalesce by consistent_hash_crc32(k) from Ev(v > 0) granularity 2",
+                    ("context.id as cid",), False),
+    "hash_preallocate": ("coalesce by hash_code(k) from Ev granularity 3 preallocate",
+                         ("context.id as cid",), False),
+    "crontab_seconds": ("start (*, *, *, *, *, */3) end after 1 sec",
+                        ("context.startTime as st", "context.endTime as et"), True),
+    "now_end_pattern": ("start @now end pattern [Halt -> Halt]", ("context.id as cid",), True),
+    "periodic_overlapping": ("initiated by pattern [every timer:interval(2 sec)] "
+                             "terminated after 3 sec",
+                             ("context.id as cid", "context.startTime as st"), True),
+    "now_and_periodic": ("initiated by @now and pattern [every timer:interval(3 sec)] "
+                         "terminated after 2 sec", ("context.id as cid",), True),
+    "initiated_term_or_timer": ("initiated by Go as g terminated by pattern "
+                                "[Halt(k = g.k) or timer:interval(3 sec)]",
+                                ("context.g.k as gk", "context.id as cid"), True),
+    "start_end_pattern_tags": ("start pattern [g=Go -> h=Go(k = g.k)] end Halt",
+                               ("context.g.k as gk", "context.h.k as hk"), True),
+    "nested_start_hash": ("context T start Go end Halt, "
+                          "context H coalesce by consistent_hash_crc32(k) from Ev granularity 4",
+                          ("context.H.id as hid", "context.id as cid"), True),
+    "nested_initiated_keyed": ("context T initiated by Go as g terminated after 2 sec, "
+                               "context K partition by k from Ev",
+                               ("context.T.g.k as gk", "context.K.key1 as ck"), True),
+    "nested_initiated_category": ("context T initiated by Go terminated after 2 sec, "
+                                  "context A group by v > 2 as hi, group by v <= 2 as lo "
+                                  "from Ev", ("context.A.label as lbl", "context.id as cid"),
+                                  True),
+    "nested_category_initiated": ("context A group by v > 2 as hi, group by v <= 2 as lo "
+                                  "from Ev, context T initiated by Go terminated after 2 sec",
+                                  ("context.A.label as lbl", "context.id as cid"), True),
+    "nested_keyed_start": ("context K partition by k from Ev, context T start Go end Halt",
+                           ("context.K.key1 as ck", "context.id as cid"), True),
     "nested_category_keyed": ("context A group by v > 2 as hi, group by v <= 2 as lo from Ev, "
                               "context B partition by k from Ev",
                               ("context.A.label as lbl", "context.B.key1 as ck"), False),
