@@ -14,7 +14,10 @@ from operators.base import PartitionCtx, Row, StateNamespace
 from operators.contexts.managers import (
     CategorySpec,
     Change,
+    HashManager,
     HashSpec,
+    KeyedLifecycleManager,
+    KeyedManager,
     KeyedSpec,
     Manager,
     Pid,
@@ -86,7 +89,7 @@ class NestedManager(Manager):
         self.next_seq: int = state.get("next", 0)
         self.key_table: int = state.get("ktable", INITIAL_CAPACITY)
         """Buckets of the map Esper keeps an inner keyed context's partitions in, over
-        every outer partition (it grows and never shrinks): ``_inner_end_order``."""
+        every outer partition (it grows and never shrinks): ``_map_order``."""
         for k, v in state.items():
             if isinstance(k, list | tuple) and k and k[0] == "n":
                 self.seq[_tup(v[0])] = v[1]
@@ -135,28 +138,18 @@ class NestedManager(Manager):
         self.state.put("stamp", self.stamp)
         self.state.put(("o", _enc(opid)), self.stamp)
 
-    def _inner_end_order(self, opid: Pid, inner: Manager) -> list[Pid]:
-        """The inner partitions of an ending outer partition, in the order they end.
+    def end_order(self, path: tuple[int, ...] | None) -> list[Pid]:
+        """Every live partition, in the order Esper ends them when the partition above
+        this context, at ``path``, ends: its own partitions in ``_map_order``, each
+        followed by its inner ones (depth first, as Esper deactivates its controllers)."""
+        out: list[Pid] = []
+        for opid in _map_order(self.outer, path, self.key_table):
+            inner = self.inner.get(opid)
+            if inner is not None:
+                sub = path + (opid,) if path is not None and isinstance(opid, int) else None
+                out += [(opid, p) for p in _end_order(inner, sub, self.key_table)]
+        return out
 
-        Esper keeps a nested keyed context's partitions in one ``HashMap`` keyed by the
-        outer partition's path and the key, and ends them in its iteration order when
-        the outer partition ends: by bucket of ``31 * path + key.hashCode()``, the
-        path being the outer partition's number (Esper ref. 4.3 Context Nesting;
-        ``ContextControllerKeyedSvcLevelAny.deactivate``); a hash context without
-        preallocate likewise, its hash bucket for the key.  Other inner contexts end in
-        the order their partitions started."""
-        live = inner.live()
-        if not self._mapped_inner or len(live) < 2 or not isinstance(opid, int):
-            return live
-        if self._keyed_inner:
-            keys = inner.keys  # type: ignore[attr-defined]
-            codes = [java_hash(keys.get(p)) for p in live]
-        else:  # a hash context without preallocate: keyed by the bucket
-            bucket = {p: b for b, p in inner.ids.items()}  # type: ignore[attr-defined]
-            codes = [bucket[p] for p in live]
-        hashes = [(31 * opid + code) & 0xFFFFFFFF for code in codes]
-        order, _ = hashmap_order(hashes, self.key_table)
-        return [live[i] for i in order]
 
     def _number(self, pid: Pid) -> int:
         n = self.seq.get(pid)
@@ -194,8 +187,9 @@ class NestedManager(Manager):
             if ch.kind == "end":
                 inner = self.inner.pop(ch.pid, None)
                 if inner is not None:
+                    path = (ch.pid,) if isinstance(ch.pid, int) else None
                     ends = [Change("end", (ch.pid, p))
-                            for p in self._inner_end_order(ch.pid, inner)]
+                            for p in _end_order(inner, path, self.key_table)]
                     out += ends
                     for c in ends:
                         self._unnumber(c.pid)
@@ -240,10 +234,20 @@ class NestedManager(Manager):
         t = self.outer.next_timer()
         if t is not None and t <= now_ms:
             out += self._apply_outer(self.outer.on_time(now_ms), now_ms)
+        due: list[tuple[Pid, Change]] = []
         for opid, inner in list(self.inner.items()):
             t = inner.next_timer()
             if t is not None and t <= now_ms:
-                out += self._wrap(opid, inner.on_time(now_ms))
+                due += [(opid, c) for c in inner.on_time(now_ms)]
+        if len(due) > 1:
+            # inner partitions that end at one time end in context.id order over all
+            # outer partitions (Esper fires the schedule in the order it was set), before
+            # any that start then
+            seq = self.seq
+            due.sort(key=lambda oc: (0, seq.get((oc[0], oc[1].pid), 0)) if oc[1].kind == "end"
+                     else (1, 0))
+        for opid, c in due:
+            out += self._wrap(opid, [c])
         return out
 
     def next_timer(self) -> int | None:
@@ -282,6 +286,43 @@ class NestedManager(Manager):
 
     def live(self) -> list[Pid]:
         return [(o, i) for o, m in self.inner.items() for i in m.live()]
+
+
+def _end_order(manager: Manager, path: tuple[int, ...] | None, table: int) -> list[Pid]:
+    """The live partitions of an inner ``manager`` in the order they end with the outer
+    partition at ``path`` (``NestedManager.end_order``)."""
+    if isinstance(manager, NestedManager):
+        return manager.end_order(path)
+    return _map_order(manager, path, table)
+
+
+def _map_order(manager: Manager, path: tuple[int, ...] | None, table: int) -> list[Pid]:
+    """A context's live partitions under the outer partition at ``path``, in the order
+    Esper ends them.
+
+    Esper keeps a nested keyed context's partitions in one ``HashMap`` keyed by the
+    outer partition's path and the key, and ends them in its iteration order: by bucket
+    of ``31 * hash(path) + key.hashCode()``, a path's hash folding its partition numbers
+    by 31 (Esper ref. 4.3 Context Nesting; ``ContextControllerKeyedSvcLevelAny
+    .deactivate``); a hash context without preallocate likewise, its hash bucket for the
+    key.  Other contexts end in the order their partitions started."""
+    live = manager.live()
+    if path is None or len(live) < 2:
+        return live
+    if isinstance(manager, KeyedManager | KeyedLifecycleManager):
+        keys = manager.keys
+        codes = [java_hash(keys.get(p)) for p in live]  # type: ignore[arg-type]
+    elif isinstance(manager, HashManager) and not manager.spec.preallocate:
+        bucket = {p: b for b, p in manager.ids.items()}
+        codes = [bucket[p] for p in live]  # type: ignore[index]
+    else:
+        return live
+    h = 0
+    for i, n in enumerate(path):
+        h = n if i == 0 else 31 * h + n
+    hashes = [(31 * h + code) & 0xFFFFFFFF for code in codes]
+    order, _ = hashmap_order(hashes, table)
+    return [live[i] for i in order]
 
 
 def _enc(pid: Pid) -> Any:

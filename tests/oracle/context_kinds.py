@@ -84,6 +84,23 @@ CONTEXTS: dict[str, tuple[str, tuple[str, ...], bool]] = {
                                   ("context.A.label as lbl", "context.id as cid"), True),
     "nested_keyed_start": ("context K partition by k from Ev, context T start Go end Halt",
                            ("context.K.key1 as ck", "context.id as cid"), True),
+    "initiated_end_alias": ("initiated by Go as g terminated by Halt(k = g.k) as h",
+                            ("context.g.k as gk", "context.h.k as hk"), True),
+    "start_end_alias": ("start Go as g end Halt as h",
+                        ("context.g.k as gk", "context.h.k as hk", "context.endTime as et"),
+                        True),
+    "keyed_initiated_alias": ("partition by k from Ev initiated by Ev(v > 2) as x "
+                              "terminated after 2 sec",
+                              ("context.x.v as xv", "context.key1 as ck"), True),
+    "category_overlap": ("group by v > 2 as hi, group by v > 4 as vhi, group by v < 0 as neg "
+                         "from Ev", ("context.label as lbl",), False),
+    "nested_keyed_keyed": ("context A partition by k from Ev, context B partition by v from Ev",
+                           ("context.A.key1 as ak", "context.B.key1 as bk", "context.id as cid"),
+                           False),
+    "nested_three": ("context T start Go end Halt, context A group by v > 2 as hi, "
+                     "group by v <= 2 as lo from Ev, context K partition by k from Ev",
+                     ("context.A.label as lbl", "context.K.key1 as ck", "context.id as cid"),
+                     True),
     "nested_category_keyed": ("context A group by v > 2 as hi, group by v <= 2 as lo from Ev, "
                               "context B partition by k from Ev",
                               ("context.A.label as lbl", "context.B.key1 as ck"), False),
