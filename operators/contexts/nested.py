@@ -179,6 +179,9 @@ class NestedManager(Manager):
         if self._inner_category:
             for ipid in inner.live():  # every category exists from the start
                 self._number((opid, ipid))
+                # started with its outer partition: one that no event reaches still
+                # posts its rows when it ends (Esper ref. 4.5, output when terminated)
+                out.append(Change("start", (opid, ipid)))
         return out
 
     def _apply_outer(self, changes: list[Change], now_ms: int) -> list[Change]:
