@@ -134,7 +134,21 @@ def context(r: random.Random) -> Shape:
     s = Shape(window, window_text, agg, output, stream.strip() or "istream", name,
               kind="context", detail=name, extra=("Go", "Halt"))
     s.names = ["ctx", "q"]
+    # context properties in the stream's filter and the where clause (Esper ref. 4.2.1)
+    source = "Ev"
+    if "context.g.k as gk" in props and r.random() < 0.4:
+        source = "Ev(k = context.g.k)"
+    elif r.random() < 0.2:
+        source = "Ev(v > 0)"
+    where = ""
+    if r.random() < 0.25:
+        wheres = [" where v is not null", " where d > 0", " where k is not null and v > 1"]
+        if "partition by" not in decl:
+            # Esper 9 lets every row through a where clause of context properties alone
+            # in a keyed context (docs/epl.md, deviations)
+            wheres.append(" where context.id < 3")
+        where = r.choice(wheres)
     s.epl = [f"create context C {decl}",
-             f"context C select {stream}{columns} from Ev{window_text}{tail}"
+             f"context C select {stream}{columns} from {source}{window_text}{where}{tail}"
              f"{_output(r, output)}"]
     return s
