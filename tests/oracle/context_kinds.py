@@ -152,3 +152,57 @@ def context(r: random.Random) -> Shape:
              f"context C select {stream}{columns} from {source}{window_text}{where}{tail}"
              f"{_output(r, output)}"]
     return s
+
+
+JOIN_CONTEXTS: dict[str, tuple[str, tuple[str, ...], bool]] = {
+    # contexts for statements over Ev and Fx: a keyed or hash context lists both types
+    "keyed_both": ("partition by k from Ev, k from Fx", ("context.key1 as ck",), False),
+    "keyed_both_halt": ("partition by k from Ev, k from Fx terminated by Halt",
+                        ("context.key1 as ck", "context.id as cid"), True),
+    "hash_both": ("coalesce by consistent_hash_crc32(k) from Ev, consistent_hash_crc32(k) "
+                  "from Fx granularity 4", ("context.id as cid",), False),
+    "start_end_corr": CONTEXTS["start_end_corr"],
+    "initiated_corr": CONTEXTS["initiated_corr"],
+    "initiated_distinct": CONTEXTS["initiated_distinct"],
+    "start_after_after": CONTEXTS["start_after_after"],
+    "periodic_overlapping": CONTEXTS["periodic_overlapping"],
+    "nested_start_keyed_both": ("context T start Go end Halt, "
+                                "context K partition by k from Ev, k from Fx",
+                                ("context.K.key1 as ck", "context.id as cid"), True),
+    "nested_initiated_keyed_both": ("context T initiated by Go as g terminated after 2 sec, "
+                                    "context K partition by k from Ev, k from Fx",
+                                    ("context.T.g.k as gk", "context.K.key1 as ck"), True),
+}
+
+JOIN_QUERIES = {
+    "join": ("select a.k as ak, a.v as av, b.w as bw{props} from Ev#length(3) as a, "
+             "Fx#length(3) as b where a.k = b.k"),
+    "join_count": ("select count(*) as cnt, sum(b.w) as sw{props} from Ev#time(2 sec) as a, "
+                   "Fx#time(2 sec) as b where a.k = b.k"),
+    "left_join": ("select a.k as ak, a.v as av, b.w as bw{props} from Ev#keepall as a "
+                  "left outer join Fx#lastevent as b on a.k = b.k"),
+    "subquery": ("select k, v, (select count(*) from Fx#time(2 sec) as f where f.k = e.k) "
+                 "as n{props} from Ev as e"),
+    "subquery_max": ("select k, (select max(w) from Fx#length(3)) as mw{props} from Ev"),
+    "pattern": ("select a.k as ak, b.w as bw{props} from pattern [every a=Ev -> b=Fx(k = a.k)]"),
+    "pattern_within": ("select a.k as ak, a.v as av{props} from pattern "
+                       "[every a=Ev -> (b=Fx(k = a.k) where timer:within(1500 msec))]"),
+}
+
+
+def context_join(r: random.Random) -> Shape:
+    """A join, subquery or pattern over ``Ev`` and ``Fx`` in one of ``JOIN_CONTEXTS``."""
+    name = r.choice(list(JOIN_CONTEXTS))
+    decl, props, ends = JOIN_CONTEXTS[name]
+    query = r.choice(list(JOIN_QUERIES))
+    chosen = [p for p in props if r.random() < 0.7] or [props[0]]
+    text = JOIN_QUERIES[query].format(props=", " + ", ".join(chosen))
+    outputs = ["none", "none", "none"] + (["when_terminated"] if ends else [])
+    output = r.choice(outputs)
+    if output == "when_terminated":
+        text += r.choice([" output when terminated", " output last when terminated"])
+    s = Shape("none", "", "plain", output, "istream", name, kind="context_join",
+              detail=f"{name}-{query}", extra=("Fx", "Go", "Halt"))
+    s.names = ["ctx", "q"]
+    s.epl = [f"create context C {decl}", f"context C {text}"]
+    return s

@@ -236,7 +236,7 @@ def steps(r: random.Random, s: Shape, query: str) -> list[dict]:
     return out
 
 
-KINDS = ["single", "join", "subquery", "pattern", "match", "context"]
+KINDS = ["single", "join", "subquery", "pattern", "match", "context", "context_join"]
 
 
 def parse_kinds(text: str) -> dict[str, int]:

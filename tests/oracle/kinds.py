@@ -345,6 +345,12 @@ def _context_kind(r: random.Random) -> Shape:
     return context(r)
 
 
+def _context_join_kind(r: random.Random) -> Shape:
+    from tests.oracle.context_kinds import context_join
+
+    return context_join(r)
+
+
 SHAPES: dict[str, Callable[[random.Random], Shape]] = {
     "join": join, "subquery": subquery, "pattern": pattern, "match": match,
-    "context": _context_kind}
+    "context": _context_kind, "context_join": _context_join_kind}
