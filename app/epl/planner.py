@@ -22,7 +22,7 @@ from app.epl.expr import (
 from app.epl.functions import using
 from app.epl.parser import parse_statement
 from app.epl.planning.base import construct_name
-from app.epl.planning.contexts import ContextPlanning
+from app.epl.planning.contexts import ContextPlanning, provided
 from app.epl.planning.named_windows import NamedWindowPlanning
 from app.epl.planning.results import ResultPlanning
 from app.epl.planning.select import SelectPlanning
@@ -86,6 +86,7 @@ class Planner(SelectPlanning, NamedWindowPlanning, TablePlanning, ResultPlanning
 
     def _plan(self, node: ast.Statement, name: str, epl: str = "") -> StatementPlan:
         self._check_context_variables(node)
+        self._check_context_properties(node)
         self.tenv = TableEnv(self.catalog.tables, getattr(node, "context", None))
         self.subquery_numbers = subquery_numbers(node)
         plan = self._plan_kind(node, name, epl)
@@ -114,6 +115,7 @@ class Planner(SelectPlanning, NamedWindowPlanning, TablePlanning, ResultPlanning
         """Register a context declaration."""
         spec = self.context_spec(node.name, node.spec)
         self.catalog.contexts[node.name] = spec
+        self.catalog.context_names[node.name] = provided(node.spec)
         return StatementPlan(name, "context", epl, context_spec=spec)
 
     def create_expression(self, node: ast.CreateExpression, name: str, epl: str) -> StatementPlan:

@@ -48,6 +48,9 @@ class Catalog:
 
     schemas: dict[str, dict[str, str]] = field(default_factory=dict)
     contexts: dict[str, Any] = field(default_factory=dict)
+    context_names: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The properties each context provides (``context.<name>``): name -> None, or for a
+    nested context's level its own such map (``app.epl.planning.contexts.provided``)."""
     variables: dict[str, str] = field(default_factory=dict)
     streams: dict[str, dict[str, str]] = field(default_factory=dict)
     named_windows: dict[str, str] = field(default_factory=dict)

@@ -258,6 +258,33 @@ def arrays_of(c: ast.Node | None) -> frozenset[str]:
     return frozenset()
 
 
+def provided(spec: ast.Node) -> dict[str, Any]:
+    """The properties a context declaration provides to its statements (Esper ref. 4.2.1
+    Context-Provided Properties, 4.3.1 Built-In Nested Context Properties): ``name`` and
+    ``id``; a keyed context's ``key1`` ... and, with an initiating or terminating
+    condition, its streams' names; a category's ``label``; a temporal context's
+    ``startTime``, ``endTime`` and its conditions' tags; a nested context's levels by name,
+    each with its own."""
+    out: dict[str, Any] = {"name": None, "id": None}
+    if isinstance(spec, ast.KeyedContext):
+        out.update((f"key{i + 1}", None) for i in range(len(spec.items[0].props)))
+        if spec.initiated or spec.terminated is not None:
+            out.update((i.alias, None) for i in spec.items if i.alias)
+            for c in (*spec.initiated, spec.terminated):
+                out.update(dict.fromkeys(tags_of(c)))
+    elif isinstance(spec, ast.CategoryContext):
+        out["label"] = None
+    elif isinstance(spec, ast.NonOverlappingContext | ast.OverlappingContext):
+        out.update(startTime=None, endTime=None)
+        conds = ((spec.start, spec.end) if isinstance(spec, ast.NonOverlappingContext)
+                 else (spec.initiated, spec.terminated))
+        for c in conds:
+            out.update(dict.fromkeys(tags_of(c)))
+    elif isinstance(spec, ast.NestedContext):
+        out.update((it.name, provided(it.spec)) for it in spec.contexts)
+    return out
+
+
 def tags_of(c: ast.Node | None) -> frozenset[str]:
     if isinstance(c, ast.CondFilter) and c.alias:
         return frozenset({c.alias})

@@ -127,6 +127,27 @@ def test_type_name_qualifies_a_stream_beside_its_alias() -> None:
         assert plan_statement(catalog(), epl, "s").kind == "query"
 
 
+def test_unknown_context_property() -> None:
+    """Esper ref. 4.2.1: a statement reads the properties its context provides; another
+    name is refused where it stands (it would be null on every row)."""
+    c = catalog("create context ByCust partition by custId from BankTxn")
+    e = rejects(c, "context ByCust select context.key2 as k from BankTxn")
+    assert e.render() == ("line 1:31: context property 'key2' is not a known property of "
+                          "context 'ByCust'\n"
+                          "  context ByCust select context.key2 as k from BankTxn\n"
+                          "                                ^\n"
+                          "  hint: known properties: name, id, key1")
+    c = catalog("create context Nest context Win start MyStartEvent as s end after 1 minute, "
+                "context ByCust partition by custId from BankTxn")
+    for ok in ("context.Win.s.id", "context.ByCust.key1", "context.id", "context.Win.endTime"):
+        assert plan_statement(c, f"context Nest select {ok} from BankTxn", "s").kind == "query"
+    e = rejects(c, "context Nest select context.ByCust.label from BankTxn")
+    assert (e.message, e.hint) == ("context property 'label' is not a known property of "
+                                   "context 'Nest'", "known properties: name, id, key1")
+    e = rejects(c, "context Nest select context.key1 from BankTxn")
+    assert e.message.startswith("context property 'key1'")
+
+
 def test_unknown_type_and_context() -> None:
     assert rejects(catalog(), "select * from BankTx").hint == "did you mean 'BankTxn'?"
     e = rejects(catalog(), "context Nope select * from BankTxn")
