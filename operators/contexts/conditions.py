@@ -140,7 +140,7 @@ class CondCrontabSpec:
             tags: dict[str, Any], saved: dict | None = None) -> CondInstance:
         if saved is not None:
             return _AtInstance(saved.get("due"))
-        return _AtInstance(self.cron.next_after(now_ms))
+        return _AtInstance(self.cron.next_from(now_ms))
 
     def describe(self) -> str:
         return self.text or "crontab"

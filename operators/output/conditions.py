@@ -110,19 +110,21 @@ class AtCrontab(Condition):
         self.at = at
 
     def arm(self, trigger: Trigger, now_ms: int) -> int | None:
-        return self.at.next_after(now_ms)
+        return self.at.next_from(now_ms)
 
     def next_due(self, trigger: Trigger, due: int) -> int | None:
-        return self.at.next_after(due)
+        return self.at.next_from(due)
 
     def skip(self, trigger: Trigger, due: int, limit: int) -> tuple[int, int | None]:
-        last = _last_firing_before(self.at, due, limit)
-        return last, self.at.next_after(last)
+        # the firings keep the milliseconds of the first (``CronSpec.next_from``)
+        frac = due % 1000
+        last = _last_firing_before(self.at, due - frac, limit - frac) + frac
+        return last, self.at.next_from(last)
 
     def group_passes(self, trigger: Trigger, mark: GroupMark, is_new: bool,
                      now_ms: int) -> bool:
         if mark[3] is None or now_ms >= mark[3]:
-            mark[3] = self.at.next_after(now_ms)
+            mark[3] = self.at.next_from(now_ms)
             return True
         return False
 

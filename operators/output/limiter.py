@@ -79,6 +79,14 @@ class OutputLimiter:
         self._collects = (spec.limited and (spec.has_trigger or spec.when_terminated)
                           and strategy.releases and not self.clears_fresh)
         """``on_update`` counts and collects (the commonest limited statement's path)."""
+        unordered = (spec.kind == "last" and self.rs_kind == SIMPLE) or (
+            spec.kind in ("all", "last") and not rs.spec.order_by)
+        self._after_drops = self.rs_kind == SIMPLE and not unordered
+        """While the after clause holds output back, an update of an unaggregated,
+        ungrouped statement is dropped, except under Esper's unordered output-last/all
+        view, which takes every update into the next batch and only leaves it out of the
+        count (``OutputProcessViewConditionLastAllUnord``; aggregated statements keep it
+        in their change set either way, ``OutputProcessViewConditionDefault``)."""
 
     # -- entry points ----------------------------------------------------------
     def on_update(self, new: Rows, old: Rows, now_ms: int) -> Emit:
@@ -87,7 +95,7 @@ class OutputLimiter:
             trigger = self.trigger
             book = self.book
             after_ok = book["after_done"] or trigger.after_ok(len(new), now_ms)
-            if not after_ok and self.rs_kind == SIMPLE:
+            if not after_ok and self._after_drops:
                 trigger.save()
                 return [], []
             book["updates"] += 1
@@ -109,7 +117,7 @@ class OutputLimiter:
             trigger.save()
             return (rn, ro) if ok else ([], [])
         after_ok = trigger.after_ok(len(new), now_ms)
-        if not after_ok and self.rs_kind == SIMPLE:
+        if not after_ok and self._after_drops:
             trigger.save()
             return [], []
         if not self.strategy.releases:

@@ -479,11 +479,14 @@ class First(Strategy):
     releases = False
 
     def first(self, new: Rows, old: Rows, now_ms: int, after_ok: bool) -> Emit:
+        if not after_ok:
+            # Esper's OutputProcessViewConditionFirst returns before the result set sees
+            # an update while the after clause holds it back: the aggregation never takes
+            # it (Esper ref. 5.7.1.1, output after)
+            return [], []
         rn, ro = self.rs.process(new, old)
         out: Emit = [], []
         b = self.trigger.book
-        if not after_ok:
-            return out
         if not b["first_posted"]:
             if not self._relevant(rn, ro):
                 # Esper's OutputProcessViewConditionFirst returns before counting such an

@@ -324,6 +324,15 @@ class CronSpec:
             raise ValueError(f"crontab ({self.text}) has no occurrence after {ms}")
         return nxt
 
+    def next_from(self, ms: int, tz: str = "UTC") -> int:
+        """The next firing as Esper schedules it from ``ms`` (``ScheduleComputeHelper
+        .computeNextOccurance``): the first instant after the whole second that holds
+        ``ms``, at ``ms``'s millisecond within its second (Esper keeps the milliseconds
+        of the time it computes from: armed at 1.5 s, ``*/3`` seconds fires at 3.5 s,
+        6.5 s, ...)."""
+        frac = ms % 1000
+        return self.next_after(ms - frac, tz) + frac
+
     def matches(self, ms: int, tz: str = "UTC") -> bool:
         """Whether ``ms`` is exactly a firing instant of the schedule."""
         return self._search(ms - 1, tz) == ms

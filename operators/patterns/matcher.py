@@ -256,7 +256,7 @@ class _AtNode(_TimedNode):
     __slots__ = ()
 
     def start(self) -> None:
-        self.schedule(self.spec.cron.next_after(self.m.now, self.m.tz))
+        self.schedule(self.spec.cron.next_from(self.m.now, self.m.tz))
 
     def on_timer(self) -> None:
         self.drop()

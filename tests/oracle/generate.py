@@ -236,7 +236,8 @@ def steps(r: random.Random, s: Shape, query: str) -> list[dict]:
     return out
 
 
-KINDS = ["single", "join", "subquery", "pattern", "match", "context", "context_join"]
+KINDS = ["single", "join", "subquery", "pattern", "match", "context", "context_join",
+         "output"]
 
 
 def parse_kinds(text: str) -> dict[str, int]:

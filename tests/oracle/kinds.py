@@ -351,6 +351,12 @@ def _context_join_kind(r: random.Random) -> Shape:
     return context_join(r)
 
 
+def _output_kind(r: random.Random) -> Shape:
+    from tests.oracle.output_kinds import output
+
+    return output(r)
+
+
 SHAPES: dict[str, Callable[[random.Random], Shape]] = {
     "join": join, "subquery": subquery, "pattern": pattern, "match": match,
-    "context": _context_kind, "context_join": _context_join_kind}
+    "context": _context_kind, "context_join": _context_join_kind, "output": _output_kind}

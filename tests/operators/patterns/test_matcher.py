@@ -326,9 +326,21 @@ def test_timer_at_nine_over_two_days(run) -> None:
 def test_timer_at_without_every_fires_once(run) -> None:
     """``timer:at(0, 9, *, *, *)`` alone fires once, then the pattern is finished."""
     spec = PatternSpec(TimerAt(CronSpec.parse([0, 9, "*", "*", "*"])))
-    out, d = run(spec, [t(3 * DAY)], start=NINE - 1)
+    out, d = run(spec, [t(3 * DAY)], start=NINE - 1000)
     assert out == [(NINE, {})]
     assert d.m.finished
+
+
+def test_timer_at_keeps_the_milliseconds_of_its_start(run) -> None:
+    """Esper computes the next crontab instant from the start time and keeps its
+    milliseconds: started at 08:59:59.999, ``timer:at(0, 9, *, *, *)`` fires at
+    09:00:00.999, and ``*/3`` seconds started at 1.5 s fires at 3.5 s."""
+    spec = PatternSpec(TimerAt(CronSpec.parse([0, 9, "*", "*", "*"])))
+    out, _ = run(spec, [t(3 * DAY)], start=NINE - 1)
+    assert out == [(NINE + 999, {})]
+    cron = CronSpec.parse(["*", "*", "*", "*", "*", "*/3"])
+    assert [cron.next_from(1500), cron.next_from(3500), cron.next_from(2999),
+            cron.next_after(1500)] == [3500, 6500, 3999, 3000]
 
 
 def test_timer_at_uses_the_pattern_time_zone(tmp_path: Path) -> None:
