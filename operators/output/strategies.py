@@ -524,14 +524,31 @@ class FirstGrouped(Strategy):
         super().load()
         self.marks: dict[str, list] = {k[1]: v for k, v in self.state.items()
                                        if isinstance(k, tuple) and k and k[0] == "first"}
+        self.held: list = self.state.get("held") or []
+        """Updates the after clause held back: Esper keeps them in its change set and
+        runs them through the result set, each group's first row passing, with the first
+        update after the clause is satisfied (``OutputProcessViewConditionDefault``)."""
 
     def first(self, new: Rows, old: Rows, now_ms: int, after_ok: bool) -> Emit:
+        if not after_ok:
+            self.held.append([new, old])
+            self.state.put("held", self.held)
+            return [], []
+        if not self.held:
+            return self._first_once(new, old, now_ms)
+        # one batch: the groups' rows are built once the batch is aggregated, as Esper's
+        # output-first helpers build them after the change set
+        updates, self.held = [*self.held, [new, old]], []
+        self.state.delete("held")
+        return self._first_once([r for n, _ in updates for r in n],
+                                [r for _, o in updates for r in o], now_ms)
+
+    def _first_once(self, new: Rows, old: Rows, now_ms: int) -> Emit:
+        """One update through the groups' first conditions."""
         grouped = self.rs.spec.kind == GROUPED
-        if grouped and after_ok and self.rs.spec.having is None:
+        if grouped and self.rs.spec.having is None:
             return self._first_rows(new, old, now_ms)
         g = self.rs.grouped(new, old)
-        if not after_ok:
-            return [], []
         out_new: Rows = []
         out_old: Rows = []
         passed: set[str] = set()
