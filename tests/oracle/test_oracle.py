@@ -142,3 +142,16 @@ def test_generated_context_declarations_agree(built: Path, tmp_path: Path) -> No
     assert all(r.status == "agree" for r in results), summary
     tags = {t for p in paths for t in yaml.safe_load(p.read_text())["tags"]}
     assert len({t for t in tags if t.startswith("context_")}) >= 10, summary
+
+
+@needs_java
+@pytest.mark.timeout(120)
+def test_generated_output_clauses_agree(built: Path, tmp_path: Path) -> None:
+    # A fixed batch of the output kind (output_kinds.py): after, when, at a seconds
+    # crontab, order by with limit, distinct
+    paths = generate.write(5, 24, tmp_path, {"output": 1})
+    results = oracle.run_paths([str(p) for p in paths], recording=True)
+    summary = oracle.report(results, brief=True)
+    assert len(results) == 24, summary
+    assert all(r.status in ("agree", "esper-error") for r in results), summary
+    assert sum(r.status == "agree" for r in results) >= 20, summary
