@@ -105,6 +105,9 @@ class NestedManager(Manager):
             # an outer partition that exists when the manager is built: a rebuilt runtime,
             # or a category (deployed with its inner manager in ``deploy``)
             self.inner[opid] = spec.inner.build(state.child(("inner", _enc(opid))), ctx)
+        self.inner_live = (sum(len(m.live()) for m in self.inner.values())
+                           if self._mapped_inner else 0)
+        """Inner partitions live over every outer partition (keyed or hash inner)."""
 
     def _wrap(self, opid: Pid, changes: list[Change]) -> list[Change]:
         """Inner changes as nested ones; numbers the partitions that start."""
@@ -118,14 +121,18 @@ class NestedManager(Manager):
         if out and self._moves:
             self._moved(opid)
         if out and self._mapped_inner:
-            live = sum(len(m.live()) for m in self.inner.values())
-            table = self.key_table
-            while live > table * LOAD_FACTOR:
-                table *= 2
-            if table != self.key_table:
-                self.key_table = table
-                self.state.put("ktable", table)
+            self.inner_live += sum(1 if c.kind == "start" else -1 for c in out)
+            self._grow_table()
         return out
+
+    def _grow_table(self) -> None:
+        """Esper's map of the inner partitions doubles past 3/4 full (``key_table``)."""
+        table = self.key_table
+        while self.inner_live > table * LOAD_FACTOR:
+            table *= 2
+        if table != self.key_table:
+            self.key_table = table
+            self.state.put("ktable", table)
 
     def _moved(self, opid: Pid) -> None:
         """An outer partition's inner non-overlapping context started or ended: Esper
@@ -149,7 +156,6 @@ class NestedManager(Manager):
                 sub = path + (opid,) if path is not None and isinstance(opid, int) else None
                 out += [(opid, p) for p in _end_order(inner, sub, self.key_table)]
         return out
-
 
     def _number(self, pid: Pid) -> int:
         n = self.seq.get(pid)
@@ -194,6 +200,7 @@ class NestedManager(Manager):
                     ends = [Change("end", (ch.pid, p))
                             for p in _end_order(inner, path, self.key_table)]
                     out += ends
+                    self.inner_live -= len(ends)
                     for c in ends:
                         self._unnumber(c.pid)
                 self.state.child(("inner", _enc(ch.pid))).clear()

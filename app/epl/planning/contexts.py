@@ -14,6 +14,7 @@ from app.epl.expr import (
     TableEnv,
     compile_expr,
     constant_value,
+    names_in,
     text_of,
     time_period_ms,
 )
@@ -167,6 +168,28 @@ class ContextPlanning(PlannerBase):
         if spec.terminated is not None:
             term = self.condition(spec.terminated, frozenset(seen), is_start=False)
         return tuple(init), term
+
+    def _check_context_properties(self, node: ast.Statement) -> None:
+        """Each ``context.<property>`` a statement of a context reads is one the context
+        provides (Esper ref. 4.2.1), else a positioned error: an unknown one would be
+        null on every row."""
+        context = getattr(node, "context", None)
+        known = self.catalog.context_names.get(context) if context else None
+        if known is None:
+            return
+        for n in names_in(node):
+            parts = n.parts
+            if parts[0] != "context" or len(parts) < 2:
+                continue
+            level: dict[str, Any] | None = known
+            for i, part in enumerate(parts[1:], 1):
+                if level is None:
+                    break
+                if part not in level:
+                    raise self._path_err(n, 0, (
+                        i, f"context property '{part}' is not a known property of "
+                           f"context '{context}'", "known properties: " + ", ".join(level)))
+                level = level[part]
 
     def partition_keys(self, context: str, type_name: str) -> dict[str, str]:
         """The partition properties of ``type_name`` in keyed context ``context`` -> the

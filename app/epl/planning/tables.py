@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from app.epl import ast
 from app.epl.errors import did_you_mean, verr
 from app.epl.expr import (
@@ -78,28 +76,6 @@ class TablePlanning(PlannerBase):
                            f"statement must declare 'context {owner}'", n,
                            hint="context variables can only be used in statements associated "
                                 "to the same context (Esper ref. 4.8 Context and Variables)")
-
-    def _check_context_properties(self, node: ast.Statement) -> None:
-        """Each ``context.<property>`` a statement of a context reads is one the context
-        provides (Esper ref. 4.2.1), else a positioned error: an unknown one would be
-        null on every row."""
-        context = getattr(node, "context", None)
-        known = self.catalog.context_names.get(context) if context else None
-        if known is None:
-            return
-        for n in names_in(node):
-            parts = n.parts
-            if parts[0] != "context" or len(parts) < 2:
-                continue
-            level: dict[str, Any] | None = known
-            for i, part in enumerate(parts[1:], 1):
-                if level is None:
-                    break
-                if part not in level:
-                    raise self._path_err(n, 0, (
-                        i, f"context property '{part}' is not a known property of "
-                           f"context '{context}'", "known properties: " + ", ".join(level)))
-                level = level[part]
 
     def create_table(self, node: ast.CreateTable, name: str, epl: str) -> StatementPlan:
         """``[context C] create table Name (k type primary key, c sum(double), ...)``."""
