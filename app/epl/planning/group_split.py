@@ -846,7 +846,8 @@ def _timed_output(out: ast.OutputClause | None) -> bool | str:
     if out.every_count is not None and out.every_unit == "events":
         return "output every N events counts the events of all groups"
     if out.at is not None:
-        return False  # crontab instants do not depend on when it was armed
+        # a crontab keeps the milliseconds of the time it was armed (CronSpec.next_from)
+        return True
     return out.every_time is not None or out.every_count is not None
 
 
