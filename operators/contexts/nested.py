@@ -178,6 +178,8 @@ class NestedManager(Manager):
     def _start_outer(self, opid: Pid, now_ms: int) -> list[Change]:
         inner = self.spec.inner.build(self.state.child(("inner", _enc(opid))), self.ctx)
         self.inner[opid] = inner
+        if self._moves:
+            self._moved(opid)  # its start condition is armed now, behind the others
         return self._deploy_inner(opid, inner, now_ms)
 
     def _deploy_inner(self, opid: Pid, inner: Manager, now_ms: int) -> list[Change]:
