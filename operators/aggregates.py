@@ -102,8 +102,10 @@ class Distinct(Aggregator):
         n = seen.get(k, 0)
         if n <= 1:
             seen.pop(k, None)
-            if n == 1:
-                state[1] = self.inner.leave(state[1], value)
+            # a value never entered leaves the aggregate too: Esper's RefCountedSet
+            # answers "removed" for a key it does not hold (an output first held back
+            # by after never aggregated the events its window later removes)
+            state[1] = self.inner.leave(state[1], value)
         else:
             seen[k] = n - 1
         return state
