@@ -48,6 +48,10 @@ def output(r: random.Random) -> Shape:
     stream = r.choice(STREAMS) if r.random() < 0.3 else ""
     sel, tail = _select(r, agg, window != "none", "none", "none")
     detail, out = _output(r)
+    if " when " in out and agg == "grouped":
+        # not generated: Esper 9 fails to compile a grouped 'output when' over the counters
+        # (an exception in its code generation)
+        detail, out = "rate", f" output {r.choice(RATES)}"
     if " after " in out and " first " in out and agg == "grouped":
         # not generated: a grouped output first held back by after (Esper runs the held
         # updates through each group's condition one by one, kepl as one batch: the
