@@ -522,24 +522,31 @@ class FirstGrouped(Strategy):
 
     def load(self) -> None:
         super().load()
-        self.marks: dict[str, list] = {k[1]: v for k, v in self.state.items()
-                                       if isinstance(k, tuple) and k and k[0] == "first"}
-        self.held: list = self.state.get("held") or []
-        """Updates the after clause held back: Esper keeps them in its change set and
-        runs them through the result set, each group's first row passing, with the first
-        update after the clause is satisfied (``OutputProcessViewConditionDefault``)."""
+        self.marks: dict[str, list] = {}
+        held: dict[int, list] = {}
+        for k, v in self.state.items():
+            if isinstance(k, tuple) and k and k[0] == "first":
+                self.marks[k[1]] = v
+            elif isinstance(k, tuple) and k and k[0] == "held":
+                held[k[1]] = v
+        self.held: list = [held[i] for i in sorted(held)]
+        """Updates the after clause held back, each under its own state key: Esper keeps
+        them in its change set and runs them through the result set, each group's first
+        row passing, with the first update after the clause is satisfied
+        (``OutputProcessViewConditionDefault``)."""
 
     def first(self, new: Rows, old: Rows, now_ms: int, after_ok: bool) -> Emit:
         if not after_ok:
+            self.state.put(("held", len(self.held)), [new, old])
             self.held.append([new, old])
-            self.state.put("held", self.held)
             return [], []
         if not self.held:
             return self._first_once(new, old, now_ms)
         # one batch: the groups' rows are built once the batch is aggregated, as Esper's
         # output-first helpers build them after the change set
+        for i in range(len(self.held)):
+            self.state.delete(("held", i))
         updates, self.held = [*self.held, [new, old]], []
-        self.state.delete("held")
         return self._first_once([r for n, _ in updates for r in n],
                                 [r for _, o in updates for r in o], now_ms)
 
