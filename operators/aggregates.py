@@ -69,6 +69,31 @@ class Count(CountStar):
         return state if value is None or state <= 0 else state - 1
 
 
+class TableCountStar(CountStar):
+    """count(*) kept in a table column: a row deleted from the table and made again by an
+    event leaving counts below zero (Esper's table leave decrements without the floor)."""
+
+    def leave(self, state: Any, value: Any) -> Any:
+        return state - 1
+
+
+class TableCount(Count):
+    """count(x) kept in a table column (see ``TableCountStar``)."""
+
+    def leave(self, state: Any, value: Any) -> Any:
+        return state if value is None else state - 1
+
+
+def table_aggregator(agg: Aggregator) -> Aggregator:
+    """The aggregator an ``into table`` statement keeps a column with."""
+    t = type(agg)
+    if t is CountStar:
+        return TableCountStar()
+    if t is Count:
+        return TableCount()
+    return agg
+
+
 def _dkey(value: Any) -> str:
     return scalar_text(value, sort_keys=True)
 

@@ -173,6 +173,9 @@ class Engine:
         self._seq = 0
         self._queue: deque[tuple[str, Row]] = deque()
         self._held: list[tuple[str, Rows, Rows, list[tuple[_Stmt, Any, Any, bool]]]] = []
+        self._before_change: tuple[str, Any, Rows, Rows] | None = None
+        """(window, partition, new, old) of the change a same-context consumer is being
+        created for: it starts from the window's rows before it (``_prime``)."""
         """Named-window changes not yet handed to their consumers (``_window_changed``)."""
         self._busy = False
         self._excluded: set[tuple[str, Any]] = set()
@@ -531,7 +534,12 @@ class Engine:
         one from the rows the window posted (``_window_rows``)."""
         window = st.plan.window
         if window is not None and window in self.windows:
-            p.prime(self._window_rows(window, st.plan.context, pid, posted), self.now_ms)
+            rows = self._window_rows(window, st.plan.context, pid, posted)
+            before = self._before_change
+            if before is not None and before[:2] == (window, pid):
+                added = {id(r) for r in before[2]}
+                rows = [r for r in rows if id(r) not in added] + list(before[3])
+            p.prime(rows, self.now_ms)
 
     def _notify_variables(self) -> None:
         """Variables changed: views and output conditions that read them react
@@ -1296,10 +1304,17 @@ class Engine:
                 cpids: list[Any] = [0]
             elif cctx == st.plan.context:
                 cpids = [pid]  # same context: the partition's own window (Esper ref. 4.6)
+                if pid not in cst.pipelines:
+                    # Esper allocates a partition's statements together: the consumer
+                    # started with the window, before this change, which it is then sent
+                    self._before_change = (window, pid, new, old)
             else:
                 cpids = list(self.contexts[cctx].manager.live())
-            for cpid in cpids:
-                to.append((cst, cpid, self._pipeline(cst, cpid), False))
+            try:
+                for cpid in cpids:
+                    to.append((cst, cpid, self._pipeline(cst, cpid), False))
+            finally:
+                self._before_change = None
         if to:
             self._held.append((window, new, old, to))
 

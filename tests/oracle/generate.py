@@ -51,6 +51,7 @@ class Shape:
     detail: str = ""  # what the kind varies: the join type, the subquery form, ...
     names: list[str] = field(default_factory=list)  # statement names (default: ctx, q)
     extra: tuple[str, ...] = ()  # types sent besides Ev
+    watch: tuple[str, ...] = ()  # statements each expect step lists (default: the query)
 
 
 # --------------------------------------------------------------------------- windows
@@ -216,7 +217,7 @@ def steps(r: random.Random, s: Shape, query: str) -> list[dict]:
     clock = 0
 
     def expect() -> dict:
-        return {"expect": {query: "none"}}
+        return {"expect": dict.fromkeys(s.watch or (query,), "none")}
 
     n_events = r.randint(12, 22) if s.extra else r.randint(8, 16)
     uses_start = s.context in ("start_end", "initiated") or "Go" in s.extra
@@ -237,7 +238,7 @@ def steps(r: random.Random, s: Shape, query: str) -> list[dict]:
 
 
 KINDS = ["single", "join", "subquery", "pattern", "match", "context", "context_join",
-         "output"]
+         "output", "named"]
 
 
 def parse_kinds(text: str) -> dict[str, int]:

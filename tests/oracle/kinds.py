@@ -357,6 +357,13 @@ def _output_kind(r: random.Random) -> Shape:
     return output(r)
 
 
+def _named_kind(r: random.Random) -> Shape:
+    from tests.oracle.named_kinds import named
+
+    return named(r)
+
+
 SHAPES: dict[str, Callable[[random.Random], Shape]] = {
     "join": join, "subquery": subquery, "pattern": pattern, "match": match,
-    "context": _context_kind, "context_join": _context_join_kind, "output": _output_kind}
+    "context": _context_kind, "context_join": _context_join_kind, "output": _output_kind,
+    "named": _named_kind}

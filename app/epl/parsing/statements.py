@@ -360,6 +360,17 @@ class StatementRules(BuilderBase):
         items = present(c)
         return A.TableColumn(items[0], None, False, items[1], pos=pos)
 
+    def r_table_col_kwagg(self, c: list[Any], pos: A.Pos) -> A.TableColumn:
+        """name min(type) / last(type): an aggregation named like a keyword."""
+        name, keyword, *rest = c
+        call = self.r_call([keyword, *rest], pos)  # type: ignore[attr-defined]
+        return A.TableColumn(name, None, False, call, pos=pos)
+
+    def r_agg_keyword(self, c: list[Any], pos: A.Pos) -> Any:
+        """min | last, as the name token of a call."""
+        tok = c[0]
+        return tok.update(value=str(tok.value).lower())
+
     def r_primary_key(self, c: list[Any], pos: A.Pos) -> Flag:
         """'primary key'."""
         return Flag("primary_key")

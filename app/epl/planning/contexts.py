@@ -260,6 +260,11 @@ class ContextPlanning(PlannerBase):
         if not isinstance(inner, KeyedSpec | HashSpec):
             return
         used = {stream.type_name} if stream is not None else set(pattern.types())
+        windows = self.catalog.named_windows
+        if stream is not None and windows.get(stream.type_name) == context:
+            # Esper ref. 4.6: the consumer of a named window declared with the same
+            # context reads its own partition's window, whose type the context lists
+            return
         listed = inner.types()
         if not used & listed:
             kind = "keyed" if isinstance(inner, KeyedSpec) else "hash"

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from app.epl import ast
 from app.epl.errors import did_you_mean, verr
 from app.epl.expr import (
@@ -17,6 +19,7 @@ from app.epl.planning.base import (
     column_name,
 )
 from app.runtime.plan import StatementPlan
+from operators.aggregates import table_aggregator
 from operators.base import PartitionCtx
 from operators.resultset import (
     ResultSetSpec,
@@ -152,5 +155,8 @@ class TablePlanning(PlannerBase):
         if any(c is None for c in columns):
             raise verr("every aggregation of an 'into table' statement must go to a table "
                        "column", node)
+        # Esper ref. 4.7: a table's counters count down without a floor (table_aggregator)
+        rs = replace(rs, aggregates=tuple(replace(a, aggregator=table_aggregator(a.aggregator))
+                                          for a in rs.aggregates))
         return IntoTableSpec.of(rs, table.name, tuple(c or "" for c in columns))
 
