@@ -64,6 +64,9 @@ class ActionResult:
     deleted: Rows = field(default_factory=list)
     updated: list[tuple[Row, Row]] = field(default_factory=list)
     routed: list[tuple[str, Row]] = field(default_factory=list)
+    merged_new: Rows = field(default_factory=list)
+    merged_old: Rows = field(default_factory=list)
+    """An on-merge's rows entering and leaving the target, in the order its actions ran."""
 
     @property
     def changes(self) -> bool:
@@ -242,8 +245,9 @@ class OnActionSpec:
                         continue
                     self._apply_actions(clause, trigger, row, env, ctx, res)
                     break
-        res.new = res.inserted + [n for _, n in res.updated]
-        res.old = res.deleted + [o for o, _ in res.updated]
+        # Esper ref. 6.8 on-merge: the statement posts each row's change in the order the
+        # matched rows (and their actions) ran, as the window takes them
+        res.new, res.old = res.merged_new, res.merged_old
         return res
 
     def _apply_actions(self, clause: MergeClauseSpec, trigger: Row, row: Row | None,
@@ -255,10 +259,13 @@ class OnActionSpec:
                 continue
             if act.kind == "delete" and current is not None:
                 res.deleted.append(current)
+                res.merged_old.append(current)
                 current = None
             elif act.kind == "update" and current is not None:
                 new = self._updated(trigger, current, act.assignments, ctx)
                 res.updated.append((current, new))
+                res.merged_old.append(current)
+                res.merged_new.append(new)
                 current = new
             elif act.kind == "insert":
                 out = self._insert_row(act, env, trigger, ctx)
@@ -266,6 +273,7 @@ class OnActionSpec:
                     res.routed.append((act.into, out))
                 else:
                     res.inserted.append(out)
+                    res.merged_new.append(out)
 
     def _insert_row(self, act: MergeActionSpec, env: Row, trigger: Row,
                     ctx: PartitionCtx) -> Row:

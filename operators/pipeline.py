@@ -27,7 +27,7 @@ from operators.windows.common import ForcedEmit, WindowView
 from operators.windows.groupwin import GroupWinView
 from operators.windows.length import LengthSpec
 from operators.windows.time import TimeWindow
-from operators.windows.unique import KeyedRows
+from operators.windows.unique import iteration
 
 
 class Matcher(Protocol):
@@ -172,7 +172,7 @@ class Pipeline:
                  "limited", "kind", "_shaped", "where", "_timers", "join",
                  "_fresh_aggregates", "_batch_view", "_flush_view", "_released", "subs",
                  "sub_by_type",
-                 "main_types", "prior", "mr", "timed", "_timer_parts")
+                 "main_types", "prior", "mr", "timed", "_timer_parts", "_window_read")
 
     def __init__(self, spec: PipelineSpec, state: StateNamespace, ctx: PartitionCtx) -> None:
         self.spec = spec
@@ -242,6 +242,8 @@ class Pipeline:
         """A window that empties itself at once on a timer (``#time_accum``) and, as in
         Esper, forgets its rows only after posting them (only the timer's flush: a named
         window's remove stream leaves it at once)."""
+        self._window_read: Callable[[], Rows] | None = None
+        """A named window consumer's reader of the window's rows (``read_window``)."""
         self._released: Rows | None = None
         """The batch a batch window releases (or the rows a flushing window drops) in the
         update being processed: what an output snapshot in that update sees (Esper's view
@@ -299,8 +301,9 @@ class Pipeline:
         elif self.view is not None:
             # Esper's #unique and #firstunique keep their events in a hash map: its
             # iterator lists them in hash order of the unique key
-            view = self.view
-            rows = view.replay_order() if isinstance(view, KeyedRows) else view.contents()
+            rows = iteration(self.view)
+        elif self._window_read is not None:
+            rows = self._window_read()
         else:
             return None
         w = self.where
@@ -439,13 +442,16 @@ class Pipeline:
         return self._finish(list(new), list(old), now_ms)
 
     def read_window(self, rows: Callable[[], Rows]) -> None:
-        """Where match_recognize over a named window finds the window's rows (its replay
-        after an out-of-sequence remove): ``rows`` filtered by this statement's filter."""
-        if self.mr is None or self.view is not None:
+        """Where a named window's consumer finds the window's rows: what an output
+        snapshot iterates (Esper's consumer view iterates the window through its filter),
+        and match_recognize's replay after an out-of-sequence remove."""
+        if self.view is not None:
             return
         f, ctx = self.filter, self.ctx
-        self.mr.window_rows = (rows if f is None
-                               else lambda: [r for r in rows() if f(r, ctx)])
+        read = rows if f is None else lambda: [r for r in rows() if f(r, ctx)]
+        self._window_read = read
+        if self.mr is not None:
+            self.mr.window_rows = read
 
     def on_subquery_rows(self, window: str, new: Rows, old: Rows, prime: bool = False
                          ) -> None:

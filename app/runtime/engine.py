@@ -36,6 +36,7 @@ from operators.state import MemoryNamespace, MemoryStore
 from operators.table import GlobalTables, Table, TableSpec
 from operators.user_functions import failures_as_null
 from operators.variables import VariableDecl, VariableScope, VariableStore
+from operators.windows.unique import iteration
 
 log = logging.getLogger("kepl.engine")
 
@@ -515,7 +516,7 @@ class Engine:
         for wpid in self._window_pids(window, context, pid):
             wp = wst.pipelines.get(wpid)
             if wp is not None and wp.view is not None:
-                rows.extend(wp.view.posted() if posted else wp.view.contents())
+                rows.extend(wp.view.posted() if posted else iteration(wp.view))
         return rows
 
     def _window_pids(self, window: str, consumer_ctx: str | None, pid: Any) -> list[Any]:
@@ -1190,12 +1191,14 @@ class Engine:
         now = self.now_ms
         for ch in changes:
             if ch.kind == "end":
+                # every statement's output when terminated first, then the partition goes:
+                # a named window's consumer still iterates the partition's window
                 for st in c.statements:
                     if st.deferred is not None and ch.pid in st.deferred:
                         if ch.pid not in st.pipelines:
                             self._pipeline(st, ch.pid)
                         del st.deferred[ch.pid]  # its pipeline ends as built from its state
-                    p = st.pipelines.pop(ch.pid, None)
+                    p = st.pipelines.get(ch.pid)
                     if p is None:
                         continue
                     if self._due.pop(("p", st.plan.name, ch.pid), None) is not None:
@@ -1203,6 +1206,8 @@ class Engine:
                     self._prio.pop(("p", st.plan.name, ch.pid), None)
                     new, old = p.terminate(now)
                     self._emit(st, ch.pid, new, old)
+                for st in c.statements:
+                    st.pipelines.pop(ch.pid, None)
                 self._end_partition_state(c.name, ch.pid)
             else:
                 if ch.exclude:
@@ -1250,13 +1255,17 @@ class Engine:
         else:
             wst = self.windows[action.window]
             wp = self._pipeline(wst, pid)
-            rows = list(wp.view.contents()) if wp.view is not None else []
+            rows = iteration(wp.view) if wp.view is not None else []
             res = action.run(event, rows, ctx)
             if res.changes:
                 # Esper ref. 6.6 on-update: the window takes the updated rows as new events
                 # and the rows before as removed ones, so a row updated becomes the newest
-                new, old = wp.change(res.deleted + [o for o, _ in res.updated],
-                                     res.inserted + [n for _, n in res.updated], now)
+                if action.kind == "merge":
+                    gone, come = res.merged_old, res.merged_new
+                else:
+                    gone = res.deleted + [o for o, _ in res.updated]
+                    come = res.inserted + [n for _, n in res.updated]
+                new, old = wp.change(gone, come, now)
                 self._emit(wst, pid, new, old)
                 self._arm(("p", wst.plan.name, pid), wp.next_timer)
         for stream, row in res.routed:

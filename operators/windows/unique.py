@@ -41,8 +41,13 @@ class KeyedRows(WindowView):
         self.by_key[fkey] = (seq, row)
 
     def _remove_old(self, old: Rows, out: Rows) -> None:
-        """Upstream removals: drop the held row of that key if it is the removed one."""
+        """Upstream removals: drop the held row of that key if it is the removed one (a
+        row that ``out`` already holds, replaced in this update, is gone: the held row of
+        its key is its replacement, however alike the two are)."""
+        gone = {id(r) for r in out}
         for row in old:
+            if id(row) in gone:
+                continue
             fkey = freeze(key_of(self.keys, row, self.ctx))
             held = self.by_key.get(fkey)
             if held is not None and (held[1] is row or held[1] == row):
@@ -64,6 +69,12 @@ class KeyedRows(WindowView):
     def count(self, row: Row | None = None) -> int:
         """Number of distinct keys held."""
         return len(self.by_key)
+
+
+def iteration(view: WindowView) -> list[Row]:
+    """A window's rows in the order Esper's iterator gives them: a hash map's for
+    ``#unique`` and ``#firstunique``, arrival order for the others."""
+    return view.replay_order() if isinstance(view, KeyedRows) else list(view.contents())
 
 
 class UniqueWindow(KeyedRows):
