@@ -97,6 +97,12 @@ class OnActionSpec:
     distinct: bool = False
     target_props: tuple[str, ...] = ()
     """Columns of the target (rows inserted by on-merge get every one of them)."""
+    range_keys: tuple[str, ...] = ()
+    """Target properties the where clause compares in a range: matches come in ascending
+    order of the first (Esper's sorted index, see ``range_keys`` in the planner)."""
+    joined: bool = False
+    """An on-select's bare ``*``: each row joins the target row and the trigger, under
+    their aliases (``stream_0`` and ``stream_1`` without), as Esper 9 posts it."""
 
     def describe(self) -> list[str]:
         """The action for ``kepl explain``."""
@@ -143,12 +149,16 @@ class OnActionSpec:
         w = self.where
         if w is None:
             return list(rows)
-        return [r for r in rows if _true(w(self.combined(trigger, r), ctx))]
+        out = [r for r in rows if _true(w(self.combined(trigger, r), ctx))]
+        if self.range_keys and len(out) > 1:
+            key = self.range_keys[0]
+            out.sort(key=lambda r: r[key])  # stable: arrival order among equal values
+        return out
 
     def project(self, trigger: Row, rows: Rows, ctx: PartitionCtx) -> Rows:
         """Output rows of an on-select (or the deleted rows of an on-delete)."""
         if self.kind == "delete" or (self.wildcard and not self.columns
-                                     and self.resultset is None):
+                                     and self.resultset is None and not self.joined):
             return list(rows)
         envs = [self.combined(trigger, r) for r in rows]
         if self.resultset is not None:
@@ -166,8 +176,14 @@ class OnActionSpec:
                 rows_out = distinct_rows(rows_out)
             return rs.order(rows_out)
         out = []
+        if self.joined:
+            wkey = self.window_alias or "stream_0"
+            tkey = self.trigger_alias or "stream_1"
         for r, env in zip(rows, envs):
-            row = dict(r) if self.wildcard else {}
+            if self.joined:
+                row = {wkey: r, tkey: trigger}
+            else:
+                row = dict(r) if self.wildcard else {}
             for name, expr in self.columns:
                 row[name] = expr(env, ctx)
             out.append(row)

@@ -492,7 +492,11 @@ class Engine:
             if main:
                 window = st.plan.window
                 p.read_window(lambda: self._window_rows(window, st.plan.context, pid))
-                self._prime(st, pid, p, posted)
+                # a consumer of its own partition's window started with it (as subqueries
+                # below): it holds what the window posted, whenever it is built
+                own = (st.plan.context is not None and window in self.windows
+                       and self.windows[window].plan.context == st.plan.context)
+                self._prime(st, pid, p, posted or own)
             if subs:
                 for w in spec.subquery_windows():
                     # a subquery of the window's own context partition started with it

@@ -23,7 +23,9 @@ BOTH = ("Ev", "Fx")
 
 WINDOW_ACTIONS: dict[str, str] = {
     "delete": "on Fx as f delete from W as w where w.k = f.k",
-    "delete_cond": "on Fx as f delete from W as w where w.k = f.k and w.v < f.w",
+    # (no range beside a key: Esper's composite index returns such matches in the order
+    # of a set of event objects, which is no order kepl can follow)
+    "delete_cond": "on Fx as f delete from W as w where w.k = f.k and w.v != f.w",
     "delete_all": "on Fx delete from W",
     "select": "on Fx as f select w.k as k, w.v as v from W as w where w.k = f.k",
     "select_agg": ("on Fx as f select count(*) as cnt, sum(w.v) as sv from W as w "
@@ -44,6 +46,23 @@ WINDOW_ACTIONS: dict[str, str] = {
     "merge_update_where": ("on Fx as f merge W as w where w.k = f.k "
                            "when matched and w.v > 2 then update set v = w.v - 1 "
                            "when matched then delete"),
+    "merge_two_actions": ("on Fx as f merge W as w where w.k = f.k "
+                          "when matched then update set v = f.w "
+                          "then insert into Trail select w.k as k, f.w as w "
+                          "when not matched and f.w > 1 then insert select f.k as k, "
+                          "f.w as v, 2.0 as d, f.ts as ts"),
+    "merge_always_insert": ("on Fx as f merge W insert select f.k as k, f.w as v, "
+                            "0.5 as d, f.ts as ts"),
+    "update_initial": ("on Fx as f update W as w set v = f.w, d = initial.v * 1.0 "
+                       "where w.k = f.k and w.v is not null"),
+    "select_star": "on Fx as f select * from W as w where w.k = f.k",
+    "select_order": ("on Fx select w.k as k, w.v as v from W as w "
+                     "order by w.v desc, w.k"),
+    "select_grouped": ("on Fx select w.k as k, count(*) as cnt, sum(w.v) as sv from W as w "
+                       "group by w.k order by w.k"),
+    "select_range": "on Fx as f select w.k as k, w.v as v from W as w where w.v > f.w",
+    "delete_sub": ("on Fx as f delete from W as w where w.v = "
+                   "(select max(v) from W as x where x.k = f.k)"),
 }
 
 CONSUMERS: list[tuple[str, str]] = [
@@ -53,6 +72,10 @@ CONSUMERS: list[tuple[str, str]] = [
     ("grouped_having", "select {stream}k, sum(v) as sv from W group by k having sum(v) > 2"),
     ("aggregated", "select {stream}k, v, count(*) as cnt from W"),
     ("filtered", "select {stream}k, v, d from W(v > 1)"),
+    ("where", "select {stream}k, sum(v) as sv from W where d > 0 group by k"),
+    ("distinct", "select {stream}count(distinct k) as ck, avg(v) as av from W"),
+    ("join", "select {stream}a.k as k, a.v as v, b.w as w from W as a, Fx#lastevent() as b "
+             "where a.k = b.k"),
 ]
 
 TABLES: dict[str, tuple[str, str]] = {
@@ -89,7 +112,8 @@ BATCH_WINDOWS = {"time_batch", "length_batch"}
 """Batch windows take on-actions without a key in their where clause only (docs/epl.md,
 deviations: Esper looks keyed matches up in an index that holds a batch's events until
 the window posts them as removed)."""
-KEYLESS_ACTIONS = ["delete_all", "select_all_agg"]
+KEYLESS_ACTIONS = ["delete_all", "select_all_agg", "select_order", "select_grouped",
+                   "merge_always_insert"]
 
 
 def _prefix(ctx: str | None) -> str:
@@ -114,9 +138,17 @@ def named(r: random.Random) -> Shape:
     output = r.choice(outputs + ["none"] * 3) if detail != "plain" else "none"
     stream = r.choice(STREAMS) if r.random() < 0.4 else ""
     query = consumer.format(stream=stream) + _output(r, output)
+    create = f"create window W{text} as Ev"
+    if r.random() < 0.2 and context not in ("keyed", "hash"):
+        # columns of its own (Esper ref. 6.2.1.2, 6.2.1.3); a keyed or hash context needs
+        # the window's type listed in its declaration
+        create = r.choice([f"create window W{text} as select k, v, d, ts from Ev",
+                           f"create window W{text} as (k string, v int, d double, ts long)"])
     pairs = ([("ctx", ctx)] if ctx else []) + [
-        ("w", f"{pre}create window W{text} as Ev"), ("fill", f"{pre}{fill}"),
+        ("w", f"{pre}{create}"), ("fill", f"{pre}{fill}"),
         ("m", f"{pre}{WINDOW_ACTIONS[action]}"), ("q", f"{pre}{query}")]
+    if "Trail" in WINDOW_ACTIONS[action]:
+        pairs.append(("trail", f"{pre}select k, w from Trail"))
     if r.random() < 0.5:  # the consumer before the action: the order statements run in
         pairs[-2], pairs[-1] = pairs[-1], pairs[-2]
     s = Shape(kind, text, detail, output, stream.strip() or "istream", context,

@@ -166,7 +166,10 @@ def _check_context(planner: PlannerBase, context: str, streams: list[JoinStream]
     if not isinstance(inner, KeyedSpec | HashSpec):
         return
     listed = inner.types()
-    missing = sorted({s.type_name for s in streams} - set(listed))
+    windows = planner.catalog.named_windows
+    # a named window of the same context is the partition's own (Esper ref. 4.6)
+    missing = sorted({s.type_name for s in streams
+                      if windows.get(s.type_name) != context} - set(listed))
     if missing:
         # Esper delivers the events of an unlisted type to every partition of the
         # context; kepl routes each event by its own key (one partition, in Kafka mode

@@ -12,6 +12,7 @@ from app.epl.expr import (
     TableEnv,
     compile_expr,
     has_aggregate,
+    names_in,
 )
 from app.epl.planning.base import (
     PlannerBase,
@@ -30,6 +31,57 @@ from operators.resultset import (
     SIMPLE,
     ResultSetSpec,
 )
+
+
+def _conjuncts(node: ast.Node) -> list[ast.Node]:
+    if isinstance(node, ast.Binary) and node.op == "and":
+        return _conjuncts(node.left) + _conjuncts(node.right)
+    return [node]
+
+
+def range_keys(where: ast.Node | None, target: set[str], target_props: set[str],
+               trigger_props: set[str]) -> tuple[str, ...]:
+    """The target's properties that a range condition of an on-action's where clause
+    compares with the trigger (``w.v > f.w``, ``w.v between f.a and f.b``), in order;
+    none when an equality with the trigger (``w.k = f.k``) keys the lookup.
+
+    Esper ref. 6.9 (and 24.1.3): an on-action looks its matches up in an index on such a
+    property, a sorted one, so it finds them in ascending order of the first."""
+    if where is None:
+        return ()
+
+    def prop(n: ast.Node) -> str | None:
+        if not isinstance(n, ast.Name):
+            return None
+        if len(n.parts) == 2 and n.parts[0] in target and n.parts[1] in target_props:
+            return n.parts[1]
+        if (len(n.parts) == 1 and n.parts[0] in target_props
+                and n.parts[0] not in trigger_props):
+            return n.parts[0]
+        return None
+
+    def free(n: ast.Node) -> bool:
+        return all(prop(x) is None and not (x.parts and x.parts[0] in target)
+                   for x in names_in(n))
+
+    out: list[str] = []
+    for c in _conjuncts(where):
+        found = None
+        if isinstance(c, ast.Binary) and c.op == "=" and (
+                (prop(c.left) is not None and free(c.right))
+                or (prop(c.right) is not None and free(c.left))):
+            return ()  # a hash key: Esper finds the matches by it, in arrival order
+        if isinstance(c, ast.Binary) and c.op in ("<", "<=", ">", ">="):
+            if prop(c.left) is not None and free(c.right):
+                found = prop(c.left)
+            elif prop(c.right) is not None and free(c.left):
+                found = prop(c.right)
+        elif (isinstance(c, ast.Between) and not c.negated and prop(c.expr) is not None
+              and free(c.low) and free(c.high)):
+            found = prop(c.expr)
+        if found is not None and found not in out:
+            out.append(found)
+    return tuple(out)
 
 
 def _host(subs: SubqueryEnv) -> Any:
@@ -121,9 +173,12 @@ class NamedWindowPlanning(PlannerBase):
         cscope = Scope("tags", frozenset(), frozenset(tags), variables, tables=self.tenv,
                        subqueries=subs)
         where = compile_expr(action.where, cscope) if action.where is not None else None
+        ranges = range_keys(action.where, {a for a in (target_name, action.alias) if a},
+                            set(props), set(self.catalog.type_props(trig.type_name) or {}))
         common = dict(trigger_type=trig.type_name, trigger_filter=tfilter,
                       trigger_alias=trig.alias, window=target_name, window_alias=action.alias,
-                      where=where, target=target, target_props=tuple(props))
+                      where=where, target=target, target_props=tuple(props),
+                      range_keys=ranges)
         insert_into = insert_stream = None
         if isinstance(action, ast.OnDelete):
             spec = OnActionSpec("delete", **common)
@@ -173,9 +228,11 @@ class NamedWindowPlanning(PlannerBase):
                 select_items=action.select_items, group_by=action.group_by or (),
                 having=action.having, order_by=action.order_by or (), distinct=action.distinct)
             rs = self.result_set(sel, cscope)
+        joined = any(isinstance(i, ast.Wildcard) and i.stream is None
+                     for i in action.select_items)
         return OnActionSpec("select", columns=tuple(cols), wildcard=wildcard,
                             and_delete=action.and_delete, resultset=rs,
-                            distinct=bool(action.distinct), **common)
+                            distinct=bool(action.distinct), joined=joined, **common)
 
     def _column_assignment(self, a: ast.Assignment, scope: Scope, target: str,
                            props: dict[str, str], kind: str) -> Assignment:
