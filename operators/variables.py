@@ -87,8 +87,10 @@ class VariableStore:
 
     def __init__(self, ns: StateNamespace, changed: list[str] | None = None,
                  writes: list[tuple[Any, str, Any, Any]] | None = None,
-                 tag: Any = 0) -> None:
+                 tag: Any = 0, changed_tags: list[Any] | None = None) -> None:
         self.ns = ns
+        self.changed_tags = changed_tags
+        """The ``tag`` of the store of each change (which context partition's value)."""
         self.decls: dict[str, VariableDecl] = {}
         self.values: dict[str, Any] = {}
         self.changed = changed if changed is not None else []
@@ -121,6 +123,8 @@ class VariableStore:
         self.values[name] = value
         self.ns.put(name, value)
         self.changed.append(name)
+        if self.changed_tags is not None:
+            self.changed_tags.append(self.tag)
 
     def clear(self) -> None:
         """Drop every value (the context partition ended)."""

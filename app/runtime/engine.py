@@ -153,11 +153,13 @@ class Engine:
         self.contexts: dict[str, _Ctx] = {}
         self.by_type: dict[str, list[_Stmt]] = {}
         self._var_changes: list[str] = []
+        self._var_change_tags: list[Any] = []
+        """Whose value each change is: (None, 0) global, (context, pid) a partition's."""
         self._var_writes: list[Any] = []
         self._var_posts: dict[tuple[str | None, str], str] = {}
         """(context, variable) -> the name of the statement that declared it."""
         self.var_store = VariableStore(self.store.namespace("v", "global"), self._var_changes,
-                                       self._var_writes, (None, 0))
+                                       self._var_writes, (None, 0), self._var_change_tags)
         self.variables = VariableScope(self.var_store)
         """Global variables as expressions see them (Esper ref. 4.8 Context and Variables)."""
         self._ctx_var_decls: dict[str, list[VariableDecl]] = {}
@@ -432,7 +434,8 @@ class Engine:
         store = self._ctx_vars.get(key)
         if store is None:
             store = VariableStore(self.store.namespace("v", context, repr(pid)),
-                                  self._var_changes, self._var_writes, (context, pid))
+                                  self._var_changes, self._var_writes, (context, pid),
+                                  self._var_change_tags)
             for decl in self._ctx_var_decls[context]:
                 store.declare(decl)
             self._ctx_vars[key] = store
@@ -556,12 +559,24 @@ class Engine:
             rounds += 1
             names = set(self._var_changes)
             self._var_changes.clear()
+            tags = set(self._var_change_tags)
+            self._var_change_tags.clear()
+            every = (None, 0) in tags  # a global variable: every partition hears it
             now = self.now_ms
             for st in list(self.order):
                 if st.plan.pipeline is None or not st.plan.pipeline.reacts_to_variables(names):
                     continue
                 self._undefer(st)
+                ctx_name = st.plan.context
+                if ctx_name is not None and ctx_name in self.contexts:
+                    # Esper allocates a partition's statements together: a statement no
+                    # event of the partition reached yet hears the change as well
+                    for pid in list(self.contexts[ctx_name].manager.live()):
+                        if pid not in st.pipelines and (every or (ctx_name, pid) in tags):
+                            self._pipeline(st, pid)
                 for pid, p in list(st.pipelines.items()):
+                    if not (every or ctx_name is None or (ctx_name, pid) in tags):
+                        continue  # another partition's context variable
                     new, old = p.on_variables_changed(now)
                     self._emit(st, pid, new, old)
                     self._arm(("p", st.plan.name, pid), p.next_timer)
@@ -637,6 +652,10 @@ class Engine:
         firings the engine looks for an idle stretch (``_skip_quiet``) and jumps it."""
         if to_ms < self.now_ms:
             raise ValueError(f"time cannot move backwards ({to_ms} < {self.now_ms})")
+        if to_ms == self.now_ms:
+            # Esper's advanceTimeSpan moves only forward: a timer set for the current time
+            # (an output condition a variable made true) waits for the clock to move on
+            return
         top = self.next_timer()
         if top is None or top > to_ms:
             self.now_ms = to_ms  # nothing due: what ``_fire_until`` does then

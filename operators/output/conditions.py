@@ -215,8 +215,23 @@ class Trigger:
         if not assignments:
             return
         self.builtins(now_ms)
+        variables = self.ctx.variables
         for a in assignments:
-            self.ctx.variables[a.variable] = a.expr({}, self.ctx)
+            variables[a.variable] = a.expr({}, self.ctx)
+        # Esper's output condition does not hear the changes its own assignments make
+        self.own_writes = {v: variables.get(v) for v in self.spec.variables}
+
+    own_writes: dict[str, Any] | None = None
+    """The variables the when-expression reads as this condition's last assignments left
+    them, until the change they made is heard (``heard_own_writes``)."""
+
+    def heard_own_writes(self) -> bool:
+        """Whether the variable change being heard is this condition's own assignment."""
+        own, self.own_writes = self.own_writes, None
+        if own is None:
+            return False
+        variables = self.ctx.variables
+        return all(variables.get(v) == value for v, value in own.items())
 
     def when_holds(self, now_ms: int) -> bool:
         """The when-expression holds now (its ``then set`` has run)."""

@@ -194,17 +194,20 @@ class OutputLimiter:
 
     def on_variables_changed(self, now_ms: int) -> Emit:
         """A variable the when-expression reads changed: evaluate it now (Esper ref.
-        5.7.1.1)."""
+        5.7.1.1).  When it holds, its ``then set`` runs at once and the output is
+        scheduled for the current time: it goes out at the next clock move (an event
+        coming first may find the condition true and output before it), as Esper's
+        output condition schedules a callback; a scheduled one is not scheduled again."""
         spec = self.spec
         if not spec.limited or spec.when is None or not self.book["after_done"]:
             return [], []
-        if not self.trigger.when_holds(now_ms):
+        if self.trigger.heard_own_writes():
             return [], []
-        if not self.strategy.releases:
-            self.book["first_posted"] = False
-            self.trigger.save()
+        if self.trigger.due() is not None or not self.trigger.when_holds(now_ms):
             return [], []
-        return self._release(now_ms)
+        self.book["due"] = now_ms
+        self.trigger.save()
+        return [], []
 
     # -- idle clock jumps --------------------------------------------------------
     def idle(self) -> bool:

@@ -20,6 +20,9 @@ class ExpiryExprWindow(FifoWindow):
         self.expr = expr
         self.ctx = ctx
         self.aggs = ExpiryAggregates(aggregates, state, ctx)
+        self._recheck_ns = state.child("recheck")
+        self._recheck: int | None = self._recheck_ns.get("at")
+        """When a variable change's re-check is due (see ``on_variables_changed``)."""
 
     def _passes(self, expired_count: int) -> bool:
         """Evaluate the expression for the oldest row; null counts as false."""
@@ -66,7 +69,22 @@ class ExpiryExprWindow(FifoWindow):
         return new, self._expire(out_old)
 
     def on_variables_changed(self, now_ms: int) -> Emit:
-        """Esper ref. 14.3.12: a variable change re-applies the expression from the oldest event."""
+        """Esper ref. 14.3.12: a variable change re-applies the expression from the oldest
+        event, at the next clock move (Esper schedules the re-check for the current time;
+        an event coming first checks the expression as it arrives)."""
+        if self._recheck is None:
+            self._recheck = now_ms
+            self._recheck_ns.put("at", now_ms)
+        return [], []
+
+    def next_timer(self) -> int | None:
+        return self._recheck
+
+    def on_time(self, now_ms: int) -> Emit:
+        if self._recheck is None or now_ms < self._recheck:
+            return [], []
+        self._recheck = None
+        self._recheck_ns.delete("at")
         return [], self._expire([])
 
 

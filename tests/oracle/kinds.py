@@ -363,7 +363,13 @@ def _named_kind(r: random.Random) -> Shape:
     return named(r)
 
 
+def _variables_kind(r: random.Random) -> Shape:
+    from tests.oracle.named_kinds import variables
+
+    return variables(r)
+
+
 SHAPES: dict[str, Callable[[random.Random], Shape]] = {
     "join": join, "subquery": subquery, "pattern": pattern, "match": match,
     "context": _context_kind, "context_join": _context_join_kind, "output": _output_kind,
-    "named": _named_kind}
+    "named": _named_kind, "variables": _variables_kind}

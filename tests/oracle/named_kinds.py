@@ -148,7 +148,7 @@ def named(r: random.Random) -> Shape:
         ("w", f"{pre}{create}"), ("fill", f"{pre}{fill}"),
         ("m", f"{pre}{WINDOW_ACTIONS[action]}"), ("q", f"{pre}{query}")]
     if "Trail" in WINDOW_ACTIONS[action]:
-        pairs.append(("trail", f"{pre}select k, w from Trail"))
+        pairs.append(("trail", "select k, w from Trail"))
     if r.random() < 0.5:  # the consumer before the action: the order statements run in
         pairs[-2], pairs[-1] = pairs[-1], pairs[-2]
     s = Shape(kind, text, detail, output, stream.strip() or "istream", context,
@@ -181,4 +181,60 @@ def _table(r: random.Random, context: str, ctx: str | None, pre: str) -> Shape:
     s.names = [n for n, _ in pairs]
     s.epl = [e for _, e in pairs]
     s.watch = tuple(n for n in s.names if n != "ctx")
+    return s
+
+
+VARIABLE_READERS: list[tuple[str, str]] = [
+    ("filter", "select {stream}k, v from Ev(v > thr)"),
+    ("where", "select {stream}k, v, thr as t from Ev where v >= thr"),
+    ("agg", "select {stream}count(*) as cnt, sum(v) as sv, thr as t from Ev{window} "
+            "where v > thr"),
+    ("grouped", "select {stream}k, count(*) as cnt from Ev{window} group by k "
+                "having count(*) >= thr"),
+    ("select", "select {stream}k, v * thr as vt, thr + 1 as t1 from Ev"),
+    ("output_when", "select {stream}k, v from Ev{window} output when thr > 2"),
+    ("output_when_then", "select {stream}count(*) as cnt from Ev{window} "
+                         "output when count_insert >= thr then set thr = thr + 1"),
+    ("expr_window", "select {stream}k, v from Ev#expr(current_count <= thr)"),
+]
+VARIABLE_WRITERS: list[tuple[str, str]] = [
+    ("set", "on Fx set thr = coalesce(Fx.w, thr)"),
+    ("set_alias", "on Fx(w is not null) as f set thr = f.w"),
+    ("set_two", "on Fx as f set thr = coalesce(f.w, 0), seen = seen + 1"),
+    ("set_expr", "on Fx as f set thr = case when f.w > 3 then 1 else thr + 1 end"),
+]
+
+
+def variables(r: random.Random) -> Shape:
+    """Variables (Esper ref. 5.17, 4.8 contexts and variables): a threshold read in a
+    filter, a where or having clause, a select list, an ``output when`` condition or an
+    expression window, set by ``on Fx set`` and by ``output ... then set``; global or
+    declared for a context's partitions."""
+    context = r.choice(["keyed", "start_after", "none", "none", "none"])
+    ctx = _context(r, context, BOTH)
+    pre = _prefix(ctx)
+    detail, reader = r.choice(VARIABLE_READERS)
+    # a global variable read by 'output when' in a context whose partitions end is not
+    # generated: Esper 9 never unregisters an ended partition's condition from a global
+    # variable (docs/epl.md, deviations)
+    scoped = ctx is not None and (r.random() < 0.6 or (
+        context == "start_after" and detail.startswith("output_when")))
+    vpre = pre if scoped else ""
+    wname, writer = r.choice(VARIABLE_WRITERS)
+    window = r.choice(["", "#length(3)", "#time(2 sec)", "#keepall()"])
+    stream = r.choice(STREAMS) if r.random() < 0.3 and detail not in (
+        "output_when", "output_when_then") else ""
+    query = reader.format(stream=stream, window=window)
+    pairs = ([("ctx", ctx)] if ctx else []) + [
+        ("v", f"{vpre}create variable int thr = {r.choice([1, 2, 3])}"),
+        ("v2", f"{vpre}create variable int seen = 0"),
+        ("m", f"{vpre}{writer}"), ("q", f"{pre}{query}")]
+    if r.random() < 0.5:
+        pairs[-2], pairs[-1] = pairs[-1], pairs[-2]
+    s = Shape("variable", window, detail, "none", stream.strip() or "istream", context,
+              kind="variables", detail=f"{wname}-{'context' if scoped else 'global'}",
+              extra=("Fx",))
+    s.names = [n for n, _ in pairs]
+    s.epl = [e for _, e in pairs]
+    s.watch = tuple(n for n in s.names if n in ("m", "q"))
     return s
