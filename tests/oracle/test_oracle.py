@@ -138,6 +138,10 @@ def test_generated_joins_subqueries_patterns_match_recognize_agree(built: Path,
     # output clauses (output_kinds.py): after, when, at a seconds crontab, order by with
     # limit, distinct (Esper 9 fails to compile some grouped 'output when')
     ("output", 5, {"agree", "esper-error"}),
+    # named windows and tables with their on-actions and consumers, variables read and set
+    # (named_kinds.py)
+    ("named", 5, {"agree"}),
+    ("variables", 2, {"agree"}),
 ])
 def test_generated_batches_of_a_kind_agree(built: Path, tmp_path: Path, kind: str, seed: int,
                                            statuses: set[str]) -> None:
