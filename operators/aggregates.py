@@ -357,7 +357,12 @@ class _Ordered(Aggregator):
         if row is not None:
             fp = fingerprint(row)
             at = next((i for i, f in enumerate(prints) if f == fp and values[i] == value), -1)
-        if at < 0:  # no entry of this event: the oldest equal value
+            if at < 0:
+                # an event that never entered (held back by 'output after') leaves nothing,
+                # as Esper removes by event; an entry without a print takes it (older state)
+                at = next((i for i, v in enumerate(values)
+                           if v == value and prints[i] is None), -1)
+        else:  # no event at hand: the oldest equal value
             at = next((i for i, v in enumerate(values) if v == value), -1)
         if at >= 0:
             del values[at]

@@ -133,7 +133,10 @@ class SelectPlanning(PlannerBase):
             if keys:
                 rs_scope = replace(rs_scope, partition_keys=keys)
         if stream is not None and (source_window is not None or (
-                stream.view is not None and not stream.view.oldest_first)):
+                stream.view is not None and not stream.view.oldest_first)
+                or (node.output is not None and node.output.after is not None)):
+            # rows leave out of arrival order, or (held back by 'output after') leave
+            # without having entered: first/last/window values go by event
             rs_scope = replace(rs_scope, rows_leave_in_order=False)
         rs = self.result_set(node, rs_scope, agg_texts=agg_texts,
                              prop_types=(qualified_types(props, src.type_name, src.alias)
