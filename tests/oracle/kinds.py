@@ -369,7 +369,13 @@ def _variables_kind(r: random.Random) -> Shape:
     return variables(r)
 
 
+def _derived_kind(r: random.Random) -> Shape:
+    from tests.oracle.window_kinds import derived
+
+    return derived(r)
+
+
 SHAPES: dict[str, Callable[[random.Random], Shape]] = {
     "join": join, "subquery": subquery, "pattern": pattern, "match": match,
     "context": _context_kind, "context_join": _context_join_kind, "output": _output_kind,
-    "named": _named_kind, "variables": _variables_kind}
+    "named": _named_kind, "variables": _variables_kind, "derived": _derived_kind}

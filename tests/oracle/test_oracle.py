@@ -142,6 +142,9 @@ def test_generated_joins_subqueries_patterns_match_recognize_agree(built: Path,
     # (named_kinds.py)
     ("named", 5, {"agree"}),
     ("variables", 2, {"agree"}),
+    # derived-value windows and windows kept as their intersection or union
+    # (window_kinds.py)
+    ("derived", 1, {"agree", "order-only"}),
 ])
 def test_generated_batches_of_a_kind_agree(built: Path, tmp_path: Path, kind: str, seed: int,
                                            statuses: set[str]) -> None:

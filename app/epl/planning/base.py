@@ -161,6 +161,11 @@ def derived_props(view: Any) -> dict[str, str]:
             inst = v.build(MemoryNamespace(), PartitionCtx())
             out.update({k: "any" for k in inst.stats()})
             out.update({name: "any" for name, _ in v.extras})
+            if v.wildcard:
+                out.update({name: "any" for name in v.wildcard_names})
+        elif getattr(v, "is_derived", False) and getattr(v, "key_names", None):
+            # a grouped derived window's rows carry the group's key (Esper ref. 14.3.15)
+            out.update({name: "any" for name in v.key_names})
         for f in ("stages", "sub", "windows"):
             sub = getattr(v, f, None)
             if isinstance(sub, tuple):

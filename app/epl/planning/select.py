@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from app.epl import ast
-from app.epl.errors import did_you_mean, verr
+from app.epl.errors import EplError, did_you_mean, verr
 from app.epl.expr import (
     Scope,
     compile_expr,
@@ -101,8 +101,28 @@ class SelectPlanning(PlannerBase):
                     filt = cond if filt is None else _both(filt, cond)
                     node = replace(node, where=None)
             else:
-                self._check_names(node, {**props, **derived_props(view)}, scope,
-                                  src.type_name)
+                dprops = derived_props(view)
+                if not dprops:
+                    self._check_names(node, props, scope, src.type_name)
+                else:
+                    # Esper ref. 14.4: after a derived-value window the statement sees its
+                    # properties (and the additional ones it lists), not the event's; the
+                    # stream filter still reads the event
+                    bare = replace(node, select_items=(), where=None, having=None,
+                                   group_by=())
+                    self._check_names(bare, props, scope, src.type_name)
+                    try:
+                        self.check_expr_names(
+                            [i.expr for i in node.select_items
+                             if isinstance(i, ast.SelectItem)]
+                            + [e for e in (node.where, node.having, *(node.group_by or ()))
+                               if e is not None],
+                            dprops, scope, f"the derived-value window over {src.type_name}")
+                    except EplError as e:
+                        e.hint = e.hint or (
+                            f"its rows hold {', '.join(dprops)}; list an event property "
+                            "after the window's own parameters to carry it (Esper ref. 14.4)")
+                        raise
             check_prev_window(node, view)
             stream = StreamSpec(src.type_name, filt, view, src.alias,
                                 text_of(src.filter) if src.filter is not None else "",
@@ -128,7 +148,9 @@ class SelectPlanning(PlannerBase):
             self._check_segmented(node.context, stream, pattern, src)
         agg_texts: dict[str, int] = {}
         rs_scope = scope
-        if stream is not None and node.context is not None:
+        if stream is not None and node.context is not None and not derived_props(stream.view):
+            # (a derived-value window's rows are its own: its additional properties are
+            # null until an event came, not the partition's key)
             keys = self.partition_keys(node.context, stream.type_name)
             if keys:
                 rs_scope = replace(rs_scope, partition_keys=keys)

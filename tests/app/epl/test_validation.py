@@ -158,3 +158,21 @@ def test_syntax_error_is_an_epl_error_with_position() -> None:
     with pytest.raises(EplError) as info:
         plan_statement(catalog(), "select * form BankTxn", "s")
     assert info.value.line == 1 and info.value.column is not None
+
+
+def test_derived_window_rows_hold_its_properties() -> None:
+    """Esper ref. 14.4: after a derived-value window the statement reads the window's
+    properties and the additional ones it lists, not the event's (they would be null)."""
+    c = catalog()
+    e = rejects(c, "select amount from BankTxn#uni(amount)")
+    assert e.render() == (
+        "line 1:8: unknown property 'amount' of the derived-value window over BankTxn\n"
+        "  select amount from BankTxn#uni(amount)\n"
+        "         ^\n"
+        "  hint: its rows hold datapoints, total, average, variance, stddev, stddevpa; list "
+        "an event property after the window's own parameters to carry it (Esper ref. 14.4)")
+    assert rejects(c, "select average from BankTxn#uni(amount) where amount > 1").column == 47
+    for ok in ("select average, custId from BankTxn#uni(amount, custId) where custId = 'a'",
+               "select custId, size from BankTxn#groupwin(custId)#size()",
+               "select size from BankTxn(amount > 1)#size()"):
+        assert plan_statement(c, ok, "s").kind == "query"
