@@ -39,7 +39,7 @@ oracle: install
 # GEN_COUNT / GEN_KINDS (e.g. single, or join=2,match) pick another batch.
 GEN_SEED  ?= 1
 GEN_COUNT ?= 300
-GEN_KINDS ?= single,join,subquery,pattern,match,context,context_join,output,named,variables,derived
+GEN_KINDS ?= single,join,subquery,pattern,match,context,context_join,output,named,variables,derived,insert
 oracle-generated: install
 	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
 	$(PY) -m tests.oracle.generate --seed $(GEN_SEED) --count $(GEN_COUNT) --kinds $(GEN_KINDS) --out "$$dir" && \

@@ -238,7 +238,7 @@ def steps(r: random.Random, s: Shape, query: str) -> list[dict]:
 
 
 KINDS = ["single", "join", "subquery", "pattern", "match", "context", "context_join",
-         "output", "named", "variables", "derived"]
+         "output", "named", "variables", "derived", "insert"]
 
 
 def parse_kinds(text: str) -> dict[str, int]:

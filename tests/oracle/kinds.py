@@ -375,7 +375,14 @@ def _derived_kind(r: random.Random) -> Shape:
     return derived(r)
 
 
+def _insert_kind(r: random.Random) -> Shape:
+    from tests.oracle.window_kinds import insert
+
+    return insert(r)
+
+
 SHAPES: dict[str, Callable[[random.Random], Shape]] = {
     "join": join, "subquery": subquery, "pattern": pattern, "match": match,
     "context": _context_kind, "context_join": _context_join_kind, "output": _output_kind,
-    "named": _named_kind, "variables": _variables_kind, "derived": _derived_kind}
+    "named": _named_kind, "variables": _variables_kind, "derived": _derived_kind,
+    "insert": _insert_kind}

@@ -145,6 +145,8 @@ def test_generated_joins_subqueries_patterns_match_recognize_agree(built: Path,
     # derived-value windows and windows kept as their intersection or union
     # (window_kinds.py)
     ("derived", 1, {"agree", "order-only"}),
+    # insert-into chains: insert, remove and both streams, two sources, hops (window_kinds.py)
+    ("insert", 1, {"agree"}),
 ])
 def test_generated_batches_of_a_kind_agree(built: Path, tmp_path: Path, kind: str, seed: int,
                                            statuses: set[str]) -> None:

@@ -73,3 +73,54 @@ def derived(r: random.Random) -> Shape:
     s.names = [n for n, _ in pairs]
     s.epl = [e for _, e in pairs]
     return s
+
+
+INSERT_SOURCES = [
+    "insert into S select k, v from Ev{win}",
+    "insert into S select k, v, d from Ev{win} where v is not null",
+    "insert irstream into S select k, v from Ev{win}",
+    "insert rstream into S select k, v from Ev{win}",
+    "insert into S select k, sum(v) as v from Ev{win} group by k",
+    "insert into S select k, count(*) as v from Ev{win} group by k output last every 2 events",
+    "insert into S select k, max(v) as v from Ev{win}",
+    "insert into S select istream k, v from Ev{win}",
+]
+INSERT_CONSUMERS = [
+    ("plain", "select {stream}k, v from S{win}"),
+    ("agg", "select {stream}count(*) as cnt, sum(v) as sv from S{win}"),
+    ("grouped", "select {stream}k, count(*) as cnt, min(v) as mn from S{win} group by k"),
+    ("pattern", "select a.k as k, a.v as av, b.v as bv from pattern [every a=S -> b=S(k = a.k)]"),
+    ("join", "select s.k as k, s.v as sv, f.w as fw from S{win} as s, Fx#lastevent() as f "
+             "where s.k = f.k"),
+    ("hop", "insert into T select k, v * 2 as v2 from S{win}"),
+]
+
+
+def insert(r: random.Random) -> Shape:
+    """Insert-into chains (Esper ref. 5.10 insert into): a statement over ``Ev`` inserting
+    into a stream (insert, remove or both streams; plain, aggregated, grouped, rate
+    limited), a second source inserting ``Fx`` into it, and a consumer (a window with
+    aggregation, a pattern, a join with ``Fx``, another hop); every statement is listened
+    to, so the order rows reach each is compared too."""
+    win = r.choice(["", "#length(2)", "#time(2 sec)", "#keepall()", "#length_batch(2)",
+                    "#unique(k)"])
+    source = r.choice(INSERT_SOURCES).format(win=win)
+    detail, consumer = r.choice(INSERT_CONSUMERS)
+    cwin = r.choice(["#length(2)", "#length(3)", "#time(3 sec)", "#unique(k)"]
+                    + ([""] if detail != "join" else []))
+    stream = r.choice(STREAMS) if r.random() < 0.3 and detail in ("plain", "agg",
+                                                                  "grouped") else ""
+    query = consumer.format(stream=stream, win=cwin)
+    pairs = [("src", source)]
+    if r.random() < 0.4 and " d " not in source.replace("d from", " d from"):
+        cols = "k, w as v" if "d," not in source else "k, w as v, 0.5 as d"
+        pairs.append(("src2", f"insert into S select {cols} from Fx"))
+    pairs.append(("q", query))
+    if detail == "hop":
+        pairs.append(("t", f"select {stream}k, v2 from T"))
+    s = Shape("insert", win, detail, "none", stream.strip() or "istream", "none",
+              kind="insert", detail=detail, extra=("Fx",))
+    s.names = [n for n, _ in pairs]
+    s.epl = [e for _, e in pairs]
+    s.watch = tuple(s.names)
+    return s
