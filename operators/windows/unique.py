@@ -27,18 +27,26 @@ class KeyedRows(WindowView):
         self.ctx = ctx
         self.refs = refs
         self.ns = state.child("rows")
-        self.by_key: dict[object, tuple[int, Row]] = {}
+        self.by_key: dict[object, tuple[int, Row, int]] = {}
+        """key -> (the held row's sequence number, the row, the sequence number at which
+        the key entered: a replaced row keeps its key's place, as in a hash map)."""
         last = -1
-        for seq, (key, data) in self.ns.items():
-            self.by_key[freeze(key)] = (seq, refs.load(data))
+        for seq, entry in self.ns.items():
+            key, data = entry[0], entry[1]
+            self.by_key[freeze(key)] = (seq, refs.load(data),
+                                        entry[2] if len(entry) > 2 else seq)
             last = seq
         self.next_seq = last + 1
 
-    def _put(self, key: object, fkey: object, row: Row) -> None:
+    def _put(self, key: object, fkey: object, row: Row, entered: int | None = None) -> None:
         seq = self.next_seq
         self.next_seq = seq + 1
-        self.ns.put(seq, [key, self.refs.dump(row)])
-        self.by_key[fkey] = (seq, row)
+        if entered is None or entered == seq:
+            entered = seq
+            self.ns.put(seq, [key, self.refs.dump(row)])
+        else:
+            self.ns.put(seq, [key, self.refs.dump(row), entered])
+        self.by_key[fkey] = (seq, row, entered)
 
     def _remove_old(self, old: Rows, out: Rows) -> None:
         """Upstream removals: drop the held row of that key if it is the removed one (a
@@ -57,13 +65,14 @@ class KeyedRows(WindowView):
 
     def contents(self) -> list[Row]:
         """Held rows in arrival order (001 leaves the order open; arrival order chosen)."""
-        return [row for _, row in self.by_key.values()]
+        return [entry[1] for entry in self.by_key.values()]
 
     def replay_order(self) -> list[Row]:
         """Held rows in the order Esper iterates its hash map of them: by bucket, then
         by arrival within a bucket (match_recognize replays the window in it)."""
         n = len(self.by_key)
-        held = sorted(((bucket(k, n), seq), row) for k, (seq, row) in self.by_key.items())
+        held = sorted(((bucket(k, n), entered), row)
+                      for k, (_, row, entered) in self.by_key.items())
         return [row for _, row in held]
 
     def count(self, row: Row | None = None) -> int:
@@ -91,7 +100,10 @@ class UniqueWindow(KeyedRows):
             if held is not None:
                 self.ns.delete(held[0])
                 out_old.append(held[1])
-            self._put(key, fkey, row)
+                # Esper's HashMap.put over a held key keeps the key's place
+                self._put(key, fkey, row, held[2])
+            else:
+                self._put(key, fkey, row)
         if old:
             self._remove_old(old, out_old)
         return new, out_old
