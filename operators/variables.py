@@ -118,10 +118,11 @@ class VariableStore:
         value = decl.coerce(value)
         if self.writes is not None:
             self.writes.append((self.tag, name, self.values.get(name), value))
-        if self.values.get(name) == value and type(self.values.get(name)) is type(value):
-            return
-        self.values[name] = value
-        self.ns.put(name, value)
+        if self.values.get(name) != value or type(self.values.get(name)) is not type(value):
+            self.values[name] = value
+            self.ns.put(name, value)
+        # Esper calls the variable's change callbacks at every write, also one that keeps
+        # the value (an output when or #expr over it evaluates again)
         self.changed.append(name)
         if self.changed_tags is not None:
             self.changed_tags.append(self.tag)
