@@ -1278,7 +1278,10 @@ class Engine:
         else:
             wst = self.windows[action.window]
             wp = self._pipeline(wst, pid)
-            rows = iteration(wp.view) if wp.view is not None else []
+            # a range lookup's equal values come in the order they entered the window
+            # (Esper's sorted index), other lookups in the window's iteration order
+            rows = ([] if wp.view is None else list(wp.view.contents()) if action.range_keys
+                    else iteration(wp.view))
             res = action.run(event, rows, ctx)
             if res.changes:
                 # Esper ref. 6.6 on-update: the window takes the updated rows as new events
