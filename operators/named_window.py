@@ -100,6 +100,9 @@ class OnActionSpec:
     range_keys: tuple[str, ...] = ()
     """Target properties the where clause compares in a range: matches come in ascending
     order of the first (Esper's sorted index, see ``range_keys`` in the planner)."""
+    indexed: bool = False
+    """The where clause keys the lookup (an equality or a range with the trigger): the
+    matches come in the order they entered the target, not in its iteration order."""
     joined: bool = False
     """An on-select's bare ``*``: each row joins the target row and the trigger, under
     their aliases (``stream_0`` and ``stream_1`` without), as Esper 9 posts it."""

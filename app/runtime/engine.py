@@ -1278,9 +1278,9 @@ class Engine:
         else:
             wst = self.windows[action.window]
             wp = self._pipeline(wst, pid)
-            # a range lookup's equal values come in the order they entered the window
-            # (Esper's sorted index), other lookups in the window's iteration order
-            rows = ([] if wp.view is None else list(wp.view.contents()) if action.range_keys
+            # a lookup by key or range finds rows in the order they entered the window
+            # (Esper's index), a scan in the window's iteration order
+            rows = ([] if wp.view is None else list(wp.view.contents()) if action.indexed
                     else iteration(wp.view))
             res = action.run(event, rows, ctx)
             if res.changes:

@@ -40,15 +40,17 @@ def _conjuncts(node: ast.Node) -> list[ast.Node]:
 
 
 def range_keys(where: ast.Node | None, target: set[str], target_props: set[str],
-               trigger_props: set[str]) -> tuple[str, ...]:
+               trigger_props: set[str]) -> tuple[tuple[str, ...], bool]:
     """The target's properties that a range condition of an on-action's where clause
     compares with the trigger (``w.v > f.w``, ``w.v between f.a and f.b``), in order;
-    none when an equality with the trigger (``w.k = f.k``) keys the lookup.
+    none when an equality with the trigger (``w.k = f.k``) keys the lookup; and whether
+    the lookup goes through an index at all (an equality or a range).
 
-    Esper ref. 6.9 (and 24.1.3): an on-action looks its matches up in an index on such a
-    property, a sorted one, so it finds them in ascending order of the first."""
+    Esper ref. 6.9 (and 24.1.3): an on-action looks its matches up in an index on such
+    properties, so it finds them in the order they entered the index (a sorted one: in
+    ascending order of the first range property); without one it iterates the window."""
     if where is None:
-        return ()
+        return (), False
 
     def prop(n: ast.Node) -> str | None:
         if not isinstance(n, ast.Name):
@@ -70,7 +72,7 @@ def range_keys(where: ast.Node | None, target: set[str], target_props: set[str],
         if isinstance(c, ast.Binary) and c.op == "=" and (
                 (prop(c.left) is not None and free(c.right))
                 or (prop(c.right) is not None and free(c.left))):
-            return ()  # a hash key: Esper finds the matches by it, in arrival order
+            return (), True  # a hash key: Esper finds the matches by it, in arrival order
         if isinstance(c, ast.Binary) and c.op in ("<", "<=", ">", ">="):
             if prop(c.left) is not None and free(c.right):
                 found = prop(c.left)
@@ -81,7 +83,7 @@ def range_keys(where: ast.Node | None, target: set[str], target_props: set[str],
             found = prop(c.expr)
         if found is not None and found not in out:
             out.append(found)
-    return tuple(out)
+    return tuple(out), bool(out)
 
 
 def _host(subs: SubqueryEnv) -> Any:
@@ -173,12 +175,13 @@ class NamedWindowPlanning(PlannerBase):
         cscope = Scope("tags", frozenset(), frozenset(tags), variables, tables=self.tenv,
                        subqueries=subs)
         where = compile_expr(action.where, cscope) if action.where is not None else None
-        ranges = range_keys(action.where, {a for a in (target_name, action.alias) if a},
-                            set(props), set(self.catalog.type_props(trig.type_name) or {}))
+        ranges, indexed = range_keys(
+            action.where, {a for a in (target_name, action.alias) if a}, set(props),
+            set(self.catalog.type_props(trig.type_name) or {}))
         common = dict(trigger_type=trig.type_name, trigger_filter=tfilter,
                       trigger_alias=trig.alias, window=target_name, window_alias=action.alias,
                       where=where, target=target, target_props=tuple(props),
-                      range_keys=ranges)
+                      range_keys=ranges, indexed=indexed)
         insert_into = insert_stream = None
         if isinstance(action, ast.OnDelete):
             spec = OnActionSpec("delete", **common)
