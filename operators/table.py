@@ -20,6 +20,7 @@ from typing import Any
 from operators.aggregates import Aggregator
 from operators.base import PartitionCtx, Row, Rows, StateNamespace
 from operators.resultset import ResultSet, ResultSetSpec, group_key, group_values
+from operators.windows.java_order import hashmap_order, multikey_hash
 
 
 @dataclass(frozen=True)
@@ -201,8 +202,14 @@ class Table:
         return out
 
     def rows(self) -> Rows:
-        """Every row in first-insert order."""
-        return [self.row(r) for r in self.records.values()]
+        """Every row, in the order Esper iterates a table: its hash map by primary key
+        (the bucket of the key's Java hash code, then insertion within a bucket)."""
+        recs = list(self.records.values())
+        if len(recs) > 1:
+            boxes = self.spec.key_types
+            order, _ = hashmap_order([multikey_hash(r["k"], boxes) for r in recs])
+            recs = [recs[i] for i in order]
+        return [self.row(r) for r in recs]
 
     def key_of_row(self, row: Row) -> str:
         """The store key of a row given as statements see it."""

@@ -178,6 +178,10 @@ class NamedWindowPlanning(PlannerBase):
         ranges, indexed = range_keys(
             action.where, {a for a in (target_name, action.alias) if a}, set(props),
             set(self.catalog.type_props(trig.type_name) or {}))
+        if target == "table":
+            # a table is looked up by its primary key only; other conditions filter its
+            # rows in the table's own order
+            ranges, indexed = (), False
         common = dict(trigger_type=trig.type_name, trigger_filter=tfilter,
                       trigger_alias=trig.alias, window=target_name, window_alias=action.alias,
                       where=where, target=target, target_props=tuple(props),
