@@ -107,6 +107,9 @@ TABLE_ACTIONS: dict[str, str] = {
     "delete": "on Fx as f delete from T as t where t.k = f.k",
     "select": "on Fx as f select t.k as k, {col} as c from T as t where t.k = f.k",
     "select_all": "on Fx select count(*) as n from T",
+    "select_rows": "on Fx select t.k as k, {col} as c from T as t",
+    "select_filter": "on Fx select t.k as k, {col} as c from T as t where {col} > 1",
+    "delete_some": "on Fx(w > 2) delete from T",
     "select_delete": "on Fx as f select and delete t.k as k, {col} as c from T as t "
                      "where t.k = f.k",
 }
