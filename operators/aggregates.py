@@ -84,6 +84,28 @@ class TableCount(Count):
         return state if value is None else state - 1
 
 
+class EmptyAsNaN(Aggregator):
+    """An aggregate that gives NaN where it would give null for an empty window (Apama's
+    ``min``, ``max`` and ``avg`` over floats)."""
+
+    def __init__(self, inner: Aggregator) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    def initial(self) -> Any:
+        return self.inner.initial()
+
+    def enter(self, state: Any, value: Any) -> Any:
+        return self.inner.enter(state, value)
+
+    def leave(self, state: Any, value: Any) -> Any:
+        return self.inner.leave(state, value)
+
+    def result(self, state: Any) -> Any:
+        value = self.inner.result(state)
+        return float("nan") if value is None else value
+
+
 def table_aggregator(agg: Aggregator) -> Aggregator:
     """The aggregator an ``into table`` statement keeps a column with."""
     t = type(agg)

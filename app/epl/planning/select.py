@@ -16,6 +16,7 @@ from app.epl.expr import (
 )
 from app.epl.planning.base import (
     PlannerBase,
+    column_name,
     construct_name,
     derived_props,
     stream_names,
@@ -31,6 +32,7 @@ from app.epl.prev import (
 )
 from app.runtime.catalog import NotSupported
 from app.runtime.plan import StatementPlan
+from operators.aggregates import EmptyAsNaN
 from operators.output import OutputSpec
 from operators.pipeline import PipelineSpec, StreamSpec
 from operators.prior import MatchPriorSpec, PriorSpec
@@ -248,15 +250,51 @@ class SelectPlanning(PlannerBase):
         sel = ast.SelectStatement(
             annotations=(), context=None, insert_into=None,
             stream_kind="rstream" if node.rstream else None,
-            select_items=node.select_items, from_=(), where=None, group_by=(),
-            having=None, output=None, order_by=(), limit=None, into_table=None)
-        # 003: com.apama.aggregates.sum returns 0 for an empty window
+            select_items=tuple(_apama_item(i, column_name(i, self.source))
+                               if isinstance(i, ast.SelectItem) else i
+                               for i in node.select_items), from_=(),
+            where=None, group_by=(), having=None, output=None, order_by=(), limit=None,
+            into_table=None)
+        # 003: com.apama.aggregates.sum returns 0 for an empty window; min, max and the
+        # mean of an empty window are NaN (com.apama.aggregates.min: "If the window is
+        # empty, returns NaN for decimals or floats")
         rs = self.result_set(sel, scope, empty_sum=0.0)
+        rs = replace(rs, aggregates=tuple(
+            replace(a, aggregator=EmptyAsNaN(a.aggregator))
+            if a.aggregator.name in ("min", "max", "avg") else a for a in rs.aggregates))
         stream = StreamSpec(node.stream, None, view, None)
         pipeline = PipelineSpec(rs, OutputSpec(), stream, None, None,
                                 "rstream" if node.rstream else "istream")
         return StatementPlan(name, "query", epl, pipeline,
                              columns=tuple(c.name for c in rs.columns))
+
+
+APAMA_AGGREGATES = "com.apama.aggregates."
+"""The package of Apama's built-in aggregates, which a query may name in full."""
+
+
+def _apama_call(node: Any) -> Any:
+    """An Apama aggregate call as kepl names it: without its package, ``mean`` as
+    ``avg`` (the two are aliases)."""
+    if isinstance(node, ast.Call):
+        name = node.name[len(APAMA_AGGREGATES):] if node.name.startswith(
+            APAMA_AGGREGATES) else node.name
+        if name == "mean":
+            name = "avg"
+        args = tuple(_apama_call(a) for a in node.args)
+        return replace(node, name=name, args=args)
+    if isinstance(node, ast.Binary):
+        return replace(node, left=_apama_call(node.left), right=_apama_call(node.right))
+    if isinstance(node, ast.Unary):
+        return replace(node, operand=_apama_call(node.operand))
+    return node
+
+
+def _apama_item(item: ast.SelectItem, name: str) -> ast.SelectItem:
+    """A select item with its aggregates named as kepl names them, its column named as
+    written (``mean(v)`` stays the column's name)."""
+    expr = _apama_call(item.expr)
+    return item if expr == item.expr else replace(item, expr=expr, alias=name)
 
 
 def _both(a: Any, b: Any) -> Any:
