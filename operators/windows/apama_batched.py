@@ -1,4 +1,6 @@
-"""Apama batched windows (003): ``within D every P [retain N]`` and ``retain N every M``.
+"""Apama batched windows (003): ``within D every P [retain N]`` and ``retain N every M``;
+and the windows they batch (``within D [retain N]``, ``retain N``), whose content changes
+at each item: it enters as it arrives and leaves D after its arrival or N items later.
 
 Window contents change only at batch points: every P ms from the query's creation for
 ``within ... every``, every M arrivals for ``retain N every M``.  Item lifetimes count
@@ -43,7 +45,7 @@ class ApamaBatchedWindow(WindowView):
     def __init__(
         self,
         within: int | None,
-        every: int,
+        every: int | None,
         retain: int | None,
         start_ms: int,
         state: StateNamespace,
@@ -89,6 +91,12 @@ class ApamaBatchedWindow(WindowView):
         """Arrivals wait for the next batch point (or the M-th arrival); none run the query."""
         entering: Rows = []
         leaving: Rows = []
+        if self.every is None:  # not batched: each item enters as it arrives
+            for row in new:
+                self.window.append(row, now_ms)
+                entering.append(row)
+            self._trim(entering, leaving)
+            return self._lot(entering, leaving)
         if self.within is None:
             for row in new:
                 self.pending.append(row, now_ms)
@@ -112,6 +120,12 @@ class ApamaBatchedWindow(WindowView):
         """A batch point: expired items leave, pending live items enter, retain trims."""
         if self.within is None:
             return [], []
+        if self.every is None:  # not batched: items leave D after their arrival
+            leaving: Rows = []
+            limit = now_ms - self.within
+            while self.window.stamps and self.window.stamps[0] <= limit:
+                leaving.append(self.window.popleft())
+            return self._lot([], leaving)
         entering: Rows = []
         leaving: Rows = []
         window, pending = self.window, self.pending
@@ -132,6 +146,8 @@ class ApamaBatchedWindow(WindowView):
         """The first batch point at which the content changes (an entry or an expiry)."""
         if self.within is None:
             return None
+        if self.every is None:
+            return self.window.stamps[0] + self.within if self.window.stamps else None
         dues = []
         if self.pending.stamps:
             dues.append(self._after(self.pending.stamps[0]))
@@ -149,7 +165,7 @@ class ApamaBatchedSpec(WindowSpec):
     """``within D every P [retain N]`` (``within``/``every`` in ms) or ``retain N every M``."""
 
     within: int | Deferred | None = None
-    every: int | Deferred = 1
+    every: int | Deferred | None = 1
     retain: int | Deferred | None = None
     name: str = "apama_batched"
     params_text: tuple[str, ...] = ()
@@ -171,7 +187,8 @@ class ApamaBatchedSpec(WindowSpec):
     def describe(self) -> str:
         """The Apama window clause."""
         within, every, retain = self.params_text or ("", "", "")
-        if within:
-            text = f"within {within} every {every}"
-            return text + (f" retain {retain}" if retain else "")
-        return f"retain {retain} every {every}"
+        parts = [f"within {within}" if within else "", f"every {every}" if every else "",
+                 f"retain {retain}" if retain else ""]
+        if not within:  # 'retain N every M'
+            parts = parts[2:] + parts[1:2]
+        return " ".join(p for p in parts if p)

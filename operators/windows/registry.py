@@ -437,9 +437,15 @@ def _apama(name: str, params: Sequence[WindowParam | None]) -> WindowSpec:
     _arity(name, params, 3, 3)
     within_p, every_p, retain_p = params
     absent = _absent
-    if every_p is None:
-        raise _fail(name, "needs 'every'")
     retain = None if absent(retain_p) else _count(name, retain_p, "retain size")
+    if every_p is None:
+        # without every the content changes at each item: it enters as it arrives
+        if absent(within_p) and retain is None:
+            raise _fail(name, "needs 'within' or 'retain'")
+        return ApamaBatchedSpec(
+            None if absent(within_p) else _time(name, within_p, "window duration"),
+            None, retain, name=name,
+            params_text=tuple("" if p is None or absent(p) else p.text for p in params))
     if absent(within_p):
         if retain is None:
             raise _fail(name, "needs 'within' or 'retain'")
