@@ -612,7 +612,8 @@ class Pipeline:
                     if self._flush_view and old and not new:
                         self._released = list(old)
                     try:
-                        n, o = self._finish(list(new), list(old), now_ms)
+                        n, o = self._finish(list(new), list(old), now_ms,
+                                            getattr(view, "aggregates_each_post", False))
                     finally:
                         self._released = None
                     out_new += n

@@ -41,6 +41,10 @@ class GroupWinView(WindowView):
         self.dues: dict[int, int | None] = {}
         self.heap: list[tuple[int, int]] = []
         self.is_batch = bool(getattr(sub, "is_batch", False))
+        self.aggregates_each_post = getattr(sub, "name", "") == "time_interval"
+        """A partitioned timeInterval window: each partition's pane trigger is aggregated
+        alone (004: 'If a timeInterval window is partitioned, each of its window panes is
+        partitioned')."""
         self.entries: dict[Any, tuple[int, Any]] = {}
         """Frozen group key -> (group id, sub-view)."""
         self.timed = False
@@ -154,6 +158,11 @@ class GroupWinView(WindowView):
         for gid in fired:
             view = self.views[gid]
             self.dues[gid] = None
+            if view.fires_apart:  # a sub-view posting update by update (its panes)
+                emits = list(view.on_time_apart(now_ms))
+                self._track(gid, view)
+                yield from emits
+                continue
             emit = view.on_time(now_ms)
             self._track(gid, view)
             yield emit

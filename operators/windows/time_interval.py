@@ -10,6 +10,7 @@ trigger posts the pane's tuples with ``pane_start``/``pane_end`` as new rows, ne
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from operators.base import Emit, Expr, PartitionCtx, Row, Rows, StateNamespace
@@ -115,8 +116,21 @@ class TimeIntervalView(WindowView):
             self.rows_ns.delete((k, seq))
         self.meta_ns.delete(k)
 
+    fires_apart = True
+    aggregates_each_post = True
+    """Each pane's trigger is an update of its own, aggregated over that pane's tuples
+    alone (as an SPL Aggregate operator computes over the triggering pane)."""
+
     def on_time(self, now_ms: int) -> Emit:
-        """Trigger due panes in pane-end order (then insertion order); close aged panes."""
+        """Every due pane's trigger in one update (see ``on_time_apart``)."""
+        out: Rows = []
+        for new, _ in self.on_time_apart(now_ms):
+            out.extend(new)
+        return out, []
+
+    def on_time_apart(self, now_ms: int) -> Iterable[Emit]:
+        """Trigger due panes in pane-end order (then insertion order), one update each;
+        close aged panes."""
         heap = self.heap
         due_panes: set[int] = set()
         while heap and heap[0][0] <= now_ms:
@@ -124,21 +138,22 @@ class TimeIntervalView(WindowView):
             pane = self.panes.get(k)
             if pane is not None and self._due(k, pane) == due:
                 due_panes.add(k)
-        out: Rows = []
+        posts: list[Emit] = []
         for k in sorted(due_panes):
             pane = self.panes[k]
             if pane.triggered and not pane.dirty:
                 self._close(k)
                 continue
             start, end = self._bounds(k)
-            out.extend({**row, "pane_start": start, "pane_end": end} for _, row in pane.rows)
+            posts.append(([{**row, "pane_start": start, "pane_end": end}
+                           for _, row in pane.rows], []))
             pane.triggered = True
             pane.dirty = False
             if end + self.discard < now_ms:
                 self._close(k)  # triggered on the very watermark that also closes it
             else:
                 self._save(k, pane)
-        return out, []
+        return posts
 
     def next_timer(self) -> int | None:
         """The earliest live due time (stale heap entries are dropped)."""

@@ -175,6 +175,25 @@ def derived_props(view: Any) -> dict[str, str]:
     return out
 
 
+def pane_props(view: Any) -> dict[str, str]:
+    """``pane_start`` and ``pane_end``, which a ``#time_interval`` window adds to each row
+    it posts (004: the triggering pane's interval), when the view chain holds one."""
+    stack = [view]
+    while stack:
+        v = stack.pop()
+        if v is None:
+            continue
+        if getattr(v, "name", "") == "time_interval":
+            return {"pane_start": "long", "pane_end": "long"}
+        for f in ("stages", "sub", "windows"):
+            sub = getattr(v, f, None)
+            if isinstance(sub, tuple):
+                stack.extend(sub)
+            elif sub is not None:
+                stack.append(sub)
+    return {}
+
+
 def refers_to_event(node: ast.Node, scope: Scope) -> bool:
     """Whether an expression reads event properties (not only context/variables/tables)."""
     for n in names_in(node):

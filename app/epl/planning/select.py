@@ -19,6 +19,7 @@ from app.epl.planning.base import (
     column_name,
     construct_name,
     derived_props,
+    pane_props,
     stream_names,
 )
 from app.epl.planning.java_types import qualified_types
@@ -105,7 +106,8 @@ class SelectPlanning(PlannerBase):
             else:
                 dprops = derived_props(view)
                 if not dprops:
-                    self._check_names(node, props, scope, src.type_name)
+                    self._check_names(node, {**props, **pane_props(view)}, scope,
+                                      src.type_name)
                 else:
                     # Esper ref. 14.4: after a derived-value window the statement sees its
                     # properties (and the additional ones it lists), not the event's; the
