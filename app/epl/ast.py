@@ -535,6 +535,8 @@ class OutputClause(Node):
     terminated_and: Node | None = None
     then_set: tuple[Assignment, ...] = ()
     and_when_terminated: bool = False
+    when_set: tuple[Assignment, ...] = ()
+    """``when expr then set ... and when terminated ...``: the when's own assignments."""
     after: Node | None = None
     after_events: bool = False
 

@@ -563,11 +563,12 @@ class _Printer:
         elif node.at is not None:
             trigger = "at " + self.p_Crontab(node.at)
         elif node.when is not None:
-            trigger = f"when {self.expr(node.when)}{self.then_set(node.then_set)}"
+            own = node.when_set if node.and_when_terminated else node.then_set
+            trigger = f"when {self.expr(node.when)}{self.then_set(own)}"
         elif node.when_terminated:
             trigger = self.terminated(node)
         if trigger is not None:
-            if node.and_when_terminated and not node.when_terminated and node.when is None:
+            if node.and_when_terminated and not node.when_terminated:
                 trigger += " and " + self.terminated(node)
             out.append(trigger)
         return " ".join(out)

@@ -1215,8 +1215,9 @@ class Engine:
         for ch in changes:
             if ch.kind == "end":
                 # every statement's output when terminated first, then the partition goes:
-                # a named window's consumer still iterates the partition's window
-                for st in c.statements:
+                # a named window's consumer still iterates the partition's window; Esper
+                # stops a partition's statements newest first
+                for st in reversed(c.statements):
                     if st.deferred is not None and ch.pid in st.deferred:
                         if ch.pid not in st.pipelines:
                             self._pipeline(st, ch.pid)

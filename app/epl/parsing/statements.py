@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from lark import Token
+
 from app.epl import ast as A
 from app.epl.parsing.base import (
     BuilderBase,
@@ -254,10 +256,13 @@ class StatementRules(BuilderBase):
         return self._with_terminated({"at": items[0]}, items)
 
     def r_out_when(self, c: list[Any], pos: A.Pos) -> Wrapped:
-        """when expr [then set ...]."""
+        """when expr [then set ...] [and when terminated ...]."""
         items = present(c)
-        return Wrapped("output", {"when": items[0],
-                                   "then_set": wrapped(items, "then_set") or ()})
+        own = wrapped(items, "then_set") or ()
+        term = wrapped(items, "and_terminated")
+        if term is None:
+            return Wrapped("output", {"when": items[0], "then_set": own})
+        return Wrapped("output", {"when": items[0], "when_set": own, **term})
 
     def r_out_terminated(self, c: list[Any], pos: A.Pos) -> Wrapped:
         """when terminated [and expr] [then set ...] (Esper ref. 4.5)."""
@@ -268,7 +273,8 @@ class StatementRules(BuilderBase):
 
     def r_and_terminated(self, c: list[Any], pos: A.Pos) -> Wrapped:
         """and when terminated [and expr] [then set ...] (Esper ref. 4.5)."""
-        items = present(c)
+        items = [i for i in present(c)
+                 if not (isinstance(i, Token) and i.type == "AND_WHEN_TERMINATED")]
         cond = next((i for i in items if isinstance(i, A.Node)), None)
         return Wrapped("and_terminated", {"and_when_terminated": True, "terminated_and": cond,
                                            "then_set": wrapped(items, "then_set") or ()})

@@ -184,6 +184,8 @@ class ResultPlanning(PlannerBase):
         # Esper ref. 4.5: 'then set' after 'when terminated' runs when the partition ends; after
         # 'when expr' it runs each time the expression triggers output
         then_set, term_set = ((), assigns) if terminated else (assigns, ())
+        if node.when_set:  # 'when expr then set ... and when terminated then set ...'
+            then_set = tuple(self._assignment(a, oscope, node) for a in node.when_set)
         return OutputSpec(kind, every_events, every_ms, when, terminated, term_and,
                           then_set, limited=True, at=at, at_text=at_text, after_ms=after_ms,
                           after_events=after_events, terminated_set=term_set,
