@@ -135,7 +135,11 @@ def _output(r: random.Random, kind: str) -> str:
     if kind == "none":
         return ""
     if kind == "when_terminated":
-        return f" output {r.choice(['', 'last ', 'all ', 'snapshot '])}when terminated"
+        word = r.choice(['', 'last ', 'all ', 'snapshot '])
+        return f" output {word}" + r.choice([
+            "when terminated", "when terminated", "when terminated and count_insert > 1",
+            "every 2 events and when terminated",
+            "when count_insert >= 3 and when terminated"])
     rate = (f"every {r.randint(2, 3)} events" if r.random() < 0.5
             else f"every {r.choice(['1', '2', '1.5'])} seconds")
     word = {"default": "", "first": "first ", "last": "last ", "all": "all ",
