@@ -81,6 +81,9 @@ class _Ctx:
     manager: Manager
     priority: int = 0
     statements: list[_Stmt] = field(default_factory=list)
+    from_start: list[_Stmt] = field(default_factory=list)
+    """Statements that run from a keyed partition's start, whichever type allocates it:
+    a pattern (its timers count from there, as Esper starts it with the partition)."""
 
 
 def _inert(manager: Manager) -> bool:
@@ -274,6 +277,10 @@ class Engine:
         else:
             c = self.contexts[plan.context]
             c.statements.append(st)
+            if (plan.kind == "query" and plan.pipeline.pattern is not None
+                    and type(c.manager) is KeyedManager):
+                c.from_start.append(st)
+                c.manager.on_new = partial(self._partition_born, c)  # type: ignore[attr-defined]
             if plan.priority > c.priority and getattr(c.manager, "has_end_condition", False):
                 types = [plan.action.trigger_type] if plan.kind == "on" else (
                     [] if plan.kind == "query" and plan.window is not None
@@ -293,6 +300,13 @@ class Engine:
                     self._pipeline(st, pid)
             if st.timers is not None and not timed:  # complete from here on
                 st.timers.child("on").put("on", True)
+
+    def _partition_born(self, c: _Ctx, pid: Any) -> None:
+        """A keyed partition was allocated: its patterns start now (Esper allocates a
+        partition's statements together, whichever listed type's event allocated it)."""
+        for st in c.from_start:
+            if pid not in st.pipelines:
+                self._pipeline(st, pid)
 
     def _defers(self, st: _Stmt, timed: bool = False) -> bool:
         """Whether the pipelines of a statement's live partitions may wait for their first
@@ -417,6 +431,10 @@ class Engine:
         else:
             c = self.contexts[plan.context]
             c.statements.append(st)
+            if (plan.kind == "query" and plan.pipeline.pattern is not None
+                    and type(c.manager) is KeyedManager):
+                c.from_start.append(st)
+                c.manager.on_new = partial(self._partition_born, c)  # type: ignore[attr-defined]
             for pid in c.manager.live():
                 self._pipeline(st, pid)
 

@@ -135,6 +135,10 @@ class KeyedSpec:
 class KeyedManager(Manager):
     """One partition per distinct key value; allocated on first use (ids sequential)."""
 
+    on_new: Any = None
+    """Called with a partition's id as its key allocates it (the runtime starts the
+    statements that must run from the partition's start)."""
+
     def __init__(self, spec: KeyedSpec, state: StateNamespace, ctx: PartitionCtx) -> None:
         self.spec = spec
         self.name = spec.name
@@ -176,6 +180,8 @@ class KeyedManager(Manager):
             self.keys[pid] = key
             self.state.put(("k", array_text(key)), [pid, key])
             self.state.put("next", self.next_id)
+            if self.on_new is not None:
+                self.on_new(pid)
         return [pid]
 
     def props(self, pid: Pid) -> dict[str, Any]:

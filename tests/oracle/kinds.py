@@ -357,50 +357,25 @@ def match(r: random.Random) -> Shape:
     return _statements(s, ctx, [], query)
 
 
-def _context_kind(r: random.Random) -> Shape:
-    from tests.oracle.context_kinds import context
-
-    return context(r)
-
-
-def _context_join_kind(r: random.Random) -> Shape:
-    from tests.oracle.context_kinds import context_join
-
-    return context_join(r)
+MORE_KINDS: dict[str, tuple[str, str]] = {
+    # kind: (module under tests.oracle, function), imported when first drawn
+    "context": ("context_kinds", "context"), "context_join": ("context_kinds", "context_join"),
+    "output": ("output_kinds", "output"), "named": ("named_kinds", "named"),
+    "variables": ("named_kinds", "variables"), "derived": ("window_kinds", "derived"),
+    "insert": ("window_kinds", "insert"),
+}
 
 
-def _output_kind(r: random.Random) -> Shape:
-    from tests.oracle.output_kinds import output
+def _lazy(kind: str) -> Callable[[random.Random], Shape]:
+    module, name = MORE_KINDS[kind]
 
-    return output(r)
+    def draw(r: random.Random) -> Shape:
+        import importlib
 
-
-def _named_kind(r: random.Random) -> Shape:
-    from tests.oracle.named_kinds import named
-
-    return named(r)
-
-
-def _variables_kind(r: random.Random) -> Shape:
-    from tests.oracle.named_kinds import variables
-
-    return variables(r)
-
-
-def _derived_kind(r: random.Random) -> Shape:
-    from tests.oracle.window_kinds import derived
-
-    return derived(r)
-
-
-def _insert_kind(r: random.Random) -> Shape:
-    from tests.oracle.window_kinds import insert
-
-    return insert(r)
+        return getattr(importlib.import_module(f"tests.oracle.{module}"), name)(r)
+    return draw
 
 
 SHAPES: dict[str, Callable[[random.Random], Shape]] = {
     "join": join, "subquery": subquery, "pattern": pattern, "match": match,
-    "context": _context_kind, "context_join": _context_join_kind, "output": _output_kind,
-    "named": _named_kind, "variables": _variables_kind, "derived": _derived_kind,
-    "insert": _insert_kind}
+    **{kind: _lazy(kind) for kind in MORE_KINDS}}

@@ -4,6 +4,7 @@ statement's source and table environment, name checks, and small helpers."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from app.epl import ast
@@ -146,17 +147,29 @@ def norm_type(t: str) -> str:
             "float": "double"}.get(t.lower(), t.lower())
 
 
+def _chain(view: Any) -> Iterator[Any]:
+    """Every view spec of a view chain (stages, a #groupwin's sub-view, combined windows)."""
+    stack = [view]
+    while stack:
+        v = stack.pop()
+        if v is None:
+            continue
+        yield v
+        for f in ("stages", "sub", "windows"):
+            sub = getattr(v, f, None)
+            if isinstance(sub, tuple):
+                stack.extend(sub)
+            elif sub is not None:
+                stack.append(sub)
+
+
 def derived_props(view: Any) -> dict[str, str]:
     """Properties a derived-value window adds to the stream (Esper ref. 14.4: size, uni, ...)."""
     from operators.derived.base import DerivedSpec
     from operators.state import MemoryNamespace
 
     out: dict[str, str] = {}
-    stack = [view]
-    while stack:
-        v = stack.pop()
-        if v is None:
-            continue
+    for v in _chain(view):
         if isinstance(v, DerivedSpec):
             inst = v.build(MemoryNamespace(), PartitionCtx())
             out.update({k: "any" for k in inst.stats()})
@@ -166,31 +179,14 @@ def derived_props(view: Any) -> dict[str, str]:
         elif getattr(v, "is_derived", False) and getattr(v, "key_names", None):
             # a grouped derived window's rows carry the group's key (Esper ref. 14.3.15)
             out.update({name: "any" for name in v.key_names})
-        for f in ("stages", "sub", "windows"):
-            sub = getattr(v, f, None)
-            if isinstance(sub, tuple):
-                stack.extend(sub)
-            elif sub is not None:
-                stack.append(sub)
     return out
 
 
 def pane_props(view: Any) -> dict[str, str]:
     """``pane_start`` and ``pane_end``, which a ``#time_interval`` window adds to each row
     it posts (004: the triggering pane's interval), when the view chain holds one."""
-    stack = [view]
-    while stack:
-        v = stack.pop()
-        if v is None:
-            continue
-        if getattr(v, "name", "") == "time_interval":
-            return {"pane_start": "long", "pane_end": "long"}
-        for f in ("stages", "sub", "windows"):
-            sub = getattr(v, f, None)
-            if isinstance(sub, tuple):
-                stack.extend(sub)
-            elif sub is not None:
-                stack.append(sub)
+    if any(getattr(v, "name", "") == "time_interval" for v in _chain(view)):
+        return {"pane_start": "long", "pane_end": "long"}
     return {}
 
 
