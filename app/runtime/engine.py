@@ -179,10 +179,10 @@ class Engine:
         self._seq = 0
         self._queue: deque[tuple[str, Row]] = deque()
         self._held: list[tuple[str, Rows, Rows, list[tuple[_Stmt, Any, Any, bool]]]] = []
+        """Named-window changes not yet handed to their consumers (``_window_changed``)."""
         self._before_change: tuple[str, Any, Rows, Rows] | None = None
         """(window, partition, new, old) of the change a same-context consumer is being
         created for: it starts from the window's rows before it (``_prime``)."""
-        """Named-window changes not yet handed to their consumers (``_window_changed``)."""
         self._busy = False
         self._excluded: set[tuple[str, Any]] = set()
         self.windows: dict[str, _Stmt] = {}
@@ -277,10 +277,7 @@ class Engine:
         else:
             c = self.contexts[plan.context]
             c.statements.append(st)
-            if (plan.kind == "query" and plan.pipeline.pattern is not None
-                    and type(c.manager) is KeyedManager):
-                c.from_start.append(st)
-                c.manager.on_new = partial(self._partition_born, c)  # type: ignore[attr-defined]
+            self._starts_with_partition(c, st)
             if plan.priority > c.priority and getattr(c.manager, "has_end_condition", False):
                 types = [plan.action.trigger_type] if plan.kind == "on" else (
                     [] if plan.kind == "query" and plan.window is not None
@@ -300,6 +297,14 @@ class Engine:
                     self._pipeline(st, pid)
             if st.timers is not None and not timed:  # complete from here on
                 st.timers.child("on").put("on", True)
+
+    def _starts_with_partition(self, c: _Ctx, st: _Stmt) -> None:
+        """A pattern of a keyed context starts as its partition is allocated."""
+        plan = st.plan
+        if (plan.kind == "query" and plan.pipeline.pattern is not None
+                and type(c.manager) is KeyedManager):
+            c.from_start.append(st)
+            c.manager.on_new = partial(self._partition_born, c)  # type: ignore[attr-defined]
 
     def _partition_born(self, c: _Ctx, pid: Any) -> None:
         """A keyed partition was allocated: its patterns start now (Esper allocates a
@@ -431,10 +436,6 @@ class Engine:
         else:
             c = self.contexts[plan.context]
             c.statements.append(st)
-            if (plan.kind == "query" and plan.pipeline.pattern is not None
-                    and type(c.manager) is KeyedManager):
-                c.from_start.append(st)
-                c.manager.on_new = partial(self._partition_born, c)  # type: ignore[attr-defined]
             for pid in c.manager.live():
                 self._pipeline(st, pid)
 
