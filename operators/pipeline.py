@@ -673,16 +673,18 @@ class Pipeline:
     def terminate(self, now_ms: int) -> Emit:
         """The context partition ends: flush ``when terminated`` output, then drop state."""
         self.ctx.now_ms = now_ms
-        out_new: Rows = []
-        out_old: Rows = []
+        # Esper flushes an output clause's 'when terminated' before the views stop; what a
+        # grouped derived window then posts as it stops still counts toward an output
+        # condition of events (and is lost to one that only waits for the end)
+        n, o = self._deliver(*self.out.on_terminate(now_ms))
+        out_new, out_old = list(n), list(o)
         if self.view is not None and self.mr is None:
             for new, old in self.view.on_stop():
                 n, o = self._finish(list(new), list(old), now_ms)
                 out_new += n
                 out_old += o
-        n, o = self._deliver(*self.out.on_terminate(now_ms))
         self.state.clear()
-        return out_new + n, out_old + o
+        return out_new, out_old
 
     def iterate(self) -> Any:
         """Current result rows (Esper's iterator / ``kepl query``)."""
