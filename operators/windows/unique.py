@@ -41,7 +41,7 @@ class KeyedRows(WindowView):
     def _put(self, key: object, fkey: object, row: Row, entered: int | None = None) -> None:
         seq = self.next_seq
         self.next_seq = seq + 1
-        if entered is None or entered == seq:
+        if entered is None:  # a new key: it enters with this row
             entered = seq
             self.ns.put(seq, [key, self.refs.dump(row)])
         else:
