@@ -14,6 +14,7 @@ from operators.windows.common import (
     freeze,
     key_of,
 )
+from operators.windows.intersection import IntersectionView
 from operators.windows.java_order import bucket
 
 
@@ -82,7 +83,10 @@ class KeyedRows(WindowView):
 
 def iteration(view: WindowView) -> list[Row]:
     """A window's rows in the order Esper's iterator gives them: a hash map's for
-    ``#unique`` and ``#firstunique``, arrival order for the others."""
+    ``#unique`` and ``#firstunique``, arrival order for the others.  An intersection
+    iterates its first window (Esper's ``IntersectDefaultView.iterator``)."""
+    if isinstance(view, IntersectionView) and not view.is_batch:
+        view = view.driver
     return view.replay_order() if isinstance(view, KeyedRows) else list(view.contents())
 
 
