@@ -340,15 +340,18 @@ class Worker:
         if not (self.out.open or self.intake.lane_progress or self.inputs.dirty()
                 or self.loaded_changes):
             return
-        if self._checkpoint_due(len(msgs) < most, time.monotonic() - self.last_commit):
+        if self._checkpoint_due(len(msgs) < most, time.monotonic() - self.last_commit,
+                                len(msgs) >= CONSUME_BATCH):
             self.commit()
 
-    def _checkpoint_due(self, drained: bool, elapsed: float) -> bool:
+    def _checkpoint_due(self, drained: bool, elapsed: float, behind: bool = False) -> bool:
         """Whether to checkpoint now, ``elapsed`` seconds after the last one: each
         interval, or at the record bound; sooner (``caught_up_s``, or at once for a
-        barrier) once a batch drained what was there or while the input is live."""
+        barrier) once a batch drained what was there or while the input is live, unless
+        a full batch of the largest size says the worker fell behind: a checkpoint per
+        batch would then cost more than the batch and the lag would grow."""
         return (elapsed >= self.interval_s or self.since_commit >= MAX_CHECKPOINT_RECORDS
-                or ((drained or self.live)
+                or ((drained or (self.live and not behind))
                     and (elapsed >= self.caught_up_s or self._barrier_due())))
 
     def _trace_batch(self, msgs: list[Any], t_in: float) -> None:

@@ -52,7 +52,7 @@ def _paced(live_input: bool) -> Worker:
     return worker
 
 
-def test_live_input_checkpoints_after_each_batch_a_backlog_per_interval() -> None:
+def test_live_input_checkpoints_after_each_batch_a_backlog_or_lag_per_interval() -> None:
     backlog, live_input = _paced(False), _paced(True)
     # a full batch of a backlog: the next batch before the checkpoint, up to the interval
     assert not backlog._checkpoint_due(False, 0.05)
@@ -61,6 +61,10 @@ def test_live_input_checkpoints_after_each_batch_a_backlog_per_interval() -> Non
     # live input: a full batch checkpoints too, once caught_up_s passed
     assert live_input._checkpoint_due(False, 0.05)
     assert not live_input._checkpoint_due(False, 0.01)
+    # live input whose batch came back full at the largest size: behind, paced as a
+    # backlog until it catches up
+    assert not live_input._checkpoint_due(False, 0.05, behind=True)
+    assert live_input._checkpoint_due(False, 0.1, behind=True)
 
 
 def test_a_full_live_batch_doubles_the_next_up_to_the_backlog_batch() -> None:
