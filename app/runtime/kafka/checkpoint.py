@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -139,6 +140,10 @@ class OutputLog(Protocol):
 
     def abort(self) -> None: ...
 
+    def fatal_reason(self) -> str | None:
+        """Why the client became fatal, where a transactional call learnt it."""
+        ...
+
 
 class _Producer:
     """The worker's producer (see module docstring for the two ways it commits)."""
@@ -228,6 +233,11 @@ class _Producer:
 
     def rows_landed(self) -> None:
         pass
+
+    def fatal_reason(self) -> str | None:
+        """Why the producer became fatal, as a transactional call that learnt it says
+        (None: no such call); a produce that races that call only says "Fatal error"."""
+        return None
 
     def offer_offsets(self, offsets: list[Any], consumer: Any) -> None:
         pass
@@ -344,6 +354,19 @@ class Transactional(_Producer):
         self._early = (offsets, self._pool.submit(
             self.producer.send_offsets_to_transaction, offsets,
             consumer.consumer_group_metadata(), 30))
+
+    def fatal_reason(self) -> str | None:
+        from confluent_kafka import KafkaException
+
+        if self._early is None:
+            return None
+        try:
+            failed = self._early[1].exception(timeout=5)
+        except Exception:  # noqa: BLE001 - still waiting, or cancelled: nothing learnt
+            return None
+        if not isinstance(failed, KafkaException):
+            return None
+        return f"send_offsets_to_transaction: {failed.args[0].str()}"
 
     def _settle_early(self) -> list[Any] | None:
         """Wait for offsets sent early; they, or None if none were sent or it failed
@@ -501,16 +524,17 @@ class CheckpointRound:
     """The steps of a checkpoint, in order:
 
     1. seal each engine partition (its batch becomes one changelog record);
-    2. produce its dead letters, rows, changelog record and progress, and the progress
-       of lanes that saw a watermark;
+    2. produce the next part of a snapshot it is writing, its dead letters, rows,
+       changelog record and progress, and the progress of lanes that saw a watermark;
     3. input offsets, held back to the oldest waiting record (and the committed ones
        again when none moved: the broker checks the group generation with them),
        worked out before step 1 and offered to the output then (``offer_offsets``:
        a transaction sends them while steps 1-2 run);
     4. commit;
-    5. write each sealed partition's batch to RocksDB with its changelog offset;
-    6. write the next snapshot part of partitions writing a snapshot, in a transaction
-       of its own, and delete the changelog before a completed snapshot.
+    5. mark the parts durable (deleting the changelog before a completed snapshot) and
+       write each sealed partition's batch to RocksDB with its changelog offset;
+    6. begin a snapshot where one is due, its parts for the next checkpoints (with
+       ``parts_per_round`` None: all of them now, each in a transaction of its own).
     """
 
     def __init__(self, out: OutputLog, names: Names, changelog: ChangelogAdmin,
@@ -528,6 +552,8 @@ class CheckpointRound:
         self.parts_per_round = parts_per_round
         self.marks: dict[str, float] = {}
         """Wall-clock times of the last round's steps (the worker's latency trace)."""
+        self._part_offsets: dict[tuple[str, int], int] = {}
+        """Changelog offsets of the snapshot parts produced last, as delivered."""
 
     def run(self, parts: dict[tuple[str, int], Any], lane_progress: list[tuple[str, Any]],
             inputs: Inputs, consumer: Any) -> RoundResult:
@@ -548,6 +574,8 @@ class CheckpointRound:
         out.offer_offsets(offsets, consumer)
         cl_offsets: dict[tuple[str, int], int] = {}
         sealed: list[tuple[tuple[str, int], Any, int]] = []
+        txn = uuid.uuid4().hex[:16]
+        inline = self._inline_parts(parts, txn)
         for key, part in parts.items():
             rec = part.seal()
             for d in part.dead:
@@ -559,6 +587,7 @@ class CheckpointRound:
                              *d.headers])
             if rec is None:
                 continue
+            rec.w, rec.n = txn, int(key in inline)
             self.write_rows(part)
             out.rows_landed()
 
@@ -579,6 +608,10 @@ class CheckpointRound:
         fence = offsets or (inputs.committed_offsets() if out.open else [])
         if sealed:
             self.seam.at("before_flush")
+        if inline:
+            if not all(inline.values()):
+                self.seam.at("mid_snapshot")
+            self.seam.at("snapshot_commit")
         marks["produced"] = time.time()
         out.commit(fence, consumer)
         marks["committed"] = time.time()
@@ -586,6 +619,9 @@ class CheckpointRound:
         if sealed:
             self.seam.at("after_flush")
         inputs.mark_committed(offsets)
+        marks["snapshot"] = time.time()
+        if inline:
+            self._parts_committed(parts, inline)
         for key, part, size in sealed:
             part.committed(cl_offsets[key], size)
         done_keys = {k for k, _, _ in sealed}
@@ -593,17 +629,16 @@ class CheckpointRound:
             if key not in done_keys:
                 part.committed_unchanged()
         result.sealed = len(sealed)
-        marks["snapshot"] = time.time()
         for _key, part, _size in sealed:
             if part.snapshot_due():
                 part.start_snapshot()
-        rounds = 0
-        while self.parts_per_round is None or rounds < self.parts_per_round:
+        # a snapshot's parts go one a checkpoint, in its transaction (``_inline_parts``),
+        # or, with ``parts_per_round`` None, all at once, each in a transaction of its own
+        while self.parts_per_round is None:
             writing = [(k, part) for k, part in parts.items() if part.writing is not None]
             if not writing:
                 break
             self._snapshot_parts(writing, inputs, consumer)
-            rounds += 1
         marks["local"] = time.time()
         return result
 
@@ -612,17 +647,29 @@ class CheckpointRound:
         self.out.produce(self.names.progress_topic,
                          codec.dumps({"key": key, "t": t, "id": wid}), 0, key=key.encode())
 
-    def _snapshot_parts(self, writing: list[tuple[tuple[str, int], Any]], inputs: Inputs,
-                        consumer: Any) -> None:
-        """The next part of each snapshot being written, in one transaction; a snapshot
-        whose last part is in deletes its changelog up to its first part."""
+    def _inline_parts(self, parts: dict[tuple[str, int], Any], txn: str
+                      ) -> dict[tuple[str, int], bool]:
+        """Produce the next part of each snapshot being written, first in its partition's
+        records of this transaction (``ChangelogRecord.n`` 0; the batch follows as 1): a
+        part holds the state its snapshot began with, and a restore holds the batches
+        chained after its first part.  Returns whether each part is its snapshot's last
+        (none with ``parts_per_round`` None: ``_snapshot_parts`` writes them)."""
+        if self.parts_per_round is None:
+            return {}
+        return self._produce_parts([(k, p) for k, p in parts.items()
+                                    if p.writing is not None], txn)
+
+    def _produce_parts(self, writing: list[tuple[tuple[str, int], Any]], txn: str
+                       ) -> dict[tuple[str, int], bool]:
+        """The next part of each of ``writing``'s snapshots, produced; their offsets
+        land in ``self._part_offsets`` as they are delivered."""
         out = self.out
-        t0 = time.monotonic()
-        got: dict[tuple[str, int], int] = {}
-        more = False
+        got = self._part_offsets = {}
+        last: dict[tuple[str, int], bool] = {}
         for key, part in writing:
             rec = part.snapshot_part()
-            more = more or not rec.snapshot["last"]
+            rec.w = txn
+            last[key] = bool(rec.snapshot["last"])
 
             def done(err: Any, msg: Any, key: tuple[str, int] = key) -> None:
                 if err is None:
@@ -632,22 +679,34 @@ class CheckpointRound:
 
             out.produce(self.names.changelog_topic(key[0]), rec.encode(), part.partition,
                         on_delivery=done)
-        if more:
-            out.flush()
-            self.seam.at("mid_snapshot")
-        self.seam.at("snapshot_commit")
-        # the input offsets just committed, sent again: the broker checks the group
-        # generation, so a zombie cannot commit parts into a changelog its successor writes
-        out.commit(inputs.committed_offsets(), consumer)
-        if not more:
+        return last
+
+    def _parts_committed(self, parts: dict[tuple[str, int], Any],
+                         last: dict[tuple[str, int], bool]) -> None:
+        """The parts just committed are durable; a snapshot whose last part is in
+        deletes its changelog up to its first part."""
+        if any(last.values()):
             self.seam.at("after_snapshot")
-        for key, part in writing:
-            first = part.snapshot_part_committed(got[key])
+        for key in last:
+            part = parts[key]
+            first = part.snapshot_part_committed(self._part_offsets[key])
             if first is None:
                 continue
             self.seam.at("before_truncate")
             topic = self.names.changelog_topic(key[0])
             self.changelog.delete_before(topic, part.partition, first)
-            log.info("snapshot of %s[%d]: %d bytes at %d..%d (last part %.3f s)",
-                     topic, part.partition, part.snapshot_bytes, first, part.cl_offset,
-                     time.monotonic() - t0)
+            log.info("snapshot of %s[%d]: %d bytes at %d..%d", topic, part.partition,
+                     part.snapshot_bytes, first, part.cl_offset)
+
+    def _snapshot_parts(self, writing: list[tuple[tuple[str, int], Any]], inputs: Inputs,
+                        consumer: Any) -> None:
+        """The next part of each snapshot being written, in a transaction of its own."""
+        last = self._produce_parts(writing, uuid.uuid4().hex[:16])
+        if not all(last.values()):
+            self.out.flush()
+            self.seam.at("mid_snapshot")
+        self.seam.at("snapshot_commit")
+        # the input offsets just committed, sent again: the broker checks the group
+        # generation, so a zombie cannot commit parts into a changelog its successor writes
+        self.out.commit(inputs.committed_offsets(), consumer)
+        self._parts_committed(dict(writing), last)

@@ -280,7 +280,7 @@ class Worker:
             reason = fatal_kafka_error(e)
             if reason is None:
                 raise
-            self._exit_fenced(reason)
+            self._exit_fenced(self.out.fatal_reason() or reason)
         finally:
             self.close()
 

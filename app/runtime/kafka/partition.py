@@ -37,9 +37,10 @@ replacement worker would replay all of it.  So once the changelog bytes written 
 last snapshot exceed ``max(factor × last snapshot bytes, floor)``, the partition's whole
 committed state as of that moment is written into the changelog as snapshot parts,
 chained like any record.  The parts are written a few at a time, one ``part_bytes`` part
-after each checkpoint (``start_snapshot``, ``snapshot_part``, ``snapshot_part_committed``),
-from a RocksDB iterator pinned at the state the snapshot began with; the batches of the
-checkpoints in between are chained between the parts.  So the loop never stops for a
+in each checkpoint's transaction, ahead of its batch (``start_snapshot``,
+``snapshot_part``, ``snapshot_part_committed``; ``Chain`` links two records of one
+transaction), from a RocksDB iterator pinned at the state the snapshot began with; the
+batches of the checkpoints in between are chained between the parts.  So the loop never stops for a
 whole snapshot, only for one part.  Once the last part is durable the worker deletes the
 records before the first part (Kafka DeleteRecords, best effort).  A snapshot costs at
 most 1/factor of the changelog bytes written before it, so the state writes per event
@@ -165,13 +166,37 @@ def last_part(snap: dict[str, Any]) -> bool:
 
 
 @dataclass
+class Chain:
+    """Where a replay stands on a changelog's chain: the last record taken (its offset,
+    and what a later record of the same transaction repeats of it)."""
+
+    offset: int
+    prev: int | None = None
+    w: str = ""
+    n: int = 0
+
+    def follows(self, rec: ChangelogRecord) -> bool:
+        """Whether ``rec`` continues the chain: the first record of a transaction names
+        the last record taken as ``prev``; a later one of the same transaction comes
+        next in it (``ChangelogRecord.w``, ``n``).  Any other was written by a writer
+        that had lost the partition."""
+        if rec.n == 0:
+            return rec.prev == self.offset
+        return (rec.w != "" and rec.w == self.w and rec.n == self.n + 1
+                and rec.prev == self.prev)
+
+    def take(self, rec: ChangelogRecord, offset: int) -> None:
+        self.offset, self.prev, self.w, self.n = offset, rec.prev, rec.w, rec.n
+
+
+@dataclass
 class _Loading:
     """A snapshot being loaded by a restore: the parts so far, and the batches chained
     between them (replayed once the last part is in)."""
 
     id: int
     part: int
-    chain: int
+    chain: Chain
     held: list[tuple[int, ChangelogRecord, bytes, int]] = field(default_factory=list)
     """(offset, head, encoded record, where its writes start) of each batch held."""
 
@@ -457,7 +482,7 @@ class EnginePartition:
         loading: _Loading | None = None
         loaded_any = False
         tally = _Tally()
-        current = marker
+        current = Chain(marker)
         for offset, value in log.read(topic, p, max(marker, low)):
             if alive is not None:
                 alive()
@@ -467,17 +492,19 @@ class EnginePartition:
                 if snap is not None and snap["part"] == 0:
                     if loaded_any:  # what was loaded is no complete snapshot
                         self.store.wipe()
-                    loading = _Loading(snap["id"], 0, offset)
+                    loading = _Loading(snap["id"], 0, Chain(offset))
+                    loading.chain.take(rec, offset)
                 elif loading is None:
                     continue
                 elif snap is None:
-                    if rec.prev == loading.chain:
+                    if loading.chain.follows(rec):
                         loading.held.append((offset, rec, value, at))
-                        loading.chain = offset
+                        loading.chain.take(rec, offset)
                     continue
                 elif (snap["id"] == loading.id and snap["part"] == loading.part + 1
-                      and rec.prev == loading.chain):
-                    loading.part, loading.chain = snap["part"], offset
+                      and loading.chain.follows(rec)):
+                    loading.part = snap["part"]
+                    loading.chain.take(rec, offset)
                 else:  # not the next part: what was loaded is no complete snapshot
                     loading = None
                     continue
@@ -491,26 +518,27 @@ class EnginePartition:
                         tally.passed(held, len(data))
                     self.store.set_marker(offset)
                     tally.completed(snap)
-                    current = offset
+                    current = loading.chain
                     need_snapshot = False
                 continue
             if offset == marker:  # the record this database reflects
+                current.take(rec, offset)
                 if snap is None:
                     tally.passed(rec, len(value))
                 else:
                     tally.resume(rec)
                 continue
-            if rec.prev != current:  # written by a writer that had lost the partition
+            if not current.follows(rec):  # written by a writer that had lost the partition
                 continue
             if snap is None:
                 self.store.apply_encoded(value, at, offset)
             tally.passed(rec, len(value))
-            current = offset
+            current.take(rec, offset)
         if need_snapshot:
             raise RuntimeError(
                 f"changelog {topic}[{p}] starts at {low} but holds no complete snapshot "
                 "from there: the partition's state cannot be rebuilt")
-        self.cl_offset = current
+        self.cl_offset = current.offset
         self.since_snapshot = tally.since
         self.snapshot_bytes = tally.snapshot_bytes
 

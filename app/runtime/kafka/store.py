@@ -668,12 +668,17 @@ class ChangelogRecord:
 
     ``prev`` is the offset of the changelog record this one continued from (a chain:
     a record whose ``prev`` is not the last applied offset was written by a stale
-    writer and is ignored on replay).
+    writer and is ignored on replay).  A transaction may hold more than one record of a
+    partition (a snapshot part, then the batch): each names the transaction (``w``, a
+    token its writer drew) and its place in it (``n``), and all carry the ``prev`` of
+    the first, whose offset none of them can know when it is written.
     """
 
     prev: int
     meta: dict[str, Any] = field(default_factory=dict)
     writes: list[tuple[bytes, bytes | None]] = field(default_factory=list)
+    w: str = ""
+    n: int = 0
 
     @property
     def snapshot(self) -> dict[str, int] | None:
@@ -682,7 +687,8 @@ class ChangelogRecord:
         return self.meta.get("snapshot")
 
     def encode(self) -> bytes:
-        head = json.dumps({"prev": self.prev, "meta": self.meta},
+        head = json.dumps({"prev": self.prev, "w": self.w, "n": self.n, "meta": self.meta}
+                          if self.w else {"prev": self.prev, "meta": self.meta},
                           separators=(",", ":")).encode()
         writes = self.writes
         n = len(writes)
@@ -709,7 +715,8 @@ class ChangelogRecord:
             raise ValueError("not a kepl changelog record")
         (n,) = _U32.unpack_from(data, 4)
         head = json.loads(data[8:8 + n])
-        return cls(head["prev"], head["meta"]), 8 + n
+        return cls(head["prev"], head["meta"], w=head.get("w", ""),
+                   n=head.get("n", 0)), 8 + n
 
 
 def _record_entries(data: bytes, i: int) -> tuple[list[bytes], list[bytes | None]]:

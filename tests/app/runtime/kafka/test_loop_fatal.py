@@ -41,7 +41,8 @@ _RUN = textwrap.dedent("""
     w.metrics = w.metrics_port = w.http = w.trace = None
     w.stopping = False
     w.data_dir = Path(sys.argv[1])
-    w.out = w.assignment = SimpleNamespace(close=nothing)
+    learnt = sys.argv[3] if len(sys.argv) > 3 else None
+    w.out = w.assignment = SimpleNamespace(close=nothing, fatal_reason=lambda: learnt)
     def step():
         raise KafkaException(KafkaError(KafkaError._FENCED, sys.argv[2], fatal=True))
     w.step = step
@@ -60,3 +61,18 @@ def test_a_fatal_error_raised_by_a_client_call_exits_fenced_in_one_line(
         "kepl.worker CRITICAL worker stops: kafka client: producer fenced "
         "(another worker owns its partitions now)")
     assert (tmp_path / "last-exit").read_text() == f"{EXIT_FENCED}\n"
+
+
+def test_a_produce_that_raced_the_call_that_learnt_the_fence_says_that_calls_reason(
+        tmp_path: Path) -> None:
+    """A produce raised while the transaction's offsets were being sent on their own
+    thread, which learnt the fence: the line gives that call's reason, not the produce's
+    bare "Fatal error"."""
+    proc = subprocess.run([sys.executable, "-c", _RUN, str(tmp_path),
+                           "Unable to produce message: Local: Fatal error",
+                           "send_offsets_to_transaction: producer fenced"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == EXIT_FENCED, proc.stderr
+    assert proc.stderr.splitlines()[-1].split(" ", 2)[2] == (
+        "kepl.worker CRITICAL worker stops: send_offsets_to_transaction: producer fenced "
+        "(another worker owns its partitions now)")

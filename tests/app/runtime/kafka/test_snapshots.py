@@ -22,7 +22,7 @@ import pytest
 
 from app.runtime.kafka.checkpoint import CheckpointRound
 from app.runtime.kafka.config import AppConfig
-from app.runtime.kafka.partition import EnginePartition, InRecord, SnapshotPolicy
+from app.runtime.kafka.partition import Chain, EnginePartition, InRecord, SnapshotPolicy
 from app.runtime.kafka.reader import Deduper
 from app.runtime.kafka.store import ChangelogRecord, entry_size
 from app.runtime.kafka.topology import Topology
@@ -260,9 +260,15 @@ def test_a_snapshot_written_part_by_part_holds_the_state_it_began_with(tmp_path:
         between = [ChangelogRecord.decode(log.history[o])
                    for o in range(offsets[0] + 1, offsets[-1]) if o not in offsets]
         assert between and all(r.snapshot is None for r in between)  # interleaved
-        chain = [ChangelogRecord.decode(log.history[o])
-                 for o in range(offsets[0], offsets[-1] + 1)]
-        assert [r.prev for r in chain[1:]] == list(range(offsets[0], offsets[-1]))
+        # one chain, each part first in its checkpoint's transaction and that
+        # checkpoint's batch after it in the same one
+        at = Chain(offsets[0])
+        at.take(ChangelogRecord.decode(log.history[offsets[0]]), offsets[0])
+        for o in range(offsets[0] + 1, offsets[-1] + 1):
+            rec = ChangelogRecord.decode(log.history[o])
+            assert at.follows(rec)
+            assert rec.n == (1 if o - 1 in offsets and o not in offsets else 0)
+            at.take(rec, o)
     assert log.low == d.snapshots[-1][0]
     d.close()
 
@@ -636,3 +642,31 @@ def test_status_reports_the_snapshot_the_changelog_begins_with(tmp_path: Path) -
         "bytes": d.part.snapshot_bytes}
     assert _first_snapshot(log, "changelog", 0, offsets[0] + 1) is None  # not a first part
     d.close()
+
+
+def test_records_of_one_transaction_chain_by_its_token_not_a_stale_writers(
+        tmp_path: Path) -> None:
+    """Two records of one transaction share ``prev`` (the second cannot know the first's
+    offset): the second follows by the transaction's token and place, so a stale
+    writer's records with the same ``prev`` and places, interleaved, are passed over."""
+    meta = {"group": "main", "partition": 0}
+
+    def rec(prev: int, w: str, n: int, key: bytes) -> bytes:
+        return ChangelogRecord(prev, meta, [(key, b"v")], w=w, n=n).encode()
+
+    log = TruncLog()
+    for value in (rec(-1, "live1", 0, b"a0"), rec(-1, "stale", 0, b"z0"),
+                  rec(-1, "live1", 1, b"a1"), rec(-1, "stale", 1, b"z1"),
+                  rec(2, "live2", 0, b"a2"), rec(-1, "stale", 2, b"z2"),
+                  rec(2, "live2", 2, b"z3"), rec(2, "stale", 1, b"z4"),
+                  rec(4, "live3", 0, b"a3")):
+        log.append(value)
+    part = EnginePartition(GROUP, 0, tmp_path / "db", [UP], "changelog", None)
+    part.restore(log)
+    assert part.cl_offset == 8
+    assert sorted(k for k, _ in part.store.state_items() if k[:1] in (b"a", b"z")) == [
+        b"a0", b"a1", b"a2", b"a3"]
+    part.close()
+    # an earlier changelog's records carry neither token nor place: a plain chain
+    assert ChangelogRecord.decode_head(ChangelogRecord(3, meta).encode())[0] == \
+        ChangelogRecord(3, meta)
