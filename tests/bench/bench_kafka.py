@@ -545,7 +545,7 @@ def breakdown(samples: list[tuple[float, float, float, int]], trace: Path
             out[name] = [statistics.mean(r[1][k] for r in band) for k in range(len(STAGES))]
     steps = {"ckpt total": (0, 5), "ckpt seal+produce": (0, 1), "ckpt send offsets": (1, 2),
              "ckpt commit txn": (2, 3), "ckpt local writes": (3, 6),
-             "ckpt snapshot parts": (6, 4)}
+             "ckpt snapshot start": (6, 4)}
     for label, (a, b) in steps.items():
         d = sorted(c[b] - c[a] for c in ckpts)
         if d:

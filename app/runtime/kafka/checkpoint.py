@@ -619,7 +619,6 @@ class CheckpointRound:
         if sealed:
             self.seam.at("after_flush")
         inputs.mark_committed(offsets)
-        marks["snapshot"] = time.time()
         if inline:
             self._parts_committed(parts, inline)
         for key, part, size in sealed:
@@ -629,6 +628,7 @@ class CheckpointRound:
             if key not in done_keys:
                 part.committed_unchanged()
         result.sealed = len(sealed)
+        marks["snapshot"] = time.time()
         for _key, part, _size in sealed:
             if part.snapshot_due():
                 part.start_snapshot()
