@@ -40,11 +40,11 @@ chained like any record.  The parts are written a few at a time, one ``part_byte
 in each checkpoint's transaction, ahead of its batch (``start_snapshot``,
 ``snapshot_part``, ``snapshot_part_committed``; ``Chain`` links two records of one
 transaction), from a RocksDB iterator pinned at the state the snapshot began with; the
-batches of the checkpoints in between are chained between the parts.  So the loop never stops for a
-whole snapshot, only for one part.  Once the last part is durable the worker deletes the
-records before the first part (Kafka DeleteRecords, best effort).  A snapshot costs at
-most 1/factor of the changelog bytes written before it, so the state writes per event
-stay O(1) amortized.
+batches of the checkpoints in between are chained between the parts.  So the loop never
+stops for a whole snapshot, only for one part.  Once the last part is durable the worker
+deletes the records before the first part (Kafka DeleteRecords, best effort).  A snapshot
+costs at most 1/factor of the changelog bytes written before it, so the state writes per
+event stay O(1) amortized.
 
 ``restore`` starts at the partition's low watermark.  A local database whose marker is
 at or after ``low watermark - 1`` continues from its marker (snapshot parts on its chain
