@@ -944,11 +944,34 @@ class PatternMatcher:
             return []
         self.now = now_ms
         out = self.out = []
-        for node in sorted(listening.values(), key=lambda n: n.order):
+        for node in self._dispatch_order(listening.values()):
             if node.alive and node.test(event):
                 node.fire(event)
         self.flush()
         return out
+
+    def _dispatch_order(self, listening: Any) -> list[_FilterNode]:
+        """The listening filters in the order an event reaches them: the order they
+        started, except that instances of one filter Esper indexes by a value of theirs
+        (``Filter.ordered_by``) come first, in ascending order of it (its sorted filter
+        index; Esper ref. 15.18), followed by the filters without criteria (those at the
+        index tree's root).  Beside any other filter the start order stays."""
+        nodes = sorted(listening, key=lambda n: n.order)
+        ranged = [n for n in nodes if n.spec.ordered_by is not None]
+        if len(ranged) < 2:
+            return nodes
+        spec = ranged[0].spec
+        if any(n.spec is not spec and n.spec.predicate is not None for n in nodes):
+            return nodes
+        keyed = []
+        for n in ranged:
+            value = spec.ordered_by((None, self.visible(n.tags)), self.ctx)
+            keyed.append(((value is None, value if value is not None else 0), n))
+        try:
+            keyed.sort(key=lambda kv: kv[0])
+        except TypeError:  # values of types that do not compare: no index order
+            return nodes
+        return [n for _, n in keyed] + [n for n in nodes if n.spec is not spec]
 
     def on_time(self, now_ms: int) -> Rows:
         """Fire every timer due at or before ``now_ms``, each at its own due time."""

@@ -39,6 +39,9 @@ class Filter:
     predicate: PatternExpr | None = None
     text: str = field(default="", compare=False)
     """The filter criteria as written (for describe only)."""
+    ordered_by: PatternExpr | None = field(default=None, compare=False)
+    """The value an instance's filter compares the event with, where Esper's filter index
+    orders instances by it (``PatternMatcher.on_event``); None: start order."""
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from typing import Any
 from app.epl import ast
 from app.epl.errors import did_you_mean, verr
 from app.epl.expr import Scope, compile_expr, constant_value, text_of, time_period_ms
+from app.epl.walk import conjuncts
 from app.runtime.catalog import NotSupported
 from operators.patterns import spec as ps
 from operators.patterns.crontab import CronSpec
@@ -205,6 +206,57 @@ def _const_bound(node: ast.Node | None) -> int | None:
     return int(value)
 
 
+_RELATIONS = frozenset({"<", "<=", ">", ">="})
+
+
+def _range_constant(expr: ast.Node | None, props: Any, tags: frozenset[str]
+                    ) -> ps.PatternExpr | None:
+    """For a filter that compares one event property with a property of an earlier tag
+    (``b=Ev(k = a.k, v > a.v)``), the value each instance compares with (``a.v``), else
+    None.  Esper indexes such a filter by that value in a sorted map (Esper ref. 15.18
+    compiler filter expression analysis), so one event that passes several instances'
+    filters completes them in ascending order of it; the filter's other parts may only
+    be equalities or comparisons with constants, which do not order them."""
+    found: list[tuple[str, str]] = []
+    for c in conjuncts(expr):
+        if not isinstance(c, ast.Binary) or c.op not in _RELATIONS | {"="}:
+            return None
+        sides = [_side(x, props, tags) for x in (c.left, c.right)]
+        kinds = [kind for kind, _ in sides]
+        if kinds.count("prop") != 1 or "other" in kinds:
+            return None
+        tagged = next((ref for kind, ref in sides if kind == "tag"), None)
+        if c.op in _RELATIONS and tagged is not None:
+            found.append(tagged)
+    if len(found) != 1:
+        return None
+    tag, prop = found[0]
+
+    def constant(arg: tuple[Any, dict[str, Any]], ctx: Any) -> Any:
+        row = arg[1].get(tag)
+        return row.get(prop) if isinstance(row, dict) else None
+
+    return constant
+
+
+def _side(node: ast.Node, props: Any, tags: frozenset[str]
+          ) -> tuple[str, tuple[str, str] | None]:
+    """What one side of a filter's comparison is: the event's property ("prop"), an
+    earlier tag's property ("tag", with the tag and property), a constant ("const"), or
+    anything else ("other")."""
+    if isinstance(node, ast.Name):
+        if len(node.parts) == 1 and node.parts[0] in props and node.parts[0] not in tags:
+            return "prop", None
+        if len(node.parts) == 2 and node.parts[0] in tags:
+            return "tag", (node.parts[0], node.parts[1])
+        return "other", None
+    try:
+        constant_value(node)
+    except ValueError:
+        return "other", None
+    return "const", None
+
+
 def _node(planner: Any, n: ast.Node, tags: frozenset[str], variables: frozenset[str],
           arrays: frozenset[str] = frozenset(), subqueries: Any = None) -> Any:
     if isinstance(n, ast.PFilter):
@@ -224,7 +276,8 @@ def _node(planner: Any, n: ast.Node, tags: frozenset[str], variables: frozenset[
                                                    outer_names=frozenset({n.type_name})))
             pred = compile_expr(n.filter, scope)
         return ps.Filter(n.tag, n.type_name, pred,
-                         text_of(n.filter) if n.filter is not None else "")
+                         text_of(n.filter) if n.filter is not None else "",
+                         _range_constant(n.filter, props, tags - arrays))
     if isinstance(n, ast.PEvery):
         return ps.Every(_node(planner, n.child, tags, variables, arrays, subqueries))
     if isinstance(n, ast.PEveryDistinct):
