@@ -908,6 +908,10 @@ class PatternMatcher:
         self.plan = plan
         self.all_tags = tuple(dict.fromkeys(
             n.tag for n in plan.nodes if isinstance(n, Filter) and n.tag))
+        self.index_ordered = frozenset(
+            n.type_name for n in plan.nodes if isinstance(n, Filter) and n.ordered_by)
+        """Types with a filter Esper's index orders by an instance's value
+        (``_dispatch_order``); the others' filters take an event in start order."""
         self.state = state
         self.ctx = ctx
         self.tz = tz
@@ -944,19 +948,21 @@ class PatternMatcher:
             return []
         self.now = now_ms
         out = self.out = []
-        for node in self._dispatch_order(listening.values()):
+        nodes = sorted(listening.values(), key=lambda n: n.order)
+        if type_name in self.index_ordered:
+            nodes = self._dispatch_order(nodes)
+        for node in nodes:
             if node.alive and node.test(event):
                 node.fire(event)
         self.flush()
         return out
 
-    def _dispatch_order(self, listening: Any) -> list[_FilterNode]:
+    def _dispatch_order(self, nodes: list[_FilterNode]) -> list[_FilterNode]:
         """The listening filters in the order an event reaches them: the order they
         started, except that instances of one filter Esper indexes by a value of theirs
         (``Filter.ordered_by``) come first, in ascending order of it (its sorted filter
         index; Esper ref. 15.18), followed by the filters without criteria (those at the
         index tree's root).  Beside any other filter the start order stays."""
-        nodes = sorted(listening, key=lambda n: n.order)
         ranged = [n for n in nodes if n.spec.ordered_by is not None]
         if len(ranged) < 2:
             return nodes
