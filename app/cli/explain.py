@@ -178,8 +178,9 @@ def topics_of(topology: Any, name: str) -> list[str]:
         if plan.kind in STATEMENT_KINDS:
             out.append(f"topic out {config.output_topic(name)} ({_count(g.partitions)})")
         out += _split_lines(topology, g, plan)
+        out += _forwarding(topology, g, plan)
         ups = len(g.upstreams(0, topology.source_upstreams()))
-        if ups > 1:
+        if ups > 1 and not g.fed_by:  # a fed group's wait: ``_forwarding``
             out.append(f"wait  events of {ups} source partitions merge in timestamp order "
                        "at each watermark: rows wait for it")
         return out
@@ -212,14 +213,21 @@ def _split_lines(topology: Any, g: Any, plan: Any) -> list[str]:
                 f"{_count(g.partitions)}: each group's rows in order, numbered per group "
                 "(context_partition = group key); no order across groups"]
     schemas = split_schemas(topology.catalog, topology.config, topology.plans)
-    feeds = _feeds(topology, plan, schemas) if plan.insert_into is not None else None
+    forwarded = _forwarded_to(topology, plan, schemas)
+    feeds = (_feeds(topology, plan, schemas) if plan.insert_into is not None
+             and forwarded is None else None)
     if feeds is not None:
         return [feeds]
-    split = split_of(plan, topology.plans, schemas)
+    split = split_of(plan, topology.plans, schemas, forwarded is not None)
     if isinstance(split, str):
         return [f"split not partitioned by {split_key(plan)} key: {split}"]
     # the statements inserting into a stream it reads split with it (``Feeder``)
     feeders = feeding(split, topology.plans, topology.config)
+    if _reads_forwarded(topology, split, feeders):
+        names = ", ".join(f"'{p.name}'" for p in feeders)
+        return [f"split can be partitioned by {split.kind} key ({split.describe()}), "
+                f"reading {split.type_name} through its repartition topic from the engine "
+                f"partitions of {names}: statement_partitions: {{{plan.name}: N}}"]
     for p in feeders:
         found = feeder_for(split, p, topology.plans)
         if isinstance(found, str):
@@ -230,6 +238,35 @@ def _split_lines(topology: Any, g: Any, plan: Any) -> list[str]:
             f"statement_partitions: {{{named}}}"]
 
 
+def _reads_forwarded(topology: Any, split: Any, feeders: list[Any]) -> bool:
+    """Whether a split statement would read its one stream through its repartition
+    topic (``topology.forwarded_streams``): no feeding statement splits with it."""
+    from app.runtime.kafka.topology import Feeder, feeder_for
+
+    return (bool(feeders) and not split.others and not split.arms
+            and split.type_name not in topology.config.schemas
+            and not any(isinstance(feeder_for(split, p, topology.plans), Feeder)
+                        for p in feeders))
+
+
+def _forwarded_to(topology: Any, plan: Any, schemas: dict[str, dict[str, str]]
+                  ) -> str | None:
+    """The splittable statement that would read what ``plan`` inserts into through its
+    repartition topic, if one does."""
+    from app.runtime.kafka.topology import consumed_types, feeding, split_of
+
+    if plan.insert_into is None:
+        return None
+    for reader in topology.plans:
+        if reader is plan or plan.insert_into not in consumed_types(reader):
+            continue
+        split = split_of(reader, topology.plans, schemas)
+        if not isinstance(split, str) and _reads_forwarded(
+                topology, split, feeding(split, topology.plans, topology.config)):
+            return str(reader.name)
+    return None
+
+
 def _feeds(topology: Any, plan: Any, schemas: dict[str, dict[str, str]]) -> str | None:
     """How a statement inserting into a stream a splittable statement reads could split
     with it (``feed_split``), or why not; None when no such statement reads it."""
@@ -238,7 +275,8 @@ def _feeds(topology: Any, plan: Any, schemas: dict[str, dict[str, str]]) -> str 
     for reader in topology.plans:
         if reader is plan or plan.insert_into not in consumed_types(reader):
             continue
-        split = split_of(reader, topology.plans, schemas)
+        split = split_of(reader, topology.plans, schemas,
+                         _forwarded_to(topology, reader, schemas) is not None)
         if isinstance(split, str):
             continue
         found = feeder_for(split, plan, topology.plans)
@@ -247,6 +285,30 @@ def _feeds(topology: Any, plan: Any, schemas: dict[str, dict[str, str]]) -> str 
         return (f"split can be partitioned by {found.text} with {reader.name}, which reads "
                 f"it: statement_partitions: {{{plan.name}: N, {reader.name}: N}}")
     return None
+
+
+def _forwarding(topology: Any, g: Any, plan: Any) -> list[str]:
+    """What a statement forwards to a split statement of another group through that
+    one's repartition topic, or what it reads so (``Group.forwards``, ``fed_by``)."""
+    from app.runtime.kafka.topology import STATEMENT_KINDS
+
+    config = topology.config
+    out = []
+    reader = g.forwards.get(plan.insert_into or "")
+    if reader is not None:
+        b = topology.groups[reader]
+        assert b.split is not None
+        out.append(f"feed  {plan.insert_into} -> {config.repartition_topic(reader)} "
+                   f"({_count(b.partitions)}, by crc32({b.split.describe()}) mod "
+                   f"{b.partitions}): each event at its engine time, each watermark "
+                   "after the events before it")
+    if g.fed_by and plan.kind in STATEMENT_KINDS and g.split is not None \
+            and plan.name in g.statements:
+        fed = ", ".join(f"'{name}' ({_count(n)})" for name, n in g.fed_by)
+        out.append(f"wait  reads {g.split.type_name} from the engine partitions of {fed}: "
+                   "each event runs at its time once all of them passed it; events of "
+                   "one time from two of them in partition order")
+    return out
 
 
 def _mr_routing(topology: Any, group: Any, plan: Any) -> str:

@@ -178,6 +178,10 @@ class Engine:
         self._prio: dict[Any, tuple] = {}
         self._seq = 0
         self._queue: deque[tuple[str, Row]] = deque()
+        self.exports: frozenset[str] = frozenset()
+        """Streams whose inserted events also go to ``on_export`` (Kafka: statements of
+        another engine group read them, fed through their repartition topic)."""
+        self.on_export: Callable[[str, Row, int], None] | None = None
         self._held: list[tuple[str, Rows, Rows, list[tuple[_Stmt, Any, Any, bool]]]] = []
         """Named-window changes not yet handed to their consumers (``_window_changed``)."""
         self._before_change: tuple[str, Any, Rows, Rows] | None = None
@@ -939,7 +943,10 @@ class Engine:
             if self._held:
                 self._dispatch_windows()
             else:
-                self._process(*self._queue.popleft())
+                type_name, event = self._queue.popleft()
+                if type_name in self.exports:
+                    self.on_export(type_name, event, self.now_ms)  # type: ignore[misc]
+                self._process(type_name, event)
             self._notify_variables()
 
     def _fast_steps(self, type_name: str) -> tuple[Callable[[Row, int], None], ...] | None:

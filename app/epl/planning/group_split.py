@@ -62,7 +62,7 @@ left or right outer join, the preserved side's, which every row carries).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from app.epl import ast
@@ -215,15 +215,21 @@ def split_key(plan: Any) -> str:
 
 
 def group_split(plan: Any, stmt: Any, variables: Iterable[str] = (),
-                schemas: dict[str, dict[str, str]] | None = None) -> GroupSplit | str:
+                schemas: dict[str, dict[str, str]] | None = None,
+                forwarded: bool = False) -> GroupSplit | str:
     """The split of a planned statement by its group key (a join's: by its join key), or
     why it cannot be split.
 
     ``stmt``: its parsed ``SelectStatement``; ``variables``: the app's variable names;
-    ``schemas``: the event types' properties (a join's key types are compared).
+    ``schemas``: the event types' properties (a join's key types are compared);
+    ``forwarded``: the statements reading its ``insert into`` are fed through their own
+    repartition topic, which merges the rows of every partition in time order, so its
+    insert into does not keep it whole.
     """
     if plan.kind != "query" or not isinstance(stmt, ast.SelectStatement):
         return "not a select statement"
+    if forwarded:
+        stmt = replace(stmt, insert_into=None)
     if plan.context is not None:
         return f"runs in context {plan.context}"
     p = plan.pipeline

@@ -106,6 +106,7 @@ class Assignment:
                                self.config.changelog_topic(g.name), self.snapshots,
                                adjacent=not self.exactly_once)
         part.escalate = g.direct
+        part.forward_to = self.wiring.forward_to.get(g.name, {})
         if self.metrics is not None:
             part.timing = StatementTiming()  # its engine keeps it on every load
         if self.retained is not None:

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 from app.runtime.kafka import brokers, client, codec
 from app.runtime.kafka.refusals import refused
-from app.runtime.kafka.router import H_ERROR, H_SOURCE
+from app.runtime.kafka.router import H_ERROR, H_SOURCE, encode_bundles
 
 log = logging.getLogger("kepl.checkpoint")
 
@@ -578,6 +578,13 @@ class CheckpointRound:
         inline = self._inline_parts(parts, txn)
         for key, part in parts.items():
             rec = part.seal()
+            if part.forwards:
+                # events and watermarks for a statement reading them through its
+                # repartition topic (``EnginePartition._on_export``)
+                for (topic, q), entries in part.forwards.items():
+                    for value in encode_bundles(entries):
+                        out.produce(topic, value, q)
+                part.forwards = {}
             for d in part.dead:
                 result.dead += 1
                 source = f"{d.record.upstream.replace(':', '/')}/{d.record.offset}"

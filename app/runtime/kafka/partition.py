@@ -332,6 +332,9 @@ class _BatchFailed(Exception):
 
 _TS = itemgetter(4)
 """An ``InRecord``'s ``ts``."""
+FORWARDED = "\x00forwarded"
+"""The row counter numbering what an engine partition forwards (``_on_export``): no
+statement name starts with a zero."""
 ARM_TOUCH = "\x00arm"
 """The type name of a held arming touch (``_arm_at``; its payload: the arming event's
 type): no event type starts with a zero."""
@@ -438,6 +441,13 @@ class EnginePartition:
         """Sampled processing time per statement, once the metrics ask (``timing``)."""
         self.rebuilt = ""
         """What the last such replay did (said once the partition is restored)."""
+        self.forward_to: dict[str, tuple[str, Group]] = {}
+        """Stream -> (repartition topic, group) of the split statement reading it there
+        (``Group.forwards``; set by the worker before the restore)."""
+        self.forwards: dict[tuple[str, int], list[list[Any]]] = {}
+        """(repartition topic, partition) -> bundle entries forwarded since the last
+        checkpoint (``_on_export``), produced in its transaction."""
+        self._forwarded: RowCounter | None = None
 
     # -- life cycle --------------------------------------------------------------
     def restore(self, log: ChangelogLog, alive: Callable[[], None] | None = None) -> None:
@@ -559,6 +569,11 @@ class EnginePartition:
         engine = Engine(store=self.store, now_ms=self.now)
         engine.timing = self.timing
         engine.listeners.append(self._on_rows)
+        self.forwards = {}
+        if self.forward_to:
+            engine.exports = frozenset(self.forward_to)
+            engine.on_export = self._on_export
+            self._forwarded = self.counter((FORWARDED, ""))
         spec = self.group.hash_spec
         for plan in self.group.plans:
             if plan.kind == "context" and plan.context_spec is spec:
@@ -696,7 +711,7 @@ class EnginePartition:
         self.store.rollback()
         self.outputs.clear()
         self._keep_poison_dead()
-        self.load()
+        self.load()  # forwards too
         for r in self._since_commit:
             self._handle(r)
 
@@ -1076,6 +1091,32 @@ class EnginePartition:
         target = max(int(t), self.engine.now_ms)
         self.engine.advance_time(target)
         self.barrier = (target, wid)
+        if self._forwarded is not None:
+            self._forward_barrier(target, wid)
+
+    def _on_export(self, stream: str, event: Any, now: int) -> None:
+        """An event inserted into a stream read through a repartition topic: an entry
+        bound for the partition of its key there, numbered by this partition's forward
+        counter (its readers' ``applied`` offset of upstream ``group/partition``) and
+        stamped with the engine's time, at which the reader holds it."""
+        topic, reader = self.forward_to[stream]
+        q = reader.partition_of(stream, event)
+        if q is None:
+            return
+        assert self._forwarded is not None
+        entry = ["event", stream, f"{self.group.name}/{self.partition}",
+                 self.next_seq(self._forwarded), now, None, event]
+        self.forwards.setdefault((topic, q), []).append(entry)
+
+    def _forward_barrier(self, t: int, wid: str) -> None:
+        """A completed watermark, after the events it released: to every partition
+        reading what this one forwards, which merges its upstreams' epochs by it."""
+        assert self._forwarded is not None
+        entry = ["barrier", "", f"{self.group.name}/{self.partition}",
+                 self.next_seq(self._forwarded), 0, None, {"t": t, "id": wid}]
+        for topic, reader in {v[0]: v[1] for v in self.forward_to.values()}.items():
+            for q in range(reader.partitions):
+                self.forwards.setdefault((topic, q), []).append(entry)
 
     def _context_partition(self, pid: Any) -> tuple[str, dict[str, RowCounter]]:
         """``kepl.context_partition`` of a row: the same whichever worker runs it; with
@@ -1308,6 +1349,7 @@ class EnginePartition:
         self.store.rollback()
         self.writing = None
         self.outputs = []
+        self.forwards = {}
         self.dead = []
         self._since_commit = []
         self.sealed = None

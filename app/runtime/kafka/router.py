@@ -81,7 +81,9 @@ class Routing:
         """Source topic -> the decoder of its non-JSON records (``formats``)."""
         routed = topology.routed_groups()
         self.barrier_targets = [(cfg.repartition_topic(g.name), q)
-                                for g in routed for q in range(g.partitions)]
+                                for g in routed if not g.fed_by for q in range(g.partitions)]
+        """Every repartition partition but those of groups fed by other engine
+        partitions, whose watermarks come from them (``Group.fed_by``)."""
         self._route_of: dict[str, list[tuple[str, Group]]] = {
             t: [(cfg.repartition_topic(g.name), g) for g in routed
                 if g.types & set(self.types_of[t])]

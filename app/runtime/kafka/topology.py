@@ -78,6 +78,7 @@ from app.epl.planning.group_split import (
 from app.runtime.catalog import Catalog, NotSupported
 from app.runtime.kafka import client
 from app.runtime.kafka.config import MAIN_GROUP, SOURCE, AppConfig, ConfigError
+from app.runtime.kafka.eventtime import EventTime
 from app.runtime.kafka.mr_routing import mr_route_in
 from app.runtime.kafka.reads import assigned_variables as _assigned_variables
 from app.runtime.kafka.reads import names_read as _names_read
@@ -154,13 +155,22 @@ class Group:
     from the app's deployment record (``deployments.apply_resets``)."""
     replays: dict[str, int] = field(default_factory=dict)
     """Statement -> the version that rebuilt it from-earliest (``rebuild``)."""
+    forwards: dict[str, str] = field(default_factory=dict)
+    """Stream this group's statements insert into -> the group whose split statement
+    reads it through its repartition topic (``forwarded_streams``)."""
+    fed_by: list[tuple[str, int]] = field(default_factory=list)
+    """The groups (name, partitions) whose engine partitions forward this group its
+    events: its only upstreams."""
     _ctx: PartitionCtx = field(default_factory=PartitionCtx, repr=False)
     _routes: dict[str, int] = field(default_factory=dict, repr=False)
     """Key text -> partition, for the keys seen lately (bounded by ``ROUTE_CACHE``)."""
 
     def upstreams(self, partition: int, all_sources: list[str]) -> list[str]:
         """``topic:partition`` names whose barriers engine partition ``partition`` waits
-        for: its own source partitions when direct, else every source partition."""
+        for: its own source partitions when direct, the engine partitions of the groups
+        feeding it (``group/partition``), else every source partition."""
+        if self.fed_by:
+            return sorted(f"{g}/{q}" for g, n in self.fed_by for q in range(n))
         if self.direct:
             return sorted(f"{t}:{partition}" for t in self.topics)
         return all_sources
@@ -383,7 +393,7 @@ class Topology:
                 continue
             groups[g.name] = g
             owner[spec.name] = g.name
-        split_owner = _split_groups(config, plans, groups, catalog)
+        split_owner, forwarded = _split_groups(config, plans, groups, catalog)
         declared = {p.context_spec.name for p in plans if p.kind == "context"}
         by_statement: dict[str, str] = {}  # match_recognize statement -> its group
         for p in plans:
@@ -432,6 +442,7 @@ class Topology:
             g.topics = sorted({config.topic_of(t) for t in g.types})
         for g in groups.values():
             g.event_time = config.event_time
+        _forward(plans, groups, split_owner, forwarded)
         main = groups[MAIN_GROUP]
         main.direct = all(counts.get(t, 1) == 1 for t in main.topics)
         for g in groups.values():
@@ -534,15 +545,17 @@ SOURCE_CONFIG = {"retention.ms": "-1", "retention.bytes": "-1",
 
 
 def split_of(plan: StatementPlan, plans: list[StatementPlan],
-             schemas: dict[str, dict[str, str]] | None = None) -> GroupSplit | str:
+             schemas: dict[str, dict[str, str]] | None = None,
+             forwarded: bool = False) -> GroupSplit | str:
     """How a statement splits by its group key (a join: its join key), or why it cannot
-    (``group_split``); ``schemas``: the app's event types."""
+    (``group_split``); ``schemas``: the app's event types; ``forwarded``: its insert into
+    is read through a repartition topic (``forwarded_streams``)."""
     from app.epl.parser import parse_statement
 
     if plan.kind != "query":
         return "not a select statement"
     variables = {p.variable or p.name for p in plans if p.kind == "variable"}
-    return group_split(plan, parse_statement(plan.epl), variables, schemas)
+    return group_split(plan, parse_statement(plan.epl), variables, schemas, forwarded)
 
 
 def split_schemas(catalog: Catalog, config: AppConfig,
@@ -588,21 +601,31 @@ def feeder_for(split: GroupSplit, p: StatementPlan, plans: list[StatementPlan]
 
 
 def _split_groups(config: AppConfig, plans: list[StatementPlan], groups: dict[str, Group],
-                  catalog: Catalog) -> dict[str, str]:
+                  catalog: Catalog) -> tuple[dict[str, str], dict[str, str]]:
     """A group per statement of ``statement_partitions`` (with the statements feeding it
-    its ``insert into`` streams); statement name -> group name."""
+    its ``insert into`` streams); returns statement name -> group name, and each stream
+    forwarded to a split statement through its repartition topic -> that statement
+    (``forwarded_streams``)."""
     by_name = {p.name: p for p in plans}
-    schemas = split_schemas(catalog, config, plans)
-    splits: dict[str, GroupSplit | str] = {}
     for name in config.statement_partitions:
-        plan = by_name.get(name)
-        if plan is None:
+        if name not in by_name:
             raise ConfigError(f"statement_partitions: no statement named '{name}'")
-        splits[name] = split_of(plan, plans, schemas)
+    schemas = split_schemas(catalog, config, plans)
+    forwarded: dict[str, str] = {}
+    # a statement may split once what it inserts into is forwarded, and then be read
+    # through a repartition topic itself: until nothing changes
+    for _ in range(len(config.statement_partitions) + 1):
+        splits = {name: split_of(by_name[name], plans, schemas,
+                                 by_name[name].insert_into in forwarded)
+                  for name in config.statement_partitions}
+        found = forwarded_streams(config, plans, splits)
+        if found == forwarded:
+            break
+        forwarded = found
     fed: dict[str, str] = {}  # feeding statement -> the split statement it runs with
     for name, n in config.statement_partitions.items():
         split = splits[name]
-        if not isinstance(split, GroupSplit):
+        if not isinstance(split, GroupSplit) or name in forwarded.values():
             continue
         feeders = _feeders(config, plans, name, n, split)
         if feeders:
@@ -615,13 +638,74 @@ def _split_groups(config: AppConfig, plans: list[StatementPlan], groups: dict[st
         split = splits[name]
         if isinstance(split, str):
             raise ConfigError(f"statement_partitions: statement '{name}' cannot be split by "
-                              f"its {split_key(by_name[name])} key: {split}")
+                              f"its {split_key(by_name[name])} key: {split}"
+                              + _nor_with(config, plans, by_name[name], splits, forwarded))
         g = Group(_group_name(name, groups), n, split=split)
         groups[g.name] = g
         out[name] = g.name
     for feeder, name in fed.items():
         out[feeder] = out[name]
+    return out, forwarded
+
+
+def _nor_with(config: AppConfig, plans: list[StatementPlan], plan: StatementPlan,
+              splits: dict[str, GroupSplit | str], forwarded: dict[str, str]) -> str:
+    """Why a statement that cannot split by its own key cannot split with the statement
+    reading its ``insert into`` either ("" if none reads it through its repartition
+    topic)."""
+    reader = forwarded.get(plan.insert_into or "")
+    split = splits.get(reader or "")
+    if not isinstance(split, GroupSplit):
+        return ""
+    found = feeder_for(split, plan, plans)
+    n = config.statement_partitions[reader or ""]
+    if isinstance(found, Feeder):
+        found = (f"name '{plan.name}' in statement_partitions with {n} partitions too, to "
+                 "split it by the same key")
+    return f"; nor with '{reader}', which reads {plan.insert_into}: {found}"
+
+
+def forwarded_streams(config: AppConfig, plans: list[StatementPlan],
+                      splits: dict[str, GroupSplit | str]) -> dict[str, str]:
+    """Streams read through a repartition topic: stream -> the split statement reading it.
+
+    A split statement that reads one ``insert into`` stream and nothing else, whose
+    timed output or ``#time_batch`` its first update does not arm, and none of whose
+    feeding statements can split with it (``feeder_for``, with the same partitions), is
+    fed by the engine partitions of the feeding statements' groups whatever they are: each
+    inserted event goes to the repartition partition of its key, and each watermark those
+    partitions complete follows it there, so the reader merges them in time order
+    (``partition.EnginePartition._on_export``)."""
+    out: dict[str, str] = {}
+    for name, n in config.statement_partitions.items():
+        split = splits.get(name)
+        if not isinstance(split, GroupSplit) or split.others or split.arms \
+                or split.type_name in config.schemas:
+            continue
+        feeders = feeding(split, plans, config)
+        if feeders and not any(
+                config.statement_partitions.get(p.name) == n
+                and isinstance(feeder_for(split, p, plans), Feeder) for p in feeders):
+            out[split.type_name] = name
     return out
+
+
+def _forward(plans: list[StatementPlan], groups: dict[str, Group],
+             split_owner: dict[str, str], forwarded: dict[str, str]) -> None:
+    """Link each group inserting into a forwarded stream with the group reading it."""
+    owner = {p.name: g for g in groups.values() for p in g.plans
+             if p.kind in STATEMENT_KINDS}
+    for stream, reader in forwarded.items():
+        b = groups[split_owner[reader]]
+        b.types.add(stream)
+        b.event_time = b.event_time or EventTime()
+        for p in plans:
+            if p.kind not in STATEMENT_KINDS or p.insert_into != stream:
+                continue
+            a = owner[p.name]
+            a.forwards[stream] = b.name
+            if (a.name, a.partitions) not in b.fed_by:
+                b.fed_by.append((a.name, a.partitions))
 
 
 def _feeders(config: AppConfig, plans: list[StatementPlan], name: str, n: int,
@@ -730,9 +814,10 @@ def _check_insert_into(plans: list[StatementPlan], groups: dict[str, Group]) -> 
     for p in plans:
         if p.kind not in STATEMENT_KINDS or p.insert_into is None:
             continue
+        mine = groups.get(owner.get(p.name, ""))
         for g in groups.values():
-            if g.name == owner.get(p.name):
-                continue
+            if g is mine or (mine is not None and mine.forwards.get(p.insert_into) == g.name):
+                continue  # the same engine, or fed through its repartition topic
             if any(p.insert_into in consumed_types(q) or q.window == p.insert_into
                    for q in g.plans if q.kind in STATEMENT_KINDS):
                 raise NotSupported(

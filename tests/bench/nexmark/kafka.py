@@ -52,6 +52,7 @@ from app.runtime.kafka.topology import (
     Topology,
     consumed_types,
     ensure_topics,
+    forwarded_streams,
     split_of,
     split_schemas,
 )
@@ -77,16 +78,31 @@ Stream = list[tuple[str, dict]]
 def split_names(statements: tuple[str, ...]) -> list[str]:
     """The statements of a query that can be split by group or join key
     (``statement_partitions``), with the statements inserting into the streams they
-    read (split with them, if they can be: ``config`` tries)."""
+    read (split with them, if they can be: ``config`` tries); a statement whose
+    ``insert into`` another split statement reads through its repartition topic
+    (``forwarded_streams``) splits by its own key."""
     catalog = Catalog.from_schemas(SCHEMAS)
     plans = [plan_statement(catalog, epl, f"s{i}") for i, epl in enumerate(statements)]
-    doc = AppConfig.from_dict({"app": "names", "schemas": SCHEMAS, "statements": [
-        {"name": p.name, "epl": e} for p, e in zip(plans, statements)]})
+    statements_doc = [{"name": p.name, "epl": e} for p, e in zip(plans, statements)]
+    doc = AppConfig.from_dict({"app": "names", "schemas": SCHEMAS,
+                               "statements": statements_doc})
     schemas = split_schemas(catalog, doc, plans)
-    splits = [p for p in plans if not isinstance(split_of(p, plans, schemas), str)]
-    read = set().union(*(consumed_types(p) for p in splits)) - set(SCHEMAS)
-    feeding = [p for p in plans if p.insert_into in read and p not in splits]
-    return [p.name for p in plans if p in splits or p in feeding]
+    forwarded: dict[str, str] = {}
+    for _ in range(len(plans) + 1):
+        splits = {p.name: split_of(p, plans, schemas, p.insert_into in forwarded)
+                  for p in plans}
+        all_split = AppConfig.from_dict({
+            "app": "names", "schemas": SCHEMAS, "statements": statements_doc,
+            "statement_partitions": {n: SPLIT for n, s in splits.items()
+                                     if not isinstance(s, str)}})
+        found = forwarded_streams(all_split, plans, splits)
+        if found == forwarded:
+            break
+        forwarded = found
+    split = [p for p in plans if not isinstance(splits[p.name], str)]
+    read = set().union(*(consumed_types(p) for p in split)) - set(SCHEMAS) - set(forwarded)
+    feeding = [p for p in plans if p.insert_into in read and p not in split]
+    return [p.name for p in plans if p in split or p in feeding]
 
 
 def read_types(statements: tuple[str, ...]) -> set[str]:

@@ -4,7 +4,8 @@ files, q11, session windows, q13, a side input, or q22, string splitting).
 Each is (name, what it computes, statements); the last statement's rows are the query's.
 Windows are in event time: the runtime clock follows each event's ``dateTime``.
 q3 also selects the seller, its join key: a join split by its key numbers its rows per key.
-q6 keeps each seller's last 10 sales with ``#groupwin(seller)#length(10)``. q15-q17 report
+q6 keeps each seller's last 10 sales with ``#groupwin(seller)#length(10)``; its sales also
+carry the auction id, by which the statement making them is split (rows numbered per key). q15-q17 report
 per day in Nexmark; here per 10 s tumbling window (``#time_batch`` from a reference point),
 so that a run of 100,000 events (100 s of event time) closes several.
 q9 joins each closed auction (as q4 closes them) with its qualifying bids and keeps the
@@ -47,7 +48,7 @@ QUERIES: list[tuple[str, str, tuple[str, ...]]] = [
     ("q6", "average selling price by seller (last 10 sales each)",
      ("insert rstream into Closed select id, seller, reserve, expires "
       "from Auction#time(10 sec)",
-      "insert into Sold select C.seller as seller, "
+      "insert into Sold select C.id as auction, C.seller as seller, "
       "(select max(B.price) from Bid#time(20 sec) as B where B.auction = C.id "
       "and B.price >= C.reserve and B.dateTime < C.expires) as price from Closed as C",
       "select seller, avg(price) as avgPrice from Sold(price is not null)"

@@ -12,10 +12,11 @@ from tests.bench.nexmark.queries import QUERIES
 pytestmark = pytest.mark.kafka
 
 
-def test_config_leaves_out_a_split_the_layout_refuses() -> None:
+def test_config_splits_each_statement_by_its_own_key() -> None:
     q4 = dict((q, stmts) for q, _, stmts in QUERIES)["q4"]
-    # s2 alone could split by category, but it reads s1's insert into from another group
-    assert config("q4", q4).statement_partitions == {}
+    # s0 and s1 by auction id; s2 by category, reading s1's insert into through its
+    # repartition topic
+    assert config("q4", q4).statement_partitions == {"s0": 4, "s1": 4, "s2": 4}
     assert config("q5x", ("select auction, count(*) as n from Bid#time(10 sec) "
                           "group by auction",)).statement_partitions == {"s0": 4}
 
