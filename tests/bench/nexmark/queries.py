@@ -5,9 +5,9 @@ Each is (name, what it computes, statements); the last statement's rows are the 
 Windows are in event time: the runtime clock follows each event's ``dateTime``.
 q3 also selects the seller, its join key: a join split by its key numbers its rows per key.
 q6 keeps each seller's last 10 sales with ``#groupwin(seller)#length(10)``; its sales also
-carry the auction id, by which the statement making them is split (rows numbered per key). q15-q17 report
-per day in Nexmark; here per 10 s tumbling window (``#time_batch`` from a reference point),
-so that a run of 100,000 events (100 s of event time) closes several.
+carry the auction id, by which the statement making them is split (rows numbered per key).
+q15-q17 report per day in Nexmark; here per 10 s tumbling window (``#time_batch`` from a
+reference point), so that a run of 100,000 events (100 s of event time) closes several.
 q9 joins each closed auction (as q4 closes them) with its qualifying bids and keeps the
 highest (``having B.price = max(B.price)`` per auction; a tie keeps both). q12 and q15-q17
 use the runtime clock, which here is event time (Nexmark's q12 counts in processing time).
