@@ -332,6 +332,8 @@ class _BatchFailed(Exception):
 
 _TS = itemgetter(4)
 """An ``InRecord``'s ``ts``."""
+_TIMER_ORDER = [0, 0, -1, "", -1]
+"""A forwarded event's order when a timer set it off (``_on_export``)."""
 FORWARDED = "\x00forwarded"
 """The row counter numbering what an engine partition forwards (``_on_export``): no
 statement name starts with a zero."""
@@ -448,6 +450,9 @@ class EnginePartition:
         """(repartition topic, partition) -> bundle entries forwarded since the last
         checkpoint (``_on_export``), produced in its transaction."""
         self._forwarded: RowCounter | None = None
+        self._trigger: tuple[int, int | None, str, int] | None = None
+        """(time, kepl.seq, upstream, offset) of the input event being sent, None while
+        timers fire (``_on_export``)."""
 
     # -- life cycle --------------------------------------------------------------
     def restore(self, log: ChangelogLog, alive: Callable[[], None] | None = None) -> None:
@@ -627,10 +632,13 @@ class EnginePartition:
         """
         self._since_commit.extend(records)
         t0 = perf_counter()
+        # a partition forwarding what it inserts sends its events one at a time: each
+        # forwarded event names the event that set it off (``_on_export``)
+        self._exact = bool(self.forward_to)
         try:
             try:
                 if (len(self.upstreams) == 1 and self.first_use is None
-                        and not self.poison):
+                        and not self.poison and not self._exact):
                     if self.held is None:
                         self._run_one_upstream(records)
                     else:
@@ -986,6 +994,7 @@ class EnginePartition:
             self._pending_type = r.type_name
             self._pending.append(r.payload)
             return
+        self._trigger = (r.ts, r.seq, r.upstream, r.offset)
         try:
             self.engine.send(r.type_name, r.payload)
         except Exception as e:  # noqa: BLE001 - a statement failing on one event
@@ -999,7 +1008,11 @@ class EnginePartition:
         t = et.time_of(r.type_name, r.payload, r.ts)
         if t < engine.now_ms:
             return False
-        held.add((t, -1 if r.seq is None else r.seq, ui, r.offset), r.type_name, r.payload)
+        seq = r.seq
+        if type(seq) is list:  # a forwarded event: one engine's order of its insert
+            held.add((t, *seq, ui, r.offset), r.type_name, r.payload)
+        else:
+            held.add((t, -1 if seq is None else seq, ui, r.offset), r.type_name, r.payload)
         return True
 
     def _event_time(self, r: InRecord) -> bool:
@@ -1031,14 +1044,18 @@ class EnginePartition:
             self._release_runs(t)
             return
         poison = self.poison
-        for (et, seq, ui, offset), type_name, payload in self.held.due(t):
+        for key, type_name, payload in self.held.due(t):
+            et, ui, offset = key[0], key[-2], key[-1]
+            seq = key[1] if len(key) == 4 else -1  # a forwarded event's: its order
             if type_name == ARM_TOUCH:
                 self._arm_held(et, payload)
                 continue
             up = self.upstreams[ui] if ui < len(self.upstreams) else ""
             if (up, offset) in poison:
                 continue  # failed before: the replay without it passes it over
+            self._trigger = None
             self.engine.advance_time(max(et, self.engine.now_ms))
+            self._trigger = (et, seq, up, offset)
             try:
                 self.engine.send(type_name, payload)
             except Exception as e:  # noqa: BLE001 - a statement failing on one event
@@ -1056,7 +1073,8 @@ class EnginePartition:
         run: list[Any] = []
         run_type = ""
         run_time = -1
-        for (et, _seq, _ui, _offset), type_name, payload in self.held.due(t):
+        for key, type_name, payload in self.held.due(t):
+            et = key[0]
             if run and (et != run_time or type_name != run_type):
                 self._send_run(run_type, run)
                 run = []
@@ -1089,6 +1107,7 @@ class EnginePartition:
         if self.held is not None:
             self._release_held(int(t))
         target = max(int(t), self.engine.now_ms)
+        self._trigger = None
         self.engine.advance_time(target)
         self.barrier = (target, wid)
         if self._forwarded is not None:
@@ -1098,14 +1117,23 @@ class EnginePartition:
         """An event inserted into a stream read through a repartition topic: an entry
         bound for the partition of its key there, numbered by this partition's forward
         counter (its readers' ``applied`` offset of upstream ``group/partition``) and
-        stamped with the engine's time, at which the reader holds it."""
+        stamped with the engine's time, at which the reader holds it.
+
+        Its ``seq`` is its place in one engine's order of inserts of that time: a
+        timer's (0) before an event's (1), an event's by the merge key of the input
+        event that set it off (its time, ``kepl.seq``, source partition, offset), which
+        one engine takes in that order; inserts of one input event, and a timer's of one
+        time, in this partition's order."""
         topic, reader = self.forward_to[stream]
         q = reader.partition_of(stream, event)
         if q is None:
             return
         assert self._forwarded is not None
+        trig = self._trigger
+        order = (_TIMER_ORDER if trig is None else
+                 [1, trig[0], -1 if trig[1] is None else trig[1], trig[2], trig[3]])
         entry = ["event", stream, f"{self.group.name}/{self.partition}",
-                 self.next_seq(self._forwarded), now, None, event]
+                 self.next_seq(self._forwarded), now, order, event]
         self.forwards.setdefault((topic, q), []).append(entry)
 
     def _forward_barrier(self, t: int, wid: str) -> None:
