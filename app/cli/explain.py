@@ -306,8 +306,9 @@ def _forwarding(topology: Any, g: Any, plan: Any) -> list[str]:
             and plan.name in g.statements:
         fed = ", ".join(f"'{name}' ({_count(n)})" for name, n in g.fed_by)
         out.append(f"wait  reads {g.split.type_name} from the engine partitions of {fed}: "
-                   "each event runs at its time once all of them passed it; events of "
-                   "one time from two of them in partition order")
+                   "each event runs at its time once all of them passed it, in one "
+                   "engine's order of its inserts (but a timer's inserts of one time from "
+                   "two of them: in partition order)")
     return out
 
 
