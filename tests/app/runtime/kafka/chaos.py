@@ -4,8 +4,9 @@ output topics compared with the embedded run of the same steps.
 The app has a keyed context on its own three engine partitions (``#length``,
 ``#time_batch``, ``#time`` with ``output snapshot every``), a hash context read in place
 from the source partitions (a direct group), an aggregate without a context (one engine
-partition waiting on the watermarks of three source partitions), and a stateless filter
-(lanes).  Events are keyed by account, each in source partition ``crc32(account) mod 3``
+partition waiting on the watermarks of three source partitions), a stateless filter
+(lanes), and a statement split by account whose ``insert into`` a statement split by
+another key reads through its repartition topic.  Events are keyed by account, each in source partition ``crc32(account) mod 3``
 (librdkafka's default partitioner), with a watermark every ``per_tick`` events.
 ``workers`` workers run in one consumer group; a random one is killed every
 ``min_gap_s``–``max_gap_s`` seconds and started again; once (``broker_restart``) the
@@ -72,6 +73,10 @@ STATEMENTS = [
     {"name": "per_bucket", "epl": "context InPlace select account, count(*) as cnt, "
                                   "sum(amount) as total from Withdrawal#length(4) "
                                   "group by account"},
+    {"name": "spent", "epl": "insert into Spent select account, count(*) as cnt, "
+                             "sum(amount) as total from Withdrawal group by account"},
+    {"name": "per_count", "epl": "select cnt, count(*) as accounts, sum(total) as spent "
+                                 "from Spent group by cnt"},
 ]
 UNORDERED = {"big"}
 """Lanes run per source partition: their rows are compared as a multiset."""
@@ -84,6 +89,8 @@ def app_config(name: str) -> AppConfig:
         "topics": {"Withdrawal": f"{name}.withdrawal"},
         "partitions": SOURCE_PARTITIONS,
         "context_partitions": {"ByAccount": 3, "InPlace": "source"},
+        # split by account; the counts read through their repartition topic, by count
+        "statement_partitions": {"spent": 3, "per_count": 2},
         "statements": STATEMENTS,
     })
 
@@ -107,6 +114,8 @@ Key = tuple[str, str, str]
 
 
 def _key(stmt: str, stream: str, row: dict[str, Any]) -> Key:
+    if stmt == "per_count":
+        return stmt, stream, str(row["cnt"])
     return stmt, stream, str(row.get("account", "")) if stmt != "all10" else ""
 
 

@@ -37,7 +37,8 @@ def test_the_embedded_reference_has_rows_of_every_statement() -> None:
     from tests.app.runtime.kafka.chaos import app_config
 
     rows = embedded_rows(app_config("x"), steps(600, 100, seed=1))
-    assert {k[0] for k in rows} == {"last5", "batch", "snap", "all10", "big", "per_bucket"}
+    assert {k[0] for k in rows} == {"last5", "batch", "snap", "all10", "big", "per_bucket",
+                                    "spent", "per_count"}
     assert sum(len(v) for k, v in rows.items() if k[0] == "last5") == 600
 
 
