@@ -89,6 +89,13 @@ rows become visible soon at moderate load, and a backlog still commits per inter
 A drained batch that applied or forwarded a barrier commits at once (``_barrier_due``).
 ``KEPL_CAUGHT_UP_MS`` sets it (measured: 0, back-to-back transactions, loads the broker
 and raises latency at half the drain rate; docs/testing.md)."""
+LIVE_BEHIND_ENV = "KEPL_LIVE_BEHIND_MS"
+LIVE_BEHIND_MS = 30
+"""Live input whose consume batch came back full at the largest size: a checkpoint this
+long after the last, not after every batch (each would cost more than its batch and the
+lag would grow) nor at the backlog's interval (a row would wait up to 100 ms for it).
+Should the lag still grow past ``LIVE_LAG_MS`` the input is no longer live and the
+backlog's pacing takes over until it drains.  ``KEPL_LIVE_BEHIND_MS`` sets it."""
 CONSUME_BATCH = 2000
 LIVE_BATCH = 500
 """The first consume batch while the input is live (``LIVE_LAG_MS``): a checkpoint
@@ -212,6 +219,9 @@ class Worker:
         caught_up = os.environ.get(CAUGHT_UP_ENV, "").strip()
         self.caught_up_s = min(self.interval_s,
                                (int(caught_up) if caught_up else CAUGHT_UP_COMMIT_MS) / 1000)
+        behind = os.environ.get(LIVE_BEHIND_ENV, "").strip()
+        self.live_behind_s = min(self.interval_s,
+                                 (int(behind) if behind else LIVE_BEHIND_MS) / 1000)
         self.out = make_output(bootstrap, identity, config.processing_guarantee)
         self.consumer = Consumer(
             client.consumer_conf(consumer_config(bootstrap, config.app, identity)))
@@ -349,10 +359,13 @@ class Worker:
         interval, or at the record bound; sooner (``caught_up_s``, or at once for a
         barrier) once a batch drained what was there or while the input is live, unless
         a full batch of the largest size says the worker fell behind: a checkpoint per
-        batch would then cost more than the batch and the lag would grow."""
-        return (elapsed >= self.interval_s or self.since_commit >= MAX_CHECKPOINT_RECORDS
-                or ((drained or (self.live and not behind))
-                    and (elapsed >= self.caught_up_s or self._barrier_due())))
+        batch would then cost more than the batch and the lag would grow, so live input
+        then checkpoints each ``live_behind_s``."""
+        if elapsed >= self.interval_s or self.since_commit >= MAX_CHECKPOINT_RECORDS:
+            return True
+        if drained or (self.live and not behind):
+            return elapsed >= self.caught_up_s or self._barrier_due()
+        return self.live and elapsed >= self.live_behind_s
 
     def _trace_batch(self, msgs: list[Any], t_in: float) -> None:
         """A trace line: when the batch came and was handled, its size, and the newest

@@ -45,14 +45,14 @@ def test_a_batch_is_live_while_its_last_record_is_fresh() -> None:
 
 def _paced(live_input: bool) -> Worker:
     worker = object.__new__(Worker)
-    worker.interval_s, worker.caught_up_s = 0.1, 0.02
+    worker.interval_s, worker.caught_up_s, worker.live_behind_s = 0.1, 0.02, 0.03
     worker.since_commit = 2000
     worker.live = live_input
     worker._barrier_due = lambda: False  # type: ignore[method-assign]
     return worker
 
 
-def test_live_input_checkpoints_after_each_batch_a_backlog_or_lag_per_interval() -> None:
+def test_live_input_checkpoints_after_each_batch_a_backlog_per_interval() -> None:
     backlog, live_input = _paced(False), _paced(True)
     # a full batch of a backlog: the next batch before the checkpoint, up to the interval
     assert not backlog._checkpoint_due(False, 0.05)
@@ -61,10 +61,12 @@ def test_live_input_checkpoints_after_each_batch_a_backlog_or_lag_per_interval()
     # live input: a full batch checkpoints too, once caught_up_s passed
     assert live_input._checkpoint_due(False, 0.05)
     assert not live_input._checkpoint_due(False, 0.01)
-    # live input whose batch came back full at the largest size: behind, paced as a
-    # backlog until it catches up
-    assert not live_input._checkpoint_due(False, 0.05, behind=True)
-    assert live_input._checkpoint_due(False, 0.1, behind=True)
+    # live input whose batch came back full at the largest size: behind, a checkpoint
+    # each live_behind_s, not after every batch
+    assert not live_input._checkpoint_due(False, 0.025, behind=True)
+    assert live_input._checkpoint_due(False, 0.03, behind=True)
+    # a backlog's full batch keeps the interval
+    assert not backlog._checkpoint_due(False, 0.05, behind=True)
 
 
 def test_a_full_live_batch_doubles_the_next_up_to_the_backlog_batch() -> None:
