@@ -450,9 +450,9 @@ class EnginePartition:
         """(repartition topic, partition) -> bundle entries forwarded since the last
         checkpoint (``_on_export``), produced in its transaction."""
         self._forwarded: RowCounter | None = None
-        self._trigger: tuple[int, int | None, str, int] | None = None
-        """(time, kepl.seq, upstream, offset) of the input event being sent, None while
-        timers fire (``_on_export``)."""
+        self._trigger: tuple[Any, ...] | None = None
+        """(time, kepl.seq, upstream, offset) of the input event being sent (a forwarded
+        event's held key), None while timers fire (``_on_export``)."""
 
     # -- life cycle --------------------------------------------------------------
     def restore(self, log: ChangelogLog, alive: Callable[[], None] | None = None) -> None:
@@ -1055,7 +1055,7 @@ class EnginePartition:
                 continue  # failed before: the replay without it passes it over
             self._trigger = None
             self.engine.advance_time(max(et, self.engine.now_ms))
-            self._trigger = (et, seq, up, offset)
+            self._trigger = key if len(key) != 4 else (et, seq, up, offset)
             try:
                 self.engine.send(type_name, payload)
             except Exception as e:  # noqa: BLE001 - a statement failing on one event
@@ -1130,8 +1130,14 @@ class EnginePartition:
             return
         assert self._forwarded is not None
         trig = self._trigger
-        order = (_TIMER_ORDER if trig is None else
-                 [1, trig[0], -1 if trig[1] is None else trig[1], trig[2], trig[3]])
+        if trig is None:
+            order = _TIMER_ORDER
+        elif len(trig) != 4:  # a forwarded event's held key: its own order, passed on
+            order = list(trig[1:6])
+        elif type(trig[1]) is list:  # a forwarded event run at once
+            order = trig[1]
+        else:
+            order = [1, trig[0], -1 if trig[1] is None else trig[1], trig[2], trig[3]]
         entry = ["event", stream, f"{self.group.name}/{self.partition}",
                  self.next_seq(self._forwarded), now, order, event]
         self.forwards.setdefault((topic, q), []).append(entry)
