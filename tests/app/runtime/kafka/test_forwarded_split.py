@@ -74,11 +74,14 @@ READER = {"q4": "average", "windowed": "recent", "ties": "per_auction",
 SOURCES = 2
 
 
-def config(name: str) -> AppConfig:
+def config(name: str, event_time: bool = False) -> AppConfig:
+    """The chain's app; ``event_time``: its time from the records' timestamps (the
+    feeding partitions hold their events until a watermark reaches them)."""
     return AppConfig.from_dict({
         "app": "fwd", "schemas": SCHEMAS, "partitions": SOURCES,
         "topics": {"Auction": "auction", "Bid": "bid"},
         "statement_partitions": SPLITS[name],
+        **({"event_time": {"delay_ms": 0}} if event_time else {}),
         "statements": [{"name": n, "epl": e} for n, e in CHAINS[name]]})
 
 
@@ -125,7 +128,7 @@ def route(topo: Topology, steps: list[Any], rnd: random.Random
             seq += 1
             s, type_name, event = step
             topic = topo.config.topic_of(type_name)
-            lanes[f"{topic}:{s}"].append(("event", type_name, event, seq))
+            lanes[f"{topic}:{s}"].append(("event", type_name, event, seq, now))
     group_of = {topo.config.repartition_topic(g.name): g.name for g in topo.routed_groups()}
     out: dict[tuple[str, int], dict[str, list[InRecord]]] = {}
     for up, records in lanes.items():
@@ -140,7 +143,7 @@ def route(topo: Topology, steps: list[Any], rnd: random.Random
                         bundles.setdefault(target, []).append(
                             barrier_entry(up, o, r[1], f"w{r[1]}"))
                 else:
-                    routing.forward(bundles, cur, topic, r[1], r[2], up, o, now, r[3])
+                    routing.forward(bundles, cur, topic, r[1], r[2], up, o, r[4], r[3])
             for (rt, q), entries in bundles.items():
                 for value in encode_bundles(entries):
                     out.setdefault((group_of[rt], q), {}).setdefault(up, []).extend(
@@ -222,9 +225,11 @@ def test_the_reader_is_fed_by_the_other_groups_engine_partitions() -> None:
     assert main.groups["per_bidder"].fed_by == [("main", 1)]
 
 
+@pytest.mark.parametrize("event_time", [False, True], ids=["clock", "event-time"])
 @pytest.mark.parametrize("name", sorted(CHAINS))
-def test_forwarded_rows_are_those_of_one_engine(tmp_path: Path, name: str) -> None:
-    topo = Topology.plan(config(name))
+def test_forwarded_rows_are_those_of_one_engine(tmp_path: Path, name: str,
+                                                event_time: bool) -> None:
+    topo = Topology.plan(config(name, event_time))
     for seed in range(3):
         steps = workload(seed)
         want = embedded_rows(topo, steps, lambda s: (s[1], s[2]))
