@@ -683,7 +683,7 @@ def forwarded_streams(config: AppConfig, plans: list[StatementPlan],
                 or split.type_name in config.schemas:
             continue
         feeders = feeding(split, plans, config)
-        if feeders and not any(
+        if feeders and all(p.name != name for p in feeders) and not any(
                 config.statement_partitions.get(p.name) == n
                 and isinstance(feeder_for(split, p, plans), Feeder) for p in feeders):
             out[split.type_name] = name
