@@ -243,7 +243,7 @@ def _reads_forwarded(topology: Any, split: Any, feeders: list[Any]) -> bool:
     topic (``topology.forwarded_streams``): no feeding statement splits with it."""
     from app.runtime.kafka.topology import Feeder, feeder_for
 
-    return (bool(feeders) and not split.others and not split.arms
+    return (bool(feeders) and not split.others
             and split.type_name not in topology.config.schemas
             and not any(isinstance(feeder_for(split, p, topology.plans), Feeder)
                         for p in feeders))

@@ -334,6 +334,9 @@ _TS = itemgetter(4)
 """An ``InRecord``'s ``ts``."""
 _TIMER_ORDER = [0, 0, -1, "", -1]
 """A forwarded event's order when a timer set it off (``_on_export``)."""
+ARMED = "\x00armed"
+"""The row counter saying an engine partition sent a reader its arming touch
+(``_arm_reader``)."""
 FORWARDED = "\x00forwarded"
 """The row counter numbering what an engine partition forwards (``_on_export``): no
 statement name starts with a zero."""
@@ -950,8 +953,10 @@ class EnginePartition:
         if r.ts < self.engine.now_ms:
             self._arm_outputs(r.type_name)
             return
-        self.held.add((r.ts, -1 if r.seq is None else r.seq, ui, r.offset), ARM_TOUCH,
-                      r.type_name)
+        seq = r.seq
+        key = ((r.ts, *seq, ui, r.offset) if type(seq) is list  # a forwarded event's
+               else (r.ts, -1 if seq is None else seq, ui, r.offset))
+        self.held.add(key, ARM_TOUCH, r.type_name)
 
     def _arm_held(self, t: int, type_name: str) -> None:
         """A held arming touch (``_arm_at``) whose time ``t`` a watermark reached."""
@@ -1138,9 +1143,29 @@ class EnginePartition:
             order = trig[1]
         else:
             order = [1, trig[0], -1 if trig[1] is None else trig[1], trig[2], trig[3]]
-        entry = ["event", stream, f"{self.group.name}/{self.partition}",
-                 self.next_seq(self._forwarded), now, order, event]
+        up = f"{self.group.name}/{self.partition}"
+        entry = ["event", stream, up, self.next_seq(self._forwarded), now, order, event]
         self.forwards.setdefault((topic, q), []).append(entry)
+        if reader.arms:
+            self._arm_reader(stream, topic, reader, q, event, now, order)
+
+    def _arm_reader(self, stream: str, topic: str, reader: Group, q: int, event: Any,
+                    now: int, order: list[Any]) -> None:
+        """The first forwarded event that updates a reader whose timed output (or
+        ``#time_batch``) its first update arms: a touch to the reader's other partitions,
+        at the event's time and place, as the routing stage sends one at a source
+        partition's first such event (``router.Routing.arm``).  Whether this partition
+        sent it is kept in its committed state (a row counter, ``ARMED``)."""
+        armed = self.counter((ARMED, reader.name))
+        assert reader.split is not None and self._forwarded is not None
+        if armed.seq or not reader.split.arms_with(event, reader._ctx, stream):
+            return
+        self.next_seq(armed)
+        touch = ["touch", stream, f"{self.group.name}/{self.partition}",
+                 self.next_seq(self._forwarded), now, order, q]
+        for r in range(reader.partitions):
+            if r != q:
+                self.forwards.setdefault((topic, r), []).append(touch)
 
     def _forward_barrier(self, t: int, wid: str) -> None:
         """A completed watermark, after the events it released: to every partition

@@ -669,17 +669,18 @@ def forwarded_streams(config: AppConfig, plans: list[StatementPlan],
                       splits: dict[str, GroupSplit | str]) -> dict[str, str]:
     """Streams read through a repartition topic: stream -> the split statement reading it.
 
-    A split statement that reads one ``insert into`` stream and nothing else, whose
-    timed output or ``#time_batch`` its first update does not arm, and none of whose
-    feeding statements can split with it (``feeder_for``, with the same partitions), is
-    fed by the engine partitions of the feeding statements' groups whatever they are: each
-    inserted event goes to the repartition partition of its key, and each watermark those
-    partitions complete follows it there, so the reader merges them in time order
-    (``partition.EnginePartition._on_export``)."""
+    A split statement that reads one ``insert into`` stream and nothing else, none of
+    whose feeding statements can split with it (``feeder_for``, with the same
+    partitions), is fed by the engine partitions of the feeding statements' groups
+    whatever they are: each inserted event goes to the repartition partition of its key,
+    and each watermark those partitions complete follows it there, so the reader merges
+    them in time order (``partition.EnginePartition._on_export``); the first event of
+    each that updates a reader whose timed output its first update arms also arms the
+    reader's other partitions (``_arm_reader``)."""
     out: dict[str, str] = {}
     for name, n in config.statement_partitions.items():
         split = splits.get(name)
-        if not isinstance(split, GroupSplit) or split.others or split.arms \
+        if not isinstance(split, GroupSplit) or split.others \
                 or split.type_name in config.schemas:
             continue
         feeders = feeding(split, plans, config)

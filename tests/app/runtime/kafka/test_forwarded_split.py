@@ -47,6 +47,15 @@ CHAINS: dict[str, tuple[tuple[str, str], ...]] = {
     "windowed": (("closed", CLOSED), ("winning", WINNING),
                  ("recent", "select irstream category, count(*) as n, max(price) as top "
                             "from Winning#time(5 sec) group by category")),
+    # the reader's timed output, armed by its first update in whichever partition
+    "output_last": (("closed", CLOSED), ("winning", WINNING),
+                    ("last_avg", "select category, avg(price) as avg_price "
+                                 "from Winning(price is not null) group by category "
+                                 "output last every 1500 msec")),
+    # its #time_batch, whose reference point is the first arrival
+    "batch": (("big", BIG),
+              ("per_batch", "select irstream bidder, count(*) as n, sum(price) as total "
+                            "from Big#time_batch(2 sec) group by bidder")),
     # each bid sets off an insert: many of one time, from every feeding partition
     "ties": (("per_pair", "insert into Pair select bidder, auction, count(*) as n, "
                           "sum(price) as total from Bid group by bidder, auction"),
@@ -68,9 +77,12 @@ SPLITS = {"q4": {"closed": 3, "winning": 3, "average": 2},
           "windowed": {"closed": 2, "winning": 2, "recent": 3},
           "ties": {"per_pair": 3, "per_auction": 2},
           "two_hops": {"per_pair": 3, "per_auction": 2, "per_count": 3},
+          "output_last": {"closed": 2, "winning": 2, "last_avg": 3},
+          "batch": {"per_batch": 3},
           "main": {"per_bidder": 3}}
 READER = {"q4": "average", "windowed": "recent", "ties": "per_auction",
-          "two_hops": "per_count", "main": "per_bidder"}
+          "two_hops": "per_count", "output_last": "last_avg", "batch": "per_batch",
+          "main": "per_bidder"}
 SOURCES = 2
 
 
