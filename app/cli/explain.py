@@ -294,8 +294,7 @@ def _forwarding(topology: Any, g: Any, plan: Any) -> list[str]:
 
     config = topology.config
     out = []
-    reader = g.forwards.get(plan.insert_into or "")
-    if reader is not None:
+    for reader in g.forwards.get(plan.insert_into or "", ()):
         b = topology.groups[reader]
         assert b.split is not None
         out.append(f"feed  {plan.insert_into} -> {config.repartition_topic(reader)} "

@@ -446,8 +446,8 @@ class EnginePartition:
         """Sampled processing time per statement, once the metrics ask (``timing``)."""
         self.rebuilt = ""
         """What the last such replay did (said once the partition is restored)."""
-        self.forward_to: dict[str, tuple[str, Group]] = {}
-        """Stream -> (repartition topic, group) of the split statement reading it there
+        self.forward_to: dict[str, list[tuple[str, Group]]] = {}
+        """Stream -> (repartition topic, group) of each split statement reading it there
         (``Group.forwards``; set by the worker before the restore)."""
         self.forwards: dict[tuple[str, int], list[list[Any]]] = {}
         """(repartition topic, partition) -> bundle entries forwarded since the last
@@ -1129,10 +1129,6 @@ class EnginePartition:
         event that set it off (its time, ``kepl.seq``, source partition, offset), which
         one engine takes in that order; inserts of one input event, and a timer's of one
         time, in this partition's order."""
-        topic, reader = self.forward_to[stream]
-        q = reader.partition_of(stream, event)
-        if q is None:
-            return
         assert self._forwarded is not None
         trig = self._trigger
         if trig is None:
@@ -1144,10 +1140,14 @@ class EnginePartition:
         else:
             order = [1, trig[0], -1 if trig[1] is None else trig[1], trig[2], trig[3]]
         up = f"{self.group.name}/{self.partition}"
-        entry = ["event", stream, up, self.next_seq(self._forwarded), now, order, event]
-        self.forwards.setdefault((topic, q), []).append(entry)
-        if reader.arms:
-            self._arm_reader(stream, topic, reader, q, event, now, order)
+        for topic, reader in self.forward_to[stream]:
+            q = reader.partition_of(stream, event)
+            if q is None:
+                continue
+            entry = ["event", stream, up, self.next_seq(self._forwarded), now, order, event]
+            self.forwards.setdefault((topic, q), []).append(entry)
+            if reader.arms:
+                self._arm_reader(stream, topic, reader, q, event, now, order)
 
     def _arm_reader(self, stream: str, topic: str, reader: Group, q: int, event: Any,
                     now: int, order: list[Any]) -> None:
@@ -1173,7 +1173,8 @@ class EnginePartition:
         assert self._forwarded is not None
         entry = ["barrier", "", f"{self.group.name}/{self.partition}",
                  self.next_seq(self._forwarded), 0, None, {"t": t, "id": wid}]
-        for topic, reader in {v[0]: v[1] for v in self.forward_to.values()}.items():
+        readers = {topic: g for each in self.forward_to.values() for topic, g in each}
+        for topic, reader in readers.items():
             for q in range(reader.partitions):
                 self.forwards.setdefault((topic, q), []).append(entry)
 

@@ -155,9 +155,9 @@ class Group:
     from the app's deployment record (``deployments.apply_resets``)."""
     replays: dict[str, int] = field(default_factory=dict)
     """Statement -> the version that rebuilt it from-earliest (``rebuild``)."""
-    forwards: dict[str, str] = field(default_factory=dict)
-    """Stream this group's statements insert into -> the group whose split statement
-    reads it through its repartition topic (``forwarded_streams``)."""
+    forwards: dict[str, list[str]] = field(default_factory=dict)
+    """Stream this group's statements insert into -> the groups whose split statements
+    read it through their repartition topic (``forwarded_streams``)."""
     fed_by: list[tuple[str, int]] = field(default_factory=list)
     """The groups (name, partitions) whose engine partitions forward this group its
     events: its only upstreams."""
@@ -604,14 +604,14 @@ def _split_groups(config: AppConfig, plans: list[StatementPlan], groups: dict[st
                   catalog: Catalog) -> tuple[dict[str, str], dict[str, str]]:
     """A group per statement of ``statement_partitions`` (with the statements feeding it
     its ``insert into`` streams); returns statement name -> group name, and each stream
-    forwarded to a split statement through its repartition topic -> that statement
+    forwarded to split statements through their repartition topics -> those statements
     (``forwarded_streams``)."""
     by_name = {p.name: p for p in plans}
     for name in config.statement_partitions:
         if name not in by_name:
             raise ConfigError(f"statement_partitions: no statement named '{name}'")
     schemas = split_schemas(catalog, config, plans)
-    forwarded: dict[str, str] = {}
+    forwarded: dict[str, list[str]] = {}
     # a statement may split once what it inserts into is forwarded, and then be read
     # through a repartition topic itself: until nothing changes
     for _ in range(len(config.statement_partitions) + 1):
@@ -625,7 +625,7 @@ def _split_groups(config: AppConfig, plans: list[StatementPlan], groups: dict[st
     fed: dict[str, str] = {}  # feeding statement -> the split statement it runs with
     for name, n in config.statement_partitions.items():
         split = splits[name]
-        if not isinstance(split, GroupSplit) or name in forwarded.values():
+        if not isinstance(split, GroupSplit) or any(name in r for r in forwarded.values()):
             continue
         feeders = _feeders(config, plans, name, n, split)
         if feeders:
@@ -649,11 +649,11 @@ def _split_groups(config: AppConfig, plans: list[StatementPlan], groups: dict[st
 
 
 def _nor_with(config: AppConfig, plans: list[StatementPlan], plan: StatementPlan,
-              splits: dict[str, GroupSplit | str], forwarded: dict[str, str]) -> str:
-    """Why a statement that cannot split by its own key cannot split with the statement
-    reading its ``insert into`` either ("" if none reads it through its repartition
-    topic)."""
-    reader = forwarded.get(plan.insert_into or "")
+              splits: dict[str, GroupSplit | str], forwarded: dict[str, list[str]]) -> str:
+    """Why a statement that cannot split by its own key cannot split with the (first)
+    statement reading its ``insert into`` either ("" if none reads it through its
+    repartition topic)."""
+    reader = next(iter(forwarded.get(plan.insert_into or "", [])), None)
     split = splits.get(reader or "")
     if not isinstance(split, GroupSplit):
         return ""
@@ -666,8 +666,9 @@ def _nor_with(config: AppConfig, plans: list[StatementPlan], plan: StatementPlan
 
 
 def forwarded_streams(config: AppConfig, plans: list[StatementPlan],
-                      splits: dict[str, GroupSplit | str]) -> dict[str, str]:
-    """Streams read through a repartition topic: stream -> the split statement reading it.
+                      splits: dict[str, GroupSplit | str]) -> dict[str, list[str]]:
+    """Streams read through a repartition topic: stream -> the split statements reading
+    it so, each through its own.
 
     A split statement that reads one ``insert into`` stream and nothing else, none of
     whose feeding statements can split with it (``feeder_for``, with the same
@@ -677,7 +678,7 @@ def forwarded_streams(config: AppConfig, plans: list[StatementPlan],
     them in time order (``partition.EnginePartition._on_export``); the first event of
     each that updates a reader whose timed output its first update arms also arms the
     reader's other partitions (``_arm_reader``)."""
-    out: dict[str, str] = {}
+    out: dict[str, list[str]] = {}
     for name, n in config.statement_partitions.items():
         split = splits.get(name)
         if not isinstance(split, GroupSplit) or split.others \
@@ -687,26 +688,28 @@ def forwarded_streams(config: AppConfig, plans: list[StatementPlan],
         if feeders and all(p.name != name for p in feeders) and not any(
                 config.statement_partitions.get(p.name) == n
                 and isinstance(feeder_for(split, p, plans), Feeder) for p in feeders):
-            out[split.type_name] = name
+            out.setdefault(split.type_name, []).append(name)
     return out
 
 
 def _forward(plans: list[StatementPlan], groups: dict[str, Group],
-             split_owner: dict[str, str], forwarded: dict[str, str]) -> None:
-    """Link each group inserting into a forwarded stream with the group reading it."""
+             split_owner: dict[str, str], forwarded: dict[str, list[str]]) -> None:
+    """Link each group inserting into a forwarded stream with the groups reading it."""
     owner = {p.name: g for g in groups.values() for p in g.plans
              if p.kind in STATEMENT_KINDS}
-    for stream, reader in forwarded.items():
-        b = groups[split_owner[reader]]
-        b.types.add(stream)
-        b.event_time = b.event_time or EventTime()
-        for p in plans:
-            if p.kind not in STATEMENT_KINDS or p.insert_into != stream:
-                continue
-            a = owner[p.name]
-            a.forwards[stream] = b.name
-            if (a.name, a.partitions) not in b.fed_by:
-                b.fed_by.append((a.name, a.partitions))
+    for stream, readers in forwarded.items():
+        for reader in readers:
+            b = groups[split_owner[reader]]
+            b.types.add(stream)
+            b.event_time = b.event_time or EventTime()
+            for p in plans:
+                if p.kind not in STATEMENT_KINDS or p.insert_into != stream:
+                    continue
+                a = owner[p.name]
+                if b.name not in a.forwards.setdefault(stream, []):
+                    a.forwards[stream].append(b.name)
+                if (a.name, a.partitions) not in b.fed_by:
+                    b.fed_by.append((a.name, a.partitions))
 
 
 def _feeders(config: AppConfig, plans: list[StatementPlan], name: str, n: int,
@@ -817,7 +820,8 @@ def _check_insert_into(plans: list[StatementPlan], groups: dict[str, Group]) -> 
             continue
         mine = groups.get(owner.get(p.name, ""))
         for g in groups.values():
-            if g is mine or (mine is not None and mine.forwards.get(p.insert_into) == g.name):
+            if g is mine or (mine is not None
+                             and g.name in mine.forwards.get(p.insert_into, ())):
                 continue  # the same engine, or fed through its repartition topic
             if any(p.insert_into in consumed_types(q) or q.window == p.insert_into
                    for q in g.plans if q.kind in STATEMENT_KINDS):

@@ -26,12 +26,13 @@ class Wiring:
             t: [g for g in direct if t in g.topics] for t in config.source_topics}
         """The engine groups partition p of a source topic feeds as their partition p."""
         self.all_upstreams = topology.source_upstreams()
-        self.forward_to: dict[str, dict[str, tuple[str, Group]]] = {
-            g.name: {stream: (config.repartition_topic(b), topology.groups[b])
-                     for stream, b in g.forwards.items()}
+        self.forward_to: dict[str, dict[str, list[tuple[str, Group]]]] = {
+            g.name: {stream: [(config.repartition_topic(b), topology.groups[b])
+                              for b in readers]
+                     for stream, readers in g.forwards.items()}
             for g in topology.active_groups() if g.forwards}
         """Group -> what its engine partitions forward: stream -> (repartition topic,
-        the group reading it there)."""
+        the group reading it there) of each reader."""
         declarations = [p for p in topology.plans
                         if p.kind not in STATEMENT_KINDS and p.kind != "context"
                         and p.context is None]

@@ -154,7 +154,7 @@ def test_a_feeder_split_by_its_own_key_forwards_to_the_reader() -> None:
                                     "from Bid#time(1 sec) group by auction"},
             {"name": "read", "epl": "select auction, sum(n) as s from Big group by auction"}]})
     topo = Topology.plan(config)
-    assert topo.groups["feed"].forwards == {"Big": "read"}
+    assert topo.groups["feed"].forwards == {"Big": ["read"]}
     assert topo.groups["read"].fed_by == [("feed", 3)]
 
 
@@ -168,5 +168,5 @@ def test_the_feeder_must_be_split_with_the_same_partitions() -> None:
                        {"name": "read", "epl": CHAINS["grouped"][1]}]})
     # not named: it stays in main, which forwards Big to the reader's partitions
     topo = Topology.plan(config)
-    assert topo.groups["main"].forwards == {"Big": "read"}
+    assert topo.groups["main"].forwards == {"Big": ["read"]}
     assert topo.groups["read"].split is not None and not topo.groups["read"].split.feeders

@@ -47,6 +47,13 @@ CHAINS: dict[str, tuple[tuple[str, str], ...]] = {
     "windowed": (("closed", CLOSED), ("winning", WINNING),
                  ("recent", "select irstream category, count(*) as n, max(price) as top "
                             "from Winning#time(5 sec) group by category")),
+    # one stream, two readers split by two other keys
+    "two_readers": (("per_pair", "insert into Pair select bidder, auction, count(*) as n, "
+                                 "sum(price) as total from Bid group by bidder, auction"),
+                    ("by_auction", "select auction, count(*) as c, max(n) as m "
+                                   "from Pair group by auction"),
+                    ("by_bidder", "select bidder, count(*) as c, sum(total) as s "
+                                  "from Pair group by bidder")),
     # the reader's timed output, armed by its first update in whichever partition
     "output_last": (("closed", CLOSED), ("winning", WINNING),
                     ("last_avg", "select category, avg(price) as avg_price "
@@ -78,10 +85,12 @@ SPLITS = {"q4": {"closed": 3, "winning": 3, "average": 2},
           "ties": {"per_pair": 3, "per_auction": 2},
           "two_hops": {"per_pair": 3, "per_auction": 2, "per_count": 3},
           "output_last": {"closed": 2, "winning": 2, "last_avg": 3},
+          "two_readers": {"per_pair": 3, "by_auction": 2, "by_bidder": 3},
           "batch": {"per_batch": 3},
           "main": {"per_bidder": 3}}
 READER = {"q4": "average", "windowed": "recent", "ties": "per_auction",
           "two_hops": "per_count", "output_last": "last_avg", "batch": "per_batch",
+          "two_readers": "by_bidder",
           "main": "per_bidder"}
 SOURCES = 2
 
@@ -223,7 +232,7 @@ def test_the_reader_is_fed_by_the_other_groups_engine_partitions() -> None:
     topo = Topology.plan(config("q4"))
     average, winning = topo.groups["average"], topo.groups["winning"]
     assert [p.name for p in winning.plans] == ["closed", "winning"]
-    assert winning.forwards == {"Winning": "average"}
+    assert winning.forwards == {"Winning": ["average"]}
     assert average.fed_by == [("winning", 3)]
     assert average.upstreams(0, topo.source_upstreams()) == [
         "winning/0", "winning/1", "winning/2"]
@@ -232,8 +241,10 @@ def test_the_reader_is_fed_by_the_other_groups_engine_partitions() -> None:
     rt = topo.config.repartition_topic("average")
     assert (rt, 0) not in routing.barrier_targets
     assert (topo.config.repartition_topic("winning"), 0) in routing.barrier_targets
+    two = Topology.plan(config("two_readers"))
+    assert two.groups["per_pair"].forwards == {"Pair": ["by_auction", "by_bidder"]}
     main = Topology.plan(config("main"))
-    assert main.groups["main"].forwards == {"Big": "per_bidder"}
+    assert main.groups["main"].forwards == {"Big": ["per_bidder"]}
     assert main.groups["per_bidder"].fed_by == [("main", 1)]
 
 

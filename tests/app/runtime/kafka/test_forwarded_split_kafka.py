@@ -17,7 +17,8 @@ from tests.app.runtime.split_rows import embedded_rows
 pytestmark = pytest.mark.kafka
 
 
-@pytest.mark.parametrize("chain", ["windowed", "ties", "two_hops", "output_last", "main"])
+@pytest.mark.parametrize("chain", ["windowed", "ties", "two_hops", "output_last",
+                                   "two_readers", "main"])
 def test_forwarded_rows_two_workers_match_embedded(kafka_bootstrap: str, chain: str) -> None:
     name = f"fwd-{chain}-{uuid.uuid4().hex[:8]}"
     # the reader first: ``two_worker_rows`` checks that the workers share its partitions
