@@ -6,9 +6,10 @@ The app has a keyed context on its own three engine partitions (``#length``,
 from the source partitions (a direct group), an aggregate without a context (one engine
 partition waiting on the watermarks of three source partitions), a stateless filter
 (lanes), and a statement split by account whose ``insert into`` a statement split by
-another key reads through its repartition topic.  Events are keyed by account, each in
-source partition ``crc32(account) mod 3`` (librdkafka's default partitioner), with a
-watermark every ``per_tick`` events.
+another key reads through its repartition topic (its ``output last every``, armed by its
+first update, arms its other partitions through the same topic). Events are keyed by
+account, each in source partition ``crc32(account) mod 3`` (librdkafka's default
+partitioner), with a watermark every ``per_tick`` events.
 ``workers`` workers run in one consumer group; a random one is killed every
 ``min_gap_s``–``max_gap_s`` seconds and started again; once (``broker_restart``) the
 broker itself is stopped and started.  ``pauses`` workers are instead frozen (SIGSTOP)
@@ -77,7 +78,7 @@ STATEMENTS = [
     {"name": "spent", "epl": "insert into Spent select account, count(*) as cnt, "
                              "sum(amount) as total from Withdrawal group by account"},
     {"name": "per_count", "epl": "select cnt, count(*) as accounts, sum(total) as spent "
-                                 "from Spent group by cnt"},
+                                 "from Spent group by cnt output last every 2 sec"},
 ]
 UNORDERED = {"big"}
 """Lanes run per source partition: their rows are compared as a multiset."""
