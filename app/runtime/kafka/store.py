@@ -33,7 +33,6 @@ import struct
 import zlib
 from bisect import bisect_left, insort
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import accumulate, islice
 from operator import itemgetter
@@ -79,19 +78,6 @@ _NO_WAL.disable_wal = True
 """Batches skip RocksDB's write-ahead log: the changelog topic is the log.  After a crash
 the database is as of its last memtable flush, a consistent batch boundary with its
 marker, and the worker replays the changelog records after that marker."""
-
-_writer: ThreadPoolExecutor | None = None
-
-
-def writer() -> ThreadPoolExecutor:
-    """The thread that puts committed writes into RocksDB for every partition of the
-    process (``PartitionStore.commit``): rocksdict lets go of the GIL while RocksDB
-    writes, so the loop goes on meanwhile (a write into a memtable that RocksDB must
-    first switch or flush takes tens of milliseconds)."""
-    global _writer
-    if _writer is None:
-        _writer = ThreadPoolExecutor(1, thread_name_prefix="kepl-rocksdb")
-    return _writer
 
 BEHIND_WRITES = 1 << 18
 """Writes committed (``PartitionStore.commit``) that may wait before they go into RocksDB:
@@ -187,9 +173,8 @@ class _MergedIter:
 
 def _merged(base: Rdict, overlay: OverlayDB, prefix: bytes) -> list[tuple[bytes, bytes]]:
     """The entries under ``prefix``, the uncommitted overlay laid on the database's
-    (committed writes still ``behind`` or ``inflight`` are written to the database
-    first)."""
-    if overlay.behind or overlay.inflight is not None:
+    (committed writes still ``behind`` are written to the database first)."""
+    if overlay.behind:
         overlay.flush_behind()
     stop = _prefix_end(prefix)
     entries = _range(base, prefix, stop)
@@ -241,9 +226,6 @@ class OverlayDB:
         self.base = base
         self.behind: dict[bytes, bytes | None] = {}
         """Committed writes not in ``base`` yet (``PartitionStore.flush`` writes them)."""
-        self.inflight: dict[bytes, bytes | None] | None = None
-        """Committed writes older than ``behind`` that the writer thread is putting into
-        ``base`` (``PartitionStore.settle`` drops them once they are in)."""
         self.flush_behind: Any = None
         """Writes ``behind`` into ``base``: a scan reads the database as committed."""
         self.unwritten: set[bytes] = set()
@@ -303,24 +285,14 @@ class OverlayDB:
     def committed(self, key: bytes) -> bytes | None:
         """The committed value of ``key`` (the batch's writes left out)."""
         v = self.behind.get(key, _MISSING)
-        if v is not _MISSING:
-            return v
-        if self.inflight is not None:
-            v = self.inflight.get(key, _MISSING)
-            if v is not _MISSING:
-                return v
-        return self.base.get(key)
+        return self.base.get(key) if v is _MISSING else v
 
     def committed_many(self, keys: list[bytes]) -> list[bytes | None]:
-        """``committed`` of each of ``keys``: one multi-get for those neither ``behind``
-        nor ``inflight``."""
-        behind, inflight = self.behind, self.inflight
-        if not behind and inflight is None:
+        """``committed`` of each of ``keys``: one multi-get for those not ``behind``."""
+        behind = self.behind
+        if not behind:
             return self.base.get(keys)
         out = [behind.get(k, _MISSING) for k in keys]
-        if inflight is not None:
-            out = [inflight.get(k, _MISSING) if v is _MISSING else v
-                   for k, v in zip(keys, out)]
         missing = [k for k, v in zip(keys, out) if v is _MISSING]
         if missing:
             found = iter(self.base.get(missing))
@@ -421,8 +393,6 @@ class PartitionStore(RocksStore):
         """Writes taken since the last flush."""
         self.through = 0
         """Commits left to write through."""
-        self.written: Future[None] | None = None
-        """The write of ``db.inflight`` on the writer thread, while it runs."""
         self.sink = None
         self.bulk = False
         """Loading an empty database (``begin_bulk``): no compaction until ``end_bulk``."""
@@ -514,41 +484,30 @@ class PartitionStore(RocksStore):
         self.behind_marker = marker
         self.behind_commits += 1
         self.db.reset()
-        written = self.written
-        if written is not None and written.done():
-            self.settle()
-            written = None
         if (self.staged >= self.flush_at or self.behind_commits >= self.behind_limit
                 or len(behind) >= BEHIND_KEYS):
-            # while the writer thread is still at the last flush (RocksDB switching or
-            # flushing a memtable), these writes wait behind for the next commit
-            if written is None or len(behind) >= BEHIND_KEYS:
-                self.flush(wait=False)
+            self.flush()
 
     def flushed(self) -> Rdict:
         """The database, every committed write in it."""
         self.flush()
         return self.base
 
-    def flush(self, wait: bool = True) -> None:
+    def flush(self) -> None:
         """Write the committed writes ``behind`` and their marker in one batch.
 
         In key order (a copy: the record keeps its own): RocksDB's memtable inserts keys
         in ascending order from where the last one landed, while a batch's keys come in
         event order, scattered over its context partitions (about 20 % less time in
-        RocksDB for the keyed job).  Not ``wait``: the batch goes to the writer thread
-        and its writes stay readable as ``inflight`` until it is in (a commit's flush);
-        a flush that waits settles that write first (a scan, the marker, a snapshot)."""
-        self.settle()
+        RocksDB for the keyed job)."""
         marker = self.behind_marker
         if marker is None:
             return
-        db = self.db
-        behind = db.behind
+        behind = self.db.behind
         # the keys alone sorted (bytes against bytes), each value looked up after: a
         # third less time than sorting the items by a key function
         keys = sorted(behind)
-        wb = self._batch(zip(keys, map(behind.__getitem__, keys)), marker)
+        self._write(zip(keys, map(behind.__getitem__, keys)), marker)
         if self.through:
             self.through -= 1
             if not self.through:
@@ -556,28 +515,12 @@ class PartitionStore(RocksStore):
         elif self.staged >= 1000 and len(behind) > BEHIND_KEPT * self.staged:
             self.behind_limit = 1
             self.through = THROUGH_COMMITS
-        if wait:
-            self.base.write(wb, _NO_WAL)
-            behind.clear()
-        else:
-            db.inflight = behind
-            db.behind = {}
-            self.written = writer().submit(self.base.write, wb, _NO_WAL)
-        db.unwritten.clear()
+        behind.clear()
+        self.db.unwritten.clear()
         self.behind_marker = None
         self.behind_commits = 0
         self.staged = 0
         self.flush_at = BEHIND_WRITES
-
-    def settle(self) -> None:
-        """Wait for the write on the writer thread, if one runs (its error raises here),
-        and drop its writes from the overlay: the database holds them."""
-        written = self.written
-        if written is None:
-            return
-        self.written = None
-        self.db.inflight = None
-        written.result()
 
     def rollback(self) -> None:
         """Forget every write since the last commit."""
@@ -618,7 +561,6 @@ class PartitionStore(RocksStore):
         if not self.bulk:
             return
         self.bulk = False
-        self.settle()
         self.base.flush()
         self.base.compact_range(None, None)
         self.base.set_options({"disable_auto_compactions": "false"})
@@ -634,10 +576,6 @@ class PartitionStore(RocksStore):
         self._write((), marker)
 
     def _write(self, writes: Any, marker: int | None) -> None:
-        self.base.write(self._batch(writes, marker), _NO_WAL)
-
-    @staticmethod
-    def _batch(writes: Any, marker: int | None) -> WriteBatch:
         wb = WriteBatch(raw_mode=True)
         put, delete = wb.put, wb.delete
         for k, v in writes:
@@ -647,7 +585,7 @@ class PartitionStore(RocksStore):
                 put(k, v)
         if marker is not None:
             wb.put(MARKER_KEY, str(marker).encode())
-        return wb
+        self.base.write(wb, _NO_WAL)
 
     def state_items(self) -> Iterator[tuple[bytes, bytes]]:
         """Every committed key and value except the marker, in key order, as of this call:
@@ -664,7 +602,6 @@ class PartitionStore(RocksStore):
         ``OverlayDB`` (which namespaces hold) is kept and points at the new one.
         """
         self.rollback()
-        self.settle()
         self.db.behind.clear()
         self.db.unwritten.clear()
         self.behind_marker = None

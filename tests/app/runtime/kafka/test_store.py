@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 import random
 import struct
-import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,7 +17,6 @@ from app.runtime.kafka.store import (
     THROUGH_COMMITS,
     ChangelogRecord,
     PartitionStore,
-    writer,
 )
 from operators.state import RocksStore, decode_value, encode_value
 from operators.state import encode_key as _ek
@@ -150,58 +147,6 @@ def test_committed_writes_wait_behind_and_a_row_that_came_and_went_never_reaches
     store.close()
 
 
-def test_a_commits_flush_runs_on_the_writer_thread_and_its_writes_stay_readable(
-        tmp_path: Path) -> None:
-    """The loop does not wait for RocksDB: until the write is in, reads find its writes
-    in ``inflight`` (under those committed since); a scan waits for it first."""
-    store = PartitionStore(tmp_path / "db")
-    store.flush_at = 1
-    ns = store.namespace("w")
-    key = {k: ns.prefix + b"\x00K" + _ek(k) for k in range(4)}
-    gate = threading.Event()
-    writer().submit(gate.wait)  # the writer thread is busy
-    ns.put(1, "a")
-    ns.put_new(2, "b")
-    store.commit(4, store.batch_writes())
-    assert store.db.behind == {}
-    assert store.db.inflight == {key[1]: b'"a"', key[2]: b'"b"'}
-    assert store.base.get(MARKER_KEY) is None and store.base.get(key[1]) is None
-    assert ns.get(1) == "a" and ns.get(2) == "b"
-    ns.put(1, "a2")
-    ns.delete(2)  # in flight: the delete waits behind, then goes in
-    store.flush_at = 1  # a flush is due, but the writer thread is busy: it waits behind
-    store.commit(5, store.batch_writes())
-    assert store.db.behind == {key[1]: b'"a2"', key[2]: None}
-    assert ns.get(1) == "a2" and ns.get(2) is None
-    assert store.committed.get([key[1], key[2], key[3]]) == [b'"a2"', None, None]
-    gate.set()
-    assert _keys(ns) == [1]  # a scan settles the write, then flushes what is behind
-    assert store.db.inflight is None and store.db.behind == {}
-    assert store.base.get(MARKER_KEY) == b"5" and store.base.get(key[2]) is None
-    store.close()
-
-
-def test_a_write_that_failed_on_the_writer_thread_raises_in_the_loop(tmp_path: Path) -> None:
-    store = PartitionStore(tmp_path / "db")
-    store.flush_at = 1
-
-    class Failing:
-        def __init__(self, base: Any) -> None:
-            self.base = base
-
-        def write(self, *_: Any) -> None:
-            raise OSError("No space left on device")
-
-    ns = store.namespace("w")
-    base, store.base = store.base, Failing(store.base)
-    ns.put(1, "a")
-    store.commit(1, store.batch_writes())
-    with pytest.raises(OSError, match="No space left"):
-        store.settle()
-    store.base = base
-    store.close()
-
-
 def test_writes_behind_go_into_rocksdb_every_so_many_commits(tmp_path: Path) -> None:
     path = tmp_path / "db"
     store = PartitionStore(path)
@@ -209,7 +154,6 @@ def test_writes_behind_go_into_rocksdb_every_so_many_commits(tmp_path: Path) -> 
     for i in range(BEHIND_COMMITS + 3):
         ns.put(0, i)
         store.commit(i, store.batch_writes())
-    store.settle()
     store.base.close()  # a crash: what was behind is lost, the changelog has it
     again = PartitionStore(path)
     assert again.marker() == BEHIND_COMMITS - 1
@@ -230,7 +174,6 @@ def test_writes_behind_go_into_rocksdb_after_so_many_writes(tmp_path: Path) -> N
             key += 1
             ns.put(key, c)
         store.commit(c, store.batch_writes())
-        store.settle()  # the write on the writer thread is in
         assert store.base.get(MARKER_KEY) == (b"3" if c == 3 else None)
     assert store.db.behind == {} and store.flush_at == BEHIND_WRITES
     store.close()
@@ -261,8 +204,7 @@ def test_a_marker_that_need_not_be_durable_waits_with_the_writes_behind(
 
 def test_commits_write_through_while_waiting_does_not_pay(tmp_path: Path) -> None:
     """Keys written once each (nothing to cancel or overwrite): after a flush that wrote
-    almost everything it took, each commit goes into RocksDB, for a while (each write
-    settled: a commit whose writer thread is still busy leaves its writes behind)."""
+    almost everything it took, each commit goes into RocksDB, for a while."""
     store = PartitionStore(tmp_path / "db")
     ns = store.namespace("w")
     key = 0
@@ -271,21 +213,17 @@ def test_commits_write_through_while_waiting_does_not_pay(tmp_path: Path) -> Non
             key += 1
             ns.put(key, "once")
         store.commit(c, store.batch_writes())
-        store.settle()
     assert store.behind_limit == 1 and store.through == THROUGH_COMMITS
     ns.put(0, "next")
     store.commit(BEHIND_COMMITS, store.batch_writes())
-    store.settle()
     assert store.db.behind == {} and store.base.get(MARKER_KEY) == b"%d" % BEHIND_COMMITS
     for c in range(BEHIND_COMMITS + 1, BEHIND_COMMITS + THROUGH_COMMITS):
         ns.put(0, c)
         store.commit(c, store.batch_writes())
-        store.settle()
     assert store.behind_limit == BEHIND_COMMITS  # waiting is tried again
     for c in range(BEHIND_COMMITS + THROUGH_COMMITS, 2 * BEHIND_COMMITS + THROUGH_COMMITS):
         ns.put(0, c)  # one key rewritten: waiting pays
         store.commit(c, store.batch_writes())
-        store.settle()
     assert store.behind_limit == BEHIND_COMMITS
     store.close()
 
