@@ -52,6 +52,7 @@ from typing import Any
 
 import orjson
 from charts import DEFAULT_DIR, bars
+from code_under_test import describe
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from app.kafka import local_broker
@@ -587,6 +588,7 @@ def main() -> None:
           f"{ACCOUNTS} keys, broker {bs} ({'its own, ' if bs in _OWN_BROKERS else ''}"
           f"hosting {topics:,} topics, {partitions:,} partitions), "
           f"{os.cpu_count()} cores", flush=True)
+    print(f"  code: {describe()}", flush=True)
     if partitions > CROWDED_PARTITIONS:
         print(f"  note: the broker hosts {partitions:,} partitions of other topics; a "
               "crowded broker costs more CPU per event and these figures drop with it "

@@ -57,6 +57,7 @@ from app.runtime.kafka.topology import (
     split_schemas,
 )
 from app.runtime.rows import RowNumbering
+from tests.bench.code_under_test import describe
 from tests.bench.nexmark.generator import SCHEMAS, generate
 from tests.bench.nexmark.queries import QUERIES
 
@@ -297,6 +298,7 @@ def main() -> None:
     bs = bootstrap(args.fresh_broker)
     topics, partitions = hosted(bs)
     print(f"broker {bs} hosts {topics:,} topics, {partitions:,} partitions", flush=True)
+    print(f"code: {describe()}", flush=True)
     print(f"Nexmark on Kafka: {n:,} events (Person/Auction/Bid 1:3:46), {PARTITIONS} "
           f"partitions per event type, exactly-once, broker {bs}, {os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.1f}\n", flush=True)
