@@ -666,8 +666,57 @@ def main() -> None:
                   f"{ceiling:>31.2f}", flush=True)
     if args.charts and drains:
         throughput_chart(Path(args.charts), n, raw, fa, drains)
-    if args.no_latency:
+    halves: dict[str, tuple[float, float]] = {}
+    """Job -> (rate, p99 ms) of its latency run at half its drain rate."""
+    if not args.no_latency:
+        latency_runs(args, bs, best, halves)
+    print_targets({k[0]: r / raw for k, r in drains.items()
+                   if k[1:] == ("exactly_once", 1) and k[0] != "filter"},
+                  [(name, ratio, ceiling) for name, guarantee, ratio, _, ceiling in scaling
+                   if guarantee == "exactly_once"],
+                  {name: v for name, v in halves.items()
+                   if name.startswith("keyed") and not JOBS[name].get("watermarks_ms")})
+
+
+ONE_WORKER_TARGET = 0.5
+TWO_WORKER_TARGET = 1.7
+P99_TARGET_MS = 100.0
+
+
+def print_targets(one: dict[str, float], two: list[tuple[str, float, float]],
+                  p99: dict[str, tuple[float, float]]) -> None:
+    """The issue's targets for the Kafka data plane beside this run's figures: stateful
+    jobs >= 0.5x raw with one exactly-once worker, every job >= 1.7x with two workers
+    (with the ceiling the broker leaves on these cores), keyed rows that wait on no
+    watermark p99 < 100 ms at half the drain rate."""
+    if not (one or two or p99):
         return
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "not met"
+
+    print("\nTargets (issue 25, \"Stateful statements at the client's speed\"):")
+    if one:
+        print(f"  one worker >= {ONE_WORKER_TARGET}x raw, exactly-once:")
+        for name, ratio in one.items():
+            print(f"    {name:<34} {ratio:>6.2f}  {verdict(ratio >= ONE_WORKER_TARGET)}")
+    if two:
+        print(f"  two workers >= {TWO_WORKER_TARGET}x one, exactly-once (the ceiling the "
+              "broker leaves on these cores beside):")
+        for name, ratio, ceiling in two:
+            print(f"    {name:<34} {ratio:>6.2f}  (ceiling {ceiling:.2f})  "
+                  f"{verdict(ratio >= TWO_WORKER_TARGET)}")
+    if p99:
+        print(f"  p99 < {P99_TARGET_MS:.0f} ms at half the drain rate, keyed rows that wait "
+              "on no watermark:")
+        for name, (rate, ms) in p99.items():
+            print(f"    {name:<34} {rate:>9,.0f} ev/s  p99 {ms:>7.1f} ms  "
+                  f"{verdict(ms < P99_TARGET_MS)}")
+
+
+def latency_runs(args: argparse.Namespace, bs: str, best: dict[str, float],
+                 halves: dict[str, tuple[float, float]]) -> None:
+    """Row latency of the jobs that have it, one exactly-once worker (``--rates``)."""
     print(f"\n{'latency (exactly-once, 1 worker)':<34} {'rate':>9} {'p50 ms':>8} "
           f"{'p99 ms':>8} {'rows':>7}", flush=True)
     latencies: list[tuple[str, float, float, float]] = []
@@ -683,9 +732,12 @@ def main() -> None:
             # 2k and 10k ev/s, and half the drain rate (the bench's own producer and
             # reader then share the 2 cores with the worker and the broker)
             half = best.get(name, args.half_rate * 2 or 20000.0) / 2
-            for rate in [half if r == "half" else float(r) for r in args.rates.split(",")]:
+            for given in args.rates.split(","):
+                rate = half if given == "half" else float(given)
                 p50, p99, got = run.latency(rate, 5.0, job.get("watermarks_ms", 0))
                 latencies.append((name, rate, p50, p99))
+                if given == "half":
+                    halves[name] = (rate, p99)
                 wm = (f"  (watermark every {job['watermarks_ms']} ms)"
                       if job.get("watermarks_ms") else "")
                 print(f"{name:<34} {rate:>9,.0f} {p50:>8.1f} {p99:>8.1f} {got:>7}{wm}",
