@@ -52,8 +52,8 @@ from typing import Any
 
 import orjson
 from charts import DEFAULT_DIR, bars
-from code_under_test import describe
 from confluent_kafka import Consumer, Producer, TopicPartition
+from measured_code import describe
 
 from app.kafka import local_broker
 from app.runtime.kafka.config import AppConfig

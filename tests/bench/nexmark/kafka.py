@@ -57,7 +57,7 @@ from app.runtime.kafka.topology import (
     split_schemas,
 )
 from app.runtime.rows import RowNumbering
-from tests.bench.code_under_test import describe
+from tests.bench.measured_code import describe
 from tests.bench.nexmark.generator import SCHEMAS, generate
 from tests.bench.nexmark.queries import QUERIES
 
