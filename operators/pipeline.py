@@ -289,8 +289,11 @@ class Pipeline:
         rows of what the windows posted) that pass the where clause, as Esper's iterator
         gives them; None for a stream without a window."""
         if self.mr is not None:
-            return None
-        if self.join is not None:
+            found = self.mr.snapshot(self.ctx.now_ms)
+            if found is None:
+                return None
+            rows = found
+        elif self.join is not None:
             rows = self.join.contents()
         elif self._released is not None:
             view = self.view

@@ -792,6 +792,37 @@ class MatchRecognizer:
     def contents(self) -> Rows:
         return []
 
+    def snapshot(self, now_ms: int) -> Rows | None:
+        """What an output snapshot of the statement posts: the pattern run afresh over the
+        events the data window holds, every match it reaches, ranked as a match of an
+        update is (None without a data window).  Esper 9's match-recognize view iterates
+        so: its steps skip no event that a match used, so a match posted, and its
+        partial state dropped, on arrival can come back longer."""
+        if self.window_rows is None:
+            return None
+        from operators.state import MemoryStore
+
+        rows = list(self.window_rows())
+        fresh = MatchRecognizer(self.spec, MemoryStore().namespace("mr"), self.ctx)
+        fresh.window_rows = lambda: rows
+        spec = self.spec
+        ends: list[Entry] = []
+        for eid, row in enumerate(rows, 1):
+            fresh.seq += 1
+            key = fresh._key(row)
+            part = fresh.parts.get(key)
+            if part is None:
+                part = fresh.parts[key] = {"cur": [], "prev": []}
+            if spec.prev_depth:
+                buf = part["prev"]
+                buf.append([eid, row])
+                if len(buf) > spec.prev_depth:
+                    del buf[0]
+            fresh._step(part, row, now_ms, ends, key if spec.partition_by else None, eid)
+        if not spec.all_matches:
+            ends = fresh._rank_partitions(ends)
+        return [fresh._measure(end) for end in ends]
+
 
 def _same(a: list[Any] | None, b: list[Any] | None) -> bool:
     """Whether two event references are the same event (or both absent)."""
