@@ -162,18 +162,10 @@ class MatchRecognizer:
         terms: list[Entry] | None = None
         for row, eid in zip(new, eids):
             self.seq += 1
-            key = self._key(row)
             if spec.partition_by and len(self.parts) >= self.collect_at:
                 self._collect()
-            part = self.parts.get(key)
-            if part is None:
-                part = self.parts[key] = {"cur": [], "prev": []}
+            key, part = self._enter(row, eid)
             self._dirty.add(key)
-            if spec.prev_depth:
-                buf = part["prev"]
-                buf.append([eid, row])
-                if len(buf) > spec.prev_depth:
-                    del buf[0]
             t = self._step(part, row, now_ms, ends, key if spec.partition_by else None,
                            eid)
             if t:
@@ -223,6 +215,21 @@ class MatchRecognizer:
                 self._dirty.add(key)
         self._flush()
         return out
+
+    def _enter(self, row: Row, eid: int) -> tuple[str, dict[str, Any]]:
+        """The key and partition of a new event (made if new), the event joined to its
+        ``prev()`` history."""
+        key = self._key(row)
+        part = self.parts.get(key)
+        if part is None:
+            part = self.parts[key] = {"cur": [], "prev": []}
+        depth = self.spec.prev_depth
+        if depth:
+            buf = part["prev"]
+            buf.append([eid, row])
+            if len(buf) > depth:
+                del buf[0]
+        return key, part
 
     def kept(self) -> None:
         """The window kept the rows of the update that failed: they come again first in
@@ -802,22 +809,12 @@ class MatchRecognizer:
             return None
         from operators.state import MemoryStore
 
-        rows = list(self.window_rows())
         fresh = MatchRecognizer(self.spec, MemoryStore().namespace("mr"), self.ctx)
-        fresh.window_rows = lambda: rows
         spec = self.spec
         ends: list[Entry] = []
-        for eid, row in enumerate(rows, 1):
+        for eid, row in enumerate(list(self.window_rows()), 1):
             fresh.seq += 1
-            key = fresh._key(row)
-            part = fresh.parts.get(key)
-            if part is None:
-                part = fresh.parts[key] = {"cur": [], "prev": []}
-            if spec.prev_depth:
-                buf = part["prev"]
-                buf.append([eid, row])
-                if len(buf) > spec.prev_depth:
-                    del buf[0]
+            key, part = fresh._enter(row, eid)
             fresh._step(part, row, now_ms, ends, key if spec.partition_by else None, eid)
         if not spec.all_matches:
             ends = fresh._rank_partitions(ends)
