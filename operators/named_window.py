@@ -1,4 +1,4 @@
-"""On-actions against a named window or a table (002 named windows, Esper ref. 4.6/§4.7).
+"""On-actions against a named window or a table (Esper ref. 2, named windows; 4.6/4.7).
 
 ``on Trigger[(filter)] [as t] <action>``: the action sees the target's current rows
 together with the triggering event; a row it sees is the union of the target row and the
@@ -14,7 +14,7 @@ trigger, plus each under its alias (and under the window/table name), so
 * ``merge W [where] when [not] matched [and cond] then ...`` — Esper's on-merge: with no
   matching row the first applicable ``when not matched`` clause runs; otherwise, per
   matching row, the first applicable ``when matched`` clause runs; a clause runs each of
-  its actions whose own ``where`` holds (002, the on-merge walk-through);
+  its actions whose own ``where`` holds (Esper ref. 2, the on-merge walk-through);
 * ``set var = expr, ...`` — variables.
 
 The spec computes what changes (``ActionResult``); the runtime applies it to the window
@@ -45,8 +45,8 @@ class MergeActionSpec:
 @dataclass(frozen=True)
 class MergeClauseSpec:
     """``when [not] matched [and cond] then action ...``; ``always`` for a bare
-    ``insert select`` item, which inserts for every trigger (002: 'on Withdrawal merge
-    WithdrawalWindow insert select *' inserts each event)."""
+    ``insert select`` item, which inserts for every trigger (Esper ref. 2: 'on Withdrawal
+    merge WithdrawalWindow insert select *' inserts each event)."""
 
     matched: bool
     condition: Expr | None
@@ -235,7 +235,7 @@ class OnActionSpec:
         return copy
 
     def _merge(self, trigger: Row, rows: Rows, ctx: PartitionCtx) -> ActionResult:
-        """002 on-merge for one trigger: unconditional inserts, then matched/unmatched."""
+        """Esper ref. 2, on-merge for one trigger: unconditional inserts, then matched/unmatched."""
         res = ActionResult()
         env = self._trigger_env(trigger)
         for clause in self.clauses:

@@ -490,8 +490,8 @@ class Pipeline:
         return False
 
     def prime(self, rows: Rows, now_ms: int) -> None:
-        """Start from a named window's current rows without posting anything (002: a new
-        consumer 'determines the count and sum by iterating')."""
+        """Start from a named window's current rows without posting anything (Esper ref. 2:
+        a new consumer 'determines the count and sum by iterating')."""
         self.ctx.now_ms = now_ms
         if self.join is not None:
             self.join.prime(rows)  # the join's index is rebuilt with every pipeline

@@ -1,4 +1,4 @@
-"""Tables (Esper ref. 4.7, 002 named windows and tables): rows organised by primary key.
+"""Tables: rows organised by primary key (Esper ref. 4.7; Esper ref. 2, named windows and tables).
 
 ``create table Name (k string primary key, total sum(double), note string)`` declares key
 columns, plain columns and aggregation columns.  A table instance (one per context

@@ -170,7 +170,8 @@ class Call(Node):
 
 @dataclass(frozen=True, slots=True)
 class NamedArg(Node):
-    """Named call argument ``name: expr`` such as ``sum(amount, group_by: account)`` (002)."""
+    """Named call argument ``name: expr`` such as ``sum(amount, group_by: account)``
+    (Esper ref. 2)."""
 
     name: str
     value: Node
@@ -994,7 +995,8 @@ class CreateContext(Node):
 
 @dataclass(frozen=True, slots=True)
 class ApamaQuery(Node):
-    """Apama stream query ``from v in values within D every P [retain N] select ...`` (003)."""
+    """Apama stream query ``from v in values within D every P [retain N] select ...``
+    (Apama batched windows)."""
 
     annotations: tuple[Annotation, ...]
     item: str

@@ -912,7 +912,7 @@ class _Printer:
     # -- Apama and modules ---------------------------------------------------------------
 
     def p_ApamaQuery(self, node: A.ApamaQuery) -> str:
-        """from v in s within D every P retain N select [rstream] items (003)."""
+        """from v in s within D every P retain N select [rstream] items (Apama batched windows)."""
         out = self.prefix(node.annotations, None)
         out += f"from {self.ident(node.item)} in {self.ident(node.stream)}"
         if node.within is not None:

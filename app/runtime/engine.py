@@ -561,8 +561,8 @@ class Engine:
         return list(wst.pipelines)
 
     def _prime(self, st: _Stmt, pid: Any, p: Pipeline, posted: bool = False) -> None:
-        """A new consumer starts from the named window's current rows (002); a rebuilt
-        one from the rows the window posted (``_window_rows``)."""
+        """A new consumer starts from the named window's current rows (Esper ref. 2); a
+        rebuilt one from the rows the window posted (``_window_rows``)."""
         window = st.plan.window
         if window is not None and window in self.windows:
             rows = self._window_rows(window, st.plan.context, pid, posted)
@@ -1277,7 +1277,7 @@ class Engine:
 
     def _on_action(self, st: _Stmt, pid: Any, event: Row,
                    ctx: PartitionCtx | None = None) -> None:
-        """Run an on-statement for its triggering event (002 named windows, Esper ref. 4.6/4.7);
+        """Run an on-statement for its triggering event (Esper ref. 2, named windows; 4.6/4.7);
         ``ctx``: its subquery host's context, when it has subqueries."""
         action = st.plan.action
         now = self.now_ms

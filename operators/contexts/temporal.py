@@ -1,6 +1,6 @@
 """Temporal contexts: non-overlapping ``start/end`` and overlapping ``initiated/terminated``.
 
-Esper ref. 4.2.5/§4.2.6: a non-overlapping context has at most one partition; its start
+Esper ref. 4.2.5/4.2.6: a non-overlapping context has at most one partition; its start
 condition is observed only while no partition exists and its end condition only while
 one does.  An overlapping context starts a partition each time the initiating condition
 fires, each with its own terminating condition, correlated through ``as`` tags.

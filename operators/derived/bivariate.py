@@ -1,4 +1,4 @@
-"""Accumulator of two data series shared by linest and correl (Esper ref. 14.4.3, §14.4.4)."""
+"""Accumulator of two data series shared by linest and correl (Esper ref. 14.4.3, 14.4.4)."""
 
 from __future__ import annotations
 

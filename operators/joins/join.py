@@ -2,8 +2,8 @@
 the window's insert and remove rows update the stream's indexes and are looked up
 against the other streams, giving insert and remove join rows.
 
-Esper's join composition, per dispatch (Esper reference "Joining Event Streams"; 002
-§2.12: a join result set is processed by the result set like events):
+Esper's join composition, per dispatch (Esper reference "Joining Event Streams"; Esper
+ref. 2.12: a join result set is processed by the result set like events):
 1. each remove-stream event joins the other streams' windows as they are (remove rows);
 2. the indexes take the window changes (entering rows in, then leaving rows out, so
    an event that enters and leaves in one dispatch is not left behind);
@@ -211,7 +211,7 @@ class Join:
         return self.compose([(i, list(new), list(old))])
 
     def prime(self, rows: Rows) -> None:
-        """Start from the named window's current rows, posting nothing (002)."""
+        """Start from the named window's current rows, posting nothing (Esper ref. 2)."""
         i = self.nw
         if i is None:
             return

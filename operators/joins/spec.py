@@ -1,5 +1,5 @@
 """The plan of a join: its streams, the indexes kept on them, and for an event of each
-stream the lookups that find the rows of the other streams it joins (002 "event
+stream the lookups that find the rows of the other streams it joins (Esper ref. 2, "event
 indexes"; Esper reference "Joining Event Streams").
 
 The planner emits these specs; ``operators.joins.join.Join`` runs one in a context

@@ -3,7 +3,7 @@
 Each instance ("node") is started with the tags matched so far and reports to its parent
 that it turned true (with the tags of the match, and whether it has quit) or false
 (permanently).  The operators follow the reference product's pattern evaluation
-(002 "patterns in brief"; Esper ref. 4.2.7.2 for patterns as context conditions):
+(Esper ref. 2, "patterns in brief"; 4.2.7.2 for patterns as context conditions):
 
 * ``every`` restarts its sub-expression each time it turns true or false; a restarted
   sub-expression that turns true while starting (``every (not A)``) is dropped instead of

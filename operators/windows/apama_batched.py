@@ -1,6 +1,7 @@
-"""Apama batched windows (003): ``within D every P [retain N]`` and ``retain N every M``;
-and the windows they batch (``within D [retain N]``, ``retain N``), whose content changes
-at each item: it enters as it arrives and leaves D after its arrival or N items later.
+"""Apama batched windows (Apama, "Defining batched windows"): ``within D every P
+[retain N]`` and ``retain N every M``; and the windows they batch (``within D [retain N]``,
+``retain N``), whose content changes at each item: it enters as it arrives and leaves D
+after its arrival or N items later.
 
 Window contents change only at batch points: every P ms from the query's creation for
 ``within ... every``, every M arrivals for ``retain N every M``.  Item lifetimes count
@@ -26,15 +27,16 @@ from operators.windows.common import (
 )
 
 RUNS_ON = "content change"
-"""003: 'The correlator executes the query only when the window content changes'."""
+"""Apama batched windows: 'The correlator executes the query only when the window content
+changes'."""
 
 
 def apama_query_must_run(emit: Emit) -> bool:
     """Whether a stream query over a batched window executes for this emission.
 
-    003: if no items arrived in or expired from the window since the previous update, the
-    content is unchanged and the query does not execute; arrivals between batch points
-    do not run it either (they are not yet in the window).
+    Apama batched windows: if no items arrived in or expired from the window since the
+    previous update, the content is unchanged and the query does not execute; arrivals
+    between batch points do not run it either (they are not yet in the window).
     """
     return bool(emit[0] or emit[1])
 
@@ -58,7 +60,7 @@ class ApamaBatchedWindow(WindowView):
         self.window = RowLog(state.child("window"), DEFAULT_ENV.refs, stamped=True)
         start = state.get("start")
         if start is None:
-            start = start_ms  # 003: batch points count from the query's creation
+            start = start_ms  # Apama batched windows: batch points count from the query's creation
             state.put("start", start)
         self.start = start
 
@@ -138,7 +140,8 @@ class ApamaBatchedWindow(WindowView):
             if arrived > limit:
                 window.append(row, arrived)
                 entering.append(row)
-            # else: 003 'some items can never enter the window' -- expired before the batch
+            # else: Apama batched windows, 'some items can never enter the window' --
+            # expired before the batch
         self._trim(entering, leaving)
         return self._lot(entering, leaving)
 

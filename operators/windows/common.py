@@ -23,7 +23,7 @@ from operators.state import MemoryNamespace
 class ForcedEmit(tuple):
     """An emission that must reach the result set even with both streams empty.
 
-    Esper ref. 14.3.5/§14.3.7: FORCE_UPDATE (and START_EAGER) post an empty result set for an
+    Esper ref. 14.3.5/14.3.7: FORCE_UPDATE (and START_EAGER) post an empty result set for an
     interval without data; a plain ``([], [])`` means "nothing happened".
     """
 

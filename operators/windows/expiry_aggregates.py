@@ -1,4 +1,4 @@
-"""Aggregations inside an expiry expression (Esper ref. 14.3.12/§14.3.13), kept in state."""
+"""Aggregations inside an expiry expression (Esper ref. 14.3.12/14.3.13), kept in state."""
 
 from __future__ import annotations
 

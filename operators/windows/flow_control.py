@@ -1,4 +1,4 @@
-"""Flow-control keywords of the time batch windows (Esper ref. 14.3.5, §14.3.7)."""
+"""Flow-control keywords of the time batch windows (Esper ref. 14.3.5, 14.3.7)."""
 
 from __future__ import annotations
 

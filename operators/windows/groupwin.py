@@ -43,8 +43,8 @@ class GroupWinView(WindowView):
         self.is_batch = bool(getattr(sub, "is_batch", False))
         self.aggregates_each_post = getattr(sub, "name", "") == "time_interval"
         """A partitioned timeInterval window: each partition's pane trigger is aggregated
-        alone (004: 'If a timeInterval window is partitioned, each of its window panes is
-        partitioned')."""
+        alone (SPL timeInterval: 'If a timeInterval window is partitioned, each of its window
+        panes is partitioned')."""
         self.entries: dict[Any, tuple[int, Any]] = {}
         """Frozen group key -> (group id, sub-view)."""
         self.timed = False

@@ -157,7 +157,8 @@ def _lastevent(name: str, params: Sequence[WindowParam]) -> WindowSpec:
     from operators.windows.length import LengthSpec
 
     _arity(name, params, 0, 0)
-    return LengthSpec(1, name=name)  # 001 table 14.1: 'acts as a length window of size 1'
+    # Esper ref. 14, table 14.1: 'acts as a length window of size 1'
+    return LengthSpec(1, name=name)
 
 
 def _length_batch(name: str, params: Sequence[WindowParam]) -> WindowSpec:
@@ -252,7 +253,8 @@ def _firstevent(name: str, params: Sequence[WindowParam]) -> WindowSpec:
     from operators.windows.first_length import FirstLengthSpec
 
     _arity(name, params, 0, 0)
-    return FirstLengthSpec(1, name=name)  # 001 table 14.1: retains the very first event
+    # Esper ref. 14, table 14.1: retains the very first event
+    return FirstLengthSpec(1, name=name)
 
 
 def _firsttime(name: str, params: Sequence[WindowParam]) -> WindowSpec:
@@ -449,11 +451,11 @@ def _apama(name: str, params: Sequence[WindowParam | None]) -> WindowSpec:
     if absent(within_p):
         if retain is None:
             raise _fail(name, "needs 'within' or 'retain'")
-        # 003: for 'retain N every M', every counts items.
+        # Apama batched windows: for 'retain N every M', every counts items.
         every: int | Deferred = _count(name, every_p, "batch size")
         within = None
     else:
-        # 003: with 'within', every is always a number of seconds.
+        # Apama batched windows: with 'within', every is always a number of seconds.
         within = _time(name, within_p, "window duration")
         every = _time(name, every_p, "batch period")
         if isinstance(every, int) and every <= 0:

@@ -1,7 +1,7 @@
-"""SPL timeInterval window panes (004), driven by the runtime clock as the watermark.
+"""SPL timeInterval window panes (IBM Streams SPL), driven by the runtime clock as the watermark.
 
-Panes are ``[offset + k*period, offset + k*period + interval)`` (004: left-closed,
-right-open).  A tuple enters every pane its event time falls in.  A pane triggers when
+Panes are ``[offset + k*period, offset + k*period + interval)`` (SPL timeInterval:
+left-closed, right-open).  A tuple enters every pane its event time falls in.  A pane triggers when
 the watermark reaches its end, again on a later clock move if tuples arrived since, and
 closes once the watermark is beyond end + discardAge (conformance spl_* notes).  A
 trigger posts the pane's tuples with ``pane_start``/``pane_end`` as new rows, never old.
@@ -71,11 +71,12 @@ class TimeIntervalView(WindowView):
         """When the pane next needs the clock: trigger, re-trigger, or close."""
         end = self._bounds(k)[1]
         if not pane.triggered:
-            # 004: a pane triggers when the watermark becomes >= its end; a pane created
-            # after that (late tuples only) triggers on the next watermark.
+            # SPL timeInterval: a pane triggers when the watermark becomes >= its end; a
+            # pane created after that (late tuples only) triggers on the next watermark.
             return max(end, pane.mark + 1)
         if pane.dirty:
-            # 004: 'triggers again on receiving a watermark if tuples have been inserted since'.
+            # SPL timeInterval: 'triggers again on receiving a watermark if tuples have been
+            # inserted since'.
             return pane.mark + 1
         # IBM Streams SPL timeInterval: closed once the watermark is beyond end + discardAge.
         return end + self.discard + 1

@@ -65,7 +65,8 @@ class KeyedRows(WindowView):
                 out.append(held[1])
 
     def contents(self) -> list[Row]:
-        """Held rows in arrival order (001 leaves the order open; arrival order chosen)."""
+        """Held rows in arrival order (Esper ref. 14 leaves the order open; arrival order
+        chosen)."""
         return [entry[1] for entry in self.by_key.values()]
 
     def replay_order(self) -> list[Row]:

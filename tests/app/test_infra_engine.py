@@ -27,7 +27,7 @@ def deploy(*epls: str) -> tuple[Catalog, Engine, list]:
 
 
 def test_consumer_deployed_later_starts_from_the_window_rows() -> None:
-    """002: a new consumer 'determines the count and sum by iterating' the window."""
+    """Esper ref. 2: a new consumer 'determines the count and sum by iterating' the window."""
     cat, eng, out = deploy("create window WW#keepall as W", "insert into WW select * from W")
     eng.send("W", {"account": "A", "amount": 5.0})
     eng.send("W", {"account": "B", "amount": 7.0})

@@ -28,7 +28,8 @@ def merge(*clauses: MergeClauseSpec) -> OnActionSpec:
 
 
 def test_first_applicable_matched_clause_only() -> None:
-    """002 on-merge: per matching row, only the first 'when matched' clause that applies."""
+    """Esper ref. 2, on-merge: per matching row, only the first 'when matched' clause that
+    applies."""
     upd = MergeActionSpec("update", assignments=(Assignment(
         "balance", lambda r, c: r["w"]["balance"] + r["t"]["amount"]),))
     dele = MergeActionSpec("delete")
@@ -58,7 +59,7 @@ def test_action_where_and_routed_insert() -> None:
 
 
 def test_bare_insert_runs_for_every_trigger() -> None:
-    """002: 'on Withdrawal merge WithdrawalWindow insert select *' inserts each event."""
+    """Esper ref. 2: 'on Withdrawal merge WithdrawalWindow insert select *' inserts each event."""
     spec = OnActionSpec("merge", "T", window="W", clauses=(
         MergeClauseSpec(False, None, (MergeActionSpec("insert", wildcard=True),), always=True),),
         target_props=("account", "balance"))

@@ -177,7 +177,7 @@ class ExpressionRules(BuilderBase):
         return DistinctArg(present(c)[0], pos)
 
     def r_arg_named(self, c: list[Any], pos: A.Pos) -> A.NamedArg:
-        """'name: expr' argument (002: sum(amount, group_by:account))."""
+        """'name: expr' argument (Esper ref. 2: sum(amount, group_by:account))."""
         items = present(c)
         return A.NamedArg(items[0], items[1], pos=pos)
 

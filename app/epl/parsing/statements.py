@@ -507,7 +507,7 @@ class StatementRules(BuilderBase):
         return Wrapped("into", present(c)[0])
 
     def r_apama_query(self, c: list[Any], pos: A.Pos) -> A.ApamaQuery:
-        """from v in stream [window] select [rstream] items (003)."""
+        """from v in stream [window] select [rstream] items (Apama batched windows)."""
         items = present(c)
         win = wrapped(items, "apama_window") or {}
         return A.ApamaQuery(

@@ -184,7 +184,8 @@ def derived_props(view: Any) -> dict[str, str]:
 
 def pane_props(view: Any) -> dict[str, str]:
     """``pane_start`` and ``pane_end``, which a ``#time_interval`` window adds to each row
-    it posts (004: the triggering pane's interval), when the view chain holds one."""
+    it posts (SPL timeInterval: the triggering pane's interval), when the view chain holds
+    one."""
     if any(getattr(v, "name", "") == "time_interval" for v in _chain(view)):
         return {"pane_start": "long", "pane_end": "long"}
     return {}

@@ -251,7 +251,7 @@ class ContextPlanning(PlannerBase):
         raise NotSupported(construct_name(c))
 
     def _check_segmented(self, context: str, stream: Any, pattern: Any, src: Any) -> None:
-        """Esper ref. 4.2.2/§4.2.3: a statement of a keyed or hash context must filter at least
+        """Esper ref. 4.2.2/4.2.3: a statement of a keyed or hash context must filter at least
         one event type listed in the context declaration."""
         spec = self.catalog.contexts[context]
         inner = spec

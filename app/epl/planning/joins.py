@@ -7,7 +7,7 @@ where clause's equalities between streams become hash indexes; a stream with no 
 equality but relational operators (``<``, ``<=``, ``>``, ``>=``) comparing one of its
 properties with what is already joined gets a sorted index; other streams are scanned
 (a nested loop).  Esper reference
-"Joining Event Streams"; 002 "event indexes".
+"Joining Event Streams"; Esper ref. 2, "event indexes".
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ def plan_join(planner: PlannerBase, node: ast.SelectStatement, name: str,
 def _check_context(planner: PlannerBase, context: str, streams: list[JoinStream],
                    node: ast.SelectStatement) -> None:
     """A keyed or hash context routes each event type by its own key: every stream of a
-    join in such a context must be of a type the context lists (Esper ref. 4.2.2/§4.2.3)."""
+    join in such a context must be of a type the context lists (Esper ref. 4.2.2/4.2.3)."""
     inner = planner.catalog.contexts[context]
     while isinstance(inner, NestedSpec):
         inner = inner.inner

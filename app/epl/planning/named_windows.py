@@ -1,5 +1,6 @@
 """Planning of named windows: ``create window``, on-statements (select, delete,
-update, merge, set) and on-demand queries (002; Esper ref. 4.6 Context and Named Window)."""
+update, merge, set) and on-demand queries (Esper ref. 2; Esper ref. 4.6 Context and Named
+Window)."""
 
 from __future__ import annotations
 
@@ -97,7 +98,7 @@ class NamedWindowPlanning(PlannerBase):
     """Plans named windows, on-statements and on-demand queries."""
 
     def create_window(self, node: ast.CreateWindow, name: str, epl: str) -> StatementPlan:
-        """002: a named window is a pipeline over events inserted into it."""
+        """Esper ref. 2: a named window is a pipeline over events inserted into it."""
         if node.context is not None and node.context not in self.catalog.contexts:
             raise verr(f"unknown context '{node.context}'", node,
                        hint=did_you_mean(node.context, self.catalog.contexts))
@@ -259,7 +260,7 @@ class NamedWindowPlanning(PlannerBase):
 
     def _merge_clauses(self, action: ast.OnMerge, cscope: Scope, target: str, props: dict[str, str],
                        kind: str) -> tuple[Any, ...]:
-        """002 on-merge: ``when [not] matched [and cond] then update|delete|insert``."""
+        """Esper ref. 2, on-merge: ``when [not] matched [and cond] then update|delete|insert``."""
         from operators.named_window import MergeActionSpec, MergeClauseSpec
 
         clauses = []

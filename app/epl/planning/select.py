@@ -257,9 +257,9 @@ class SelectPlanning(PlannerBase):
                                for i in node.select_items), from_=(),
             where=None, group_by=(), having=None, output=None, order_by=(), limit=None,
             into_table=None)
-        # 003: com.apama.aggregates.sum returns 0 for an empty window; min, max and the
-        # mean of an empty window are NaN (com.apama.aggregates.min: "If the window is
-        # empty, returns NaN for decimals or floats")
+        # Apama batched windows: com.apama.aggregates.sum returns 0 for an empty window;
+        # min, max and the mean of an empty window are NaN (com.apama.aggregates.min: "If
+        # the window is empty, returns NaN for decimals or floats")
         rs = self.result_set(sel, scope, empty_sum=0.0)
         rs = replace(rs, aggregates=tuple(
             replace(a, aggregator=EmptyAsNaN(a.aggregator))

@@ -1,5 +1,5 @@
 """Planning of ``create variable`` and ``create table`` statements and of ``into table``
-(Esper ref. 4.7 Context and Tables, §4.8)."""
+(Esper ref. 4.7 Context and Tables, 4.8)."""
 
 from __future__ import annotations
 

@@ -106,7 +106,8 @@ def _check_param_names(planner: Any, views: Any, scope: Scope, props: dict[str, 
 
 
 def apama_view(node: ast.ApamaQuery) -> Any:
-    """003: ``within D every P [retain N]`` / ``retain N every M`` as a batched window."""
+    """Apama batched windows: ``within D every P [retain N]`` / ``retain N every M`` as a
+    batched window."""
     scope = Scope("event")
     params: list[Any] = []
     for i, p in enumerate((node.within, node.every, node.retain)):
@@ -117,5 +118,5 @@ def apama_view(node: ast.ApamaQuery) -> Any:
         given = [p for p in (node.within, node.every, node.retain) if p is not None]
         at = next((p for p in given if f"'{text_of(p)}'" in str(e)), given[0] if given else node)
         raise verr(str(e), at,
-                   hint="003: 'within D every P' takes seconds, 'retain N every M' "
-                        "positive whole numbers of items") from None
+                   hint="Apama batched windows: 'within D every P' takes seconds, "
+                        "'retain N every M' positive whole numbers of items") from None

@@ -897,7 +897,7 @@ def _check_global_variables(plans: list[StatementPlan], groups: dict[str, Group]
 def _check_shared_state(groups: dict[str, Group]) -> None:
     """A keyed group of several partitions must not set a variable without a context:
     each engine partition would hold its own diverging copy.  (Named windows and tables
-    without a context are already refused in a context's statements, Esper ref. 4.6/§4.7.)"""
+    without a context are already refused in a context's statements, Esper ref. 4.6/4.7.)"""
     for g in groups.values():
         if g.keyed_spec is None or g.partitions == 1:
             continue

@@ -282,8 +282,8 @@ FINDS = [
      "line 2:33: window 'apama_batched': batch size '0.5' must be a positive integer\n"
      "  from v in values retain 3 every 0.5 select v\n"
      "                                  ^\n"
-     "  hint: 003: 'within D every P' takes seconds, 'retain N every M' positive whole "
-     "numbers of items\n1 error(s)\n"),
+     "  hint: Apama batched windows: 'within D every P' takes seconds, 'retain N every M' "
+     "positive whole numbers of items\n1 error(s)\n"),
 ]
 
 

@@ -57,7 +57,7 @@ def call(name: str, *args: A.Node, **kw: Any) -> A.Call:
 
 
 def test_count_sum_length_window_exact() -> None:
-    """002 / FORMAT.md example: every node of the statement."""
+    """Esper ref. 2 / FORMAT.md example: every node of the statement."""
     got = parse_statement(
         "select count(*) as cnt, sum(amount) as total from Withdrawal#length(5)")
     assert got == A.SelectStatement(
@@ -154,7 +154,7 @@ def test_groupwin_merge_chain_and_namespaces() -> None:
 
 
 def test_retain_union_alias_unidirectional_and_joins() -> None:
-    """from-clause options and comma joins (002 statement types)."""
+    """from-clause options and comma joins (Esper ref. 2, statement types)."""
     got = parse_statement(
         "select * from Withdrawal unidirectional, BankInformationWindow b, "
         "S#time(10)#length(5) as x retain-union, T#a#b retain-intersection")
@@ -374,7 +374,7 @@ def test_output_clause_forms() -> None:
 
 
 def test_pattern_precedence() -> None:
-    """Esper: unary > and > or > followed-by; guards bind to the atom (002 patterns)."""
+    """Esper: unary > and > or > followed-by; guards bind to the atom (Esper ref. 2, patterns)."""
     got = parse_pattern("every a=A -> b=B or c=C and not D where timer:within(10 min)")
     assert got == A.PFollowedBy((
         A.PEvery(A.PFilter("a", "A")),
@@ -519,7 +519,7 @@ def test_category_context() -> None:
 
 
 def test_non_overlapping_contexts() -> None:
-    """Esper ref. 4.2.5 and §4.2.7: crontab, filter, pattern, after, @now conditions."""
+    """Esper ref. 4.2.5 and 4.2.7: crontab, filter, pattern, after, @now conditions."""
     nine = parse_statement("create context NineToFive start (0, 9, *, *, *) end (0, 17, *, *, *)")
     star3 = (A.CronStar(), A.CronStar(), A.CronStar())
     assert nine.spec == A.NonOverlappingContext(
@@ -588,7 +588,7 @@ def test_nested_contexts() -> None:
 
 
 def test_context_prefix_and_annotations() -> None:
-    """@name('x') context C select ... (002 Basic Indexes)."""
+    """@name('x') context C select ... (Esper ref. 2, Basic Indexes)."""
     got = parse_statement(
         "@name('B') @Priority(1) @Drop @Hint('reclaim_group_aged=10') context UserSession "
         "select count(*) from WithdrawalEvent(account = context.loginEvent.account)")
@@ -605,7 +605,7 @@ def test_context_prefix_and_annotations() -> None:
 
 
 def test_create_schema_window_table_variable_index() -> None:
-    """create statements of Esper ref. 4.6 Context and Named Window–4.8 and 002."""
+    """create statements of Esper ref. 4.6 Context and Named Window–4.8 and Esper ref. 2."""
     assert parse_statement(
         "create schema ScoreCycle (userId string, score long)") == A.CreateSchema(
         (), "ScoreCycle", (("userId", "string"), ("score", "long")))
@@ -655,7 +655,7 @@ def test_into_table() -> None:
 
 
 def test_on_statements() -> None:
-    """on-merge / on-delete / on-select / on-update / on-set (002, Esper ref. 4.6)."""
+    """on-merge / on-delete / on-select / on-update / on-set (Esper ref. 2; 4.6)."""
     insert_only = parse_statement("on Withdrawal merge WithdrawalWindow insert select *")
     assert insert_only == A.OnStatement((), None, A.FilterStream("Withdrawal"), A.OnMerge(
         "WithdrawalWindow", None, None, (A.MergeInsert(None, (), (A.Wildcard(None),)),)))
@@ -692,7 +692,7 @@ def test_on_statements() -> None:
 
 
 def test_apama_queries() -> None:
-    """003: within/every/retain windows, rstream projection."""
+    """Apama batched windows: within/every/retain windows, rstream projection."""
     within = parse_statement("from v in values within 1.5 every 1.0 select rstream v")
     assert within == A.ApamaQuery(
         (), "v", "values", A.Literal(1.5, "double"), A.Literal(1.0, "double"), None, True,
@@ -705,7 +705,8 @@ def test_apama_queries() -> None:
 
 
 def test_spl_time_interval_is_a_plain_window() -> None:
-    """004 is written as #time_interval(ts, 10 sec, 5 sec, 15 sec) (conformance INDEX)."""
+    """SPL timeInterval windows are written as #time_interval(ts, 10 sec, 5 sec, 15 sec)
+    (conformance INDEX)."""
     got = parse_statement(
         "select * from Reading#groupwin(sensor)#time_interval(ts, 10 sec, 5 sec, 15 sec)")
     assert got.from_[0].views[1] == A.View(None, "time_interval", (

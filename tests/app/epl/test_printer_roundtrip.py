@@ -493,7 +493,7 @@ triggers = st.one_of(
 
 @st.composite
 def apama_queries(draw: st.DrawFn) -> A.ApamaQuery:
-    """Apama stream queries with each batched-window form (003)."""
+    """Apama stream queries with each batched-window form (Apama batched windows)."""
     form = draw(st.sampled_from(["none", "within", "retain"]))
     within = every = retain = None
     if form == "within":

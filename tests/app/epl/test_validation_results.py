@@ -1,4 +1,5 @@
-"""Validation of output clauses, named windows, tables and variables (002, Esper ref. 4.5-4.8)."""
+"""Validation of output clauses, named windows, tables and variables (Esper ref. 2;
+4.5-4.8)."""
 
 from __future__ import annotations
 

@@ -71,7 +71,7 @@ def test_lists_ranges_and_steps() -> None:
     assert CronSpec.parse([0, "[1, 5]", "*", "*", "*"]).hours == (1, 5)
     assert CronSpec.parse([0, "5,1", "*", "*", "*"]).hours == (1, 5)
     assert CronSpec.parse([0, [1, "3-4"], "*", "*", "*"]).hours == (1, 3, 4)
-    # 002 patterns in brief: "every five minutes past the hour"
+    # Esper ref. 2, patterns in brief: "every five minutes past the hour"
     five_past = CronSpec.parse([5, "*", "*", "*", "*"])
     assert firings(five_past, 0, 2) == [5 * MIN, HOUR + 5 * MIN]
 

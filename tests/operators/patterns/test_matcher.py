@@ -365,7 +365,8 @@ def test_not_alone_matches_at_start(tmp_path: Path) -> None:
 
 
 def test_every_a_then_every_b_spawns_per_a(run) -> None:
-    """``every a=A -> every b=B`` (002 patterns in brief): each A pairs with every later B."""
+    """``every a=A -> every b=B`` (Esper ref. 2, patterns in brief): each A pairs with every
+    later B."""
     spec = PatternSpec(FollowedBy((Every(Filter("a", "A")), Every(Filter("b", "B")))))
     out, _ = run(spec, [t(1), e("A", id=1), t(2), e("B", id=10), t(3), e("A", id=2),
                         t(4), e("B", id=11)])

@@ -1,4 +1,4 @@
-"""Apama batched windows (003; conformance apama_batched_*)."""
+"""Apama batched windows (Apama, "Defining batched windows"; conformance apama_batched_*)."""
 
 from __future__ import annotations
 

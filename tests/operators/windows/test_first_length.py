@@ -1,4 +1,4 @@
-"""First-length and first-event windows (Esper ref. 14.3.10 First Length Window, §14.3.17)."""
+"""First-length and first-event windows (Esper ref. 14.3.10 First Length Window, 14.3.17)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Length and last-event windows (Esper ref. 14.3.1, §14.3.16; Esper ref. 2 walk-through)."""
+"""Length and last-event windows (Esper ref. 14.3.1, 14.3.16; Esper ref. 2 walk-through)."""
 
 from __future__ import annotations
 

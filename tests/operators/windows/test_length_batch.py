@@ -1,4 +1,4 @@
-"""Length batch window (Esper ref. 14.3.2, §14.2; conformance window_length_batch)."""
+"""Length batch window (Esper ref. 14.3.2, 14.2; conformance window_length_batch)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Time batch window (Esper ref. 14.3.5, §14.2; conformance window_time_batch*)."""
+"""Time batch window (Esper ref. 14.3.5, 14.2; conformance window_time_batch*)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPL timeInterval panes (004; conformance spl_time_interval_*)."""
+"""SPL timeInterval panes (IBM Streams SPL; conformance spl_time_interval_*)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Time-order and time-to-live windows (Esper ref. 14.3.21 Time-Order Window, §14.3.22)."""
+"""Time-order and time-to-live windows (Esper ref. 14.3.21 Time-Order Window, 14.3.22)."""
 
 from __future__ import annotations
 

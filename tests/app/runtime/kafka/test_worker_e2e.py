@@ -20,7 +20,7 @@ AMOUNTS = [100, 250, 300, 50, 500, 700, 20]
 
 @pytest.fixture(scope="module")
 def app(kafka_bootstrap: str) -> Iterator[KafkaApp]:
-    """One worker running the three statements, fed the 002 walk-through amounts."""
+    """One worker running the three statements, fed the Esper ref. 2 walk-through amounts."""
     name = f"e2e-{uuid.uuid4().hex[:8]}"
     config = AppConfig.from_dict({
         "app": name,
