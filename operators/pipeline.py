@@ -588,8 +588,19 @@ class Pipeline:
         # Esper: the statement's own window fires before its subqueries' windows due at
         # the same time (a batch it releases reads the subquery's rows as they were)
         subs_after = due and t == now_ms
+        subs = self.subs
+        late: list[Subquery] = []
+        if subs:
+            od = self.out.next_timer()
+            if od is not None and od <= now_ms:
+                # Esper orders one statement's callbacks due at one time by when they were
+                # scheduled first: a subquery's #groupwin group schedules when the group
+                # came, after the output condition (made with the partition)
+                late = [s for s in subs if isinstance(s.view, GroupWinView)]
+                if late:
+                    subs = [s for s in subs if s not in late]
         if not subs_after:
-            for sub in self.subs:
+            for sub in subs:
                 sub.on_time(now_ms)
         if view is not None and due and view.fires_apart:
             od = self.out.next_timer()
@@ -622,7 +633,7 @@ class Pipeline:
                     out_new += n
                     out_old += o
         if subs_after:
-            for sub in self.subs:
+            for sub in subs:
                 sub.on_time(now_ms)
         join = self.join
         if join is not None:
@@ -671,6 +682,8 @@ class Pipeline:
             n, o = self._deliver(*self.out.on_time(now_ms))
             out_new += n
             out_old += o
+        for sub in late:
+            sub.on_time(now_ms)
         return out_new, out_old
 
     def terminate(self, now_ms: int) -> Emit:
