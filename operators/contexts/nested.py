@@ -270,6 +270,7 @@ class NestedManager(Manager):
     def route(self, type_name: str, event: Row, now_ms: int) -> list[Pid]:
         born: list[Pid] = []
         out: list[Pid] = []
+        allocated = 0
         for opid in self.outer.route(type_name, event, now_ms):
             inner = self.inner.get(opid)
             if inner is None or (opid in self._fresh and self._inner_category):
@@ -277,10 +278,16 @@ class NestedManager(Manager):
             first_new = getattr(inner, "next_id", None) if self._keyed_inner else None
             for p in inner.route(type_name, event, now_ms):
                 pid = (opid, p)
-                if pid in self._born or (first_new is not None and p >= first_new):
+                if first_new is not None and p >= first_new:
+                    born.append(pid)
+                    allocated += 1
+                elif pid in self._born:
                     born.append(pid)
                 else:
                     out.append(pid)
+        if allocated and self._mapped_inner:
+            self.inner_live += allocated  # a keyed inner context allocates as it routes
+            self._grow_table()
         # a key's partition that this event allocates takes it as it is allocated, before
         # the filter service hands it to the partitions that were there (Esper ref. 4.3:
         # each outer partition has its own keyed controller)
