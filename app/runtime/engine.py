@@ -575,6 +575,7 @@ class Engine:
     def _notify_variables(self) -> None:
         """Variables changed: views and output conditions that read them react
         (Esper ref. 14.3.12 ``#expr`` windows, Esper ref. 5.7.1.1 ``output when``)."""
+        held = self._held_run()
         if self._var_writes:
             self._post_variable_writes()
         rounds = 0
@@ -600,11 +601,93 @@ class Engine:
                 for pid, p in list(st.pipelines.items()):
                     if not (every or ctx_name is None or (ctx_name, pid) in tags):
                         continue  # another partition's context variable
+                    mark = len(self._var_writes)
                     new, old = p.on_variables_changed(now)
+                    if held is not None and len(self._var_writes) > mark:
+                        self._post_reentrant(held, self._var_writes[mark:],
+                                             st.plan.pipeline.output.variables)
+                        del self._var_writes[mark:]
+                        held = None
                     self._emit(st, pid, new, old)
                     self._arm(("p", st.plan.name, pid), p.next_timer)
+            if held is not None:
+                self._post_run(held)
+                held = None
             if self._var_writes:
                 self._post_variable_writes()
+        if held is not None:
+            self._post_run(held)
+
+    def _held_run(self) -> list[tuple[Any, str, Any, Any]] | None:
+        """The pending writes, taken back to be posted as Esper commits them, when they are
+        one statement run's and an output condition with ``then set`` reads one of them
+        (``_post_reentrant``); else None, and they post as usual."""
+        pending = self._var_writes
+        writes = [w for w in pending if w is not _SEGMENT]
+        ends = sum(1 for w in pending if w is _SEGMENT)
+        if not writes or ends > 1 or (ends == 1 and pending[-1] is not _SEGMENT):
+            return None  # the writes of several runs
+        names = {w[1] for w in writes}
+        for st in self.order:
+            out = st.plan.pipeline.output if st.plan.pipeline is not None else None
+            if out is not None and out.then_set and out.when is not None \
+                    and out.variables & names:
+                self._var_writes.clear()
+                return self._merged_run(writes)
+        return None
+
+    def _merged_run(self, writes: list[Any]) -> list[tuple[Any, str, Any, Any]]:
+        """One run's writes, a variable written twice once (first old, last new), in
+        Esper's commit order: by variable number, the order of declaration."""
+        run: dict[tuple[Any, str], list] = {}
+        for tag, name, old, new in writes:
+            if (tag, name) in run:
+                run[(tag, name)][1] = new
+            else:
+                run[(tag, name)] = [old, new]
+        number = {key: i for i, key in enumerate(self._var_posts)}
+        return sorted(((tag, name, old, new) for (tag, name), (old, new) in run.items()),
+                      key=lambda w: number.get((w[0][0], w[1]), len(number)))
+
+    def _post_run(self, run: list[tuple[Any, str, Any, Any]]) -> None:
+        for tag, name, old, new in run:
+            self._post_variable(tag, name, old, new)
+
+    def _post_reentrant(self, run: list[tuple[Any, str, Any, Any]], then: list[Any],
+                        reads: frozenset[str] | set[str]) -> None:
+        """Post a run's writes and the ``then set`` of an output condition they made true,
+        as Esper 9 does: its commit calls each variable's callbacks as it commits it, the
+        condition's assignments commit at once over the same uncommitted writes, so every
+        variable of the run is posted again there (the committed value, or the value
+        before the run for those still to come, to the assigned or written value), and
+        the outer commit then posts each later one once more, to its value as it is."""
+        assigned = {(w[0], w[1]): w for w in self._merged_run([w for w in then
+                                                               if w is not _SEGMENT])}
+        k = next((i for i, w in enumerate(run) if w[1] in reads), 0)
+        for tag, name, old, new in run[:k + 1]:
+            self._post_variable(tag, name, old, new)
+        number = {key: i for i, key in enumerate(self._var_posts)}
+        inner: dict[tuple[Any, str], tuple[Any, Any]] = {}
+        for i, (tag, name, old, new) in enumerate(run):
+            cur = new if i <= k else old
+            a = assigned.get((tag, name))
+            inner[(tag, name)] = (cur, new if a is None else a[3])
+        for key, (_tag, _name, old, new) in assigned.items():
+            inner.setdefault(key, (old, new))
+        for (tag, name), (cur, val) in sorted(
+                inner.items(), key=lambda kv: number.get((kv[0][0][0], kv[0][1]), 0)):
+            self._post_variable(tag, name, cur, val)
+        for tag, name, _old, _new in run[k + 1:]:
+            val = inner[(tag, name)][1]
+            self._post_variable(tag, name, val, val)
+
+    def _post_variable(self, tag: Any, name: str, old: Any, new: Any) -> None:
+        """One row to the statement that declared the variable (its listeners)."""
+        context, pid = tag
+        stmt = self._var_posts.get((context, name))
+        if stmt is not None:
+            for listener in self.listeners:
+                listener(stmt, [{name: new}], [{name: old}], pid)
 
     def _post_variable_writes(self) -> None:
         """Each statement run that writes a variable posts a row to the variable's
@@ -623,11 +706,8 @@ class Engine:
                 else:
                     run[(tag, name)] = [old, new]
                 continue
-            for ((context, pid), name), (old, new) in run.items():
-                stmt = self._var_posts.get((context, name))
-                if stmt is not None:
-                    for listener in self.listeners:
-                        listener(stmt, [{name: new}], [{name: old}], pid)
+            for (tag, name), (old, new) in run.items():
+                self._post_variable(tag, name, old, new)
             run.clear()
 
     # -- timers -------------------------------------------------------------
