@@ -320,6 +320,10 @@ class GroupedAll(_Groups):
     def load(self) -> None:
         super().load()
         self.entered = _load_entered(self.state, self.rs)
+        self.pre: dict[str, Rows] = {k[1]: v for k, v in self.state.items()
+                                     if isinstance(k, tuple) and k and k[0] == "pre"}
+        """The remove-stream rows of the groups entered before the interval, as they stood
+        at its first update (``_collect``)."""
 
     def collect(self, new: Rows, old: Rows) -> None:
         if self.rs.quiet and not old and (self.quiet_many or len(new) == 1):
@@ -344,14 +348,21 @@ class GroupedAll(_Groups):
 
     def _collect(self, new: Rows, old: Rows) -> None:
         g = self.rs.grouped(new, old)
-        if self.irstream and not self.touched:
+        if self.irstream and not self.touched and not self.pre:
             # the interval's first update: the groups entered so far post the rows they
-            # hold now first (``_place``)
+            # hold now first (``_place``), built now: a subquery or variable they read
+            # is as it is at this update (Esper's output-all helper builds them once)
             self.state.put("entered_before", len(self.entered))
+            for k in self.entered:
+                if k not in g.before:
+                    rows = self.pre[k] = self.rs.group_rows(k)
+                    self.state.put(("pre", k), rows)
         _enter(self.state, self.entered, g.keys_new)
         for k, before in g.before.items():
             rec = self.touched.get(k)
             if rec is None:
+                before = self.pre.pop(k, before)
+                self.state.delete(("pre", k))
                 self.touch(k, [self.trigger.seq(), before, self._place(k, before, True)])
             elif not rec[1] and before:
                 # Esper's output-all helper keeps trying a group's remove-stream row until
@@ -386,7 +397,8 @@ class GroupedAll(_Groups):
             rec = self.touched.get(k)
             if rec is None:
                 if k in entered:
-                    placed.append(([0, entered[k]], self.rs.group_rows(k)))
+                    rows = self.pre[k] if k in self.pre else self.rs.group_rows(k)
+                    placed.append(([0, entered[k]], rows))
             elif rec[1]:
                 at = rec[2] if len(rec) > 2 and rec[2] is not None else [0, entered.get(k, 0)]
                 placed.append((at, rec[1]))
@@ -397,6 +409,15 @@ class GroupedAll(_Groups):
 
     def standing(self) -> bool:
         return any(k in self.entered for k in self.rs.group_keys())
+
+    def holds(self) -> bool:
+        return bool(self.touched or self.pre)
+
+    def clear(self) -> None:
+        super().clear()
+        for k in self.pre:
+            self.state.delete(("pre", k))
+        self.pre = {}
 
 
 class GroupedRowsLast(_Groups):
