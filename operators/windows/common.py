@@ -159,6 +159,23 @@ def key_of(exprs: tuple[Expr, ...], row: Row, ctx: PartitionCtx) -> Any:
     return [e(row, ctx) for e in exprs]
 
 
+def timestamped(ts: Expr, rows: Rows, ctx: PartitionCtx) -> list[tuple[Row, Any]]:
+    """Each row with its timestamp expression's value, leaving out rows where it is null.
+
+    Esper ref. 14.3.4, 14.3.6, 14.3.21, 14.3.22 (ext_timed, ext_timed_batch, time_order,
+    timetolive) do not say what a null timestamp does; Esper 9's views unbox it to a long,
+    which fails, so the event never enters the window and nothing is posted for it
+    (compared through the oracle, scenarios window_null_timestamp_*).  These windows drop
+    such an event the same way.
+    """
+    out: list[tuple[Row, Any]] = []
+    for row in rows:
+        value = ts(row, ctx)
+        if value is not None:
+            out.append((row, value))
+    return out
+
+
 # --------------------------------------------------------------------------- spec and view bases
 
 

@@ -13,6 +13,7 @@ from operators.windows.common import (
     WindowSpec,
     remove_from_log,
     resolve,
+    timestamped,
 )
 from operators.windows.fifo import FifoWindow
 
@@ -32,23 +33,25 @@ class ExtTimedWindow(FifoWindow):
         """Add rows, then remove tail-first while newest - oldest >= period.
 
         Esper ref. 14.3.4 says 'larger than the period'; an exact difference of one period is
-        treated like the time window (an event leaves exactly one period later).
+        treated like the time window (an event leaves exactly one period later).  An event
+        whose timestamp is null never enters (see ``timestamped``).
         """
         log = self.log
         expired = remove_from_log(log, old) if old else []
         if not new:
             return new, expired
+        entering = timestamped(self.ts, new, self.ctx)
+        if not entering:
+            return [], expired
+        for row, ts in entering:
+            log.append(row, ts)
+        limit = entering[-1][1] - self.period
         stamps = log.stamps
-        newest = stamps[-1] if stamps else 0
-        for row in new:
-            ts = self.ts(row, self.ctx)
-            if ts is not None:
-                newest = ts
-            log.append(row, newest)  # a null timestamp counts as the newest seen so far
-        limit = newest - self.period
         while stamps and stamps[0] <= limit:
             expired.append(log.popleft())
-        return new, expired
+        if len(entering) == len(new):
+            return new, expired
+        return [row for row, _ in entering], expired
 
 
 @dataclass(frozen=True)

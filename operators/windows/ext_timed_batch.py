@@ -14,6 +14,7 @@ from operators.windows.common import (
     WindowSpec,
     remove_from_batches,
     resolve,
+    timestamped,
 )
 
 
@@ -49,21 +50,20 @@ class ExtTimedBatchWindow(BatchWindow):
         released_any = False
         end = self.end
         period = self.period
-        for row in new:
-            ts = self.ts(row, self.ctx)
-            if ts is not None:
-                if end is None:
-                    # Esper 14.3.6: the first event's timestamp is the reference point unless given.
-                    ref = ts if self.reference is None else self.reference
-                    end = ref + ((ts - ref) // period + 1) * period
-                elif ts >= end:
-                    got, prior = batches.release(merge=released_any)
-                    released.extend(got)
-                    if not released_any:
-                        previous = prior
-                    released_any = True
-                    # As Esper does: empty intervals skipped over are not posted.
-                    end = end + ((ts - end) // period + 1) * period
+        # an event whose timestamp is null never enters the batch (see ``timestamped``)
+        for row, ts in timestamped(self.ts, new, self.ctx):
+            if end is None:
+                # Esper 14.3.6: the first event's timestamp is the reference point unless given.
+                ref = ts if self.reference is None else self.reference
+                end = ref + ((ts - ref) // period + 1) * period
+            elif ts >= end:
+                got, prior = batches.release(merge=released_any)
+                released.extend(got)
+                if not released_any:
+                    previous = prior
+                released_any = True
+                # As Esper does: empty intervals skipped over are not posted.
+                end = end + ((ts - end) // period + 1) * period
             batches.add(row)
         if end != self.end:
             self.end = end

@@ -22,7 +22,11 @@ from operators.windows.flow_control import FlowControl
 
 
 class TimeBatchWindow(BatchWindow):
-    """Flushes on the grid reference + k*period; the reference is the first arrival by default."""
+    """Flushes on the grid reference + k*period; the reference is the first arrival by default.
+
+    With START_EAGER the reference is the view's start time, whatever point is configured
+    (as Esper 9's TimeBatchView does; compared through the oracle).
+    """
 
     def __init__(
         self,
@@ -42,7 +46,10 @@ class TimeBatchWindow(BatchWindow):
             ref, due = reference, None
             if flow.start_eager:
                 # Esper ref. 14.3.5: START_EAGER starts a time interval at statement deployment.
-                ref = start_ms if ref is None else ref
+                # Esper's TimeBatchView then takes the start time as the reference point even
+                # when one is configured: the configured point is only read when the first
+                # event comes and no point is set yet, which START_EAGER has already done.
+                ref = start_ms
                 due = next_grid(start_ms, ref, period)
             meta = [ref, due]
             state.put("meta", meta)

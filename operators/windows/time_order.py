@@ -14,6 +14,7 @@ from operators.windows.common import (
     WindowSpec,
     WindowView,
     resolve,
+    timestamped,
 )
 
 
@@ -40,23 +41,27 @@ class TimeOrderWindow(WindowView):
         """Every arrival is on the insert stream; one already past the tail time leaves at once.
 
         Esper ref. 14.3.21: an event 'older than the tail-time' (ts + period <= now) is released
-        immediately; Esper ref. 14.3.22: timetolive releases when ts <= now.  A null timestamp is
-        treated as already expired (the documents are silent).
+        immediately; Esper ref. 14.3.22: timetolive releases when ts <= now.  An event whose
+        timestamp is null never enters and is posted on neither stream (see ``timestamped``).
         """
         out_old: Rows = []
         if old:
             self._remove(old, out_old)
+        if not new:
+            return new, out_old
         heap = self.heap
-        for row in new:
-            ts = self.ts(row, self.ctx)
-            if ts is None or ts + self.period <= now_ms:
+        entering = timestamped(self.ts, new, self.ctx)
+        for row, ts in entering:
+            if ts + self.period <= now_ms:
                 out_old.append(row)
                 continue
             seq = self.next_seq
             self.next_seq = seq + 1
             heapq.heappush(heap, (ts, seq, row))
             self.ns.put(seq, [ts, self.refs.dump(row)])
-        return new, out_old
+        if len(entering) == len(new):
+            return new, out_old
+        return [row for row, _ in entering], out_old
 
     def _remove(self, old: Rows, out: Rows) -> None:
         for row in old:

@@ -37,3 +37,17 @@ def test_ext_timed_batch_two_releases_in_one_update(harness) -> None:
     h.send(a)
     assert h.send(b, c, d) == ([a, b], [])
     assert h.send(ev(5, 3000)) == ([c, d], [a, b])
+
+
+def test_ext_timed_batch_drops_null_timestamp(harness) -> None:
+    # Esper 9's view fails to unbox a null timestamp: the event never enters the batch
+    # (scenario window_null_timestamp_timetolive_ext_timed_batch)
+    h = harness(W("ext_timed_batch", X("ts"), T(2000)))
+    n = {"id": "n", "ts": None}
+    a, b, c = ev(1, 1000), ev(2, 3000), ev(3, 5000)
+    assert h.send(n) == ([], [])  # sets no reference point either
+    assert h.send(a) == ([], [])
+    assert h.send(n) == ([], [])
+    assert h.contents() == [a]
+    assert h.send(b, n) == ([a], [])
+    assert h.send(n, c) == ([b], [a])

@@ -67,8 +67,28 @@ def test_time_batch_start_eager_alone_posts_empty_intervals(harness) -> None:
 
 
 def test_time_batch_reference_point_with_flow_control(harness) -> None:
-    h = harness(W("time_batch", T(5000), P(1000, "1000L"), P("FORCE_UPDATE, START_EAGER")))
-    assert h.advance(6000) == [(1000, [], []), (6000, [], [])]
+    # FORCE_UPDATE alone keeps the configured reference point
+    h = harness(W("time_batch", T(5000), P(1000, "1000L"), P("FORCE_UPDATE")))
+    e1 = ev(1)
+    assert h.at(2000, e1) == ([], [])
+    assert h.advance(11000) == [(6000, [e1], []), (11000, [], [e1])]
+
+
+def test_time_batch_start_eager_ignores_reference_point(harness) -> None:
+    # As Esper 9's TimeBatchView: START_EAGER sets the reference point to the view's start
+    # time, the configured one is never read (scenario window_time_batch_refpoint_start_eager)
+    h = harness(
+        W("time_batch", T(2000), P(700, "700L"), P("FORCE_UPDATE, START_EAGER")), start_ms=300
+    )
+    e1, e2 = ev(1), ev(2)
+    assert h.at(600, e1) == ([], [])
+    assert h.advance(2300) == [(2300, [e1], [])]
+    assert h.at(2700, e2) == ([], [])
+    assert h.advance(6300) == [(4300, [e2], [e1]), (6300, [], [e2])]
+    eager = harness(W("time_batch", T(2000), P(700, "700L"), P("START_EAGER")))
+    assert eager.at(100, e1) == ([], [])
+    assert eager.advance(1999) == []
+    assert eager.advance(2000) == [(2000, [e1], [])]
 
 
 def test_time_batch_undo_release_stops_flushing(harness) -> None:

@@ -38,3 +38,18 @@ def test_time_order_upstream_removal(harness) -> None:
     h.send(a, b)
     assert h.send(old=[a]) == ([], [a])
     assert h.advance(2000) == [(1050, [], [b])]
+
+
+def test_time_order_and_timetolive_drop_null_timestamp(harness) -> None:
+    # Esper 9's view fails to unbox a null timestamp: the event never enters, nothing is
+    # posted for it (scenario window_null_timestamp_*)
+    order = harness(W("time_order", X("ts"), T(1000)))
+    ttl = harness(W("timetolive", X("ts")))
+    a, n, b = {"id": "a", "ts": 2000}, {"id": "n", "ts": None}, {"id": "b", "ts": 2500}
+    for h in (order, ttl):
+        assert h.at(500, n) == ([], [])
+        assert h.send(a, n, b) == ([a, b], [])
+        assert h.contents() == [a, b]
+        assert h.view.count() == 2
+    assert order.advance(4000) == [(3000, [], [a]), (3500, [], [b])]
+    assert ttl.advance(4000) == [(2000, [], [a]), (2500, [], [b])]
