@@ -1242,10 +1242,27 @@ class ResultSet:
         iterator reads such a group as fresh (``count`` 0, ``sum`` null)."""
         return [[a.aggregator.initial() for a in self.aggs], row]
 
+    def _first_of(self, rows: Rows) -> int:
+        """The row ``order by x limit 1`` keeps: Esper scans for the least key instead of
+        sorting, and takes its current pick for none while that pick's key is null, so
+        any later row replaces a null key (``OrderByProcessorImpl.determineLocalMinMax``)."""
+        expr, desc = self.spec.order_by[0]
+        prop = getattr(expr, "property_name", None)
+        ctx = self.ctx
+        pick, least = 0, None
+        for i, r in enumerate(rows):
+            v = r.get(prop) if prop is not None else expr(r, ctx)
+            if least is None or (_compare(least, v) < 0 if desc else _compare(least, v) > 0):
+                pick, least = i, v
+        return pick
+
     def order(self, rows: Rows) -> Rows:
         """Apply order by / limit to a batch of output rows."""
         spec = self.spec
-        if spec.order_by and len(rows) > 1:
+        if (spec.limit == 1 and not spec.offset and len(spec.order_by) == 1
+                and len(rows) > 1):
+            rows = [rows[self._first_of(rows)]]
+        elif spec.order_by and len(rows) > 1:
             ctx = self.ctx
             for expr, desc in reversed(spec.order_by):
                 prop = getattr(expr, "property_name", None)
@@ -1263,6 +1280,12 @@ class ResultSet:
         if spec.sort_columns:
             rows = [{k: v for k, v in r.items() if not k.startswith(SORT_KEY)} for r in rows]
         return rows
+
+
+def _compare(a: Any, b: Any) -> int:
+    """Order of two sort keys, null before any value."""
+    ka, kb = _sort_key(a), _sort_key(b)
+    return (ka > kb) - (ka < kb)
 
 
 def _sort_key(v: Any) -> tuple:
