@@ -68,7 +68,11 @@ class Planner(SelectPlanning, NamedWindowPlanning, TablePlanning, ResultPlanning
     def plan(self, node: ast.Statement, name: str, epl: str = "") -> StatementPlan:
         plan = self._plan(node, name, epl)
         priority = self._priority(node)
-        return replace(plan, priority=priority) if priority else plan
+        if priority:
+            plan = replace(plan, priority=priority)
+        if any(a.name.lower() == "drop" for a in getattr(node, "annotations", ())):
+            plan = replace(plan, drop=True)
+        return plan
 
     def _priority(self, node: ast.Statement) -> int:
         """The ``@Priority(n)`` annotation's value (0 without one)."""

@@ -255,7 +255,7 @@ class Engine:
         self.statements[plan.name] = st
         self.order.append(st)
         if plan.kind == "on":
-            self.by_type.setdefault(plan.action.trigger_type, []).append(st)
+            self._listen(plan.action.trigger_type, st)
             if plan.subqueries is not None:
                 self._deploy_on_subqueries(st)
             return
@@ -266,13 +266,13 @@ class Engine:
             if plan.pipeline.join is not None:
                 # a join with a named window reads the events of its other streams too
                 for t in plan.pipeline.types():
-                    self.by_type.setdefault(t, []).append(st)
+                    self._listen(t, st)
             else:
                 for t in plan.pipeline.subquery_types():
-                    self.by_type.setdefault(t, []).append(st)
+                    self._listen(t, st)
         else:
             for t in plan.pipeline.types():
-                self.by_type.setdefault(t, []).append(st)
+                self._listen(t, st)
         if plan.kind == "query":
             for w in plan.pipeline.subquery_windows():
                 self.sub_readers.setdefault(w, []).append(st)
@@ -427,12 +427,23 @@ class Engine:
         built.update(rest)
         st.deferred = None
 
+    def _listen(self, type_name: str, st: _Stmt) -> None:
+        """``st`` takes events of ``type_name``, after the statements of its ``@Priority``
+        or higher and before those of a lower one (Esper's prioritized execution: an
+        event goes to the statements it matches highest priority first, else in the
+        order they were deployed)."""
+        sts = self.by_type.setdefault(type_name, [])
+        at = len(sts)
+        while at > 0 and sts[at - 1].plan.priority < st.plan.priority:
+            at -= 1
+        sts.insert(at, st)
+
     def _deploy_on_subqueries(self, st: _Stmt) -> None:
         """An on-statement with subqueries: their streams' events and named windows' rows
         reach its partitions' subquery host (operators.subquery.host)."""
         plan = st.plan
         for t in sorted(plan.subqueries.subquery_types() - {plan.action.trigger_type}):
-            self.by_type.setdefault(t, []).append(st)
+            self._listen(t, st)
         for w in plan.subqueries.subquery_windows():
             self.sub_readers.setdefault(w, []).append(st)
         if plan.context is None:
@@ -576,6 +587,8 @@ class Engine:
         """Variables changed: views and output conditions that read them react
         (Esper ref. 14.3.12 ``#expr`` windows, Esper ref. 5.7.1.1 ``output when``)."""
         held = self._held_run()
+        thens: list[list[Any]] = []
+        reads: frozenset[str] | set[str] = frozenset()
         if self._var_writes:
             self._post_variable_writes()
         rounds = 0
@@ -604,14 +617,16 @@ class Engine:
                     mark = len(self._var_writes)
                     new, old = p.on_variables_changed(now)
                     if held is not None and len(self._var_writes) > mark:
-                        self._post_reentrant(held, self._var_writes[mark:],
-                                             st.plan.pipeline.output.variables)
+                        thens.append(self._var_writes[mark:])
+                        reads = reads or st.plan.pipeline.output.variables
                         del self._var_writes[mark:]
-                        held = None
                     self._emit(st, pid, new, old)
                     self._arm(("p", st.plan.name, pid), p.next_timer)
             if held is not None:
-                self._post_run(held)
+                if thens:
+                    self._post_reentrant(held, thens, reads)
+                else:
+                    self._post_run(held)
                 held = None
             if self._var_writes:
                 self._post_variable_writes()
@@ -653,33 +668,40 @@ class Engine:
         for tag, name, old, new in run:
             self._post_variable(tag, name, old, new)
 
-    def _post_reentrant(self, run: list[tuple[Any, str, Any, Any]], then: list[Any],
+    def _post_reentrant(self, run: list[tuple[Any, str, Any, Any]], thens: list[list[Any]],
                         reads: frozenset[str] | set[str]) -> None:
-        """Post a run's writes and the ``then set`` of an output condition they made true,
-        as Esper 9 does: its commit calls each variable's callbacks as it commits it, the
-        condition's assignments commit at once over the same uncommitted writes, so every
-        variable of the run is posted again there (the committed value, or the value
-        before the run for those still to come, to the assigned or written value), and
-        the outer commit then posts each later one once more, to its value as it is."""
-        assigned = {(w[0], w[1]): w for w in self._merged_run([w for w in then
-                                                               if w is not _SEGMENT])}
-        k = next((i for i, w in enumerate(run) if w[1] in reads), 0)
-        for tag, name, old, new in run[:k + 1]:
-            self._post_variable(tag, name, old, new)
+        """Post a run's writes and the ``then set`` of the output conditions they made
+        true, as Esper 9 does. Its commit posts variable by variable, by number, each
+        with its callbacks; a condition the first variable it reads makes true commits
+        its assignments at once over the same uncommitted writes, so that commit posts
+        every variable of the run again, and a condition it makes true in turn nests
+        another (each level: from the committed value to the value written); each
+        level, once the nested one returns, posts the variables after that one."""
         number = {key: i for i, key in enumerate(self._var_posts)}
-        inner: dict[tuple[Any, str], tuple[Any, Any]] = {}
-        for i, (tag, name, old, new) in enumerate(run):
-            cur = new if i <= k else old
-            a = assigned.get((tag, name))
-            inner[(tag, name)] = (cur, new if a is None else a[3])
-        for key, (_tag, _name, old, new) in assigned.items():
-            inner.setdefault(key, (old, new))
-        for (tag, name), (cur, val) in sorted(
-                inner.items(), key=lambda kv: number.get((kv[0][0][0], kv[0][1]), 0)):
-            self._post_variable(tag, name, cur, val)
-        for tag, name, _old, _new in run[k + 1:]:
-            val = inner[(tag, name)][1]
-            self._post_variable(tag, name, val, val)
+
+        def order(key: tuple[Any, str]) -> int:
+            return number.get((key[0][0], key[1]), len(number))
+
+        cur = {(tag, name): old for tag, name, old, _new in run}
+        written = {(tag, name): new for tag, name, _old, new in run}
+        at = next(((tag, name) for tag, name, _o, _n in run if name in reads), None)
+        sets = [self._merged_run([w for w in then if w is not _SEGMENT]) for then in thens]
+        if at is None:  # no write of the run made a condition true: each posts on its own
+            for writes in (run, *sets):
+                self._post_run(writes)
+            return
+
+        def commit(level: int) -> None:
+            if level:
+                for tag, name, old, new in sets[level - 1]:
+                    cur.setdefault((tag, name), old)
+                    written[(tag, name)] = new
+            for key in sorted(written, key=order):
+                self._post_variable(key[0], key[1], cur[key], written[key])
+                cur[key] = written[key]
+                if key == at and level < len(sets):
+                    commit(level + 1)
+        commit(0)
 
     def _post_variable(self, tag: Any, name: str, old: Any, new: Any) -> None:
         """One row to the statement that declared the variable (its listeners)."""
@@ -1036,7 +1058,8 @@ class Engine:
         statement seeing events before its context does (``@Priority``)."""
         steps: tuple[Callable[[Row, int], None], ...] | None = None
         if not self._early.get(type_name) and all(
-                _inert(c.manager) for c in self.contexts.values()):
+                _inert(c.manager) for c in self.contexts.values()) and not any(
+                st.plan.drop for st in self.by_type.get(type_name, ())):
             steps = tuple(self._named_step(st, type_name)
                           for st in self.by_type.get(type_name, ()))
             steps = tuple(partial(m.route, type_name)
@@ -1254,8 +1277,23 @@ class Engine:
                 if new or old:
                     self._emit(st, 0, new, old)
                 self._arm(st.key0, p.next_timer)
-                continue
-            self._to_statement(st, type_name, event, now, started, early)
+            else:
+                self._to_statement(st, type_name, event, now, started, early)
+            if st.plan.drop and self._dropped(st, type_name, event):
+                break
+
+    def _dropped(self, st: _Stmt, type_name: str, event: Row) -> bool:
+        """Whether a ``@Drop`` statement took the event: its stream filter (and, without a
+        data window, its where clause, which Esper plans into the filter) let it in."""
+        spec = st.plan.pipeline
+        stream = spec.stream if spec is not None else None
+        p = next(iter(st.pipelines.values()), None)
+        if stream is None or stream.type_name != type_name or p is None:
+            return False
+        ctx = p.ctx
+        if stream.filter is not None and not stream.filter(event, ctx):
+            return False
+        return stream.view is not None or spec.where is None or bool(spec.where(event, ctx))
 
     def _to_statement(self, st: _Stmt, type_name: str, event: Row, now: int,
                       started: dict[str, list[Any]], early: list[_Stmt] | None) -> None:

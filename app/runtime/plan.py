@@ -46,7 +46,11 @@ class StatementPlan:
     """kind 'on': the SubqueryHostSpec of its expressions' subqueries (None: none)."""
     priority: int = 0
     """``@Priority(n)``: with an event that ends a context partition and that a statement
-    of the context also reads, the higher priority goes first (Esper ref. 4.2.3 note)."""
+    of the context also reads, the higher priority goes first (Esper ref. 4.2.3 note);
+    statements an event matches take it highest priority first."""
+    drop: bool = False
+    """``@Drop``: an event this statement's filter takes goes to no statement of lower
+    priority (Esper's prioritized execution)."""
 
     def listened(self, new: list, old: list) -> tuple[list, list]:
         """What listeners get of a pipeline's output: the select clause's stream, the
