@@ -37,6 +37,8 @@ def _target(node: ast.Call, scope: Any, compile_expr: Compile) -> Expr | None:
     arg = node.args[-1]
     if isinstance(arg, ast.Star):
         return None
+    if isinstance(arg, ast.Name) and len(arg.parts) == 1 and arg.parts[0] in scope.aliases:
+        return None  # the stream's name or alias: the event itself, as for '*'
     aliases = scope.aliases
     if scope.kind == "tags":
         aliases = frozenset({join_stream(node, scope.tags)})
@@ -224,6 +226,18 @@ def check_prev_window(node: ast.SelectStatement, view: Any) -> None:
         raise verr(f"{calls[0].name} needs a data window that retains previous events",
                    calls[0], hint="add one such as #length(10), #time(1 min), #keepall, "
                    "#sort or #rank (not #unique, #firstlength or an intersection)")
+    from app.epl.expr import has_aggregate
+
+    if any(has_aggregate(x) for x in (*node.select_items, node.having)):
+        # Esper ref. 10.1 previous: prev has no remove-stream data for an aggregation
+        # to take back, so Esper refuses it where the aggregated rows are filtered
+        misplaced = [c for c in window_calls(node.where, node.having)
+                     if c.name.lower() != "prior"]
+        if misplaced:
+            raise verr(f"{misplaced[0].name} cannot stand in the where or having clause of "
+                       "a statement with aggregations", misplaced[0],
+                       hint="use the first, last, window or count aggregation functions "
+                       "instead")
 
 
 def prior_tagged_items(calls: list[Any], scope: Any, compile_expr: Compile

@@ -93,6 +93,11 @@ def test_misuse_is_refused_with_a_position() -> None:
     assert "one stream" in str(e)
     e = rejects(cat, "select prev(1, a.px) from pattern [every a=Q]")
     assert "retains previous events" in str(e)
+    e = rejects(cat, "select count(*) from Q#length(3) having prev(1, px) > 1")
+    assert "statement with aggregations" in str(e) and (e.line, e.column) == (1, 41)
+    e = rejects(cat, "select sum(px) from Q#length(3) where prevtail(px) > 1")
+    assert "statement with aggregations" in str(e)
+    plan_statement(cat, "select sum(px), prev(1, px) from Q#length(3)", "ok")
     plan_statement(cat, "create variable double v = 0", "v")
     with pytest.raises(NotSupported, match="outside a select"):
         plan_statement(cat, "on Q set v = prior(1, px)", "o")
