@@ -70,6 +70,7 @@ from app.epl.expr import PREV_FUNCTIONS, property_reader, text_of
 from app.epl.walk import conjuncts, iter_nodes, same
 from operators.base import Expr, PartitionCtx, Row
 from operators.contexts.managers import key_text
+from operators.resultset import GROUPED
 from operators.windows.time_batch import TimeBatchSpec
 
 IMMEDIATE = frozenset({"keepall", "time", "unique", "firstunique"})
@@ -287,6 +288,12 @@ def _grouped_with_subqueries(plan: Any, stmt: ast.SelectStatement,
     if timed and any(isinstance(n, SUBQUERIES) for n in iter_nodes(stmt.where)):
         return ("output limiting is armed where the where clause holds, which the router "
                 "cannot tell without the subquery's rows")
+    if (p.output.kind == "all" and p.resultset.kind == GROUPED
+            and p.stream_kind in ("irstream", "rstream")):
+        # Esper's output-all helper builds every group's remove-stream row at the
+        # interval's first update, of whichever group: its subquery values with it
+        return ("output all with the remove stream builds every group's row at the "
+                "interval's first update, and with it the subquery's value")
     found = _subquery_routes(stmt, p, schemas)
     if isinstance(found, str):
         return found

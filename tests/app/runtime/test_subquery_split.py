@@ -81,7 +81,7 @@ GROUPED = {
     "grouped_snapshot": "select account, sum(w.amount) as s, (select count(*) from "
                         "W#time(1 sec) as y where y.account = w.account) as recent "
                         "from W#keepall as w group by account output snapshot every 1 sec",
-    "grouped_output_all": "select irstream account, max(w.amount) as top, (select max(x.v) "
+    "grouped_output_all": "select account, max(w.amount) as top, (select max(x.v) "
                           "from X#unique(acct) as x where x.acct = w.account) as xv "
                           "from W#time(1500 msec) as w group by account "
                           "output all every 1 sec",
@@ -137,6 +137,9 @@ REFUSED = {
     "as x where x.acct = w.account)": "#length holds events of all keys",
     "select w.account from W as w where exists (select * from X#time(1 sec) as x "
     "where x.acct = w.account) output every 1 sec": "output limiting collects",
+    "select irstream account, max(w.amount) as top, (select max(x.v) from X#unique(acct) "
+    "as x where x.acct = w.account) as xv from W#time(1500 msec) as w group by account "
+    "output all every 1 sec": "output all with the remove stream builds every group's row",
 }
 
 
