@@ -353,14 +353,15 @@ class Pipeline:
         return out_new, out_old
 
     def _deliver(self, new: Rows, old: Rows) -> Emit:
-        """Shape one output batch: distinct, order by, limit (each per batch), stream kind."""
+        """Shape one output batch: order by and limit, then distinct (Esper applies distinct
+        to the rows the order-by and limit leave), each per batch; then the stream kind."""
         if self._shaped:
-            if self.spec.distinct:
-                new = distinct_rows(new)
-                old = distinct_rows(old)
             if self.spec.resultset.order_by or self.spec.resultset.limit is not None:
                 new = self.rs.order(new)
                 old = self.rs.order(old)
+            if self.spec.distinct:
+                new = distinct_rows(new)
+                old = distinct_rows(old)
         kind = self.kind
         if kind == "istream":
             return new, []
