@@ -84,9 +84,8 @@ class TableCount(Count):
         return state if value is None else state - 1
 
 
-class EmptyAsNaN(Aggregator):
-    """An aggregate that gives NaN where it would give null for an empty window (Apama's
-    ``min``, ``max`` and ``avg`` over floats)."""
+class _Wrapping(Aggregator):
+    """An aggregator that keeps another's state and answers through it."""
 
     def __init__(self, inner: Aggregator) -> None:
         self.inner = inner
@@ -102,6 +101,14 @@ class EmptyAsNaN(Aggregator):
         return self.inner.leave(state, value)
 
     def result(self, state: Any) -> Any:
+        return self.inner.result(state)
+
+
+class EmptyAsNaN(_Wrapping):
+    """An aggregate that gives NaN where it would give null for an empty window (Apama's
+    ``min``, ``max`` and ``avg`` over floats)."""
+
+    def result(self, state: Any) -> Any:
         value = self.inner.result(state)
         return float("nan") if value is None else value
 
@@ -114,6 +121,38 @@ def table_aggregator(agg: Aggregator) -> Aggregator:
     if t is Count:
         return TableCount()
     return agg
+
+
+class Filtered(_Wrapping):
+    """An aggregator taking only the values whose event passed the aggregation's filter
+    (Esper ref. 10.2: ``count(*, v > 2)``, ``sum(v, filter: k = 'a')``), for callers that
+    hand an aggregator a value and no event (``#expr`` windows, match_recognize measures):
+    its value is the pair ``(passed, value)`` that ``fold_filter``'s value expression
+    gives.  The state is the inner aggregator's, unchanged."""
+
+    def enter(self, state: Any, value: Any) -> Any:
+        return self.inner.enter(state, value[1]) if value[0] else state
+
+    def leave(self, state: Any, value: Any) -> Any:
+        return self.inner.leave(state, value[1]) if value[0] else state
+
+
+def fold_filter(agg: Aggregator, value: Callable[[Any, Any], Any] | None,
+                filt: Callable[[Any, Any], Any] | None
+                ) -> tuple[Aggregator, Callable[[Any, Any], Any] | None]:
+    """``(aggregator, value expression)`` with the filter folded in (``Filtered``), for
+    callers that take no filter; as given when there is none.  A null filter value is
+    false (Esper skips the event)."""
+    if filt is None:
+        return agg, value
+    if value is None:
+        def passed_row(r: Any, c: Any) -> Any:
+            return (bool(filt(r, c)), r)
+        return Filtered(agg), passed_row
+
+    def passed_value(r: Any, c: Any) -> Any:
+        return (bool(filt(r, c)), value(r, c))
+    return Filtered(agg), passed_value
 
 
 def _dkey(value: Any) -> str:
@@ -496,6 +535,14 @@ class CountEver(CountStar):
         return state
 
 
+class CountEverValues(CountEver):
+    """countever(x): non-null values of x ever entered (Esper ref. 10.2.4 countever: with
+    an expression it ignores nulls, as count(x) does; removal does not count down)."""
+
+    def enter(self, state: Any, value: Any) -> Any:
+        return state if value is None else state + 1
+
+
 AGGREGATE_NAMES = frozenset(
     {"count", "sum", "avg", "min", "max", "median", "stddev", "avedev", "first", "last",
      "window", "nth", "leaving", "countever"}
@@ -511,7 +558,7 @@ def make_aggregator(name: str, *, star: bool = False, distinct: bool = False,
     if lname == "count":
         agg = CountStar() if star else Count()
     elif lname == "countever":
-        agg = CountEver()
+        agg = CountEver() if star else CountEverValues()
     elif lname == "sum":
         agg = Sum()
     elif lname == "avg":

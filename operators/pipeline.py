@@ -77,6 +77,10 @@ class PipelineSpec:
     match_recognize: Any = None
     """A MatchRecognizeSpec: row pattern recognition over the stream after its window;
     its match rows are what the rest of the pipeline sees."""
+    pattern_view: ViewSpec | None = None
+    """The data window over a pattern's matches (``pattern [...]#length(2)``): each match
+    is an event entering it, its insert and remove streams go on as a stream's do (Esper
+    ref. 5.4.2 Pattern-based event streams: views apply to the pattern's events)."""
 
     def reacts_to_variables(self, names: set[str] | None = None) -> bool:
         """Whether a variable change concerns this statement: an expiry-expression window
@@ -85,6 +89,7 @@ class PipelineSpec:
         if out.limited and out.when is not None and (names is None or out.variables & names):
             return True
         stack = [self.stream.view] if self.stream is not None else []
+        stack.append(self.pattern_view)
         if self.join is not None:
             stack += self.join.views()
         stack += [sq.view for sq in self.subqueries]
@@ -154,6 +159,8 @@ class PipelineSpec:
             out.append(self.match_recognize.describe())
         if self.pattern is not None:
             out.append(self.pattern.describe())
+            if self.pattern_view is not None:
+                out.append(self.pattern_view.describe())
         if self.join is not None:
             out += self.join.describe()
         out += [sq.describe() for sq in self.subqueries]
@@ -188,6 +195,10 @@ class Pipeline:
         self.view: View | None = None
         if s is not None and s.view is not None:
             self.view = self._build_view(s.view, state, ctx)
+        elif spec.pattern_view is not None:
+            # the window over the pattern's matches: the pipeline treats it as a stream's
+            # (expiry timers, output snapshots, batches released, stop)
+            self.view = self._build_view(spec.pattern_view, state, ctx)
         ctx.window = self.view
         self.mr = (spec.match_recognize.build(state.child("mr"), ctx)
                    if spec.match_recognize is not None else None)
@@ -341,13 +352,36 @@ class Pipeline:
     def _finish_matches(self, matches: Rows, now_ms: int) -> Emit:
         """Pattern matches, each its own update of the result set and output (Esper ref.
         7.1 Patterns: each match is delivered on its own, so aggregates post a row per
-        match, also when one event or timer completes several)."""
+        match, also when one event or timer completes several).  With a data window over
+        the pattern, each match enters it as one event and what the window posts is the
+        update (Esper ref. 5.4.2: a pattern's matches are the events of its stream)."""
+        if self.view is not None:
+            return self._window_matches(matches, now_ms)
         if len(matches) == 1:
             return self._finish(matches, [], now_ms)
         out_new: Rows = []
         out_old: Rows = []
         for m in matches:
             n, o = self._finish([m], [], now_ms)
+            out_new += n
+            out_old += o
+        return out_new, out_old
+
+    def _window_matches(self, matches: Rows, now_ms: int) -> Emit:
+        """Each match into the pattern's data window, in turn; the window's insert and
+        remove streams (a batch window's release, a length window's eviction) go through
+        where, result set and output, one update per match as without a window."""
+        view = self.view
+        assert view is not None
+        out_new: Rows = []
+        out_old: Rows = []
+        for m in matches:
+            emitted = view.on_events([m], [], now_ms)
+            new, old = emitted
+            if not new and not old and not isinstance(emitted, ForcedEmit):
+                continue
+            n, o = self._finish(new if type(new) is list else list(new),
+                                old if type(old) is list else list(old), now_ms)
             out_new += n
             out_old += o
         return out_new, out_old

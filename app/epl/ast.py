@@ -150,6 +150,15 @@ class IsNull(Node):
 
 
 @dataclass(frozen=True, slots=True)
+class IsSame(Node):
+    """``a is [not] b``: equality that takes two nulls as equal, never null itself."""
+
+    left: Node
+    right: Node
+    negated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Case(Node):
     """``case [operand] when c then r ... [else e] end``; operand None for the searched form."""
 

@@ -13,12 +13,14 @@ import math
 import operator
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.epl import ast, functions
+from app.epl.aggregate_args import aggregate_args, check_min_max_row, positional_args
 from app.epl.builtins import FUNCTIONS
 from app.epl.errors import EplValidationError, closest
+from app.epl.java_values import CASTS, java_text
 from app.epl.properties import nested as _nested
 from app.epl.subquery_expr import compile_subquery
 from app.epl.walk import LONG_CHAIN, chain_length, iter_nodes, spine
@@ -89,6 +91,9 @@ class Scope:
     """Inside a subquery: the properties of its stream (they win over outer names)."""
     array_tags: frozenset[str] = frozenset()
     """Pattern tags holding a list of events (tags inside a repeat): read as ``a[i]``."""
+    filter_sets: bool = False
+    """A stream filter (or a where clause Esper plans as one): ``in`` over constants is a
+    set lookup, a null constant matching nothing (Esper's filter index, ``in`` lists)."""
     row_vars: frozenset[str] = frozenset()
     """match_recognize variables: ``B[i]`` reads the i-th row a variable matched."""
 
@@ -434,7 +439,7 @@ def _eq(x: Any, y: Any) -> bool:
 
 _BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "+": operator.add, "-": operator.sub, "*": operator.mul, "/": _div, "%": _mod,
-    "||": lambda x, y: f"{x}{y}", "=": _eq, "!=": lambda x, y: x != y,
+    "||": lambda x, y: java_text(x) + java_text(y), "=": _eq, "!=": lambda x, y: x != y,
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
 }
 
@@ -520,13 +525,6 @@ def _num(v: Any) -> Any:
 
 
 
-_CASTS: dict[str, Callable[[Any], Any]] = {
-    "int": int, "integer": int, "long": int, "short": int, "byte": int,
-    "double": float, "float": float, "bigdecimal": float, "string": str,
-    "boolean": lambda v: v if isinstance(v, bool) else str(v).lower() == "true",
-}
-
-
 MAX_MS = (1 << 63) - 1
 """The longest time span, in milliseconds (Esper keeps time in a Java long)."""
 
@@ -559,6 +557,12 @@ def constant_value(node: ast.Node) -> Any:
     if isinstance(node, ast.TimePeriod):
         return time_period_ms(node)
     raise ValueError("not a constant")
+
+
+def compile_filter(node: ast.Node, scope: Scope) -> Expr:
+    """Compile a stream filter: as ``compile_expr``, with the filter service's reading of
+    ``in`` over constants (``Scope.filter_sets``)."""
+    return compile_expr(node, replace(scope, filter_sets=True))
 
 
 def compile_expr(node: ast.Node, scope: Scope) -> Expr:
@@ -617,7 +621,7 @@ def _compile_between(node: ast.Between, scope: Scope) -> Expr:
     def between(r: Any, c: PartitionCtx) -> Any:
         v, a, b = e(r, c), lo(r, c), hi(r, c)
         if v is None or a is None or b is None:
-            return None
+            return False  # Esper's between is false, not null, on a null operand (negated too)
         if a > b:
             a, b = b, a
         return (a <= v <= b) != neg
@@ -626,14 +630,33 @@ def _compile_between(node: ast.Between, scope: Scope) -> Expr:
 
 def _compile_in_list(node: ast.InList, scope: Scope) -> Expr:
     e = compile_expr(node.expr, scope)
-    items = [compile_expr(x, scope) for x in node.items]
     neg = node.negated
+    if scope.filter_sets:
+        try:
+            values = [constant_value(x) for x in node.items]
+        except ValueError:
+            values = None
+        if values is not None:
+            # Esper's filter service tests a constant list as a set of values: a null
+            # among them matches nothing, and leaves the others' answer as it is
+            consts = [x for x in values if x is not None]
+            return lambda r, c: None if (v := e(r, c)) is None else (
+                any(v == x for x in consts) != neg)
+    items = [compile_expr(x, scope) for x in node.items]
 
     def in_list(r: Any, c: PartitionCtx) -> Any:
         v = e(r, c)
         if v is None:
             return None
-        return any(v == i(r, c) for i in items) != neg
+        null = False
+        for i in items:
+            x = i(r, c)
+            if x is None:
+                null = True
+            elif v == x:
+                return not neg
+        # as in SQL: no item equal and one of them null is unknown
+        return None if null else neg
     return in_list
 
 
@@ -653,6 +676,18 @@ def _compile_regexp(node: ast.Regexp, scope: Scope) -> Expr:
     neg = node.negated
     return lambda r, c: None if (v := e(r, c)) is None else (
         rx.fullmatch(str(v)) is not None) != neg
+
+
+def _compile_is_same(node: ast.IsSame, scope: Scope) -> Expr:
+    """``a is [not] b``: two nulls are the same, a null and a value are not."""
+    a, b = compile_expr(node.left, scope), compile_expr(node.right, scope)
+    neg = node.negated
+
+    def same(r: Any, c: PartitionCtx) -> bool:
+        x, y = a(r, c), b(r, c)
+        equal = x is None and y is None or (x is not None and y is not None and x == y)
+        return equal != neg
+    return same
 
 
 def _compile_is_null(node: ast.IsNull, scope: Scope) -> Expr:
@@ -686,7 +721,7 @@ def _compile_case(node: ast.Case, scope: Scope) -> Expr:
 
 def _compile_cast(node: ast.Cast, scope: Scope) -> Expr:
     e = compile_expr(node.expr, scope)
-    conv = _CASTS.get(str(node.type_name).lower())
+    conv = CASTS.get(str(node.type_name).lower())
     if conv is None:
         raise NotSupportedExpr(f"cast to {node.type_name}")
     return lambda r, c: None if (v := e(r, c)) is None else conv(v)
@@ -790,6 +825,9 @@ def _compile_call(node: ast.Call, scope: Scope) -> Expr:
         return functions.compile_user_call(ufd, node, scope, compile_expr)
     if ufd is not None and not (scope.allow_aggregates or scope.aggregates is not None):
         raise _err(f"aggregation function '{node.name}' is not allowed here", node)
+    if name in ("min", "max") and len(positional_args(node)) > 1 and not node.distinct:
+        check_min_max_row(node, scope)
+        return _compile_min_max(node, name, scope)
     if (ufd is not None or name in AGGREGATE_NAMES) and (
             scope.allow_aggregates or scope.aggregates is not None):
         if scope.aggregates is None:
@@ -800,7 +838,10 @@ def _compile_call(node: ast.Call, scope: Scope) -> Expr:
         idx = scope.agg_texts.get(text)
         if idx is None:
             vscope = scope.agg_value_scope or scope
-            args = list(node.args)
+            # Esper ref. 10.2: the values aggregated, and the filter (the last positional
+            # argument of count/sum/avg/..., or the named 'filter:' of any aggregation)
+            split = aggregate_args(node, vscope, user=ufd is not None)
+            args = list(split.args)
             extra: tuple = ()
             if name in ("nth", "first", "last") and len(args) == 2:
                 # Esper ref. "Aggregation functions": first(x, i), last(x, i), nth(x, i)
@@ -818,7 +859,8 @@ def _compile_call(node: ast.Call, scope: Scope) -> Expr:
                        tables=vscope.tables, outer=vscope.outer,
                        inner_props=vscope.inner_props, array_tags=vscope.array_tags)
             if ufd is not None:
-                agg, value = functions.user_aggregator(ufd, node, vs, compile_expr)
+                agg, value = functions.user_aggregator(ufd, replace(node, args=split.args),
+                                                       vs, compile_expr)
                 if node.distinct:
                     agg = Distinct(agg)
             else:
@@ -828,8 +870,9 @@ def _compile_call(node: ast.Call, scope: Scope) -> Expr:
                     name == "count" and not args)
                 agg = make_aggregator(name, star=star, distinct=node.distinct, extra=extra,
                                       by_event=not scope.rows_leave_in_order)
+            filt = compile_expr(split.filter, vs) if split.filter is not None else None
             idx = len(scope.aggregates)
-            scope.aggregates.append(AggregateDef(text, agg, value))
+            scope.aggregates.append(AggregateDef(text, agg, value, filt))
             scope.agg_texts[text] = idx
         i = idx
         if scope.agg_in_row:
@@ -889,11 +932,37 @@ def _compile_call(node: ast.Call, scope: Scope) -> Expr:
     return call
 
 
+def _compile_min_max(node: ast.Call, name: str, scope: Scope) -> Expr:
+    """``min(a, b, ...)``/``max(a, b, ...)`` of several arguments: the single-row function
+    (Esper ref. 10.1, min and max), null when any argument is null, in the widest
+    numeric type of its arguments (a double among them makes the result a double)."""
+    args = [compile_expr(a, scope) for a in node.args]
+    pick = min if name == "min" else max
+
+    def min_max(r: Any, c: PartitionCtx) -> Any:
+        vals = [a(r, c) for a in args]
+        if any(v is None for v in vals):
+            return None
+        if any(type(v) is float for v in vals):
+            vals = [float(v) for v in vals]
+        return pick(vals)
+    return min_max
+
+
+def is_aggregate_call(n: ast.Node) -> bool:
+    """An aggregation call: a built-in one or a user aggregation function (``min`` and
+    ``max`` of several arguments are the single-row functions, Esper ref. 10.1)."""
+    if not isinstance(n, ast.Call):
+        return False
+    name = n.name.lower()
+    if name in ("min", "max") and len(positional_args(n)) > 1 and not n.distinct:
+        return False
+    return name in AGGREGATE_NAMES or functions.is_user_aggregate(n.name)
+
+
 def has_aggregate(node: ast.Node | None) -> bool:
     """Whether an expression contains an aggregate call."""
-    return any(isinstance(n, ast.Call) and (n.name.lower() in AGGREGATE_NAMES
-                                            or functions.is_user_aggregate(n.name))
-               for n in iter_nodes(node))
+    return any(is_aggregate_call(n) for n in iter_nodes(node))
 
 
 def names_in(node: ast.Node | None) -> list[ast.Name]:
@@ -911,6 +980,7 @@ _COMPILERS: dict[type[ast.Node], Callable[[Any, Scope], Expr]] = {
     ast.Like: _compile_like,
     ast.Regexp: _compile_regexp,
     ast.IsNull: _compile_is_null,
+    ast.IsSame: _compile_is_same,
     ast.Case: _compile_case,
     ast.Cast: _compile_cast,
     ast.TimePeriod: _compile_time_period,

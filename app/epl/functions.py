@@ -107,7 +107,8 @@ def kind_of(node: ast.Node, scope: Any) -> str | None:
         if node.op == "+" and "string" in (a, b):
             return "string"
         return _widen(a, b)
-    if isinstance(node, ast.Between | ast.InList | ast.Like | ast.Regexp | ast.IsNull):
+    if isinstance(node, ast.Between | ast.InList | ast.Like | ast.Regexp | ast.IsNull
+                  | ast.IsSame):
         return "boolean"
     if isinstance(node, ast.Cast):
         return _NORM.get(str(node.type_name).lower())

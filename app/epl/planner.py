@@ -108,6 +108,8 @@ class Planner(SelectPlanning, NamedWindowPlanning, TablePlanning, ResultPlanning
         plan = _STATEMENT_PLANNERS.get(type(node))
         if plan is None:
             raise NotSupported(construct_name(node))
+        if isinstance(node, ast.SelectStatement):
+            node = _insert_columns(node)
         return plan(self, node, name, epl)
 
     def create_schema(self, node: ast.CreateSchema, name: str, epl: str) -> StatementPlan:
@@ -133,6 +135,23 @@ class Planner(SelectPlanning, NamedWindowPlanning, TablePlanning, ResultPlanning
                    | frozenset(n for n, d in self.catalog.expressions.items() if d.alias))
         self.catalog.expressions[decl.name] = decl
         return StatementPlan(name, "expression", epl)
+
+
+def _insert_columns(node: ast.SelectStatement) -> ast.SelectStatement:
+    """``insert into X (a, b) select ...``: the select items take the listed names, in
+    order (Esper ref. 5, insert into: the column list names the inserted properties)."""
+    into = node.insert_into
+    if into is None or not into.columns:
+        return node
+    items = node.select_items
+    if any(not isinstance(i, ast.SelectItem) for i in items) or len(items) != len(
+            into.columns):
+        raise verr(f"the column list of 'insert into {into.name}' names "
+                   f"{len(into.columns)} properties, the select clause has {len(items)} "
+                   "expressions", into, hint="list one name per select expression, and no "
+                   "wildcard")
+    return replace(node, select_items=tuple(
+        replace(i, alias=c) for i, c in zip(items, into.columns)))
 
 
 _STATEMENT_PLANNERS: dict[type[ast.Node], Callable[..., StatementPlan]] = {

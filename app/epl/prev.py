@@ -217,8 +217,9 @@ def retains_previous(view: Any) -> bool:
     return name in PREV_WINDOWS
 
 
-def check_prev_window(node: ast.SelectStatement, view: Any) -> None:
-    """A prev function needs a data window that retains previous events (as Esper)."""
+def check_prev_window(node: ast.SelectStatement, view: Any, aggregated: bool = False) -> None:
+    """A prev function needs a data window that retains previous events (as Esper), and
+    stays out of the where and having clauses of an ``aggregated`` statement."""
     calls = [c for c in window_calls(*node.select_items, node.where, node.having,
                                      *(node.order_by or ()))
              if c.name.lower() != "prior"]
@@ -226,9 +227,7 @@ def check_prev_window(node: ast.SelectStatement, view: Any) -> None:
         raise verr(f"{calls[0].name} needs a data window that retains previous events",
                    calls[0], hint="add one such as #length(10), #time(1 min), #keepall, "
                    "#sort or #rank (not #unique, #firstlength or an intersection)")
-    from app.epl.expr import has_aggregate
-
-    if any(has_aggregate(x) for x in (*node.select_items, node.having)):
+    if aggregated:
         # Esper ref. 10.1 previous: prev has no remove-stream data for an aggregation
         # to take back, so Esper refuses it where the aggregated rows are filtered
         misplaced = [c for c in window_calls(node.where, node.having)

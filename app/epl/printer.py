@@ -91,7 +91,7 @@ def _is_expression(node: A.Node) -> bool:
     """True for expression node classes."""
     return isinstance(node, (
         A.Literal, A.Name, A.Unary, A.Binary, A.Between, A.InList, A.InRange, A.Like,
-        A.Regexp, A.IsNull, A.Case, A.Call, A.Cast, A.TimePeriod, A.TableAccess,
+        A.Regexp, A.IsNull, A.IsSame, A.Case, A.Call, A.Cast, A.TimePeriod, A.TableAccess,
         A.Subquery, A.Exists, A.InSubquery, A.Quantified,
     ))
 
@@ -146,7 +146,7 @@ class _Printer:
             return _BINARY_PREC[node.op]
         if isinstance(node, A.Unary):
             return _NOT if node.op == "not" else _UNARY
-        if isinstance(node, A.IsNull):
+        if isinstance(node, A.IsNull | A.IsSame):
             return _EQ
         if isinstance(node, (A.Between, A.InList, A.InRange, A.Like, A.Regexp,
                              A.InSubquery)):
@@ -178,6 +178,9 @@ class _Printer:
         if isinstance(node, A.IsNull):
             neg = " not" if node.negated else ""
             return f"{self.expr(node.expr, _EQ)} is{neg} null"
+        if isinstance(node, A.IsSame):
+            neg = " not" if node.negated else ""
+            return f"{self.expr(node.left, _EQ)} is{neg} {self.expr(node.right, _REL)}"
         if isinstance(node, A.Between):
             neg = "not " if node.negated else ""
             return (f"{self.expr(node.expr, _CONCAT)} {neg}between "

@@ -139,3 +139,57 @@ def test_a_value_leaving_that_never_entered_takes_nothing_below_empty() -> None:
     assert run("avg", [4.0], [1.0, 2.0]) is None
     assert run("stddev", [2], [5]) is None
     assert run("sum", [5], [3, None, 1]) is None
+
+
+def test_countever_of_a_value_counts_its_non_null_values() -> None:
+    """Esper ref. 10.2.4: countever(x) counts non-null values, countever(*) every event;
+    neither counts down."""
+    assert run("countever", [1, None, 3], [1]) == 2
+    assert run("countever", [1, None, 3], [1], star=True) == 3
+    assert run("countever", [None, None]) == 0
+
+
+def test_a_filtered_aggregate_takes_only_the_rows_its_filter_passes() -> None:
+    """Esper ref. 10.2 filter: the generic row updaters skip an event whose filter is false
+    or null, entering and leaving alike; the state stays the aggregator's own."""
+    from operators.aggregates import row_updater
+
+    rows = [{"v": 1, "k": "a"}, {"v": 2, "k": "b"}, {"v": 4, "k": None}, {"v": 8, "k": "a"}]
+    value = lambda r, c: r["v"]  # noqa: E731
+    filt = lambda r, c: None if r["k"] is None else r["k"] == "a"  # noqa: E731
+    for name, star, want, after_leave in (("count", True, 2, 1), ("sum", False, 9, 8),
+                                          ("countever", True, 2, 2)):
+        agg = make_aggregator(name, star=star)
+        enter = row_updater(agg, 0, None if star else value, filt, True)
+        leave = row_updater(agg, 0, None if star else value, filt, False)
+        states = [agg.initial()]
+        for r in rows:
+            enter(states, r, None)
+        assert agg.result(states[0]) == want, name
+        for r in rows[:3]:
+            leave(states, r, None)
+        assert agg.result(states[0]) == after_leave, name
+        assert json.loads(json.dumps(states)) == states  # JSON-shaped, as before
+
+
+def test_fold_filter_wraps_an_aggregator_for_callers_without_a_filter() -> None:
+    """``fold_filter`` (``#expr`` windows, match_recognize measures): the value becomes
+    the pair (passed, value), the state the inner aggregator's."""
+    from operators.aggregates import Filtered, fold_filter
+
+    base = make_aggregator("sum")
+    assert fold_filter(base, None, None) == (base, None)
+    agg, value = fold_filter(base, lambda r, c: r["v"], lambda r, c: r["v"] > 2)
+    assert isinstance(agg, Filtered) and agg.name == "sum" and value is not None
+    s = agg.initial()
+    for r in ({"v": 1}, {"v": 3}, {"v": 5}):
+        s = agg.enter(s, value(r, None))
+    assert agg.result(s) == 8 and s == base.enter(base.enter(base.initial(), 3), 5)
+    s = agg.leave(s, value({"v": 1}, None))
+    s = agg.leave(s, value({"v": 3}, None))
+    assert agg.result(s) == 5
+    # no value expression: the row itself (count(*, b))
+    star, row_value = fold_filter(make_aggregator("count", star=True), None,
+                                  lambda r, c: r.get("b"))
+    assert row_value is not None
+    assert star.result(star.enter(star.initial(), row_value({"b": None}, None))) == 0

@@ -73,10 +73,15 @@ class ExpressionRules(BuilderBase):
         """'not' of 'not in', 'not between', 'is not null', ..."""
         return Flag("not")
 
-    def r_is_null(self, c: list[Any], pos: A.Pos) -> A.IsNull:
-        """a is [not] null."""
+    def r_is_null(self, c: list[Any], pos: A.Pos) -> A.Node:
+        """a is [not] null; a is [not] b: equality where null is a value (Esper ref. 9.1
+        operators, 'is': true when both are null)."""
         items = present(c)
-        return A.IsNull(items[0], flag(items, "not"), pos=pos)
+        negated = flag(items, "not")
+        other = items[-1]
+        if isinstance(other, A.Literal) and other.value is None:
+            return A.IsNull(items[0], negated, pos=pos)
+        return A.IsSame(items[0], other, negated, pos=pos)
 
     def r_in_expr(self, c: list[Any], pos: A.Pos) -> A.Node:
         """a [not] in (list) | a [not] in [low:high]."""

@@ -13,6 +13,7 @@ from app.epl.expr import (
     Scope,
     TableEnv,
     compile_expr,
+    compile_filter,
     constant_value,
     names_in,
     text_of,
@@ -73,7 +74,7 @@ class ContextPlanning(PlannerBase):
                                 hint="key properties at the same position must have the "
                                      "same type (Esper ref. 4.2.2 Keyed Segmented Context)")
                 keys = tuple(compile_expr(p, scope) for p in it.props)
-                filt = compile_expr(it.filter, scope) if it.filter is not None else None
+                filt = compile_filter(it.filter, scope) if it.filter is not None else None
                 items.append(KeyedItem(it.type_name, keys, filt,
                                        tuple(text_of(p) for p in it.props), it.alias))
             init, term = self._keyed_lifecycle(spec, seen)
@@ -83,7 +84,7 @@ class ContextPlanning(PlannerBase):
             for it in spec.items:
                 hprops = self._require_type(it.type_name, it)
                 scope = Scope("event", variables=variables, tables=self._routing_env(hprops))
-                filt = compile_expr(it.filter, scope) if it.filter is not None else None
+                filt = compile_filter(it.filter, scope) if it.filter is not None else None
                 user = user_function(it.function)
                 if user is not None:
                     hitems.append(HashItem(it.type_name, it.function,
@@ -99,7 +100,7 @@ class ContextPlanning(PlannerBase):
                           tables=replace(self.tenv, props=cprops))
             groups = tuple((g.label, compile_expr(g.expr, scope)) for g in spec.groups)
             return CategorySpec(name, spec.type_name, groups,
-                                compile_expr(spec.filter, scope) if spec.filter else None)
+                                compile_filter(spec.filter, scope) if spec.filter else None)
         if isinstance(spec, ast.NonOverlappingContext):
             from operators.contexts.temporal import NonOverlappingSpec
 
@@ -226,7 +227,7 @@ class ContextPlanning(PlannerBase):
             env = replace(self.tenv, props=self.catalog.type_props(c.type_name) or {})
             aliases = stream_names(c.alias, c.type_name, env.props)
             scope = Scope("pfilter", aliases, tags, variables, tables=env, array_tags=arrays)
-            pred = compile_expr(c.filter, scope) if c.filter is not None else None
+            pred = compile_filter(c.filter, scope) if c.filter is not None else None
             text = c.type_name + (f"({text_of(c.filter)})" if c.filter is not None else "")
             return cond.CondFilterSpec(c.type_name, pred, c.alias, text)
         if isinstance(c, ast.CondPattern):

@@ -33,7 +33,7 @@ def java_box(node: ast.Node, types: dict[str, str]) -> str:
     if isinstance(node, ast.Binary):
         return _binary_box(node, types)
     if isinstance(node, ast.Between | ast.InList | ast.InRange | ast.Like | ast.Regexp
-                  | ast.IsNull | ast.Exists):
+                  | ast.IsNull | ast.IsSame | ast.Exists):
         return "boolean"
     return ""
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from app.epl import ast
 from app.epl.errors import did_you_mean, verr
-from app.epl.expr import Scope, compile_expr, is_table_name, names_in, text_of
+from app.epl.expr import Scope, compile_expr, compile_filter, is_table_name, names_in, text_of
 from app.epl.planning.base import PlannerBase, stream_names
 from app.epl.planning.java_types import java_box
 from app.epl.planning.subqueries import SubqueryEnv
@@ -84,7 +84,7 @@ def plan_join(planner: PlannerBase, node: ast.SelectStatement, name: str,
         planner.tenv.props = p
         scope = Scope("event", stream_names(src.alias, src.type_name, p),
                       variables=variables, tables=planner.tenv)
-        filt = compile_expr(src.filter, scope) if src.filter is not None else None
+        filt = compile_filter(src.filter, scope) if src.filter is not None else None
         view = (planner.view_chain(src.views, scope, src.retain, dict(p), src.type_name)
                 if src.views else None)
         streams.append(JoinStream(src.type_name, sname, filt, view, bool(src.unidirectional),

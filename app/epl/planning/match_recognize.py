@@ -10,12 +10,13 @@ import itertools
 from typing import Any
 
 from app.epl import ast
+from app.epl.aggregate_args import FILTER_LAST, positional_args
 from app.epl.errors import did_you_mean, verr
 from app.epl.expr import Scope, compile_expr, constant_value, text_of, time_period_ms
 from app.epl.properties import path_error
 from app.epl.walk import children, is_node, iter_nodes
 from app.runtime.catalog import NotSupported
-from operators.aggregates import AGGREGATE_NAMES
+from operators.aggregates import AGGREGATE_NAMES, fold_filter
 from operators.match_recognize import nfa
 from operators.match_recognize.spec import MatchRecognizeSpec, MeasureAggregate
 
@@ -118,6 +119,7 @@ def plan_match_recognize(planner: Any, mr: ast.MatchRecognize, type_name: str,
         if m.name in dict(measures):
             raise verr(f"measure '{m.name}' is defined twice", m)
         for n in iter_nodes(m.expr):
+            _refuse_named_filter(n)
             if _is_aggregate(n):
                 agg_vars[text_of(n)] = _aggregated_var(n, multis, var_set, variables,
                                                        check_path, planner)
@@ -141,7 +143,8 @@ def plan_match_recognize(planner: Any, mr: ast.MatchRecognize, type_name: str,
                     raise verr("a multi-row variable takes one index", n)
                 collect = True
         measures.append((m.name, compile_expr(m.expr, m_scope)))
-    aggregates = tuple(MeasureAggregate(agg_vars[a.text], a.aggregator, a.value)
+    aggregates = tuple(MeasureAggregate(agg_vars[a.text],
+                                        *fold_filter(a.aggregator, a.value, a.filter))
                        for a in aggs)
 
     interval = time_period_ms(mr.interval) if mr.interval is not None else None
@@ -207,7 +210,27 @@ def names_outside(node: ast.Node, skip_aggregates: bool = False) -> list[ast.Nam
 def _is_aggregate(n: ast.Node) -> bool:
     """An aggregate call (``max``/``min`` of several arguments are the scalar forms)."""
     return (isinstance(n, ast.Call) and n.name.lower() in AGGREGATE_NAMES
-            and not (n.name.lower() in ("max", "min") and len(n.args) > 1))
+            and not (n.name.lower() in ("max", "min") and len(positional_args(n)) > 1
+                     and not n.distinct))
+
+
+def _refuse_named_filter(n: ast.Node) -> None:
+    """Refuse the named ``filter:`` of an aggregation in the measures clause: Esper 9
+    fails to compile it ("Expression has not been validated"); the positional filter of
+    count, sum, avg and the like works (Esper ref. 10.2.1)."""
+    if not isinstance(n, ast.Call):
+        return
+    named = next((a for a in n.args
+                  if isinstance(a, ast.NamedArg) and a.name.lower() == "filter"), None)
+    if named is None:
+        return
+    args = positional_args(n)
+    hint = (f"write the filter as the last argument, as in {n.name}("
+            f"{text_of(args[0])}, {text_of(named.value)})"
+            if len(args) == 1 and n.name.lower() in FILTER_LAST
+            else "filter the events in the define clause of the variable")
+    raise verr("the 'filter' named parameter is not supported in the measures clause",
+               named, hint)
 
 
 def _check_var_name(n: ast.Name, var_set: frozenset[str], variables: frozenset[str],

@@ -12,6 +12,7 @@ from app.epl.expr import (
     Scope,
     TableEnv,
     compile_expr,
+    compile_filter,
     has_aggregate,
     names_in,
 )
@@ -138,7 +139,7 @@ class NamedWindowPlanning(PlannerBase):
                            outer_props=frozenset(self.tenv.props))
         tscope = Scope("event", stream_names(trig.alias, trig.type_name, self.tenv.props),
                        variables=variables, tables=self.tenv, subqueries=subs)
-        tfilter = compile_expr(trig.filter, tscope) if trig.filter is not None else None
+        tfilter = compile_filter(trig.filter, tscope) if trig.filter is not None else None
         if isinstance(action, ast.OnSet):
             oscope = Scope("tags", frozenset(), frozenset(
                 {trig.alias} if trig.alias else {trig.type_name}), variables, tables=self.tenv,
@@ -357,7 +358,7 @@ class NamedWindowPlanning(PlannerBase):
         self._check_names(node, props, scope, name)
         rs = self.result_set(node, scope, prop_types=qualified_types(props, name, src.alias))
         where = compile_expr(node.where, scope) if node.where is not None else None
-        filt = compile_expr(src.filter, scope) if src.filter is not None else None
+        filt = compile_filter(src.filter, scope) if src.filter is not None else None
         return OnDemandPlan(name, kind, rs, where, filt, bool(node.distinct),
                             tuple(c.name for c in rs.columns))
 

@@ -7,7 +7,14 @@ from typing import Any
 
 from app.epl import ast
 from app.epl.errors import did_you_mean, verr
-from app.epl.expr import Scope, compile_expr, constant_value, text_of, time_period_ms
+from app.epl.expr import (
+    Scope,
+    compile_expr,
+    compile_filter,
+    constant_value,
+    text_of,
+    time_period_ms,
+)
 from app.epl.walk import conjuncts
 from app.runtime.catalog import NotSupported
 from operators.patterns import spec as ps
@@ -84,6 +91,69 @@ class _Spec(PatternSpec):
         """The tags a match holds as lists of events (tags inside a repeat)."""
         return frozenset(t for n in self.plan.nodes if isinstance(n, ps.Repeat)
                          for t in n.array_tags)
+
+
+def tag_types(pattern: Any) -> dict[str, str]:
+    """The event type each tag of a planned pattern names."""
+    return {n.tag: n.type_name for n in pattern.plan.nodes
+            if isinstance(n, ps.Filter) and n.tag}
+
+
+def expand_tag_wildcards(planner: Any, node: ast.SelectStatement,
+                         pattern: Any) -> ast.SelectStatement:
+    """The statement with each ``tag.*`` of its select list expanded to the properties of
+    the tag's event, each a column named as the property (Esper ref. 5.3, select clause:
+    choosing event properties and events from a pattern; ``select a.*`` gives the tag's
+    properties, not the tag), as the join planner expands ``stream.*``."""
+    starred = [i for i in node.select_items
+               if isinstance(i, ast.Wildcard) and i.stream is not None]
+    if not starred:
+        return node
+    if len(starred) > 1:
+        # Esper refuses it: each further 'tag.*' would need a column name to hold its event
+        raise verr("a column name must be supplied for all but one tag if several tags are "
+                   "selected with tag.*", starred[1],
+                   hint="select one tag with tag.*, the other tags' properties by name")
+    types = tag_types(pattern)
+    arrays = pattern.array_tag_names()
+    items: list[Any] = []
+    for item in node.select_items:
+        if not (isinstance(item, ast.Wildcard) and item.stream is not None):
+            items.append(item)
+            continue
+        tag = item.stream
+        if tag not in types:
+            raise verr(f"'{tag}' is not a tag of the pattern", item,
+                       hint=did_you_mean(tag, list(types)))
+        if tag in arrays:
+            raise NotSupported(f"'{tag}.*' of a tag inside a repeat (a list of events)")
+        props = planner.catalog.type_props(types[tag])
+        if props is None:
+            raise NotSupported(f"'{tag}.*' of event type '{types[tag]}' without declared "
+                               "properties")
+        items += [ast.SelectItem(ast.Name((tag, p), pos=item.pos), p, pos=item.pos)
+                  for p in props]
+    return replace(node, select_items=tuple(items))
+
+
+def pattern_window(planner: Any, node: ast.SelectStatement, src: ast.PatternStream,
+                   scope: Scope, pattern: Any) -> Any:
+    """The data window chain over a pattern's matches (``pattern [...]#length(2)``): each
+    match is an event of the stream with the tags as properties (Esper ref. 5.4.2
+    pattern-based event streams, 5.4.3 specifying views), so window parameters read tag
+    properties (``#unique(a.k)``) in the scope of the tags."""
+    from app.epl.planning.base import derived_props
+
+    params = tuple(ast.SelectItem(p.expr if isinstance(p, ast.SortSpec) else p)
+                   for v in src.views for p in v.params if not isinstance(p, ast.Star))
+    # a tag's property must be one of its type's (as in the select clause)
+    planner._check_tag_names(replace(node, select_items=params, where=None, having=None,
+                                     group_by=()), pattern)
+    view = planner.view_chain(src.views, scope, src.retain)
+    if derived_props(view):
+        # its rows would be the window's statistics, not matches: not planned here
+        raise NotSupported("a derived-value window over a pattern")
+    return view
 
 
 def _check_tags(root: ast.Node) -> None:
@@ -274,7 +344,7 @@ def _node(planner: Any, n: ast.Node, tags: frozenset[str], variables: frozenset[
                 scope = replace(scope, aliases=own, tags=tags - own,
                                 subqueries=replace(subqueries, outer_props=frozenset(props),
                                                    outer_names=frozenset({n.type_name})))
-            pred = compile_expr(n.filter, scope)
+            pred = compile_filter(n.filter, scope)
         return ps.Filter(n.tag, n.type_name, pred,
                          text_of(n.filter) if n.filter is not None else "",
                          _range_constant(n.filter, props, tags - arrays))

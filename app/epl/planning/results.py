@@ -3,6 +3,7 @@ limit) and of output rate limiting (Esper ref. 5.7)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from app.epl import ast
@@ -80,7 +81,7 @@ class ResultPlanning(PlannerBase):
             limit = int(constant_value(node.limit.count))
             offset = int(constant_value(node.limit.offset)) if node.limit.offset else 0
         if empty_sum is not None:
-            aggs[:] = [AggregateDef(a.text, Sum(empty_sum), a.value)
+            aggs[:] = [replace(a, aggregator=Sum(empty_sum))  # the filter kept
                        if type(a.aggregator) is Sum else a for a in aggs]
         if not aggs:
             kind = SIMPLE

@@ -11,6 +11,8 @@ from app.epl.errors import EplError, did_you_mean, verr
 from app.epl.expr import (
     Scope,
     compile_expr,
+    compile_filter,
+    has_aggregate,
     names_in,
     text_of,
 )
@@ -56,6 +58,10 @@ class SelectPlanning(PlannerBase):
         if len(node.from_) == 1 and not isinstance(src, ast.FilterStream):
             for call in window_calls(node):
                 if call.name.lower() != "prior":
+                    if isinstance(src, ast.PatternStream) and src.views:
+                        # Esper reads prev over a pattern's data window; kepl's prev takes
+                        # a row of tags for a join's
+                        raise NotSupported(f"{call.name} over a data window of a pattern")
                     raise verr(f"{call.name} needs a data window that retains previous "
                                "events", call, hint="a pattern has no data window")
         if len(node.from_) != 1:
@@ -70,6 +76,7 @@ class SelectPlanning(PlannerBase):
         source_window = None
         mr = None
         match_prior = None
+        pattern_view = None
         if isinstance(src, ast.FilterStream):
             props = self.catalog.type_props(src.type_name)
             if src.type_name in self.catalog.named_windows:
@@ -89,7 +96,7 @@ class SelectPlanning(PlannerBase):
             if misplaced:
                 raise verr(f"{misplaced[0].name} is not allowed in a stream filter",
                            misplaced[0], hint="move the condition to the where clause")
-            filt = compile_expr(src.filter, scope) if src.filter is not None else None
+            filt = compile_filter(src.filter, scope) if src.filter is not None else None
             view = (self.view_chain(src.views, scope, src.retain, props, src.type_name)
                     if src.views else None)
             if node.match_recognize is not None:
@@ -100,7 +107,7 @@ class SelectPlanning(PlannerBase):
                     # window as a filter of its input events (it names their properties)
                     self._check_names(replace(node, select_items=(), having=None,
                                               group_by=()), props, ev_scope, src.type_name)
-                    cond = compile_expr(node.where, ev_scope)
+                    cond = compile_filter(node.where, ev_scope)
                     filt = cond if filt is None else _both(filt, cond)
                     node = replace(node, where=None)
             else:
@@ -127,7 +134,8 @@ class SelectPlanning(PlannerBase):
                             f"its rows hold {', '.join(dprops)}; list an event property "
                             "after the window's own parameters to carry it (Esper ref. 14.4)")
                         raise
-            check_prev_window(node, view)
+            check_prev_window(node, view, any(
+                has_aggregate(x) for x in (*node.select_items, node.having)))
             stream = StreamSpec(src.type_name, filt, view, src.alias,
                                 text_of(src.filter) if src.filter is not None else "",
                                 PriorSpec(prior_items(priors, scope, compile_expr))
@@ -136,16 +144,23 @@ class SelectPlanning(PlannerBase):
                 raise NotSupported("selecting from a table in a continuous statement (use an "
                                    "on-select, or 'kepl query' for an on-demand read)")
         elif isinstance(src, ast.PatternStream):
-            from app.epl.planning.patterns import plan_pattern
+            from app.epl.planning.patterns import (
+                expand_tag_wildcards,
+                pattern_window,
+                plan_pattern,
+            )
 
             pattern = plan_pattern(self, src.pattern, subqueries=subs)
             subs.pattern = True
             scope = Scope("tags", tags=frozenset(pattern.tag_names()), variables=variables,
                           tables=self.tenv, subqueries=subs,
                           array_tags=pattern.array_tag_names())
+            node = expand_tag_wildcards(self, node, pattern)
             if priors:
                 match_prior = MatchPriorSpec(prior_tagged_items(priors, scope, compile_expr))
             self._check_tag_names(node, pattern)
+            if src.views:
+                pattern_view = pattern_window(self, node, src, scope, pattern)
         else:
             raise NotSupported(construct_name(src))
         if node.context is not None:
@@ -158,9 +173,10 @@ class SelectPlanning(PlannerBase):
             keys = self.partition_keys(node.context, stream.type_name)
             if keys:
                 rs_scope = replace(rs_scope, partition_keys=keys)
-        if stream is not None and (source_window is not None or (
+        if (stream is not None and (source_window is not None or (
                 stream.view is not None and not stream.view.oldest_first)
-                or (node.output is not None and node.output.after is not None)):
+                or (node.output is not None and node.output.after is not None))) or (
+                pattern_view is not None and not pattern_view.oldest_first):
             # rows leave out of arrival order, or (held back by 'output after') leave
             # without having entered: first/last/window values go by event
             rs_scope = replace(rs_scope, rows_leave_in_order=False)
@@ -173,13 +189,21 @@ class SelectPlanning(PlannerBase):
         if node.into_table is not None:
             rs = self._into_table(node, rs, agg_texts)
             tables = (node.into_table,)
-        where = compile_expr(node.where, scope) if node.where is not None else None
+        if node.where is None:
+            where = None
+        elif stream is not None and stream.view is None and source_window is None:
+            # Esper plans the where clause of one stream without a data window into the
+            # stream's filter (so a constant 'in' list reads as the filter's, Scope.filter_sets)
+            where = compile_filter(node.where, scope)
+        else:
+            where = compile_expr(node.where, scope)
         output = self.output(node.output, scope)
         select_kind, insert_into, insert_stream, select_stream = self.streams_of(node, rs)
         pipeline = PipelineSpec(rs, output, stream, pattern, where,
                                 select_kind if select_stream is None else "irstream",
                                 bool(node.distinct), subqueries=tuple(subs.specs),
-                                match_prior=match_prior, match_recognize=mr)
+                                match_prior=match_prior, match_recognize=mr,
+                                pattern_view=pattern_view)
         return StatementPlan(name, "query", epl, pipeline, node.context,
                              insert_into=insert_into, insert_stream=insert_stream,
                              select_stream=select_stream,

@@ -19,6 +19,7 @@ from app.epl.errors import did_you_mean, verr
 from app.epl.expr import (
     Scope,
     compile_expr,
+    compile_filter,
     has_aggregate,
     is_inner_name,
     names_in,
@@ -127,7 +128,7 @@ def _plan(env: SubqueryEnv, node: ast.SubSelect, scope: Scope, one_column: bool,
                   inner_props=frozenset(props))
     event_scope = Scope("event", aliases, variables=variables, tables=planner.tenv)
     _check_names(env, node, inner, props, src.type_name)
-    filt = compile_expr(src.filter, event_scope) if src.filter is not None else None
+    filt = compile_filter(src.filter, event_scope) if src.filter is not None else None
     view = None
     if source == "stream" and src.views:
         view = planner.view_chain(src.views, event_scope, src.retain, dict(props),

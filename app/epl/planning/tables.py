@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from app.epl import ast
+from app.epl.aggregate_args import declares_filter, has_filter
 from app.epl.errors import did_you_mean, verr
 from app.epl.expr import (
     Scope,
@@ -14,6 +15,7 @@ from app.epl.expr import (
     names_in,
     text_of,
 )
+from app.epl.parser import parse_expression
 from app.epl.planning.base import (
     PlannerBase,
     column_name,
@@ -98,6 +100,15 @@ class TablePlanning(PlannerBase):
             seen.add(c.name)
             if c.aggregation is not None:
                 fname = c.aggregation.name.lower()
+                named = next((a for a in c.aggregation.args if isinstance(a, ast.NamedArg)),
+                             None)
+                if named is not None:
+                    # Esper ref. 4.7 (tables) with 10.2: a column declares the aggregation;
+                    # the statements aggregating into the table filter and group it
+                    raise verr("the 'group_by' and 'filter' parameters are not allowed in "
+                               "create-table statements", named,
+                               hint=f"declare '{c.name} {_without_named(c.aggregation)}' and "
+                                    f"give the {named.name} in the 'into table' statement")
                 user = user_aggregation_column(c.aggregation)
                 if user is not None:
                     cols.append(TableColumn(c.name, None, False, user,
@@ -106,8 +117,9 @@ class TablePlanning(PlannerBase):
                 if fname not in AGGREGATE_NAMES:
                     raise verr(f"'{c.aggregation.name}' is not an aggregation function", c,
                                hint="aggregation columns are written like 'total sum(double)'")
-                agg = make_aggregator(fname, star=bool(c.aggregation.star),
-                                      distinct=bool(c.aggregation.distinct))
+                call = c.aggregation
+                star = bool(call.star) or (bool(call.args) and isinstance(call.args[0], ast.Star))
+                agg = make_aggregator(fname, star=star, distinct=bool(call.distinct))
                 cols.append(TableColumn(c.name, None, False, agg, text_of(c.aggregation)))
             else:
                 cols.append(TableColumn(c.name, str(c.type_name), bool(c.primary_key)))
@@ -151,6 +163,19 @@ class TablePlanning(PlannerBase):
             if type(have) is not type(col.aggregator) or have.name != col.aggregator.name:
                 raise verr(f"column '{col_name}' is {col.agg_text}; the statement aggregates "
                            f"{text_of(item.expr)}", item)
+            if has_filter(item.expr):
+                # Esper 9 refuses a filter for a column that declares none ("The aggregation
+                # declares no filter expression and provided is a filter expression"), and
+                # maintains nothing for one declared with a filter type (count(*, boolean)):
+                # no filtered aggregation goes into a table
+                raise verr("an 'into table' aggregation cannot take a filter", item,
+                           hint="filter the statement's events in its where clause")
+            decl = parse_expression(col.agg_text)
+            if isinstance(decl, ast.Call) and declares_filter(decl):
+                raise verr(f"column '{col_name}' is {col.agg_text}, which declares a filter; "
+                           f"the statement aggregates {text_of(item.expr)}", item,
+                           hint=f"declare the column without the filter type, as "
+                                f"'{col_name} {_without_filter(decl)}'")
             columns[idx] = col_name
         if any(c is None for c in columns):
             raise verr("every aggregation of an 'into table' statement must go to a table "
@@ -160,3 +185,18 @@ class TablePlanning(PlannerBase):
                                           for a in rs.aggregates))
         return IntoTableSpec.of(rs, table.name, tuple(c or "" for c in columns))
 
+
+def _without_filter(call: ast.Call) -> str:
+    """A column's aggregation declared with a filter type, as text without it."""
+    return text_of(replace(call, args=call.args[:1]))
+
+
+def _without_named(call: ast.Call) -> str:
+    """A column's aggregation as it is declared: without named parameters, and with a
+    ``boolean`` filter type for a ``filter:`` (``count(*, filter: b)`` is declared
+    ``count(*, boolean)``, see ``declares_filter``)."""
+    named = [a for a in call.args if isinstance(a, ast.NamedArg)]
+    bare = replace(call, args=tuple(a for a in call.args if not isinstance(a, ast.NamedArg)))
+    if any(a.name.lower() == "filter" for a in named) and bare.args:
+        bare = replace(bare, args=(*bare.args, ast.Name(("boolean",))))
+    return text_of(bare)

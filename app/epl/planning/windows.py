@@ -7,10 +7,9 @@ from typing import Any
 
 from app.epl import ast
 from app.epl.errors import closest, verr
-from app.epl.expr import Scope, compile_expr, constant_value, text_of
-from app.epl.functions import is_user_aggregate
+from app.epl.expr import Scope, compile_expr, constant_value, is_aggregate_call, text_of
 from app.epl.walk import iter_nodes
-from operators.aggregates import AGGREGATE_NAMES
+from operators.aggregates import fold_filter
 from operators.resultset import AggregateDef
 from operators.windows.registry import WINDOWS, WindowParam, make_view_chain, make_view_spec
 
@@ -38,7 +37,7 @@ def _param(node: ast.Node, scope: Scope, window: str, index: int) -> WindowParam
                                              variables=scope.variables))
         fn = compile_expr(node, escope)
         return WindowParam(text, None, False, False, fn, False,
-                           tuple((f"$agg{i}", a.aggregator, a.value)
+                           tuple((f"$agg{i}", *fold_filter(a.aggregator, a.value, a.filter))
                                  for i, a in enumerate(aggs)))
     try:
         return WindowParam(text, constant_value(node))
@@ -52,7 +51,7 @@ def _check_param(node: ast.Node, window: str, index: int) -> None:
         name = call.name.lower()
         if name in ("prev", "prevtail", "prevwindow", "prevcount", "prior"):
             raise verr(f"{name} is not allowed as a data window parameter", call)
-        if (name in AGGREGATE_NAMES or is_user_aggregate(call.name)) and not (
+        if is_aggregate_call(call) and not (
                 window in _EXPIRY and index == 0):
             raise verr(f"aggregation function '{call.name}' is not allowed as a parameter of "
                        f"'{window}'", call, hint="only expr and expr_batch take aggregations")

@@ -71,6 +71,8 @@ FAST = settings(max_examples=150, deadline=None,
          "U as u terminated by T(x = u.x)"),
         ("create context O initiated by distinct(s0.x) S0 s0 terminated after 5 sec",
          "create context O initiated by distinct (s0.x) S0 as s0 terminated by after 5 second"),
+        ("select a IS b, a is not (b + 1), a is null, a is not NULL from T",
+         "select a is b, a is not b + 1, a is null, a is not null from T"),
     ],
 )
 def test_printed_text(text: str, printed: str) -> None:
