@@ -21,7 +21,7 @@ from app.epl.expr import (
 )
 from app.epl.functions import using
 from app.epl.parser import parse_statement
-from app.epl.planning.base import construct_name
+from app.epl.planning.base import column_name, construct_name
 from app.epl.planning.contexts import ContextPlanning, provided
 from app.epl.planning.named_windows import NamedWindowPlanning
 from app.epl.planning.results import ResultPlanning
@@ -109,8 +109,24 @@ class Planner(SelectPlanning, NamedWindowPlanning, TablePlanning, ResultPlanning
         if plan is None:
             raise NotSupported(construct_name(node))
         if isinstance(node, ast.SelectStatement):
-            node = _insert_columns(node)
+            node = self._to_schema(_insert_columns(node))
         return plan(self, node, name, epl)
+
+    def _to_schema(self, node: ast.SelectStatement) -> ast.SelectStatement:
+        """``insert into X select ...`` where X is a declared event type: the rows are X's
+        events, its properties the select does not name null (Esper ref. 5, insert
+        into: the select clause populates the properties of the declared type)."""
+        into = node.insert_into
+        fields = self.catalog.schemas.get(into.name) if into is not None else None
+        if not fields or not all(isinstance(i, ast.SelectItem) for i in node.select_items):
+            return node
+        named = {column_name(i) for i in node.select_items}
+        missing = [f for f in fields if f not in named]
+        if not missing or not named <= set(fields):
+            return node
+        pos = into.pos
+        return replace(node, select_items=node.select_items + tuple(
+            ast.SelectItem(ast.Literal(None, "null", pos=pos), f, pos=pos) for f in missing))
 
     def create_schema(self, node: ast.CreateSchema, name: str, epl: str) -> StatementPlan:
         """Register an event type declared in EPL."""

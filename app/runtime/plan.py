@@ -71,6 +71,8 @@ class StatementPlan:
             return old
         if self.insert_stream == "irstream":
             return new + old
+        if self.insert_stream == "none":
+            return []
         return new
 
     def explain(self) -> list[str]:

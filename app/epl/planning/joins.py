@@ -145,6 +145,12 @@ def plan_join(planner: PlannerBase, node: ast.SelectStatement, name: str,
                           {f"{sname}.{p}": t for sname, pr in props.items()
                            for p, t in pr.items()})
     select_kind, insert_into, insert_stream, select_stream = planner.streams_of(node, rs)
+    if select_kind == "istream" and insert_stream != "istream":
+        # Esper's join result set makes remove-stream rows only for a select clause that
+        # asks for them: 'insert irstream into' routes the insert stream, 'insert rstream
+        # into' nothing
+        insert_stream = "istream" if insert_stream == "irstream" else "none"
+        select_stream = None
     pipeline = PipelineSpec(rs, output, None, None, where,
                             select_kind if select_stream is None else "irstream",
                             bool(node.distinct), join=spec, subqueries=tuple(subs.specs))
