@@ -1246,9 +1246,10 @@ class ResultSet:
         return [[a.aggregator.initial() for a in self.aggs], row]
 
     def _first_of(self, rows: Rows) -> int:
-        """The row ``order by x limit 1`` keeps: Esper scans for the least key instead of
-        sorting, and takes its current pick for none while that pick's key is null, so
-        any later row replaces a null key (``OrderByProcessorImpl.determineLocalMinMax``)."""
+        """The row ``order by x limit 1`` keeps without ``group by``: Esper scans for the
+        least key instead of sorting, and takes its current pick for none while that
+        pick's key is null, so any later row replaces a null key
+        (``OrderByProcessorImpl.determineLocalMinMax``; grouped rows are sorted)."""
         expr, desc = self.spec.order_by[0]
         prop = getattr(expr, "property_name", None)
         ctx = self.ctx
@@ -1263,7 +1264,7 @@ class ResultSet:
         """Apply order by / limit to a batch of output rows."""
         spec = self.spec
         if (spec.limit == 1 and not spec.offset and len(spec.order_by) == 1
-                and len(rows) > 1):
+                and len(rows) > 1 and spec.kind not in (GROUPED, GROUPED_ROWS)):
             rows = [rows[self._first_of(rows)]]
         elif spec.order_by and len(rows) > 1:
             ctx = self.ctx
