@@ -365,8 +365,16 @@ class Topology:
                                          config.functions)
         plans = [plan_statement(catalog, s.epl, s.name) for s in config.statements]
         assigned = set().union(*(_assigned_variables(p) for p in plans))
+        # an event a @Drop statement takes must not reach those after it: statements of a
+        # type a @Drop statement reads run in the engine, in priority order, not as lanes
+        dropped = {t for p in plans if p.drop and p.pipeline is not None
+                   for t in p.pipeline.types()}
+        # a type with a topic that statements also insert into has events of both: its
+        # readers run in the engine, where the inserted ones arrive
+        inserted = {p.insert_into for p in plans if p.insert_into is not None}
         lanes = [p for p in plans if p.pipeline is not None and is_stateless(p, assigned)
-                 and p.pipeline.stream.type_name in config.schemas]
+                 and p.pipeline.stream.type_name in config.schemas
+                 and p.pipeline.stream.type_name not in dropped | inserted]
         lane_names = {p.name for p in lanes}
         groups: dict[str, Group] = {MAIN_GROUP: Group(MAIN_GROUP, 1)}
         owner: dict[str, str] = {}  # context name -> its dedicated group

@@ -357,3 +357,17 @@ def test_match_recognize_is_never_a_stateless_lane() -> None:
                         "pattern (A B) define A as A.v > 1)", "m")
     assert is_stateless(plain, set())
     assert not is_stateless(mr, set())  # its partial matches are state
+
+
+def test_stateless_statements_run_as_lanes_unless_their_type_is_inserted_into_or_dropped() -> None:
+    """A lane reads its source topic alone: a type statements also insert into has its
+    readers in the engine, and so has a type a @Drop statement takes events of (the
+    statements after it must not see them)."""
+    assert [p.name for p in plan(["select v from T1", "select v from T2"]).lanes] == [
+        "s0", "s1"]
+    t = plan(["select v from T1", "insert into T1 select accountId as custId, v from T2",
+              "select v from T2"])
+    assert [p.name for p in t.lanes] == ["s2"]
+    t = plan(["@Priority(1) @Drop select v from T1(v > 2)", "select v from T1",
+              "select v from T2"])
+    assert [p.name for p in t.lanes] == ["s2"]
