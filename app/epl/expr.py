@@ -834,6 +834,11 @@ def _compile_call(node: ast.Call, scope: Scope) -> Expr:
             raise EplValidationError(
                 f"aggregation function '{node.name}' is not allowed here",
                 node.pos.line or None, node.pos.column or None)
+        if any(isinstance(a, ast.NamedArg) and a.name.lower() == "group_by"
+               for a in node.args):
+            # Esper's grouping of one aggregation apart from the statement's
+            raise NotSupportedExpr(f"{node.name}(..., group_by: ...), an aggregation grouped "
+                                   "apart from the statement")
         text = text_of(node)
         idx = scope.agg_texts.get(text)
         if idx is None:

@@ -176,8 +176,6 @@ REFUSED = {
     "select account, count(*) as c from W#time(1 sec)": "no group by",
     "select distinct account, count(*) as c from W#time(1 sec) group by account":
         "select distinct",
-    "select account, count(*) as c, sum(amount, group_by: n) as s from W#time(1 sec) "
-    "group by account": "an aggregate has its own group_by",
     "select amount from W#unique(account)": "a window key is not a select column",
     "select count(*) as c from W#unique(account)": "no group by: its aggregates",
     "select account, amount from W#unique(account) output every 1 sec":
@@ -186,6 +184,15 @@ REFUSED = {
         "#unique's keys are not all properties",
     "select account, amount from W#length(5)": "no group by or keyed window",
 }
+
+
+def test_an_aggregate_grouped_apart_is_refused_when_planned() -> None:
+    """``sum(x, group_by: k)`` (Esper's grouping of one aggregation apart from the
+    statement) is refused by the planner, not run as a plain sum."""
+    catalog = Catalog.from_schemas(SCHEMAS)
+    with pytest.raises(Exception, match="group_by"):
+        plan_statement(catalog, "select account, count(*) as c, sum(amount, group_by: n) "
+                       "as s from W#time(1 sec) group by account", "s")
 
 
 @pytest.mark.parametrize("epl", sorted(REFUSED))
