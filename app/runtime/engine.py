@@ -48,6 +48,19 @@ _SKIP_MAX = 1 << 16
 _SEGMENT = object()
 """Marks the end of one statement run among the variable writes (see _post_variable_writes)."""
 
+
+def _merge(writes: list[Any]) -> list[tuple[Any, str, Any, Any]]:
+    """One statement run's variable writes, a variable written twice once (the value
+    before the run, the last one written), in the order first written."""
+    run: dict[tuple[Any, str], list] = {}
+    for tag, name, old, new in writes:
+        if (tag, name) in run:
+            run[(tag, name)][1] = new
+        else:
+            run[(tag, name)] = [old, new]
+    return [(tag, name, old, new) for (tag, name), (old, new) in run.items()]
+
+
 Listener = Callable[[str, Rows, Rows, Any], None]
 """Called as listener(statement name, new rows, old rows, context partition id)."""
 
@@ -652,17 +665,10 @@ class Engine:
         return None
 
     def _merged_run(self, writes: list[Any]) -> list[tuple[Any, str, Any, Any]]:
-        """One run's writes, a variable written twice once (first old, last new), in
-        Esper's commit order: by variable number, the order of declaration."""
-        run: dict[tuple[Any, str], list] = {}
-        for tag, name, old, new in writes:
-            if (tag, name) in run:
-                run[(tag, name)][1] = new
-            else:
-                run[(tag, name)] = [old, new]
+        """One run's writes (``_merge``) in Esper's commit order: by variable number, the
+        order of declaration."""
         number = {key: i for i, key in enumerate(self._var_posts)}
-        return sorted(((tag, name, old, new) for (tag, name), (old, new) in run.items()),
-                      key=lambda w: number.get((w[0][0], w[1]), len(number)))
+        return sorted(_merge(writes), key=lambda w: number.get((w[0][0], w[1]), len(number)))
 
     def _post_run(self, run: list[tuple[Any, str, Any, Any]]) -> None:
         for tag, name, old, new in run:
@@ -719,18 +725,11 @@ class Engine:
         ``set a = a * 2, a = a + 1`` posts once)."""
         writes = list(self._var_writes)
         self._var_writes.clear()
-        run: dict[tuple[Any, str], list] = {}
-        for w in (*writes, _SEGMENT):
-            if w is not _SEGMENT:
-                tag, name, old, new = w
-                if (tag, name) in run:
-                    run[(tag, name)][1] = new
-                else:
-                    run[(tag, name)] = [old, new]
-                continue
-            for (tag, name), (old, new) in run.items():
-                self._post_variable(tag, name, old, new)
-            run.clear()
+        start = 0
+        for end, w in enumerate((*writes, _SEGMENT)):
+            if w is _SEGMENT:
+                self._post_run(_merge(writes[start:end]))
+                start = end + 1
 
     # -- timers -------------------------------------------------------------
     def _arm(self, key: Any, next_timer: Callable[[], int | None],
