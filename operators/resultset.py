@@ -1205,12 +1205,13 @@ class ResultSet:
         rows = list(contents) if contents is not None else []
         if kind == SIMPLE:
             return self._rows(rows, None)
-        # before the first update the aggregation reads as fresh; the record is made by
-        # the update, which keeps it in the state (made here, a memory state missed it)
-        one = self.groups.get("") or self._unheld(None)  # type: ignore[arg-type]
-        if kind == AGG_ALL:
-            return self._row_for(one)
-        if kind == AGG_ROWS:
+        if kind in (AGG_ALL, AGG_ROWS):
+            # before the first update the aggregation reads as fresh; the record is made
+            # by the update, which keeps it in the state (made here, a memory state
+            # missed it)
+            one = self.groups.get("") or self._unheld(None)  # type: ignore[arg-type]
+            if kind == AGG_ALL:
+                return self._row_for(one)
             return self._rows(rows, self._results(one))
         if kind == GROUPED:
             out: Rows = []
